@@ -1,0 +1,220 @@
+#include "engine/compiled_policy.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "engine/network_entry.h"
+#include "engine/path_entry.h"
+
+namespace leash::engine {
+namespace {
+
+using leash::v1::Mode;
+
+struct Match {
+  int id = -1;
+  MatchedOn on = MatchedOn::kNone;
+};
+
+// The one rule every surface shares: deny wins; blacklist allows the rest; whitelist allows
+// only what an allow entry matches.
+template <typename Rules, typename MatchFn>
+Decision Judge(Surface surface, absl::string_view subject, const Rules& rules, MatchFn match) {
+  const absl::string_view name = SurfaceName(surface);
+  Decision decision;
+  if (Match deny = match(rules.deny); deny.id >= 0) {
+    decision.verdict = Verdict::kBlock;
+    decision.reason = absl::StrCat(name, ": ", subject, " matches deny entry '",
+                                   rules.deny.entries[deny.id], "'");
+    return decision;
+  }
+  if (rules.mode == Mode::MODE_BLACKLIST) {
+    decision.verdict = Verdict::kAllow;
+    decision.reason = absl::StrCat(name, ": ", subject, " not in deny list (blacklist)");
+    return decision;
+  }
+  if (Match allow = match(rules.allow); allow.id >= 0) {
+    decision.verdict = Verdict::kAllow;
+    decision.matched_on = allow.on;
+    decision.reason = absl::StrCat(name, ": ", subject, " matches allow entry '",
+                                   rules.allow.entries[allow.id], "'");
+    return decision;
+  }
+  decision.verdict = Verdict::kBlock;
+  decision.reason = absl::StrCat(name, ": ", subject, " not in allow list (whitelist)");
+  return decision;
+}
+
+leash::v1::InertEntry Skipped(absl::string_view field, absl::string_view entry,
+                              absl::string_view reason) {
+  leash::v1::InertEntry inert;
+  inert.set_field(std::string(field));
+  inert.set_entry(std::string(entry));
+  inert.set_reason(std::string(reason));
+  return inert;
+}
+
+absl::string_view Basename(absl::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == absl::string_view::npos ? path : path.substr(slash + 1);
+}
+
+std::string NetworkSubjectText(const NetworkSubject& subject) {
+  std::string ip;
+  if (subject.ip) {
+    ip = FormatIpAddress(*subject.ip);
+    if (subject.ip->family == IpAddress::Family::kV6) ip = absl::StrCat("[", ip, "]");
+  }
+  if (subject.domain.empty()) return absl::StrCat(ip.empty() ? "?" : ip, ":", subject.port);
+  if (ip.empty()) return absl::StrCat(subject.domain, ":", subject.port);
+  return absl::StrCat(subject.domain, ":", subject.port, " (", ip, ")");
+}
+
+}  // namespace
+
+CompiledPolicy CompiledPolicy::Compile(const leash::v1::Config& config) {
+  CompiledPolicy policy;
+  policy.config_ = WithDefaults(config);
+  policy.fail_mode_ = EffectiveFailMode(policy.config_);
+  const leash::v1::Config& c = policy.config_;
+
+  auto add_network = [&](const leash::v1::EntryList& list, absl::string_view field,
+                         NetworkList& out) {
+    for (const std::string& raw : list.entries()) {
+      absl::StatusOr<NetworkEntry> entry = ParseNetworkEntry(raw);
+      if (!entry.ok()) {
+        policy.skipped_.push_back(Skipped(field, raw, entry.status().message()));
+        continue;
+      }
+      const int id = static_cast<int>(out.entries.size());
+      out.entries.push_back(raw);
+      if (entry->kind == NetworkEntry::Kind::kNetwork) {
+        out.networks.Add(entry->network, entry->prefix_len, entry->port, id);
+      } else {
+        out.domains.Add(entry->host, entry->kind == NetworkEntry::Kind::kWildcard, entry->port,
+                        id);
+      }
+    }
+  };
+  policy.network_.mode = c.network().mode();
+  add_network(c.network().allow(), "network.allow", policy.network_.allow);
+  add_network(c.network().deny(), "network.deny", policy.network_.deny);
+
+  auto add_paths = [&](const leash::v1::EntryList& list, absl::string_view field,
+                       PathList& out) {
+    for (const std::string& raw : list.entries()) {
+      absl::StatusOr<PathEntry> entry = ParsePathEntry(raw);
+      if (!entry.ok()) {
+        policy.skipped_.push_back(Skipped(field, raw, entry.status().message()));
+        continue;
+      }
+      const int id = static_cast<int>(out.entries.size());
+      out.entries.push_back(raw);
+      if (entry->kind == PathEntry::Kind::kGlob) {
+        out.trie.AddGlob(entry->path, id);
+      } else {
+        out.trie.AddPrefix(entry->path, id);
+      }
+    }
+  };
+  policy.filesystem_.mode = c.filesystem().mode();
+  add_paths(c.filesystem().allow(), "filesystem.allow", policy.filesystem_.allow);
+  add_paths(c.filesystem().deny(), "filesystem.deny", policy.filesystem_.deny);
+
+  auto add_commands = [&](const leash::v1::EntryList& list, absl::string_view field,
+                          NameList& out) {
+    for (const std::string& raw : list.entries()) {
+      absl::StatusOr<CommandEntry> entry = ParseCommandEntry(raw);
+      if (!entry.ok()) {
+        policy.skipped_.push_back(Skipped(field, raw, entry.status().message()));
+        continue;
+      }
+      const int id = static_cast<int>(out.entries.size());
+      out.entries.push_back(raw);
+      (entry->is_path ? out.paths : out.names).insert({entry->value, id});
+    }
+  };
+  policy.commands_.mode = c.commands().mode();
+  add_commands(c.commands().allow(), "commands.allow", policy.commands_.allow);
+  add_commands(c.commands().deny(), "commands.deny", policy.commands_.deny);
+
+  auto add_tools = [&](const leash::v1::EntryList& list, absl::string_view field,
+                       NameList& out) {
+    for (const std::string& raw : list.entries()) {
+      absl::StatusOr<std::string> entry = ParseToolEntry(raw);
+      if (!entry.ok()) {
+        policy.skipped_.push_back(Skipped(field, raw, entry.status().message()));
+        continue;
+      }
+      const int id = static_cast<int>(out.entries.size());
+      out.entries.push_back(raw);
+      out.names.insert({*entry, id});
+    }
+  };
+  policy.tools_.mode = c.tools().mode();
+  add_tools(c.tools().allow(), "tools.allow", policy.tools_.allow);
+  add_tools(c.tools().deny(), "tools.deny", policy.tools_.deny);
+  return policy;
+}
+
+Decision CompiledPolicy::DecideNetwork(const NetworkSubject& subject) const {
+  NetworkSubject judged = subject;
+  judged.domain = NormalizeHost(subject.domain);
+  // An IP literal where a name was expected (an IP-literal SNI or Host) names nothing a
+  // domain entry could match; the decision is made on the destination address alone.
+  if (ParseIpAddress(judged.domain)) judged.domain.clear();
+  const std::string text = NetworkSubjectText(judged);
+  if (!judged.domain.empty()) {
+    if (absl::Status host = CheckHostName(judged.domain); !host.ok()) {
+      Decision decision;
+      decision.reason = absl::StrCat("network: ", text, " has an invalid host name (",
+                                     host.message(), ")");
+      return decision;
+    }
+  }
+  return Judge(leash::v1::SURFACE_NETWORK, text, network_, [&](const NetworkList& list) {
+    // An address match is preferred: the operator allowed that address itself.
+    if (judged.ip) {
+      if (int id = list.networks.Match(*judged.ip, judged.port); id >= 0) {
+        return Match{id, MatchedOn::kIp};
+      }
+    }
+    return Match{list.domains.Match(judged.domain, judged.port), MatchedOn::kDomain};
+  });
+}
+
+Decision CompiledPolicy::DecidePath(absl::string_view path) const {
+  absl::StatusOr<std::string> normalized = NormalizeAbsolutePath(path);
+  if (!normalized.ok()) {
+    return FailDecision(fail_mode_, leash::v1::SURFACE_FILESYSTEM,
+                        normalized.status().message());
+  }
+  return Judge(leash::v1::SURFACE_FILESYSTEM, *normalized, filesystem_,
+               [&](const PathList& list) { return Match{list.trie.Match(*normalized)}; });
+}
+
+Decision CompiledPolicy::DecideCommand(absl::string_view binary) const {
+  std::string judged(binary);
+  if (!binary.empty() && binary.front() == '/') {
+    judged = NormalizeAbsolutePath(binary).value();
+  } else if (binary.empty() || binary.find('/') != absl::string_view::npos) {
+    return FailDecision(fail_mode_, leash::v1::SURFACE_COMMANDS,
+                        absl::StrCat("'", binary, "' is neither an absolute path nor a name"));
+  }
+  return Judge(leash::v1::SURFACE_COMMANDS, judged, commands_, [&](const NameList& list) {
+    if (judged.front() == '/') {
+      if (auto it = list.paths.find(judged); it != list.paths.end()) return Match{it->second};
+    }
+    auto it = list.names.find(Basename(judged));
+    return Match{it == list.names.end() ? -1 : it->second};
+  });
+}
+
+Decision CompiledPolicy::DecideTool(absl::string_view name) const {
+  return Judge(leash::v1::SURFACE_TOOLS, name, tools_, [&](const NameList& list) {
+    auto it = list.names.find(name);
+    return Match{it == list.names.end() ? -1 : it->second};
+  });
+}
+
+}  // namespace leash::engine

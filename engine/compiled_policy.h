@@ -1,0 +1,78 @@
+// A subject's policy, compiled for deciding: each surface's allow and deny lists indexed so a
+// decision never scans a list. Built once per policy change, then shared read-only by every
+// thread that decides (all methods are const and thread-safe).
+//
+// The rule on every surface: a matching deny entry blocks; otherwise blacklist mode allows,
+// and whitelist mode allows only what an allow entry matches. Deny wins over allow.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "engine/cidr_table.h"
+#include "engine/config_defaults.h"
+#include "engine/decision.h"
+#include "engine/domain_trie.h"
+#include "engine/path_trie.h"
+#include "leash/v1/judgement.pb.h"
+#include "leash/v1/policy.pb.h"
+
+namespace leash::engine {
+
+class CompiledPolicy {
+ public:
+  // Compiles `config`; fields it leaves out take their defaults (WithDefaults). An entry that
+  // can never match is left out of the index and listed in skipped_entries(): in an allow list
+  // it already fails closed on its own; in a deny list it blocks nothing, which validate
+  // reports as critical.
+  static CompiledPolicy Compile(const leash::v1::Config& config);
+
+  Decision DecideNetwork(const NetworkSubject& subject) const;
+  // `path` should be absolute; it is normalized lexically ('.', '..', '//'). A relative path
+  // cannot be judged and gets FailDecision.
+  Decision DecidePath(absl::string_view path) const;
+  // `binary`: an absolute path (matched by path and by basename) or a bare name (by name).
+  Decision DecideCommand(absl::string_view binary) const;
+  Decision DecideTool(absl::string_view name) const;
+
+  FailMode fail_mode() const { return fail_mode_; }
+  // The policy as compiled, every field present.
+  const leash::v1::Config& config() const { return config_; }
+  const std::vector<leash::v1::InertEntry>& skipped_entries() const { return skipped_; }
+
+ private:
+  struct NetworkList {
+    DomainTrie domains;
+    CidrTable networks;
+    std::vector<std::string> entries;
+  };
+  struct PathList {
+    PathTrie trie;
+    std::vector<std::string> entries;
+  };
+  struct NameList {
+    absl::flat_hash_map<std::string, int> names;
+    absl::flat_hash_map<std::string, int> paths;
+    std::vector<std::string> entries;
+  };
+  template <typename List>
+  struct Rules {
+    leash::v1::Mode mode = leash::v1::MODE_WHITELIST;
+    List allow;
+    List deny;
+  };
+
+  CompiledPolicy() = default;
+
+  leash::v1::Config config_;
+  FailMode fail_mode_ = FailMode::kClosed;
+  Rules<NetworkList> network_;
+  Rules<PathList> filesystem_;
+  Rules<NameList> commands_;
+  Rules<NameList> tools_;
+  std::vector<leash::v1::InertEntry> skipped_;
+};
+
+}  // namespace leash::engine

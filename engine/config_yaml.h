@@ -1,0 +1,38 @@
+// leash.yaml and profile fragments <-> the Config model. The one place yaml-cpp is used: its
+// exceptions are caught here and returned as Status with the line and column.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "leash/v1/policy.pb.h"
+
+namespace leash::engine {
+
+enum class ConfigKind {
+  // /etc/leash/leash.yaml: any key.
+  kFloor,
+  // A profile: a fragment that sets only the keys it means to. It may not set `user` (the
+  // floor's identity) or `logging` (one host-wide decision log).
+  kProfile,
+};
+
+// Parses YAML text into a Config carrying exactly the keys the text writes. Unknown keys, wrong
+// types, duplicate keys and bad values (a mode that is not whitelist|blacklist, ...) are
+// InvalidArgument naming `source`, the line and column, and the key path, e.g.
+//   "leash.yaml:3:9: network.mode: 'whitlist' is not a mode (whitelist|blacklist)".
+// Entries are not judged here: an entry that can never match loads, and is reported by
+// InertEntries (accepted on load, refused on write).
+absl::StatusOr<leash::v1::Config> ParseConfigYaml(absl::string_view yaml, ConfigKind kind,
+                                                  absl::string_view source);
+
+// Writes the keys `config` carries as YAML that ParseConfigYaml reads back to the same Config.
+std::string EmitConfigYaml(const leash::v1::Config& config);
+
+absl::string_view ModeName(leash::v1::Mode mode);
+absl::string_view UdpModeName(leash::v1::UdpMode udp);
+absl::string_view InspectActionName(leash::v1::InspectAction action);
+absl::StatusOr<leash::v1::Mode> ParseModeName(absl::string_view name);
+
+}  // namespace leash::engine

@@ -1,0 +1,102 @@
+#include "engine/validate.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "engine/config_defaults.h"
+#include "engine/inert_entries.h"
+
+namespace leash::engine {
+namespace {
+
+using leash::v1::Finding;
+using leash::v1::Severity;
+
+Finding MakeFinding(Severity severity, absl::string_view source, absl::string_view field,
+                    absl::string_view entry, std::string message) {
+  Finding finding;
+  finding.set_severity(severity);
+  finding.set_source(std::string(source));
+  finding.set_field(std::string(field));
+  finding.set_entry(std::string(entry));
+  finding.set_message(std::move(message));
+  return finding;
+}
+
+template <typename Surface>
+void CheckBlacklistAllow(const Surface& surface, absl::string_view name,
+                         absl::string_view source, std::vector<Finding>& out) {
+  if (!surface.has_mode() || surface.mode() != leash::v1::MODE_BLACKLIST) return;
+  const int count = surface.allow().entries_size();
+  if (count == 0) return;
+  out.push_back(MakeFinding(
+      leash::v1::SEVERITY_ERROR, source, absl::StrCat(name, ".allow"), "",
+      absl::StrCat(name, " is in blacklist mode (default-allow), so its allow list (", count,
+                   count == 1 ? " entry" : " entries",
+                   ") is never consulted; remove it, or switch to whitelist with `leash ", name,
+                   " mode whitelist`")));
+}
+
+}  // namespace
+
+std::vector<Finding> ValidateConfig(const leash::v1::Config& config, absl::string_view source) {
+  std::vector<Finding> out;
+  CheckBlacklistAllow(config.network(), "network", source, out);
+  CheckBlacklistAllow(config.filesystem(), "filesystem", source, out);
+  CheckBlacklistAllow(config.commands(), "commands", source, out);
+  CheckBlacklistAllow(config.tools(), "tools", source, out);
+
+  for (const leash::v1::InertEntry& inert : InertEntries(config)) {
+    if (IsInertDeny(inert)) {
+      out.push_back(MakeFinding(leash::v1::SEVERITY_CRITICAL, source, inert.field(),
+                                inert.entry(),
+                                absl::StrCat("deny entry '", inert.entry(),
+                                             "' can never match, so it blocks nothing: ",
+                                             inert.reason())));
+    } else {
+      out.push_back(MakeFinding(leash::v1::SEVERITY_WARNING, source, inert.field(),
+                                inert.entry(),
+                                absl::StrCat("entry '", inert.entry(),
+                                             "' can never match: ", inert.reason())));
+    }
+  }
+
+  if (config.commands().has_mode() && config.commands().mode() == leash::v1::MODE_BLACKLIST) {
+    out.push_back(MakeFinding(
+        leash::v1::SEVERITY_WARNING, source, "commands.mode", "",
+        "commands are in blacklist mode: rules match by name and path, so a copied or renamed "
+        "binary evades them; use whitelist (default-deny) for honest blocking"));
+  }
+  if (config.has_fail_mode() && !IsKnownFailMode(config.fail_mode())) {
+    out.push_back(MakeFinding(
+        leash::v1::SEVERITY_WARNING, source, "fail_mode", config.fail_mode(),
+        absl::StrCat("fail_mode '", config.fail_mode(),
+                     "' is neither closed nor open and is treated as closed")));
+  }
+  return out;
+}
+
+bool HasBlockingFinding(const std::vector<Finding>& findings) {
+  for (const Finding& finding : findings) {
+    if (finding.severity() == leash::v1::SEVERITY_ERROR ||
+        finding.severity() == leash::v1::SEVERITY_CRITICAL) {
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::string_view SeverityName(leash::v1::Severity severity) {
+  switch (severity) {
+    case leash::v1::SEVERITY_CRITICAL:
+      return "critical";
+    case leash::v1::SEVERITY_ERROR:
+      return "error";
+    case leash::v1::SEVERITY_WARNING:
+      return "warning";
+    default:
+      return "info";
+  }
+}
+
+}  // namespace leash::engine

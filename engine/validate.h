@@ -1,0 +1,28 @@
+// `leash validate`'s judgement of one policy: the things that make a policy enforce less than
+// it reads as if it does. Errors and criticals make validate exit non-zero; warnings do not.
+#pragma once
+
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "leash/v1/judgement.pb.h"
+#include "leash/v1/policy.pb.h"
+
+namespace leash::engine {
+
+// Findings for `config` (any tier; `source` names it in each finding, e.g. "floor" or
+// "profile:web-research"):
+//  - a blacklist surface with a non-empty allow list: never consulted (error);
+//  - an inert deny entry: blocks nothing (critical); an inert allow entry (warning);
+//  - commands in blacklist mode: a copied or renamed binary evades it (warning);
+//  - a fail_mode that is neither closed nor open: treated as closed (warning).
+std::vector<leash::v1::Finding> ValidateConfig(const leash::v1::Config& config,
+                                               absl::string_view source);
+
+// True when any finding is an error or critical.
+bool HasBlockingFinding(const std::vector<leash::v1::Finding>& findings);
+
+// "critical", "error", "warning", "info".
+absl::string_view SeverityName(leash::v1::Severity severity);
+
+}  // namespace leash::engine

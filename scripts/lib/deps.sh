@@ -1,0 +1,28 @@
+# Debian 12 packages Leash builds and tests with. Sourced by scripts/test and scripts/demo.
+# Idempotent and quiet when everything is already installed; needs root to install.
+
+LEASH_PACKAGES=(
+  bazel-bootstrap g++ pkg-config
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libyaml-cpp-dev libnftnl-dev libmnl-dev libre2-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nftables iproute2 util-linux passwd procps
+  python3 python3-grpcio
+)
+
+leash_install_deps() {
+  local missing=() pkg status
+  for pkg in "${LEASH_PACKAGES[@]}"; do
+    status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
+    [ "$status" = "installed" ] || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "missing Debian packages: ${missing[*]}; run as root to install them" >&2
+    return 1
+  fi
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
