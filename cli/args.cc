@@ -1,0 +1,89 @@
+#include "cli/args.h"
+
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "engine/config_defaults.h"
+
+namespace leash::cli {
+
+std::string Args::Option(const std::string& name, const std::string& fallback) const {
+  for (const auto& [key, value] : options) {
+    if (key == name) return value;
+  }
+  return fallback;
+}
+
+bool Args::HasOption(const std::string& name) const {
+  for (const auto& option : options) {
+    if (option.first == name) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<Args> ParseArgs(int argc, const char* const* argv, const char* env_config) {
+  // Flags that take a value, besides --config/-c and --ack.
+  static const std::set<std::string> kValued = {"from", "user", "tail", "inputs", "account",
+                                                "socket", "tools-socket"};
+  Args args;
+  args.config_path = env_config != nullptr && *env_config != '\0'
+                         ? env_config
+                         : std::string(engine::kDefaultConfigPath);
+  bool words_only = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (words_only || arg.empty() || arg[0] != '-' || arg == "-") {
+      args.words.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      words_only = true;
+      continue;
+    }
+    std::string name = arg;
+    std::string value;
+    bool has_value = false;
+    if (const size_t eq = arg.find('='); eq != std::string::npos && absl::StartsWith(arg, "--")) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      has_value = true;
+    }
+    auto take_value = [&]() -> absl::StatusOr<std::string> {
+      if (has_value) return value;
+      if (i + 1 >= argc) {
+        return absl::InvalidArgumentError(absl::StrCat(name, " needs a value"));
+      }
+      return std::string(argv[++i]);
+    };
+    if (name == "-c" || name == "--config") {
+      absl::StatusOr<std::string> v = take_value();
+      if (!v.ok()) return v.status();
+      args.config_path = *v;
+    } else if (name == "--ack") {
+      absl::StatusOr<std::string> v = take_value();
+      if (!v.ok()) return v.status();
+      args.acks.push_back(*v);
+    } else if (name == "--json") {
+      args.json = true;
+    } else if (name == "-h" || name == "--help") {
+      args.help = true;
+    } else if (name == "--offline") {
+      args.offline = true;
+    } else if (name == "--no-reconcile") {
+      args.no_reconcile = true;
+    } else if (name == "--follow" || name == "-f") {
+      args.follow = true;
+    } else if (absl::StartsWith(name, "--") && kValued.count(name.substr(2))) {
+      absl::StatusOr<std::string> v = take_value();
+      if (!v.ok()) return v.status();
+      args.options.emplace_back(name.substr(2), *v);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag '", name, "'; see `leash --help`"));
+    }
+  }
+  return args;
+}
+
+}  // namespace leash::cli

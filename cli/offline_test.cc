@@ -1,0 +1,99 @@
+#include "cli/offline.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace leash::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string WriteConfig(const std::string& name, const std::string& yaml) {
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  std::ofstream(path) << yaml;
+  return path;
+}
+
+Args ArgsFor(const std::string& config, std::vector<std::string> words, bool json = false) {
+  Args args;
+  args.config_path = config;
+  args.words = std::move(words);
+  args.json = json;
+  return args;
+}
+
+TEST(ValidateOffline, ExitsOneOnBlacklistAllowListAndInertDeny) {
+  const std::string path = WriteConfig(
+      "bad.yaml", "network: { mode: blacklist, allow: [x.com], deny: ['http://evil.com'] }\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), kExitRefused);
+  EXPECT_THAT(out.str(), HasSubstr("error    network.allow: network is in blacklist mode"));
+  EXPECT_THAT(out.str(), HasSubstr("critical network.deny: deny entry 'http://evil.com'"));
+  EXPECT_THAT(out.str(), HasSubstr("(offline: judged"));
+}
+
+TEST(ValidateOffline, ExitsZeroWithWarningsOnly) {
+  const std::string path = WriteConfig("warn.yaml", "commands: { mode: blacklist, deny: [ssh] }\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), kExitOk);
+  EXPECT_THAT(out.str(), HasSubstr("warning  commands.mode"));
+}
+
+TEST(ValidateOffline, JsonCarriesFindingsAndProvenance) {
+  const std::string path = WriteConfig("j.yaml", "network: { deny: ['a b'] }\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}, true), out, err), kExitRefused);
+  EXPECT_THAT(out.str(), HasSubstr("\"severity\":\"SEVERITY_CRITICAL\""));
+  EXPECT_THAT(out.str(), HasSubstr("\"evaluated_by\":\"offline\""));
+}
+
+TEST(ValidateOffline, UnreadableConfigSaysHowToFixIt) {
+  std::ostringstream out, err;
+  EXPECT_EQ(ValidateOffline(ArgsFor("/nonexistent/leash.yaml", {"validate"}), out, err),
+            kExitRefused);
+  EXPECT_THAT(err.str(), HasSubstr("leash init --user"));
+}
+
+TEST(CheckOffline, ReportsVerdictReasonAndExitCode) {
+  const std::string path =
+      WriteConfig("ok.yaml", "user: fido\nnetwork: { mode: whitelist, allow: [github.com] }\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(CheckOffline(ArgsFor(path, {"check", "net", "api.github.com:443"}), out, err),
+            kExitOk);
+  EXPECT_THAT(out.str(),
+              HasSubstr("allow  network: api.github.com:443 matches allow entry 'github.com'  [fido]"));
+  std::ostringstream out2;
+  EXPECT_EQ(CheckOffline(ArgsFor(path, {"check", "network", "evil.com:443"}), out2, err),
+            kExitRefused);
+  EXPECT_THAT(out2.str(), HasSubstr("block  network: evil.com:443 not in allow list (whitelist)"));
+}
+
+TEST(CheckOffline, BadSubjectIsAUsageError) {
+  const std::string path = WriteConfig("u.yaml", "user: fido\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(CheckOffline(ArgsFor(path, {"check", "network", "github.com"}), out, err), kExitUsage);
+  EXPECT_THAT(err.str(), HasSubstr("host:port"));
+  EXPECT_EQ(CheckOffline(ArgsFor(path, {"check", "disk", "/x"}), out, err), kExitUsage);
+  EXPECT_THAT(err.str(), HasSubstr("unknown surface 'disk'"));
+}
+
+TEST(ParseArgs, RejectsUnknownFlagsAndKeepsRepeatedAcks) {
+  const char* argv[] = {"leash", "--ack", "network.allow:x", "bind", "--ack=fail_mode:open",
+                        "agent:leash-iris", "p"};
+  absl::StatusOr<Args> args = ParseArgs(7, argv, nullptr);
+  ASSERT_TRUE(args.ok());
+  EXPECT_THAT(args->acks, ::testing::ElementsAre("network.allow:x", "fail_mode:open"));
+  EXPECT_THAT(args->words, ::testing::ElementsAre("bind", "agent:leash-iris", "p"));
+  EXPECT_EQ(args->config_path, "/etc/leash/leash.yaml");
+  const char* bad[] = {"leash", "--nope"};
+  EXPECT_FALSE(ParseArgs(2, bad, nullptr).ok());
+  const char* env[] = {"leash", "validate"};
+  EXPECT_EQ(ParseArgs(2, env, "/tmp/x.yaml")->config_path, "/tmp/x.yaml");
+}
+
+}  // namespace
+}  // namespace leash::cli

@@ -1,0 +1,19 @@
+// How the CLI shows results to an operator: one line per fact, the verdict first, and where a
+// result came from (leashd, or the file read offline).
+#pragma once
+
+#include <string>
+
+#include "google/protobuf/message.h"
+#include "leash/v1/control.pb.h"
+
+namespace leash::cli {
+
+// A message as one line of JSON with the proto field names (the --json form of every command).
+std::string ToJson(const google::protobuf::Message& message);
+
+std::string RenderValidate(const leash::v1::ValidateResponse& response,
+                           const std::string& config_path);
+std::string RenderCheck(const leash::v1::CheckResponse& response, const std::string& config_path);
+
+}  // namespace leash::cli
