@@ -1,0 +1,76 @@
+// The kernel side of the network surface, as leashd sees it: per-UID nftables chains that send
+// a leashed UID's TCP to its own proxy listener and drop its UDP. Everything above this
+// interface (reconcile, the port map) is unit-tested against a fake; the real implementation
+// (nft_netfilter.h: libnftnl + libmnl, one netlink batch per change) is tested for real in
+// network namespaces.
+//
+// Shape in the kernel (spec: "One chain per UID"):
+//   table ip leash / table ip6 leash: a nat `output` hook chain that is a dispatcher holding
+//     nothing but the skuid -> agent_<uid> dispatch (a verdict map keyed by skuid, so the cost
+//     per new connection does not grow with the number of agents), and one hookless chain
+//     agent_<uid> per UID: loopback exempt except the proxy range 18000-18999, then redirect
+//     all TCP to the UID's port.
+//   table inet leash_filter: per UID, drop UDP except DNS to the resolvers (or nothing, when
+//     network.udp is allow).
+// Onboarding or releasing a UID adds or deletes exactly its chains and its dispatch element.
+// Nothing flushes a chain or deletes a shared table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/ip_address.h"
+
+namespace leash::controlplane {
+
+// The loopback ports reserved for Leash's listeners. Loopback is exempt from the redirect
+// except for this range, so an attempt at another subject's listener lands on the attempting
+// UID's own listener and is refused there.
+inline constexpr uint16_t kProxyPortFirst = 18000;
+inline constexpr uint16_t kProxyPortLast = 18999;
+// The single-agent listener's port: inside the range, never handed to a subject by the port map.
+inline constexpr uint16_t kSingleSubjectPort = 18443;
+
+struct NetfilterSubject {
+  uint32_t uid = 0;
+  // The UID's proxy listener port (127.0.0.1 and ::1).
+  uint16_t port = 0;
+  // network.udp: allow — UDP unfiltered, as an explicit choice.
+  bool udp_allowed = false;
+  // UDP/53 to these addresses passes the UDP drop (the host's /etc/resolv.conf, or
+  // network.dns_resolvers). Empty: no DNS exception.
+  std::vector<engine::IpAddress> dns_resolvers;
+
+  bool operator==(const NetfilterSubject& other) const;
+};
+
+class Netfilter {
+ public:
+  virtual ~Netfilter() = default;
+
+  // Before the first subject: drops any leash table still in the old shape (UID rules directly
+  // in the hooked chain) and creates the shared tables, dispatchers and maps if absent — never
+  // flushing what exists. Returns the lines to say on stderr (one per dropped table).
+  virtual absl::StatusOr<std::vector<std::string>> Prepare() = 0;
+
+  // Adds `subject`'s chains and dispatch element, or replaces them if the UID already has
+  // them, in one atomic batch. Other UIDs' chains, elements and counters are untouched.
+  virtual absl::Status Apply(const NetfilterSubject& subject) = 0;
+
+  // Applies many subjects in one batch (startup). All or nothing.
+  virtual absl::Status ApplyAll(const std::vector<NetfilterSubject>& subjects) = 0;
+
+  // Deletes exactly this UID's chains and dispatch element. A UID with none is not an error.
+  virtual absl::Status Release(uint32_t uid) = 0;
+
+  // The UIDs that currently have an agent_<uid> chain.
+  virtual absl::StatusOr<std::vector<uint32_t>> ListSubjects() = 0;
+
+  // A short name for status and logs ("nftables", "iptables (IPv4 TCP only, single UID)").
+  virtual std::string Describe() const = 0;
+};
+
+}  // namespace leash::controlplane
