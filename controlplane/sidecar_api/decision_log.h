@@ -1,0 +1,39 @@
+// The decision log as a process writes it: records go into a bounded queue that never blocks
+// the enforcer, and a writer thread renders each as one JSON line and writes it with one
+// write(2) to a descriptor leashd opened with O_APPEND (the file in logging.decisions, or
+// stdout) and handed over before the process started deciding. Sidecars own no files: they
+// only ever write to that descriptor.
+//
+// "Writing never blocks a decision": when the queue is full a record is dropped and counted,
+// and the count of lost records is itself written as a critical record once there is room.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "engine/decision_record.h"
+
+namespace leash::sidecar {
+
+class AsyncDecisionLog : public engine::DecisionSink {
+ public:
+  // Takes ownership of `fd`. `capacity`: records the queue holds before it drops.
+  explicit AsyncDecisionLog(int fd, size_t capacity = 8192);
+  // Writes what is queued, then stops the writer thread and closes the descriptor.
+  ~AsyncDecisionLog() override;
+
+  // Never blocks and never takes a lock the writer thread can hold for long. Thread-safe.
+  void Record(leash::v1::DecisionRecord record) override;
+
+  // Records dropped because the queue was full, since start.
+  uint64_t lost() const;
+  // Blocks until every record queued before the call has been written (tests, shutdown).
+  void Flush();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace leash::sidecar
