@@ -1,0 +1,135 @@
+#include "controlplane/port_map.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "controlplane/atomic_file.h"
+#include "controlplane/netfilter.h"
+#include "google/protobuf/util/json_util.h"
+#include "leash/v1/state.pb.h"
+
+namespace leash::controlplane {
+namespace {
+
+constexpr uint32_t kFormat = 1;
+
+absl::Status Corrupt(const std::string& path, absl::string_view problem) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "port map ", path, " is corrupt: ", problem,
+      "; nothing was changed. Restore it from backup, or stop leash, remove it and restart "
+      "(every agent then gets a new port)"));
+}
+
+}  // namespace
+
+absl::StatusOr<PortMap> PortMap::Load(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (absl::IsNotFound(text.status())) return PortMap();
+  if (!text.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("port map unreadable: ", text.status().message(), "; nothing was changed"));
+  }
+  return Parse(*text, path);
+}
+
+absl::StatusOr<PortMap> PortMap::Parse(absl::string_view json, const std::string& path) {
+  leash::v1::PortMapFile file;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  const auto parsed =
+      google::protobuf::util::JsonStringToMessage(std::string(json), &file, options);
+  if (!parsed.ok()) return Corrupt(path, parsed.message().as_string());
+  if (file.format() != kFormat) {
+    return Corrupt(path, absl::StrCat("format ", file.format(), " is not ", kFormat));
+  }
+  PortMap map;
+  std::set<uint32_t> ports;
+  for (const auto& [account, assignment] : file.accounts()) {
+    if (account.empty()) return Corrupt(path, "an entry has an empty account name");
+    for (char c : account) {
+      if (c == '/' || static_cast<unsigned char>(c) <= ' ' || c == 0x7f) {
+        return Corrupt(path, absl::StrCat("'", absl::CEscape(account), "' is not an account name"));
+      }
+    }
+    const uint32_t port = assignment.port();
+    if (port < kProxyPortFirst || port > kProxyPortLast) {
+      return Corrupt(path, absl::StrCat(account, " has port ", port, ", outside ",
+                                        kProxyPortFirst, "-", kProxyPortLast));
+    }
+    if (port == kSingleSubjectPort) {
+      return Corrupt(path, absl::StrCat(account, " has port ", port,
+                                        ", the single-agent listener's, which is never handed out"));
+    }
+    if (!ports.insert(port).second) {
+      return Corrupt(path, absl::StrCat("port ", port, " is assigned twice"));
+    }
+    map.by_account_[account] = Assignment{account, assignment.uid(), static_cast<uint16_t>(port)};
+  }
+  return map;
+}
+
+absl::StatusOr<uint16_t> PortMap::Assign(const Account& account) {
+  auto it = by_account_.find(account.name);
+  if (it != by_account_.end()) {
+    if (it->second.uid != account.uid) {
+      it->second.uid = account.uid;
+      dirty_ = true;
+    }
+    return it->second.port;
+  }
+  // Ports are never reused: the next port is past the highest ever handed out.
+  uint32_t next = kProxyPortFirst;
+  for (const auto& [name, assignment] : by_account_) {
+    next = std::max<uint32_t>(next, assignment.port + 1u);
+  }
+  if (next == kSingleSubjectPort) ++next;
+  if (next > kProxyPortLast) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "no proxy port left for ", account.name, ": every port in ", kProxyPortFirst, "-",
+        kProxyPortLast, " has been handed out once and ports are never reused"));
+  }
+  by_account_[account.name] = Assignment{account.name, account.uid, static_cast<uint16_t>(next)};
+  dirty_ = true;
+  return static_cast<uint16_t>(next);
+}
+
+std::optional<uint16_t> PortMap::PortOf(absl::string_view account) const {
+  auto it = by_account_.find(account);
+  if (it == by_account_.end()) return std::nullopt;
+  return it->second.port;
+}
+
+std::vector<PortMap::Assignment> PortMap::All() const {
+  std::vector<Assignment> all;
+  for (const auto& [name, assignment] : by_account_) all.push_back(assignment);
+  std::sort(all.begin(), all.end(),
+            [](const Assignment& a, const Assignment& b) { return a.account < b.account; });
+  return all;
+}
+
+std::string PortMap::Serialize() const {
+  leash::v1::PortMapFile file;
+  file.set_format(kFormat);
+  for (const auto& [name, assignment] : by_account_) {
+    leash::v1::PortAssignment& out = (*file.mutable_accounts())[name];
+    out.set_uid(assignment.uid);
+    out.set_port(assignment.port);
+  }
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(file, &json, options);
+  return json;
+}
+
+absl::Status PortMap::Save(const std::string& path) {
+  absl::Status saved = WriteFileAtomically(path, Serialize(), 0644);
+  if (saved.ok()) dirty_ = false;
+  return saved;
+}
+
+}  // namespace leash::controlplane
