@@ -44,7 +44,11 @@ struct NetfilterSubject {
   // network.dns_resolvers). Empty: no DNS exception.
   std::vector<engine::IpAddress> dns_resolvers;
 
-  bool operator==(const NetfilterSubject& other) const;
+  bool operator==(const NetfilterSubject& other) const {
+    return uid == other.uid && port == other.port && udp_allowed == other.udp_allowed &&
+           dns_resolvers == other.dns_resolvers;
+  }
+  bool operator!=(const NetfilterSubject& other) const { return !(*this == other); }
 };
 
 class Netfilter {

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <atomic>
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
@@ -107,17 +106,17 @@ class PolicySubscriber::Impl {
     hello.mutable_hello()->set_in_force_version(applied_version());
     bool open = stream->Write(hello);
 
-    std::atomic<bool> stream_done{false};
+    // The heartbeat thread sleeps on `done_mu` so ending the stream wakes it at once.
+    absl::Mutex done_mu;
+    bool stream_done = false;
     std::thread heartbeat([&] {
       uint64_t sequence = 0;
-      absl::Mutex sleep_mu;
-      while (!stream_done.load()) {
+      while (true) {
         {
-          absl::MutexLock lock(&sleep_mu);
-          auto done = [&stream_done] { return stream_done.load(); };
-          sleep_mu.AwaitWithTimeout(absl::Condition(&done), options_.heartbeat_period);
+          absl::MutexLock lock(&done_mu);
+          done_mu.AwaitWithTimeout(absl::Condition(&stream_done), options_.heartbeat_period);
+          if (stream_done) break;
         }
-        if (stream_done.load()) break;
         leash::v1::SidecarMessage beat;
         beat.mutable_heartbeat()->set_sequence(++sequence);
         if (stats_) stats_(*beat.mutable_heartbeat());
@@ -144,7 +143,10 @@ class PolicySubscriber::Impl {
       absl::MutexLock lock(&write_mu);
       if (!stream->Write(message)) break;
     }
-    stream_done.store(true);
+    {
+      absl::MutexLock lock(&done_mu);
+      stream_done = true;
+    }
     context.TryCancel();
     heartbeat.join();
     const grpc::Status status = stream->Finish();

@@ -1,0 +1,43 @@
+// What a reconcile pass resolves subjects against: the floor, the bindings and the profiles,
+// read once per pass into a snapshot so every subject of the pass is judged against the same
+// files. Reading can fail wholesale (the floor unreadable: nobody can be resolved, and the
+// pass changes nothing); resolving fails per subject (a dangling profile, an unacknowledged
+// loosening: that subject alone is denied).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "controlplane/account_source.h"
+#include "leash/v1/judgement.pb.h"
+#include "leash/v1/policy.pb.h"
+
+namespace leash::controlplane {
+
+class PolicySnapshot {
+ public:
+  virtual ~PolicySnapshot() = default;
+
+  // The floor as loaded (keys as written, no defaults).
+  virtual const leash::v1::Config& floor() const = 0;
+
+  // The subject's resolved policy with every field present, or an error whose message says
+  // why it has none. The configured single user resolves to the (global-folded) floor with no
+  // tier of its own, so no agent: binding can re-point the control plane's own confinement.
+  virtual absl::StatusOr<leash::v1::Config> Resolve(const Account& account,
+                                                    bool configured_user) const = 0;
+
+  // The profiles a subject's policy came from (for status), e.g. {"global:base", "agent:web"}.
+  virtual std::vector<std::string> SourcesOf(const Account& account, bool configured_user) const = 0;
+};
+
+class PolicySource {
+ public:
+  virtual ~PolicySource() = default;
+  // Reads the floor and the tiers. An error fails the whole pass.
+  virtual absl::StatusOr<std::unique_ptr<PolicySnapshot>> Load() = 0;
+};
+
+}  // namespace leash::controlplane

@@ -1,0 +1,342 @@
+#include "controlplane/reconciler.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "controlplane/port_map.h"
+#include "controlplane/resolv_conf.h"
+#include "engine/inert_entries.h"
+#include "engine/network_entry.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+
+namespace leash::controlplane {
+namespace {
+
+std::string Fingerprint(const leash::v1::SubjectPolicy& policy) {
+  std::string bytes;
+  google::protobuf::io::StringOutputStream stream(&bytes);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  policy.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return bytes;
+}
+
+void AddChange(leash::v1::ReconcileReport& report, const Account& account, const char* change,
+               const std::string& detail) {
+  leash::v1::SubjectChange* entry = report.add_changes();
+  entry->set_account(account.name);
+  entry->set_uid(account.uid);
+  entry->set_change(change);
+  entry->set_detail(detail);
+}
+
+std::string DirName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
+}
+
+}  // namespace
+
+Reconciler::Reconciler(ReconcilerOptions options, AccountSource* accounts,
+                       PolicySource* policies, Netfilter* netfilter,
+                       PolicyStreamService* stream)
+    : options_(std::move(options)),
+      accounts_(accounts),
+      policies_(policies),
+      netfilter_(netfilter),
+      stream_(stream) {}
+
+leash::v1::SubjectPolicy Reconciler::NoPolicy(const Desired& desired, const std::string& reason,
+                                              const std::string& floor_fail_mode) const {
+  leash::v1::SubjectPolicy policy;
+  policy.set_uid(desired.account.uid);
+  policy.set_account(desired.account.name);
+  policy.set_port(desired.port);
+  policy.mutable_no_policy()->set_reason(reason);
+  policy.mutable_no_policy()->set_fail_mode(floor_fail_mode);
+  return policy;
+}
+
+void Reconciler::PublishAndWait(const std::vector<leash::v1::SubjectPolicy>& subjects,
+                                leash::v1::ReconcileReport& report) {
+  if (subjects.empty()) return;
+  const uint64_t version = stream_->Publish(subjects);
+  auto wait = [&](bool enforced, leash::v1::SidecarKind kind, const char* name) {
+    if (!enforced) return;
+    absl::Status acked = stream_->WaitForAck(kind, version, options_.ack_timeout);
+    if (!acked.ok()) {
+      report.add_warnings(absl::StrCat("critical: ", name, " has not put map version ", version,
+                                       " in force: ", acked.message()));
+    }
+  };
+  // The watcher first: a new subject is denied in the watcher before its chain goes in.
+  wait(options_.filesystem_enforced, leash::v1::SIDECAR_KIND_FSWATCH, "the filesystem watcher");
+  wait(options_.network_enforced, leash::v1::SIDECAR_KIND_PROXY, "the proxy");
+}
+
+bool Reconciler::ApplyChain(const Desired& desired, leash::v1::ReconcileReport& report) {
+  if (netfilter_ == nullptr) return true;
+  absl::Status status = desired.chain ? netfilter_->Apply(*desired.chain)
+                                      : netfilter_->Release(desired.account.uid);
+  if (!status.ok()) {
+    report.add_warnings(absl::StrCat("critical: ", desired.account.name, " (uid ",
+                                     desired.account.uid, "): chain ",
+                                     desired.chain ? "would not apply" : "would not release",
+                                     ": ", status.message()));
+    return false;
+  }
+  return true;
+}
+
+leash::v1::ReconcileReport Reconciler::RunPass() {
+  leash::v1::ReconcileReport report;
+  report.set_ran(true);
+  auto wholesale = [&](const absl::Status& status) {
+    report.set_error(absl::StrCat(status.message(), "; nothing was changed"));
+    return report;
+  };
+
+  // --- Look. Every read happens before anything changes. ---
+  absl::StatusOr<std::vector<Account>> agents = accounts_->ListAgentAccounts();
+  if (!agents.ok()) return wholesale(agents.status());
+  absl::StatusOr<std::optional<Account>> user = accounts_->Lookup(options_.configured_user);
+  if (!user.ok()) return wholesale(user.status());
+  if (!user->has_value()) {
+    return wholesale(absl::NotFoundError(absl::StrCat(
+        "the configured user '", options_.configured_user,
+        "' does not exist (create it, or run `leash init --user <name>`)")));
+  }
+  absl::StatusOr<std::unique_ptr<PolicySnapshot>> snapshot = policies_->Load();
+  if (!snapshot.ok()) return wholesale(snapshot.status());
+  std::optional<PortMap> ports;
+  if (!options_.single_subject) {
+    absl::StatusOr<PortMap> loaded = PortMap::Load(options_.ports_path);
+    if (!loaded.ok()) return wholesale(loaded.status());
+    ports = *std::move(loaded);
+  }
+  absl::StatusOr<std::vector<engine::IpAddress>> host_resolvers =
+      HostResolvers(options_.resolv_conf_path);
+  if (!host_resolvers.ok()) {
+    report.add_warnings(absl::StrCat("could not read the host's resolvers (",
+                                     host_resolvers.status().message(),
+                                     "): DNS is closed for subjects without dns_resolvers"));
+    host_resolvers = std::vector<engine::IpAddress>();
+  }
+  const leash::v1::Config& floor = (*snapshot)->floor();
+  const std::string floor_fail_mode = floor.has_fail_mode() ? floor.fail_mode() : "closed";
+
+  // --- Plan: who should be in force, and how. ---
+  std::vector<Account> wanted = {**user};
+  if (options_.single_subject) {
+    if (!agents->empty() && !warned_first_agent_) {
+      std::vector<std::string> names;
+      for (const Account& a : *agents) names.push_back(a.name);
+      report.add_warnings(absl::StrCat(
+          "agent account(s) ", absl::StrJoin(names, ", "),
+          " appeared, but this service started with none and runs the single-subject path, "
+          "which cannot grow its first agent in place. Restart it once (systemctl restart "
+          "leash.service): harmless now, since no agent has enforcement to lose yet"));
+      warned_first_agent_ = true;
+    }
+  } else {
+    for (const Account& a : *agents) {
+      if (a.name != options_.configured_user) wanted.push_back(a);
+    }
+  }
+
+  std::map<uint32_t, Desired> desired;
+  for (const Account& account : wanted) {
+    Desired d;
+    d.account = account;
+    d.configured_user = account.name == options_.configured_user;
+    if (options_.single_subject) {
+      d.port = kSingleSubjectPort;
+    } else {
+      absl::StatusOr<uint16_t> port = ports->Assign(account);
+      if (port.ok()) {
+        d.port = *port;
+      } else {
+        d.problem = std::string(port.status().message());
+      }
+    }
+    absl::StatusOr<leash::v1::Config> policy;
+    if (d.problem.empty()) {
+      policy = (*snapshot)->Resolve(account, d.configured_user);
+      if (!policy.ok()) d.problem = std::string(policy.status().message());
+    }
+    d.sources = (*snapshot)->SourcesOf(account, d.configured_user);
+    if (d.problem.empty()) {
+      d.policy.set_uid(account.uid);
+      d.policy.set_account(account.name);
+      d.policy.set_port(d.port);
+      *d.policy.mutable_policy() = *policy;
+    } else {
+      d.policy = NoPolicy(d, d.problem, floor_fail_mode);
+    }
+    // A subject with no policy keeps its chain (and its listener refuses): without one its
+    // processes would reach the network unfiltered.
+    const bool network_on = !d.problem.empty() || policy->enforcers().network();
+    if (options_.network_enforced && d.port != 0 && network_on) {
+      NetfilterSubject chain;
+      chain.uid = account.uid;
+      chain.port = d.port;
+      if (d.problem.empty()) {
+        chain.udp_allowed = policy->network().udp() == leash::v1::UDP_MODE_ALLOW;
+        if (policy->network().dns_resolvers().entries().empty()) {
+          chain.dns_resolvers = *host_resolvers;
+        } else {
+          for (const std::string& entry : policy->network().dns_resolvers().entries()) {
+            absl::StatusOr<engine::IpAddress> address = engine::ParseResolverEntry(entry);
+            if (address.ok()) chain.dns_resolvers.push_back(*address);
+          }
+        }
+      }
+      d.chain = chain;
+    }
+    desired[account.uid] = std::move(d);
+  }
+  // Subjects that left discovery lose their policy and keep their mechanism.
+  for (const auto& [uid, state] : subjects_) {
+    if (desired.count(uid)) continue;
+    Desired d;
+    d.account = state.account;
+    d.port = state.port;
+    d.in_discovery = false;
+    d.chain = state.chain;
+    d.problem = "left discovery";
+    d.policy = NoPolicy(d, "left discovery: no policy, every connection refused and every "
+                           "filesystem and exec event denied",
+                        floor_fail_mode);
+    desired[uid] = std::move(d);
+  }
+
+  // New port assignments are on disk before any chain or listener depends on them.
+  if (ports && ports->dirty()) {
+    const std::string dir = DirName(options_.ports_path);
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      return wholesale(absl::ErrnoToStatus(errno, absl::StrCat("mkdir ", dir)));
+    }
+    absl::Status saved = ports->Save(options_.ports_path);
+    if (!saved.ok()) return wholesale(saved);
+  }
+
+  // --- Diff. ---
+  std::vector<uint32_t> added, changed;
+  uint32_t unchanged = 0;
+  for (const auto& [uid, d] : desired) {
+    auto it = subjects_.find(uid);
+    if (it == subjects_.end()) {
+      added.push_back(uid);
+    } else if (Fingerprint(it->second.published) != Fingerprint(d.policy) ||
+               it->second.chain != d.chain) {
+      changed.push_back(uid);
+    } else {
+      ++unchanged;
+    }
+  }
+  report.set_unchanged(unchanged);
+
+  // --- New subjects: denied in the sidecars first, then their chains. ---
+  if (!added.empty()) {
+    std::vector<leash::v1::SubjectPolicy> denied;
+    for (uint32_t uid : added) {
+      denied.push_back(NoPolicy(desired[uid], "being onboarded", floor_fail_mode));
+    }
+    PublishAndWait(denied, report);
+    std::vector<NetfilterSubject> chains;
+    for (uint32_t uid : added) {
+      if (desired[uid].chain) chains.push_back(*desired[uid].chain);
+    }
+    // Many at once (startup) go in one batch; if the batch fails, each subject is applied on
+    // its own so one bad subject cannot hold back the others.
+    bool batched = false;
+    if (netfilter_ != nullptr && chains.size() > 1) batched = netfilter_->ApplyAll(chains).ok();
+    for (uint32_t uid : added) {
+      Desired& d = desired[uid];
+      if (!d.chain || batched) continue;
+      if (!ApplyChain(d, report)) {
+        d.problem = "its nftables chain would not apply";
+        d.chain.reset();
+        d.policy = NoPolicy(d, d.problem, floor_fail_mode);
+      }
+    }
+  }
+
+  // --- Policies for new and changed subjects; then the changed subjects' chains. ---
+  std::vector<leash::v1::SubjectPolicy> publish;
+  for (uint32_t uid : added) publish.push_back(desired[uid].policy);
+  for (uint32_t uid : changed) publish.push_back(desired[uid].policy);
+  PublishAndWait(publish, report);
+  if (options_.network_enforced && !publish.empty()) {
+    // A listener that would not bind denies its subject alone.
+    std::vector<leash::v1::SubjectPolicy> unbound;
+    for (uint32_t uid : stream_->State(leash::v1::SIDECAR_KIND_PROXY).failed_uids) {
+      auto it = desired.find(uid);
+      if (it == desired.end() || !it->second.policy.has_policy()) continue;
+      it->second.problem = "its proxy listener would not bind";
+      it->second.policy = NoPolicy(it->second, it->second.problem, floor_fail_mode);
+      unbound.push_back(it->second.policy);
+    }
+    PublishAndWait(unbound, report);
+  }
+  for (uint32_t uid : changed) {
+    Desired& d = desired[uid];
+    // A subject that left discovery keeps its chain exactly as it was.
+    if (!d.in_discovery && subjects_[uid].chain == d.chain) continue;
+    if (!ApplyChain(d, report) && d.chain) {
+      d.problem = "its nftables chain would not re-apply";
+      d.policy = NoPolicy(d, d.problem, floor_fail_mode);
+      PublishAndWait({d.policy}, report);
+    }
+  }
+
+  // --- Say, on every pass, who is denied and which entries can never match. ---
+  for (const auto& [uid, d] : desired) {
+    if (!d.problem.empty() && d.in_discovery) {
+      report.add_warnings(absl::StrCat("critical: ", d.account.name, " (uid ", uid,
+                                       ") has no policy and is denied everything: ", d.problem));
+    }
+    if (!d.policy.has_policy()) continue;
+    for (const leash::v1::InertEntry& inert : engine::InertEntries(d.policy.policy())) {
+      report.add_warnings(absl::StrCat(engine::IsInertDeny(inert) ? "critical: " : "warning: ",
+                                       d.account.name, ": ", inert.field(), " entry '",
+                                       inert.entry(), "' can never match: ", inert.reason()));
+    }
+  }
+
+  // --- Record what is in force, and say what changed. ---
+  std::set<uint32_t> added_set(added.begin(), added.end());
+  for (auto& [uid, d] : desired) {
+    SubjectState& state = subjects_[uid];
+    const bool is_new = added_set.count(uid) > 0;
+    const bool is_changed = !is_new && std::find(changed.begin(), changed.end(), uid) != changed.end();
+    state.account = d.account;
+    state.configured_user = d.configured_user;
+    state.port = d.port;
+    state.in_discovery = d.in_discovery;
+    state.published = d.policy;
+    state.chain = d.chain;
+    state.sources = d.sources;
+    state.problem = d.problem;
+    if (!is_new && !is_changed) continue;
+    if (!d.in_discovery) {
+      AddChange(report, d.account, "left-discovery",
+                "policy dropped; chain kept; every connection refused and fs/exec event denied");
+    } else if (!d.problem.empty()) {
+      AddChange(report, d.account, "denied", absl::StrCat("critical: denied everything: ", d.problem));
+    } else {
+      AddChange(report, d.account, is_new ? "added" : "reapplied",
+                absl::StrCat("port ", d.port, d.sources.empty() ? "" : "; from ",
+                             absl::StrJoin(d.sources, ", ")));
+    }
+  }
+  return report;
+}
+
+}  // namespace leash::controlplane

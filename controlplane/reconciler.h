@@ -1,0 +1,110 @@
+// One reconcile pass: re-read the account database, re-resolve every subject, and change only
+// what differs (spec: "Picking up a change without disturbing anybody").
+//
+//  - a new subject gets a port, is published to the sidecars as denied and acked by the
+//    watcher (and the proxy, whose listener must exist) BEFORE its chain goes in, then gets its
+//    policy;
+//  - a changed subject is re-published and its chain alone re-applied;
+//  - an unchanged subject is not touched at all;
+//  - a subject that left discovery loses its policy (published as no-policy: every connection
+//    refused, every fs/exec event denied) and keeps its chain — "renamed out of the prefix",
+//    "really deleted" and "the name service answered with a short list" look the same;
+//  - one subject that will not resolve, apply or bind is denied alone and said out loud;
+//  - a pass that fails wholesale (passwd unreadable, the port map corrupt, the floor
+//    unreadable) changes nothing at all: "I could not look" never becomes "nothing to confine".
+//
+// Not thread-safe: the ReconcileLoop runs passes one at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "controlplane/account_source.h"
+#include "controlplane/netfilter.h"
+#include "controlplane/policy_source.h"
+#include "controlplane/policy_stream_service.h"
+#include "leash/v1/control.pb.h"
+
+namespace leash::controlplane {
+
+struct ReconcilerOptions {
+  // The floor's `user`: a subject on every host, resolved to the floor.
+  std::string configured_user;
+  // The host had no agent accounts at start: the single-subject path (one listener on
+  // 127.0.0.1:18443, no /var/lib/leash). It cannot grow its first agent; a pass says so.
+  bool single_subject = false;
+  // /var/lib/leash/ports.json (multi-subject only).
+  std::string ports_path;
+  // Which sidecars run (the floor's enforcers): a pass waits for their acks.
+  bool network_enforced = true;
+  bool filesystem_enforced = true;
+  // How long a pass waits for a sidecar's ack before going on and saying so.
+  absl::Duration ack_timeout = absl::Seconds(10);
+  std::string resolv_conf_path = "/etc/resolv.conf";
+};
+
+// A subject as leashd has put it in force.
+struct SubjectState {
+  Account account;
+  bool configured_user = false;
+  uint16_t port = 0;
+  bool in_discovery = true;
+  // What the sidecars were last sent (policy or no_policy).
+  leash::v1::SubjectPolicy published;
+  // The chain in the kernel, when one was applied (absent: none, or the network enforcer is
+  // off for this subject).
+  std::optional<NetfilterSubject> chain;
+  std::vector<std::string> sources;
+  // Why the subject is denied, when it is ("" when it has its policy).
+  std::string problem;
+};
+
+class Reconciler {
+ public:
+  // `netfilter` may be null when the network enforcer is off. None are owned.
+  Reconciler(ReconcilerOptions options, AccountSource* accounts, PolicySource* policies,
+             Netfilter* netfilter, PolicyStreamService* stream);
+
+  // Runs one pass and reports what it changed. Never throws; a wholesale failure is
+  // report.error with nothing changed.
+  leash::v1::ReconcileReport RunPass();
+
+  // The subjects in force, by UID.
+  const std::map<uint32_t, SubjectState>& subjects() const { return subjects_; }
+  const ReconcilerOptions& options() const { return options_; }
+
+ private:
+  struct Desired {
+    Account account;
+    bool configured_user = false;
+    uint16_t port = 0;
+    bool in_discovery = true;
+    leash::v1::SubjectPolicy policy;
+    std::optional<NetfilterSubject> chain;
+    std::vector<std::string> sources;
+    std::string problem;
+  };
+
+  // Step helpers; each records what it did in `report`.
+  void PublishAndWait(const std::vector<leash::v1::SubjectPolicy>& subjects,
+                      leash::v1::ReconcileReport& report);
+  // Applies (or, when `chain` is absent, releases) one subject's chain; false on failure.
+  bool ApplyChain(const Desired& desired, leash::v1::ReconcileReport& report);
+  leash::v1::SubjectPolicy NoPolicy(const Desired& desired, const std::string& reason,
+                                    const std::string& floor_fail_mode) const;
+
+  const ReconcilerOptions options_;
+  AccountSource* const accounts_;
+  PolicySource* const policies_;
+  Netfilter* const netfilter_;
+  PolicyStreamService* const stream_;
+  std::map<uint32_t, SubjectState> subjects_;
+  bool warned_first_agent_ = false;
+};
+
+}  // namespace leash::controlplane

@@ -1,0 +1,390 @@
+#include "controlplane/reconciler.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "controlplane/sidecar_api/policy_subscriber.h"
+#include "controlplane/testing/fake_accounts.h"
+#include "engine/config_defaults.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "test/fixtures/temp_dir.h"
+
+namespace leash::controlplane {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using leash::sidecar::PolicySubscriber;
+using leash::sidecar::SubjectMapPtr;
+
+// Resolves each account to a fixed policy or error.
+class FakePolicies : public PolicySource {
+ public:
+  void Set(const std::string& account, const std::string& allow) {
+    leash::v1::Config c;
+    c.mutable_network()->mutable_allow()->add_entries(allow);
+    policies_[account] = engine::WithDefaults(c);
+    errors_.erase(account);
+  }
+  void SetError(const std::string& account, const std::string& error) { errors_[account] = error; }
+  void SetUnreadable(bool unreadable) { unreadable_ = unreadable; }
+  leash::v1::Config floor;
+
+  absl::StatusOr<std::unique_ptr<PolicySnapshot>> Load() override {
+    if (unreadable_) return absl::UnavailableError("cannot read /etc/leash/leash.yaml: EACCES");
+    return std::unique_ptr<PolicySnapshot>(new Snapshot(*this));
+  }
+
+ private:
+  class Snapshot : public PolicySnapshot {
+   public:
+    explicit Snapshot(const FakePolicies& p) : p_(p) {}
+    const leash::v1::Config& floor() const override { return p_.floor; }
+    absl::StatusOr<leash::v1::Config> Resolve(const Account& a, bool) const override {
+      if (auto e = p_.errors_.find(a.name); e != p_.errors_.end()) {
+        return absl::FailedPreconditionError(e->second);
+      }
+      if (auto it = p_.policies_.find(a.name); it != p_.policies_.end()) return it->second;
+      return engine::WithDefaults(p_.floor);
+    }
+    std::vector<std::string> SourcesOf(const Account&, bool) const override { return {}; }
+
+   private:
+    const FakePolicies& p_;
+  };
+  std::map<std::string, leash::v1::Config> policies_;
+  std::map<std::string, std::string> errors_;
+  bool unreadable_ = false;
+};
+
+// Records every call, in order; can fail per UID; runs a check before each Apply.
+class RecordingNetfilter : public Netfilter {
+ public:
+  std::vector<std::string> calls;
+  std::set<uint32_t> failing;
+  std::function<void(const NetfilterSubject&)> before_apply;
+
+  absl::StatusOr<std::vector<std::string>> Prepare() override { return std::vector<std::string>(); }
+  absl::Status Apply(const NetfilterSubject& s) override {
+    if (before_apply) before_apply(s);
+    calls.push_back("apply " + std::to_string(s.uid) + ":" + std::to_string(s.port));
+    if (failing.count(s.uid)) return absl::InternalError("netlink: EPERM");
+    return absl::OkStatus();
+  }
+  absl::Status ApplyAll(const std::vector<NetfilterSubject>& subjects) override {
+    for (const auto& s : subjects) {
+      if (failing.count(s.uid)) return absl::InternalError("netlink batch: EPERM");
+    }
+    std::string call = "apply-all";
+    for (const auto& s : subjects) {
+      if (before_apply) before_apply(s);
+      call += " " + std::to_string(s.uid);
+    }
+    calls.push_back(call);
+    return absl::OkStatus();
+  }
+  absl::Status Release(uint32_t uid) override {
+    calls.push_back("release " + std::to_string(uid));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<uint32_t>> ListSubjects() override { return std::vector<uint32_t>(); }
+  std::string Describe() const override { return "recording"; }
+};
+
+// A sidecar that acks every map; the "proxy" one can fail a UID's listener.
+class FakeSidecar {
+ public:
+  FakeSidecar(const std::string& socket, leash::v1::SidecarKind kind) {
+    leash::sidecar::SubscriberOptions options;
+    options.socket_path = socket;
+    options.kind = kind;
+    subscriber_ = std::make_unique<PolicySubscriber>(
+        options,
+        [this](SubjectMapPtr map, uint64_t) {
+          leash::v1::PolicyAck ack;
+          absl::MutexLock lock(&mu_);
+          map_ = map;
+          for (uint32_t uid : unbindable_) {
+            if (map->count(uid)) ack.add_failed_uids(uid);
+          }
+          return ack;
+        },
+        nullptr);
+    subscriber_->Start();
+  }
+  SubjectMapPtr map() {
+    absl::MutexLock lock(&mu_);
+    return map_;
+  }
+  void SetUnbindable(uint32_t uid) {
+    absl::MutexLock lock(&mu_);
+    unbindable_.insert(uid);
+  }
+
+ private:
+  absl::Mutex mu_;
+  SubjectMapPtr map_;
+  std::set<uint32_t> unbindable_;
+  std::unique_ptr<PolicySubscriber> subscriber_;
+};
+
+class ReconcilerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = *leash::testing::TempDir::Create("rec");
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("unix:" + dir_->Join("s"), grpc::InsecureServerCredentials());
+    builder.RegisterService(&stream_);
+    server_ = builder.BuildAndStart();
+    fswatch_ = std::make_unique<FakeSidecar>(dir_->Join("s"), leash::v1::SIDECAR_KIND_FSWATCH);
+    proxy_ = std::make_unique<FakeSidecar>(dir_->Join("s"), leash::v1::SIDECAR_KIND_PROXY);
+    accounts_.Add("fido", 1000);
+    policies_.floor.set_user("fido");
+    policies_.floor.set_fail_mode("closed");
+  }
+  void TearDown() override {
+    fswatch_.reset();
+    proxy_.reset();
+    stream_.Shutdown();
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  }
+  std::unique_ptr<Reconciler> Make(bool single_subject = false) {
+    ReconcilerOptions options;
+    options.configured_user = "fido";
+    options.single_subject = single_subject;
+    options.ports_path = dir_->Join("state/ports.json");
+    options.resolv_conf_path = dir_->Join("resolv.conf");
+    return std::make_unique<Reconciler>(options, &accounts_, &policies_, &netfilter_, &stream_);
+  }
+  const SubjectState& Subject(const Reconciler& r, uint32_t uid) { return r.subjects().at(uid); }
+
+  std::unique_ptr<leash::testing::TempDir> dir_;
+  PolicyStreamService stream_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<FakeSidecar> fswatch_;
+  std::unique_ptr<FakeSidecar> proxy_;
+  testing::FakeAccounts accounts_;
+  FakePolicies policies_;
+  RecordingNetfilter netfilter_;
+};
+
+TEST_F(ReconcilerTest, DiscoversTwoAgentsEachResolvedSeparately) {
+  accounts_.Add("leash-iris", 1001);
+  accounts_.Add("leash-vader", 1002);
+  policies_.Set("leash-iris", "openai.com");
+  policies_.Set("leash-vader", "github.com");
+  auto r = Make();
+  leash::v1::ReconcileReport report = r->RunPass();
+  ASSERT_TRUE(report.error().empty()) << report.error();
+  ASSERT_EQ(r->subjects().size(), 3u);  // fido stays a subject
+  SubjectMapPtr map = fswatch_->map();
+  ASSERT_NE(map, nullptr);
+  EXPECT_TRUE(map->at(1001).policy->DecideNetwork({"openai.com", std::nullopt, 443}).allowed());
+  EXPECT_FALSE(map->at(1001).policy->DecideNetwork({"github.com", std::nullopt, 443}).allowed());
+  EXPECT_TRUE(map->at(1002).policy->DecideNetwork({"github.com", std::nullopt, 443}).allowed());
+  // Ports from the port map, one per account (sorted by name: fido, iris, vader).
+  EXPECT_EQ(Subject(*r, 1000).port, 18000);
+  EXPECT_EQ(Subject(*r, 1001).port, 18001);
+  EXPECT_EQ(Subject(*r, 1002).port, 18002);
+  EXPECT_THAT(netfilter_.calls, ElementsAre("apply-all 1000 1001 1002"));
+}
+
+TEST_F(ReconcilerTest, NewSubjectDeniedInWatcherBeforeItsChainGoesIn) {
+  auto r = Make();
+  r->RunPass();
+  accounts_.Add("leash-iris", 1001);
+  policies_.Set("leash-iris", "openai.com");
+  bool checked = false;
+  netfilter_.before_apply = [&](const NetfilterSubject& s) {
+    if (s.uid != 1001) return;
+    SubjectMapPtr map = fswatch_->map();
+    ASSERT_TRUE(map->count(1001)) << "the watcher had not acked a map holding the subject";
+    EXPECT_EQ(map->at(1001).policy, nullptr) << "the subject must be denied, not yet allowed";
+    checked = true;
+  };
+  leash::v1::ReconcileReport report = r->RunPass();
+  EXPECT_TRUE(checked);
+  ASSERT_EQ(report.changes_size(), 1);
+  EXPECT_EQ(report.changes(0).change(), "added");
+  EXPECT_NE(fswatch_->map()->at(1001).policy, nullptr);
+}
+
+TEST_F(ReconcilerTest, ChangedBindingReappliesOnlyThatSubject) {
+  accounts_.Add("leash-iris", 1001);
+  accounts_.Add("leash-vader", 1002);
+  policies_.Set("leash-iris", "openai.com");
+  policies_.Set("leash-vader", "github.com");
+  auto r = Make();
+  r->RunPass();
+  SubjectMapPtr before = fswatch_->map();
+  netfilter_.calls.clear();
+  const uint64_t version_before = stream_.version();
+
+  policies_.Set("leash-iris", "anthropic.com");
+  leash::v1::ReconcileReport report = r->RunPass();
+  EXPECT_THAT(netfilter_.calls, ElementsAre("apply 1001:18001"));
+  ASSERT_EQ(report.changes_size(), 1);
+  EXPECT_EQ(report.changes(0).account(), "leash-iris");
+  EXPECT_EQ(report.changes(0).change(), "reapplied");
+  EXPECT_EQ(report.unchanged(), 2u);
+  // One delta carrying only that subject: the others keep the very same compiled policy.
+  EXPECT_EQ(stream_.version(), version_before + 1);
+  SubjectMapPtr after = fswatch_->map();
+  EXPECT_EQ(after->at(1002).policy, before->at(1002).policy);
+  EXPECT_EQ(after->at(1000).policy, before->at(1000).policy);
+  EXPECT_NE(after->at(1001).policy, before->at(1001).policy);
+}
+
+TEST_F(ReconcilerTest, UnchangedSubjectIsNotTouchedAtAll) {
+  accounts_.Add("leash-iris", 1001);
+  auto r = Make();
+  r->RunPass();
+  netfilter_.calls.clear();
+  const uint64_t version = stream_.version();
+  leash::v1::ReconcileReport report = r->RunPass();
+  EXPECT_TRUE(netfilter_.calls.empty());
+  EXPECT_EQ(stream_.version(), version);
+  EXPECT_EQ(report.changes_size(), 0);
+  EXPECT_EQ(report.unchanged(), 2u);
+}
+
+TEST_F(ReconcilerTest, DanglingProfileDeniesOnlyItsSubject) {
+  accounts_.Add("leash-iris", 1001);
+  accounts_.Add("leash-vader", 1002);
+  policies_.SetError("leash-iris", "binding agent:leash-iris names profile 'gone', which does not exist");
+  policies_.Set("leash-vader", "github.com");
+  auto r = Make();
+  leash::v1::ReconcileReport report = r->RunPass();
+  SubjectMapPtr map = fswatch_->map();
+  EXPECT_EQ(map->at(1001).policy, nullptr);
+  EXPECT_THAT(map->at(1001).no_policy_reason, HasSubstr("profile 'gone'"));
+  EXPECT_NE(map->at(1002).policy, nullptr);
+  // Fail-closed reading (design.md): the denied subject still gets its chain and listener.
+  EXPECT_TRUE(Subject(*r, 1001).chain.has_value());
+  bool said = false;
+  for (const auto& w : report.warnings()) said |= w.find("leash-iris (uid 1001) has no policy") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+TEST_F(ReconcilerTest, CorruptPortMapChangesNothing) {
+  accounts_.Add("leash-iris", 1001);
+  auto r = Make();
+  r->RunPass();
+  netfilter_.calls.clear();
+  const uint64_t version = stream_.version();
+  std::ofstream(dir_->Join("state/ports.json")) << "{\"format\":1,";
+  accounts_.Add("leash-vader", 1002);
+  leash::v1::ReconcileReport report = r->RunPass();
+  EXPECT_THAT(report.error(), HasSubstr("is corrupt"));
+  EXPECT_THAT(report.error(), HasSubstr("nothing was changed"));
+  EXPECT_TRUE(netfilter_.calls.empty());
+  EXPECT_EQ(stream_.version(), version);
+  EXPECT_EQ(r->subjects().size(), 2u);
+}
+
+TEST_F(ReconcilerTest, UnreadablePasswdChangesNothing) {
+  accounts_.Add("leash-iris", 1001);
+  auto r = Make();
+  r->RunPass();
+  netfilter_.calls.clear();
+  const uint64_t version = stream_.version();
+  accounts_.SetUnreadable(true);
+  leash::v1::ReconcileReport report = r->RunPass();
+  EXPECT_THAT(report.error(), HasSubstr("account database"));
+  EXPECT_TRUE(netfilter_.calls.empty());
+  EXPECT_EQ(stream_.version(), version);
+  EXPECT_NE(fswatch_->map()->at(1001).policy, nullptr) << "a subject lost its policy";
+}
+
+TEST_F(ReconcilerTest, UnreadableFloorChangesNothing) {
+  auto r = Make();
+  r->RunPass();
+  const uint64_t version = stream_.version();
+  policies_.SetUnreadable(true);
+  EXPECT_THAT(r->RunPass().error(), HasSubstr("EACCES"));
+  EXPECT_EQ(stream_.version(), version);
+}
+
+TEST_F(ReconcilerTest, SubjectThatLeftDiscoveryKeepsItsChainAndLosesItsPolicy) {
+  accounts_.Add("leash-iris", 1001);
+  auto r = Make();
+  r->RunPass();
+  netfilter_.calls.clear();
+  accounts_.Remove("leash-iris");
+  leash::v1::ReconcileReport report = r->RunPass();
+  EXPECT_TRUE(netfilter_.calls.empty()) << "the chain must be kept, not released";
+  EXPECT_EQ(fswatch_->map()->at(1001).policy, nullptr);
+  EXPECT_THAT(fswatch_->map()->at(1001).no_policy_reason, HasSubstr("left discovery"));
+  ASSERT_EQ(report.changes_size(), 1);
+  EXPECT_EQ(report.changes(0).change(), "left-discovery");
+  EXPECT_TRUE(Subject(*r, 1001).chain.has_value());
+}
+
+TEST_F(ReconcilerTest, ChainThatWillNotApplyDeniesThatSubjectAlone) {
+  accounts_.Add("leash-iris", 1001);
+  accounts_.Add("leash-vader", 1002);
+  netfilter_.failing = {1001};
+  auto r = Make();
+  leash::v1::ReconcileReport report = r->RunPass();
+  EXPECT_EQ(fswatch_->map()->at(1001).policy, nullptr);
+  EXPECT_NE(fswatch_->map()->at(1002).policy, nullptr);
+  EXPECT_THAT(netfilter_.calls, ::testing::Contains("apply 1002:18002"));
+}
+
+TEST_F(ReconcilerTest, ListenerThatWillNotBindDeniesThatSubjectAlone) {
+  accounts_.Add("leash-iris", 1001);
+  accounts_.Add("leash-vader", 1002);
+  proxy_->SetUnbindable(1002);
+  auto r = Make();
+  r->RunPass();
+  EXPECT_EQ(fswatch_->map()->at(1002).policy, nullptr);
+  EXPECT_THAT(fswatch_->map()->at(1002).no_policy_reason, HasSubstr("listener would not bind"));
+  EXPECT_NE(fswatch_->map()->at(1001).policy, nullptr);
+}
+
+TEST_F(ReconcilerTest, NoPolicyCarriesTheFloorFailMode) {
+  policies_.floor.set_fail_mode("open");
+  accounts_.Add("leash-iris", 1001);
+  policies_.SetError("leash-iris", "dangling");
+  auto r = Make();
+  r->RunPass();
+  EXPECT_EQ(fswatch_->map()->at(1001).no_policy_fail_mode, engine::FailMode::kOpen);
+}
+
+TEST_F(ReconcilerTest, PortsAreStableAcrossRestarts) {
+  accounts_.Add("leash-iris", 1001);
+  accounts_.Add("leash-vader", 1002);
+  auto first = Make();
+  first->RunPass();
+  accounts_.Add("leash-abe", 1003);  // sorts first, but ports are per account for life
+  auto second = Make();
+  second->RunPass();
+  EXPECT_EQ(Subject(*second, 1001).port, 18001);
+  EXPECT_EQ(Subject(*second, 1002).port, 18002);
+  EXPECT_EQ(Subject(*second, 1003).port, 18003);
+}
+
+TEST_F(ReconcilerTest, SingleSubjectHostUsesTheSingleAgentPortAndSaysSoOnTheFirstAgent) {
+  auto r = Make(/*single_subject=*/true);
+  r->RunPass();
+  EXPECT_EQ(Subject(*r, 1000).port, kSingleSubjectPort);
+  struct stat st;
+  EXPECT_NE(stat(dir_->Join("state").c_str(), &st), 0) << "single-subject must not create the state dir";
+  accounts_.Add("leash-iris", 1001);
+  leash::v1::ReconcileReport report = r->RunPass();
+  ASSERT_GE(report.warnings_size(), 1);
+  EXPECT_THAT(report.warnings(0), HasSubstr("cannot grow its first agent"));
+  EXPECT_THAT(report.warnings(0), HasSubstr("systemctl restart leash.service"));
+  EXPECT_EQ(r->subjects().count(1001), 0u);
+}
+
+}  // namespace
+}  // namespace leash::controlplane

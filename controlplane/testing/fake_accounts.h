@@ -1,0 +1,39 @@
+// A stateful AccountSource for unit tests of the logic above discovery.
+#pragma once
+
+#include <map>
+
+#include "absl/strings/match.h"
+
+#include "controlplane/account_source.h"
+
+namespace leash::controlplane::testing {
+
+class FakeAccounts : public AccountSource {
+ public:
+  void Add(const std::string& name, uint32_t uid) { accounts_[name] = Account{name, uid, uid}; }
+  void Remove(const std::string& name) { accounts_.erase(name); }
+  // Makes every call fail as an unreadable database would.
+  void SetUnreadable(bool unreadable) { unreadable_ = unreadable; }
+
+  absl::StatusOr<std::vector<Account>> ListAgentAccounts() override {
+    if (unreadable_) return absl::UnavailableError("reading the account database failed: EIO");
+    std::vector<Account> out;
+    for (const auto& [name, account] : accounts_) {
+      if (absl::StartsWith(name, kAgentAccountPrefix)) out.push_back(account);
+    }
+    return out;
+  }
+  absl::StatusOr<std::optional<Account>> Lookup(absl::string_view name) override {
+    if (unreadable_) return absl::UnavailableError("reading the account database failed: EIO");
+    auto it = accounts_.find(std::string(name));
+    if (it == accounts_.end()) return std::optional<Account>();
+    return std::optional<Account>(it->second);
+  }
+
+ private:
+  std::map<std::string, Account> accounts_;
+  bool unreadable_ = false;
+};
+
+}  // namespace leash::controlplane::testing
