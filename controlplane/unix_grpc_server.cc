@@ -1,0 +1,181 @@
+#include "controlplane/unix_grpc_server.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/server_posix.h"
+
+namespace leash::controlplane {
+namespace {
+
+absl::Status Errno(absl::string_view what, const std::string& path) {
+  return absl::ErrnoToStatus(errno, absl::StrCat(what, " ", path));
+}
+
+// gRPC names a channel made from descriptor N "fd:N".
+std::string PeerKey(int fd) { return absl::StrCat("fd:", fd); }
+
+}  // namespace
+
+absl::Status EnsureRuntimeDirectory(const std::string& dir) {
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return Errno("mkdir", dir);
+  struct stat st;
+  if (lstat(dir.c_str(), &st) != 0) return Errno("stat", dir);
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(dir, " is not a directory"));
+  }
+  if (st.st_uid != 0 || (st.st_mode & 022) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        dir, " must be owned by root and writable by root only (it holds the admin socket); "
+             "fix it with: chown root:root ", dir, " && chmod 0755 ", dir));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<UnixGrpcServer>> UnixGrpcServer::Start(
+    UnixSocketOptions options, const std::vector<grpc::Service*>& services) {
+  const std::string& path = options.path;
+  if (path.empty() || path[0] != '/') {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the ", options.name, " socket '", path,
+        "' must be an absolute filesystem path; abstract-namespace sockets are refused because "
+        "they carry no file permissions"));
+  }
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(address.sun_path)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("socket path ", path, " is longer than ", sizeof(address.sun_path) - 1,
+                     " bytes"));
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+
+  struct stat st;
+  if (lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path, " exists and is not a socket; refusing to replace it"));
+    }
+    if (unlink(path.c_str()) != 0) return Errno("unlink stale socket", path);
+  }
+
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Errno("socket for", path);
+  // Bind under a closed umask so the socket is never reachable before its mode is set.
+  const mode_t old_umask = umask(0077);
+  const int bound = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  const int bind_errno = errno;
+  umask(old_umask);
+  if (bound != 0) {
+    close(fd);
+    errno = bind_errno;
+    return Errno("bind", path);
+  }
+  auto fail = [&](absl::Status status) {
+    close(fd);
+    unlink(path.c_str());
+    return status;
+  };
+  if (options.group && chown(path.c_str(), 0, *options.group) != 0) return fail(Errno("chown", path));
+  if (chmod(path.c_str(), options.mode) != 0) return fail(Errno("chmod", path));
+  if (listen(fd, 128) != 0) return fail(Errno("listen", path));
+  const int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake < 0) return fail(Errno("eventfd for", path));
+
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr) {
+    close(wake);
+    return fail(absl::InternalError(absl::StrCat("gRPC server for ", path, " did not start")));
+  }
+  std::unique_ptr<UnixGrpcServer> out(
+      new UnixGrpcServer(std::move(options), fd, wake, std::move(server)));
+  out->accept_thread_ = std::thread([raw = out.get()] { raw->AcceptLoop(); });
+  return out;
+}
+
+UnixGrpcServer::UnixGrpcServer(UnixSocketOptions options, int listen_fd, int wake_fd,
+                               std::unique_ptr<grpc::Server> server)
+    : options_(std::move(options)),
+      listen_fd_(listen_fd),
+      wake_fd_(wake_fd),
+      server_(std::move(server)) {}
+
+UnixGrpcServer::~UnixGrpcServer() { Shutdown(); }
+
+void UnixGrpcServer::AcceptLoop() {
+  while (true) {
+    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      std::fprintf(stderr, "leashd: %s socket: poll: %s\n", options_.name.c_str(),
+                   std::strerror(errno));
+      return;
+    }
+    if (fds[1].revents != 0) return;
+    // gRPC drives the descriptor from its own poller: it must be non-blocking.
+    const int conn = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (conn < 0) continue;
+    ucred cred{};
+    socklen_t length = sizeof(cred);
+    const bool known = getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &length) == 0;
+    if (!known || !options_.admit(cred)) {
+      std::fprintf(stderr,
+                   "leashd: refused a connection to the %s socket %s from uid %u (pid %d): %s\n",
+                   options_.name.c_str(), options_.path.c_str(), known ? cred.uid : ~0u,
+                   known ? cred.pid : -1,
+                   known ? "not permitted on this socket" : "peer credentials unreadable");
+      close(conn);
+      absl::MutexLock lock(&mu_);
+      ++refused_;
+      continue;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      peers_[PeerKey(conn)] = cred;
+    }
+    grpc::AddInsecureChannelFromFd(server_.get(), conn);
+  }
+}
+
+void UnixGrpcServer::Shutdown(absl::Duration deadline) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+  }
+  const uint64_t one = 1;
+  (void)write(wake_fd_, &one, sizeof(one));
+  if (accept_thread_.joinable()) accept_thread_.join();
+  server_->Shutdown(std::chrono::system_clock::now() +
+                    std::chrono::milliseconds(absl::ToInt64Milliseconds(deadline)));
+  close(listen_fd_);
+  close(wake_fd_);
+  unlink(options_.path.c_str());
+}
+
+std::optional<ucred> UnixGrpcServer::PeerOf(const grpc::ServerContext& context) const {
+  absl::MutexLock lock(&mu_);
+  auto it = peers_.find(context.peer());
+  if (it == peers_.end()) return std::nullopt;
+  return it->second;
+}
+
+uint64_t UnixGrpcServer::refused() const {
+  absl::MutexLock lock(&mu_);
+  return refused_;
+}
+
+}  // namespace leash::controlplane

@@ -1,0 +1,80 @@
+// A gRPC server on a Unix socket that checks who is calling. gRPC's Unix transport does not
+// check the caller's identity, so leashd listens itself, reads each accepted connection's
+// SO_PEERCRED, refuses (and logs) the ones its admit rule rejects, and hands the rest to the
+// server (grpc::AddInsecureChannelFromFd). Handlers can ask for the credentials of the
+// connection a call arrived on. Server reflection is on, so `grpcurl -plaintext -unix <socket>
+// list` works. Abstract-namespace sockets are refused: they carry no file permissions, so any
+// local account could connect.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "grpcpp/grpcpp.h"
+
+namespace leash::controlplane {
+
+struct UnixSocketOptions {
+  // "admin" or "tools": names the socket in refusals.
+  std::string name;
+  std::string path;
+  // 0600 for the admin socket; 0660 for the tools socket with its group.
+  mode_t mode = 0600;
+  std::optional<gid_t> group;
+  // Decides on each accepted connection; a refused one is closed and logged to stderr.
+  std::function<bool(const ucred&)> admit;
+};
+
+class UnixGrpcServer {
+ public:
+  // Binds and listens on options.path (replacing a stale socket file, never another kind of
+  // file), registers `services` (not owned; they must outlive the server), and starts
+  // accepting. Errors name the path and the cause.
+  static absl::StatusOr<std::unique_ptr<UnixGrpcServer>> Start(
+      UnixSocketOptions options, const std::vector<grpc::Service*>& services);
+  ~UnixGrpcServer();
+
+  // Stops accepting, shuts the server down (in-flight calls get `deadline`), removes the
+  // socket file.
+  void Shutdown(absl::Duration deadline = absl::Seconds(2));
+
+  // The credentials of the connection `context`'s call arrived on; nullopt if unknown.
+  std::optional<ucred> PeerOf(const grpc::ServerContext& context) const;
+
+  const std::string& path() const { return options_.path; }
+  // Connections refused by the admit rule since start.
+  uint64_t refused() const;
+
+ private:
+  UnixGrpcServer(UnixSocketOptions options, int listen_fd, int wake_fd,
+                 std::unique_ptr<grpc::Server> server);
+  void AcceptLoop();
+
+  const UnixSocketOptions options_;
+  const int listen_fd_;
+  const int wake_fd_;
+  std::unique_ptr<grpc::Server> server_;
+  std::thread accept_thread_;
+  mutable absl::Mutex mu_;
+  // Keyed by the peer string gRPC reports for a channel made from a descriptor.
+  std::map<std::string, ucred> peers_ ABSL_GUARDED_BY(mu_);
+  uint64_t refused_ ABSL_GUARDED_BY(mu_) = 0;
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// The directory sockets live in (/run/leash): created 0755 root-owned if missing; refused if it
+// exists owned by anyone but root or writable by group or others.
+absl::Status EnsureRuntimeDirectory(const std::string& dir);
+
+}  // namespace leash::controlplane

@@ -1,0 +1,150 @@
+#include "controlplane/unix_grpc_server.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "leash/v1/control.grpc.pb.h"
+#include "test/fixtures/root.h"
+#include "test/fixtures/subprocess.h"
+#include "test/fixtures/temp_dir.h"
+#include "test/fixtures/test_account.h"
+#include "test/grpc/reflection_client.h"
+
+namespace leash::controlplane {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Answers GetStatus with the caller's credentials as the server saw them.
+class EchoPeer final : public leash::v1::Control::Service {
+ public:
+  UnixGrpcServer* server = nullptr;
+  grpc::Status GetStatus(grpc::ServerContext* context, const leash::v1::StatusRequest*,
+                         leash::v1::StatusResponse* response) override {
+    std::optional<ucred> peer = server->PeerOf(*context);
+    if (!peer) return grpc::Status(grpc::StatusCode::INTERNAL, "no peer credentials");
+    response->set_uid(peer->uid);
+    response->set_user(std::to_string(peer->pid));
+    return grpc::Status::OK;
+  }
+};
+
+class UnixGrpcServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = *leash::testing::TempDir::Create("ugs"); }
+  absl::StatusOr<std::unique_ptr<UnixGrpcServer>> StartRootOnly(const std::string& name) {
+    UnixSocketOptions options;
+    options.name = "admin";
+    options.path = dir_->Join(name);
+    options.mode = 0600;
+    options.admit = [](const ucred& cred) { return cred.uid == 0; };
+    auto server = UnixGrpcServer::Start(options, {&service_});
+    if (server.ok()) service_.server = server->get();
+    return server;
+  }
+  std::unique_ptr<leash::testing::TempDir> dir_;
+  EchoPeer service_;
+};
+
+TEST_F(UnixGrpcServerTest, CallsCarryThePeerCredentialsOfTheirConnection) {
+  auto server = StartRootOnly("a.sock");
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = leash::v1::Control::NewStub(
+      grpc::CreateChannel("unix:" + dir_->Join("a.sock"), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  leash::v1::StatusResponse response;
+  grpc::Status status = stub->GetStatus(&context, {}, &response);
+  if (geteuid() != 0) {
+    // A non-root developer is refused by this root-only socket: that is the rule at work.
+    EXPECT_FALSE(status.ok());
+    return;
+  }
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.uid(), 0u);
+  EXPECT_EQ(response.user(), std::to_string(getpid()));
+}
+
+TEST_F(UnixGrpcServerTest, SocketFileHasTheRequestedMode) {
+  auto server = StartRootOnly("m.sock");
+  ASSERT_TRUE(server.ok());
+  struct stat st;
+  ASSERT_EQ(stat(dir_->Join("m.sock").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  (*server)->Shutdown();
+  EXPECT_NE(stat(dir_->Join("m.sock").c_str(), &st), 0) << "socket file left behind";
+}
+
+TEST_F(UnixGrpcServerTest, AbstractNamespaceSocketIsRefused) {
+  UnixSocketOptions options;
+  options.name = "admin";
+  options.path = "@leash";
+  options.admit = [](const ucred&) { return true; };
+  auto server = UnixGrpcServer::Start(options, {&service_});
+  ASSERT_FALSE(server.ok());
+  EXPECT_THAT(std::string(server.status().message()), HasSubstr("abstract-namespace"));
+}
+
+TEST_F(UnixGrpcServerTest, AFileThatIsNotASocketIsNeverReplaced) {
+  std::ofstream(dir_->Join("f.sock")) << "precious";
+  auto server = StartRootOnly("f.sock");
+  ASSERT_FALSE(server.ok());
+  EXPECT_THAT(std::string(server.status().message()), HasSubstr("is not a socket"));
+  std::ifstream in(dir_->Join("f.sock"));
+  std::string content;
+  in >> content;
+  EXPECT_EQ(content, "precious");
+}
+
+TEST_F(UnixGrpcServerTest, ReflectionListsTheServices) {
+  LEASH_REQUIRE_ROOT();  // the socket admits root only
+  auto server = StartRootOnly("r.sock");
+  ASSERT_TRUE(server.ok());
+  auto services = leash::testing::ListServicesByReflection(dir_->Join("r.sock"));
+  ASSERT_TRUE(services.ok()) << services.status();
+  EXPECT_THAT(*services, ::testing::Contains("leash.v1.Control"));
+  EXPECT_THAT(*services, ::testing::Contains("grpc.reflection.v1alpha.ServerReflection"));
+}
+
+TEST_F(UnixGrpcServerTest, NonRootClientIsRefusedAndLogged) {
+  LEASH_REQUIRE_ROOT();
+  auto account = leash::testing::TestAccount::Create("lugs-probe");
+  ASSERT_TRUE(account.ok()) << account.status();
+  // The socket's directory and file must be reachable for the refusal to come from the
+  // peer-credential check rather than from file permissions.
+  ASSERT_EQ(chmod(dir_->path().c_str(), 0755), 0);
+  UnixSocketOptions options;
+  options.name = "admin";
+  options.path = dir_->Join("p.sock");
+  options.mode = 0666;
+  options.admit = [](const ucred& cred) { return cred.uid == 0; };
+  auto server = UnixGrpcServer::Start(options, {&service_});
+  ASSERT_TRUE(server.ok());
+  service_.server = server->get();
+  const std::string probe = "controlplane/admin_probe";
+  auto refused = leash::testing::Run((*account)->AsUser({probe, dir_->Join("p.sock")}));
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->exit_code, 1) << refused->out;
+  EXPECT_GE((*server)->refused(), 1u);
+  auto admitted = leash::testing::Run({probe, dir_->Join("p.sock")});
+  ASSERT_TRUE(admitted.ok());
+  EXPECT_EQ(admitted->exit_code, 0) << admitted->out;
+}
+
+TEST(EnsureRuntimeDirectory, RefusesAGroupWritableDirectory) {
+  LEASH_REQUIRE_ROOT();
+  auto dir = *leash::testing::TempDir::Create("rund");
+  ASSERT_EQ(chmod(dir->path().c_str(), 0775), 0);
+  absl::Status status = EnsureRuntimeDirectory(dir->path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("chmod 0755"));
+  ASSERT_EQ(chmod(dir->path().c_str(), 0755), 0);
+  EXPECT_TRUE(EnsureRuntimeDirectory(dir->path()).ok());
+}
+
+}  // namespace
+}  // namespace leash::controlplane
