@@ -1,0 +1,115 @@
+#include "controlplane/reconcile_loop.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "controlplane/sidecar_api/stack_dump.h"
+
+namespace leash::controlplane {
+
+ReconcileLoop::ReconcileLoop(PassFn pass, ReportFn on_report, absl::Duration watchdog,
+                             OverrunFn on_overrun)
+    : pass_(std::move(pass)),
+      on_report_(std::move(on_report)),
+      watchdog_(watchdog),
+      on_overrun_(on_overrun ? std::move(on_overrun) : [](absl::Duration running) {
+        std::fprintf(stderr,
+                     "leashd: a reconcile has been running for %s (limit exceeded); every "
+                     "thread's stack follows\n",
+                     absl::FormatDuration(running).c_str());
+        sidecar::DumpAllThreadStacks(STDERR_FILENO);
+      }) {}
+
+ReconcileLoop::~ReconcileLoop() { Stop(); }
+
+void ReconcileLoop::Start() {
+  runner_ = std::thread([this] { Run(); });
+  watchdog_thread_ = std::thread([this] { Watch(); });
+}
+
+void ReconcileLoop::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  if (runner_.joinable()) runner_.join();
+  if (watchdog_thread_.joinable()) watchdog_thread_.join();
+}
+
+void ReconcileLoop::Request() {
+  absl::MutexLock lock(&mu_);
+  pending_ = true;
+}
+
+leash::v1::ReconcileReport ReconcileLoop::RequestAndWait(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  pending_ = true;
+  // The pass that serves this request is the next one to start; a pass already running
+  // started before the request and does not count.
+  const uint64_t wanted = started_ + 1;
+  auto served = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return finished_ >= wanted || stopping_; };
+  if (!mu_.AwaitWithTimeout(absl::Condition(&served), timeout) || finished_ < wanted) {
+    leash::v1::ReconcileReport report;
+    report.set_error(absl::StrCat("the reconcile did not finish within ",
+                                  absl::FormatDuration(timeout),
+                                  "; it goes on, and `leash status` shows its result"));
+    return report;
+  }
+  return last_;
+}
+
+uint64_t ReconcileLoop::passes() const {
+  absl::MutexLock lock(&mu_);
+  return finished_;
+}
+
+leash::v1::ReconcileReport ReconcileLoop::last_report() const {
+  absl::MutexLock lock(&mu_);
+  return last_;
+}
+
+void ReconcileLoop::Run() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return pending_ || stopping_; };
+      mu_.Await(absl::Condition(&ready));
+      if (stopping_) return;
+      // Every request made up to now is served by this one pass.
+      pending_ = false;
+      running_ = true;
+      overrun_reported_ = false;
+      pass_started_ = absl::Now();
+      ++started_;
+    }
+    leash::v1::ReconcileReport report = pass_();
+    if (on_report_) on_report_(report);
+    absl::MutexLock lock(&mu_);
+    running_ = false;
+    last_ = std::move(report);
+    ++finished_;
+  }
+}
+
+void ReconcileLoop::Watch() {
+  while (true) {
+    absl::Duration running;
+    {
+      absl::MutexLock lock(&mu_);
+      auto stop = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_; };
+      mu_.AwaitWithTimeout(absl::Condition(&stop),
+                           std::min(watchdog_ / 4, absl::Milliseconds(500)));
+      if (stopping_) return;
+      if (!running_ || overrun_reported_) continue;
+      running = absl::Now() - pass_started_;
+      if (running < watchdog_) continue;
+      overrun_reported_ = true;
+    }
+    on_overrun_(running);
+  }
+}
+
+}  // namespace leash::controlplane

@@ -1,0 +1,69 @@
+// Runs reconcile passes one at a time, on SIGHUP and on Control.Reconcile. A request that
+// arrives during a pass is coalesced into one further pass afterwards rather than re-entering a
+// half-applied one (spec: "A SIGHUP that arrives during a reconcile is coalesced into one
+// further pass"). Each pass is armed with a watchdog: one that runs past its limit (30 s) has
+// every thread's stack dumped to stderr.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "leash/v1/control.pb.h"
+
+namespace leash::controlplane {
+
+class ReconcileLoop {
+ public:
+  using PassFn = std::function<leash::v1::ReconcileReport()>;
+  using ReportFn = std::function<void(const leash::v1::ReconcileReport&)>;
+  // Called when a pass overruns the watchdog limit (default: dump every thread's stack to
+  // stderr).
+  using OverrunFn = std::function<void(absl::Duration running)>;
+
+  ReconcileLoop(PassFn pass, ReportFn on_report, absl::Duration watchdog = absl::Seconds(30),
+                OverrunFn on_overrun = nullptr);
+  ~ReconcileLoop();  // Stop()s
+
+  void Start();
+  // Finishes the pass in progress (if any) and stops.
+  void Stop();
+
+  // Asks for a pass. Cheap; never blocks on a running pass. Thread-safe.
+  void Request();
+
+  // Asks for a pass and waits for one that started after this call to finish, returning its
+  // report (DeadlineExceeded in report.error if `timeout` passes first).
+  leash::v1::ReconcileReport RequestAndWait(absl::Duration timeout);
+
+  // Passes run since Start.
+  uint64_t passes() const;
+  leash::v1::ReconcileReport last_report() const;
+
+ private:
+  void Run();
+  void Watch();
+
+  const PassFn pass_;
+  const ReportFn on_report_;
+  const absl::Duration watchdog_;
+  const OverrunFn on_overrun_;
+  std::thread runner_;
+  std::thread watchdog_thread_;
+
+  mutable absl::Mutex mu_;
+  bool pending_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time pass_started_ ABSL_GUARDED_BY(mu_);
+  bool overrun_reported_ ABSL_GUARDED_BY(mu_) = false;
+  // Passes started and finished, to match waiters to the pass that serves them.
+  uint64_t started_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t finished_ ABSL_GUARDED_BY(mu_) = 0;
+  leash::v1::ReconcileReport last_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace leash::controlplane
