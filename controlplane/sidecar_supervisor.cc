@@ -1,0 +1,224 @@
+#include "controlplane/sidecar_supervisor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+
+extern char** environ;
+
+namespace leash::controlplane {
+namespace {
+
+// The decision log's number in a sidecar.
+constexpr int kChildLogFd = 3;
+
+std::string DescribeExit(int status) {
+  if (WIFEXITED(status)) return absl::StrCat("exited with status ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return absl::StrCat("was killed by signal ", WTERMSIG(status));
+  return "stopped";
+}
+
+}  // namespace
+
+SidecarSupervisor::SidecarSupervisor(PolicyStreamService* stream, SupervisorPolicy policy,
+                                     std::function<void(const std::string&)> give_up)
+    : stream_(stream), policy_(policy), give_up_(std::move(give_up)) {
+  monitor_ = std::thread([this] { Monitor(); });
+}
+
+SidecarSupervisor::~SidecarSupervisor() {
+  Stop();
+  if (monitor_.joinable()) monitor_.join();
+}
+
+absl::StatusOr<pid_t> SidecarSupervisor::Spawn(const SidecarSpec& spec) {
+  std::vector<std::string> args;
+  for (const std::string& arg : spec.argv) {
+    args.push_back(absl::StrReplaceAll(arg, {{"{log_fd}", std::to_string(kChildLogFd)}}));
+  }
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  int source_fd = -1;
+  if (spec.decision_log_fd >= 0) {
+    // dup2 onto itself would keep close-on-exec; go through a fresh descriptor first.
+    source_fd = fcntl(spec.decision_log_fd, F_DUPFD_CLOEXEC, 10);
+    if (source_fd < 0) {
+      posix_spawn_file_actions_destroy(&actions);
+      return absl::ErrnoToStatus(errno, "dup the decision log for " + spec.name);
+    }
+    posix_spawn_file_actions_adddup2(&actions, source_fd, kChildLogFd);
+  }
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  // The child starts with no signals blocked or ignored, whatever leashd's threads do.
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attributes, &none);
+  sigset_t all;
+  sigfillset(&all);
+  posix_spawnattr_setsigdefault(&attributes, &all);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, argv[0], &actions, &attributes, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  if (source_fd >= 0) close(source_fd);
+  if (rc != 0) {
+    return absl::ErrnoToStatus(rc, absl::StrCat("spawn ", spec.name, " (", spec.argv[0], ")"));
+  }
+  return pid;
+}
+
+absl::Status SidecarSupervisor::Start(SidecarSpec spec) {
+  absl::StatusOr<pid_t> pid = Spawn(spec);
+  if (!pid.ok()) return pid.status();
+  absl::MutexLock lock(&mu_);
+  Child& child = children_[spec.kind];
+  child.spec = std::move(spec);
+  child.pid = *pid;
+  child.started = absl::Now();
+  return absl::OkStatus();
+}
+
+void SidecarSupervisor::Monitor() {
+  while (true) {
+    std::vector<std::pair<int, std::string>> respawn;
+    std::string give_up_reason;
+    {
+      absl::MutexLock lock(&mu_);
+      auto stop = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_; };
+      mu_.AwaitWithTimeout(absl::Condition(&stop), policy_.poll_period);
+      if (stopping_) return;
+      const absl::Time now = absl::Now();
+      for (auto& [kind, child] : children_) {
+        if (child.pid <= 0) continue;
+        int status = 0;
+        const pid_t done = waitpid(child.pid, &status, WNOHANG);
+        if (done == child.pid) {
+          std::fprintf(stderr, "leashd: %s (pid %d) %s\n", child.spec.name.c_str(), child.pid,
+                       DescribeExit(status).c_str());
+          child.pid = 0;
+          child.deaths.push_back(now);
+          while (!child.deaths.empty() && now - child.deaths.front() > policy_.window) {
+            child.deaths.pop_front();
+          }
+          if (static_cast<int>(child.deaths.size()) > policy_.max_deaths) {
+            give_up_reason = absl::StrCat(child.spec.name, " died ", child.deaths.size(),
+                                          " times in ", absl::FormatDuration(policy_.window),
+                                          "; exiting for systemd to restart leash");
+          } else {
+            respawn.emplace_back(kind, child.spec.name);
+          }
+          continue;
+        }
+        // Alive: is it answering? A SIGSTOPped process sends no heartbeats.
+        const SidecarState state = stream_->State(child.spec.kind);
+        const bool connected_as_this = state.pid == static_cast<uint32_t>(child.pid);
+        const bool silent =
+            connected_as_this ? now - state.last_heartbeat > child.spec.heartbeat_timeout
+                              : now - child.started > child.spec.startup_grace;
+        if (silent) {
+          std::fprintf(stderr, "leashd: %s (pid %d) %s; killing it\n", child.spec.name.c_str(),
+                       child.pid,
+                       connected_as_this ? "stopped sending heartbeats"
+                                         : "never connected to PolicyStream");
+          kill(child.pid, SIGKILL);  // reaped, counted and respawned on the next pass
+        }
+      }
+      if (!give_up_reason.empty() && !gave_up_) {
+        gave_up_ = true;
+      } else {
+        give_up_reason.clear();
+      }
+    }
+    if (!give_up_reason.empty()) {
+      std::fprintf(stderr, "leashd: %s\n", give_up_reason.c_str());
+      if (give_up_) give_up_(give_up_reason);
+      continue;
+    }
+    for (const auto& [kind, name] : respawn) {
+      SidecarSpec spec;
+      {
+        absl::MutexLock lock(&mu_);
+        if (stopping_) return;
+        spec = children_[kind].spec;
+      }
+      absl::StatusOr<pid_t> pid = Spawn(spec);
+      absl::MutexLock lock(&mu_);
+      Child& child = children_[kind];
+      if (!pid.ok()) {
+        std::fprintf(stderr, "leashd: respawning %s failed: %s\n", name.c_str(),
+                     std::string(pid.status().message()).c_str());
+        child.deaths.push_back(absl::Now());
+        continue;
+      }
+      child.pid = *pid;
+      child.started = absl::Now();
+      ++child.restarts;
+      std::fprintf(stderr, "leashd: respawned %s (pid %d) from the current map\n", name.c_str(),
+                   *pid);
+    }
+  }
+}
+
+void SidecarSupervisor::Stop(absl::Duration grace) {
+  std::vector<pid_t> pids;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    for (auto& [kind, child] : children_) {
+      if (child.pid > 0) pids.push_back(child.pid);
+    }
+  }
+  if (monitor_.joinable()) monitor_.join();
+  for (pid_t pid : pids) kill(pid, SIGTERM);
+  const absl::Time deadline = absl::Now() + grace;
+  for (pid_t pid : pids) {
+    while (waitpid(pid, nullptr, WNOHANG) == 0) {
+      if (absl::Now() > deadline) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  for (auto& [kind, child] : children_) child.pid = 0;
+}
+
+std::vector<leash::v1::SidecarStatus> SidecarSupervisor::Status() const {
+  std::vector<leash::v1::SidecarStatus> out;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [kind, child] : children_) {
+    leash::v1::SidecarStatus& status = out.emplace_back();
+    status.set_name(child.spec.name);
+    status.set_running(child.pid > 0);
+    status.set_pid(static_cast<uint32_t>(child.pid));
+    status.set_acked_version(stream_->State(child.spec.kind).acked_version);
+    status.set_restarts(child.restarts);
+  }
+  return out;
+}
+
+pid_t SidecarSupervisor::PidOf(leash::v1::SidecarKind kind) const {
+  absl::MutexLock lock(&mu_);
+  auto it = children_.find(kind);
+  return it == children_.end() ? 0 : it->second.pid;
+}
+
+}  // namespace leash::controlplane

@@ -1,0 +1,89 @@
+// leashd's supervision of its two sidecars (leash-proxy, leash-fswatch). It spawns each with
+// the decision log's descriptor, respawns one that dies — it reconnects and gets the current
+// map over PolicyStream, so chains and listeners are untouched — and kills one that stopped
+// answering (a SIGSTOPped process stops its own watchdog too, so only a missed heartbeat can
+// tell). More than 3 deaths of one sidecar in 10 minutes means something is wrong that a
+// respawn will not fix: the supervisor gives up and leashd exits for systemd to restart it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "controlplane/policy_stream_service.h"
+#include "leash/v1/control.pb.h"
+
+namespace leash::controlplane {
+
+struct SidecarSpec {
+  // "leash-proxy" / "leash-fswatch".
+  std::string name;
+  leash::v1::SidecarKind kind = leash::v1::SIDECAR_KIND_UNSPECIFIED;
+  // The program and its flags. "{log_fd}" in an argument is replaced by the descriptor number
+  // the decision log has in the child.
+  std::vector<std::string> argv;
+  // The decision log (O_APPEND), inherited by the child; -1 for none.
+  int decision_log_fd = -1;
+  // A sidecar whose last heartbeat is older than this is killed (and respawned).
+  absl::Duration heartbeat_timeout = absl::Seconds(5);
+  // Time a new process has to connect and say hello before it is treated as hung.
+  absl::Duration startup_grace = absl::Seconds(15);
+};
+
+struct SupervisorPolicy {
+  // Give up after more than `max_deaths` deaths within `window`.
+  int max_deaths = 3;
+  absl::Duration window = absl::Minutes(10);
+  absl::Duration poll_period = absl::Milliseconds(100);
+};
+
+class SidecarSupervisor {
+ public:
+  // `give_up` is called (once, from the monitor thread) with the reason when a sidecar died too
+  // often; leashd then exits non-zero for systemd to restart it.
+  SidecarSupervisor(PolicyStreamService* stream, SupervisorPolicy policy,
+                    std::function<void(const std::string& reason)> give_up);
+  ~SidecarSupervisor();  // Stop()s
+
+  // Spawns the sidecar and watches it from now on.
+  absl::Status Start(SidecarSpec spec);
+
+  // SIGTERM to every sidecar, then SIGKILL after `grace`; reaps them. No respawns after.
+  void Stop(absl::Duration grace = absl::Seconds(3));
+
+  std::vector<leash::v1::SidecarStatus> Status() const;
+  // The current PID of a sidecar (0 when none).
+  pid_t PidOf(leash::v1::SidecarKind kind) const;
+
+ private:
+  struct Child {
+    SidecarSpec spec;
+    pid_t pid = 0;
+    absl::Time started;
+    std::deque<absl::Time> deaths;
+    uint32_t restarts = 0;
+  };
+  absl::StatusOr<pid_t> Spawn(const SidecarSpec& spec);
+  void Monitor();
+
+  PolicyStreamService* const stream_;
+  const SupervisorPolicy policy_;
+  const std::function<void(const std::string&)> give_up_;
+  std::thread monitor_;
+  mutable absl::Mutex mu_;
+  std::map<int, Child> children_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool gave_up_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace leash::controlplane

@@ -1,0 +1,136 @@
+#include "controlplane/sidecar_supervisor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+
+#include <atomic>
+#include <fstream>
+#include <sstream>
+
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "test/fixtures/subprocess.h"
+#include "test/fixtures/temp_dir.h"
+
+namespace leash::controlplane {
+namespace {
+
+using leash::testing::WaitFor;
+
+constexpr char kSidecar[] = "controlplane/test_sidecar";
+
+class SupervisorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = *leash::testing::TempDir::Create("sup");
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("unix:" + dir_->Join("s"), grpc::InsecureServerCredentials());
+    builder.RegisterService(&stream_);
+    server_ = builder.BuildAndStart();
+    log_fd_ = open(dir_->Join("decisions.jsonl").c_str(),
+                   O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    ASSERT_GE(log_fd_, 0);
+  }
+  void TearDown() override {
+    supervisor_.reset();
+    stream_.Shutdown();
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    close(log_fd_);
+  }
+  SidecarSpec Spec(bool exit_at_once = false) {
+    SidecarSpec spec;
+    spec.name = "test-fswatch";
+    spec.kind = leash::v1::SIDECAR_KIND_FSWATCH;
+    spec.argv = {kSidecar, "--socket=" + dir_->Join("s"), "--kind=fswatch", "--log-fd={log_fd}"};
+    if (exit_at_once) spec.argv.push_back("--exit-at-once");
+    spec.decision_log_fd = log_fd_;
+    spec.heartbeat_timeout = absl::Milliseconds(500);
+    return spec;
+  }
+  void MakeSupervisor() {
+    SupervisorPolicy policy;
+    policy.poll_period = absl::Milliseconds(20);
+    supervisor_ = std::make_unique<SidecarSupervisor>(&stream_, policy, [this](const std::string& r) {
+      absl::MutexLock lock(&mu_);
+      gave_up_ = r;
+    });
+  }
+  std::string Log() {
+    std::ifstream in(dir_->Join("decisions.jsonl"));
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  std::string GaveUp() {
+    absl::MutexLock lock(&mu_);
+    return gave_up_;
+  }
+
+  std::unique_ptr<leash::testing::TempDir> dir_;
+  PolicyStreamService stream_;
+  std::unique_ptr<grpc::Server> server_;
+  int log_fd_ = -1;
+  std::unique_ptr<SidecarSupervisor> supervisor_;
+  absl::Mutex mu_;
+  std::string gave_up_;
+};
+
+TEST_F(SupervisorTest, SidecarInheritsTheDecisionLogAndGetsTheMap) {
+  stream_.Publish({});
+  MakeSupervisor();
+  ASSERT_TRUE(supervisor_->Start(Spec()).ok());
+  const pid_t pid = supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH);
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(stream_.WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, 1, absl::Seconds(10)).ok());
+  EXPECT_THAT(Log(), ::testing::HasSubstr("{\"started\":" + std::to_string(pid) + "}"));
+}
+
+TEST_F(SupervisorTest, DeadSidecarIsRespawnedFromTheCurrentMap) {
+  stream_.Publish({});
+  MakeSupervisor();
+  ASSERT_TRUE(supervisor_->Start(Spec()).ok());
+  const pid_t first = supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH);
+  ASSERT_TRUE(stream_.WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, 1, absl::Seconds(10)).ok());
+  const uint64_t v2 = stream_.Publish({});
+  kill(first, SIGKILL);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const pid_t now = supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH);
+        return now > 0 && now != first;
+      },
+      absl::Seconds(10)));
+  ASSERT_TRUE(stream_.WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, v2, absl::Seconds(10)).ok());
+  EXPECT_EQ(stream_.State(leash::v1::SIDECAR_KIND_FSWATCH).pid,
+            static_cast<uint32_t>(supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH)));
+  EXPECT_EQ(supervisor_->Status()[0].restarts(), 1u);
+}
+
+TEST_F(SupervisorTest, StoppedSidecarIsKilledOnAMissedHeartbeatAndRespawned) {
+  stream_.Publish({});
+  MakeSupervisor();
+  ASSERT_TRUE(supervisor_->Start(Spec()).ok());
+  const pid_t first = supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH);
+  ASSERT_TRUE(stream_.WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, 1, absl::Seconds(10)).ok());
+  kill(first, SIGSTOP);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const pid_t now = supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH);
+        return now > 0 && now != first;
+      },
+      absl::Seconds(10)));
+  // The stopped process is gone (killed and reaped), not left behind.
+  EXPECT_NE(kill(first, 0), 0);
+}
+
+TEST_F(SupervisorTest, GivesUpAfterMoreThanThreeDeathsInTheWindow) {
+  MakeSupervisor();
+  ASSERT_TRUE(supervisor_->Start(Spec(/*exit_at_once=*/true)).ok());
+  ASSERT_TRUE(WaitFor([&] { return !GaveUp().empty(); }, absl::Seconds(10)));
+  EXPECT_THAT(GaveUp(), ::testing::HasSubstr("died 4 times"));
+  EXPECT_THAT(GaveUp(), ::testing::HasSubstr("systemd"));
+  EXPECT_EQ(supervisor_->Status()[0].restarts(), 3u);
+}
+
+}  // namespace
+}  // namespace leash::controlplane
