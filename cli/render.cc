@@ -2,6 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "engine/config_yaml.h"
 #include "engine/validate.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -63,6 +65,88 @@ std::string RenderCheck(const leash::v1::CheckResponse& response,
   return absl::StrCat(allowed ? "allow" : "block", "  ", response.decision().reason(),
                       response.account().empty() ? "" : absl::StrCat("  [", response.account(), "]"),
                       "\n", Provenance(response.evaluated_by(), config_path));
+}
+
+std::string RenderStatus(const leash::v1::StatusResponse& response) {
+  const leash::v1::Config& floor = response.floor();
+  std::string out = absl::StrCat("user: ", response.user());
+  if (response.uid() != 0 || response.user() == "root") absl::StrAppend(&out, " (uid ", response.uid(), ")");
+  absl::StrAppend(&out, "\nconfig: ", response.config_path(), "\nfail_mode: ", floor.fail_mode(),
+                  "\n", absl::StrFormat("%-11s %-10s %6s %6s\n", "surface", "mode", "allow", "deny"));
+  auto row = [&out](const char* name, leash::v1::Mode mode, int allow, int deny,
+                    const std::string& extra) {
+    absl::StrAppend(&out, absl::StrFormat("%-11s %-10s %6d %6d", name,
+                                          std::string(engine::ModeName(mode)), allow, deny),
+                    extra.empty() ? "" : "  " + extra, "\n");
+  };
+  row("network", floor.network().mode(), floor.network().allow().entries_size(),
+      floor.network().deny().entries_size(),
+      absl::StrCat("udp: ", engine::UdpModeName(floor.network().udp())));
+  row("filesystem", floor.filesystem().mode(), floor.filesystem().allow().entries_size(),
+      floor.filesystem().deny().entries_size(), "");
+  row("commands", floor.commands().mode(), floor.commands().allow().entries_size(),
+      floor.commands().deny().entries_size(), "");
+  std::vector<std::string> inspect;
+  for (absl::string_view category : engine::kInspectCategories) {
+    auto it = floor.tools().inspect().find(std::string(category));
+    if (it != floor.tools().inspect().end()) {
+      inspect.push_back(absl::StrCat(category, "=", engine::InspectActionName(it->second)));
+    }
+  }
+  row("tools", floor.tools().mode(), floor.tools().allow().entries_size(),
+      floor.tools().deny().entries_size(), absl::StrCat("inspect: ", absl::StrJoin(inspect, " ")));
+  const leash::v1::Enforcers& e = floor.enforcers();
+  absl::StrAppend(&out, "enforcers: network ", e.network() ? "on" : "OFF", ", filesystem ",
+                  e.filesystem() ? "on" : "OFF", ", tools ", e.tools() ? "on" : "OFF", "\n");
+  absl::StrAppend(&out, "decision log: ", floor.logging().decisions(), "\n");
+  if (!response.subjects().empty()) {
+    absl::StrAppend(&out, "subjects (", response.subjects_size(),
+                    response.single_subject() ? ", single-subject host" : "", ", map version ",
+                    response.map_version(), "):\n");
+    for (const leash::v1::SubjectStatus& subject : response.subjects()) {
+      absl::StrAppend(&out, absl::StrFormat("  %-16s uid %-6u port %-5u %-14s", subject.account(),
+                                            subject.uid(), subject.port(), subject.state()));
+      if (!subject.profiles().empty()) {
+        absl::StrAppend(&out, " from ", absl::StrJoin(subject.profiles(), ", "));
+      }
+      if (!subject.detail().empty()) absl::StrAppend(&out, " (", subject.detail(), ")");
+      absl::StrAppend(&out, "\n");
+    }
+  }
+  if (!response.sidecars().empty()) {
+    absl::StrAppend(&out, "sidecars:\n");
+    for (const leash::v1::SidecarStatus& sidecar : response.sidecars()) {
+      absl::StrAppend(&out, absl::StrFormat("  %-14s %-8s pid %-7u acked map %-5u restarts %u\n",
+                                            sidecar.name(),
+                                            sidecar.running() ? "running" : "DOWN", sidecar.pid(),
+                                            sidecar.acked_version(), sidecar.restarts()));
+    }
+  }
+  if (response.has_last_reconcile()) {
+    const leash::v1::ReconcileReport& last = response.last_reconcile();
+    absl::StrAppend(&out, "last reconcile: ",
+                    last.error().empty()
+                        ? absl::StrCat(last.changes_size(), " changed, ", last.unchanged(),
+                                       " unchanged, ", last.warnings_size(), " warnings")
+                        : absl::StrCat("FAILED, nothing changed: ", last.error()),
+                    "\n");
+  }
+  return out;
+}
+
+std::string RenderReconcile(const leash::v1::ReconcileReport& report) {
+  std::string out;
+  if (!report.error().empty()) {
+    return absl::StrCat("reconcile failed, nothing was changed: ", report.error(), "\n");
+  }
+  absl::StrAppend(&out, "reconciled: ", report.changes_size(), " changed, ", report.unchanged(),
+                  " unchanged\n");
+  for (const leash::v1::SubjectChange& change : report.changes()) {
+    absl::StrAppend(&out, "  ", change.change(), " ", change.account(), " (uid ", change.uid(),
+                    ")", change.detail().empty() ? "" : ": " + change.detail(), "\n");
+  }
+  for (const std::string& warning : report.warnings()) absl::StrAppend(&out, "  ", warning, "\n");
+  return out;
 }
 
 }  // namespace leash::cli

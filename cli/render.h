@@ -15,5 +15,10 @@ std::string ToJson(const google::protobuf::Message& message);
 std::string RenderValidate(const leash::v1::ValidateResponse& response,
                            const std::string& config_path);
 std::string RenderCheck(const leash::v1::CheckResponse& response, const std::string& config_path);
+// `leash status`: the user, each surface's mode and list sizes, enforcer toggles, the
+// decision-log sink; with leashd, every subject and both sidecars too.
+std::string RenderStatus(const leash::v1::StatusResponse& response);
+// What a reconcile changed, one line per subject, then its warnings.
+std::string RenderReconcile(const leash::v1::ReconcileReport& report);
 
 }  // namespace leash::cli

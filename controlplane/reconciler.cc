@@ -17,16 +17,6 @@
 namespace leash::controlplane {
 namespace {
 
-std::string Fingerprint(const leash::v1::SubjectPolicy& policy) {
-  std::string bytes;
-  google::protobuf::io::StringOutputStream stream(&bytes);
-  google::protobuf::io::CodedOutputStream coded(&stream);
-  coded.SetSerializationDeterministic(true);
-  policy.SerializeToCodedStream(&coded);
-  coded.Trim();
-  return bytes;
-}
-
 void AddChange(leash::v1::ReconcileReport& report, const Account& account, const char* change,
                const std::string& detail) {
   leash::v1::SubjectChange* entry = report.add_changes();
@@ -42,6 +32,16 @@ std::string DirName(const std::string& path) {
 }
 
 }  // namespace
+
+std::string Fingerprint(const leash::v1::SubjectPolicy& policy) {
+  std::string bytes;
+  google::protobuf::io::StringOutputStream stream(&bytes);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  policy.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return bytes;
+}
 
 Reconciler::Reconciler(ReconcilerOptions options, AccountSource* accounts,
                        PolicySource* policies, Netfilter* netfilter,

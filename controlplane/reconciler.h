@@ -64,6 +64,9 @@ struct SubjectState {
   std::string problem;
 };
 
+// Deterministic bytes of what a subject was sent: equal exactly when nothing changed.
+std::string Fingerprint(const leash::v1::SubjectPolicy& policy);
+
 class Reconciler {
  public:
   // `netfilter` may be null when the network enforcer is off. None are owned.

@@ -1,0 +1,89 @@
+// status, validate and check: answered by leashd when it is running (the live, resolved policy
+// of every subject), and from the config file when it is not — saying which.
+#include "absl/strings/str_cat.h"
+#include "cli/client.h"
+#include "cli/commands.h"
+#include "cli/offline.h"
+#include "cli/render.h"
+#include "engine/config_defaults.h"
+#include "engine/decision.h"
+
+namespace leash::cli {
+namespace {
+
+int Fail(Io io, const absl::Status& status) {
+  io.err << "leash: " << status.message() << "\n";
+  if (absl::IsUnavailable(status)) return kExitUnreachable;
+  if (absl::IsInvalidArgument(status)) return kExitUsage;
+  return kExitRefused;
+}
+
+// Whether to answer from the file: --offline, or leashd is not there.
+bool UseOffline(const Args& args, Client& client) { return args.offline || !client.Reachable(); }
+
+}  // namespace
+
+int RunStatus(const Args& args, Io io) {
+  Client client(args.Option("socket", kDefaultAdminSocket));
+  if (UseOffline(args, client)) {
+    absl::StatusOr<leash::v1::Config> config = LoadConfigFile(args.config_path);
+    if (!config.ok()) return Fail(io, config.status());
+    leash::v1::StatusResponse response;
+    response.set_user(config->user());
+    response.set_config_path(args.config_path);
+    *response.mutable_floor() = engine::WithDefaults(*config);
+    if (args.json) {
+      io.out << ToJson(response) << "\n";
+    } else {
+      io.out << RenderStatus(response)
+             << "(offline: leashd is not answering on " << client.admin_socket()
+             << "; this is the config file, and nothing is known about what is enforced)\n";
+    }
+    return kExitOk;
+  }
+  leash::v1::StatusResponse response;
+  grpc::Status status = client.control().GetStatus(client.Context().get(), {}, &response);
+  if (!status.ok()) return Fail(io, client.Explain(status));
+  io.out << (args.json ? ToJson(response) + "\n" : RenderStatus(response));
+  return kExitOk;
+}
+
+int RunValidate(const Args& args, Io io) {
+  Client client(args.Option("socket", kDefaultAdminSocket));
+  if (UseOffline(args, client)) return ValidateOffline(args, io.out, io.err);
+  leash::v1::ValidateResponse response;
+  grpc::Status status = client.control().Validate(client.Context().get(), {}, &response);
+  if (!status.ok()) return Fail(io, client.Explain(status));
+  io.out << (args.json ? ToJson(response) + "\n" : RenderValidate(response, args.config_path));
+  return response.failed() ? kExitRefused : kExitOk;
+}
+
+int RunCheck(const Args& args, Io io) {
+  if (args.words.size() != 3) {
+    io.err << "usage: leash check <network|filesystem|commands|tools> <subject> "
+              "[--account <account>]\n  e.g. leash check network github.com:443\n";
+    return kExitUsage;
+  }
+  Client client(args.Option("socket", kDefaultAdminSocket));
+  if (UseOffline(args, client)) {
+    if (args.HasOption("account")) {
+      io.err << "leash check: --account needs leashd (each agent's policy is resolved there); "
+                "offline, only the floor's user can be checked\n";
+      return kExitUnreachable;
+    }
+    return CheckOffline(args, io.out, io.err);
+  }
+  absl::StatusOr<engine::Surface> surface = engine::ParseSurfaceName(args.words[1]);
+  if (!surface.ok()) return Fail(io, surface.status());
+  leash::v1::CheckRequest request;
+  request.set_surface(*surface);
+  request.set_subject(args.words[2]);
+  request.set_account(args.Option("account"));
+  leash::v1::CheckResponse response;
+  grpc::Status status = client.control().Check(client.Context().get(), request, &response);
+  if (!status.ok()) return Fail(io, client.Explain(status));
+  io.out << (args.json ? ToJson(response) + "\n" : RenderCheck(response, args.config_path));
+  return response.decision().action() == leash::v1::ACTION_ALLOW ? kExitOk : kExitRefused;
+}
+
+}  // namespace leash::cli

@@ -1,0 +1,243 @@
+// The policy writes: each goes through leashd (it owns the files), is judged there, and is
+// followed by a reconcile unless --no-reconcile. A write that landed but whose reconcile failed
+// is the one state that must not exit 0: the policy is on disk and not in force.
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cli/client.h"
+#include "cli/commands.h"
+#include "cli/offline.h"
+#include "cli/render.h"
+#include "engine/config_yaml.h"
+#include "engine/decision.h"
+#include "engine/refusal.h"
+
+namespace leash::cli {
+namespace {
+
+int Fail(Io io, const absl::Status& status) {
+  io.err << "leash: " << status.message() << "\n";
+  if (absl::IsUnavailable(status)) return kExitUnreachable;
+  if (absl::IsInvalidArgument(status)) return kExitUsage;
+  return kExitRefused;
+}
+
+int Usage(Io io, absl::string_view usage) {
+  io.err << "usage: " << usage << "\n";
+  return kExitUsage;
+}
+
+// Prints what a write did and returns its exit code.
+int ReportWrite(const leash::v1::PolicyWriteResponse& response, const Args& args, Io io) {
+  if (args.json) {
+    io.out << ToJson(response) << "\n";
+  } else if (response.has_refusal()) {
+    io.out << engine::RenderRefusal(response.refusal());
+  } else {
+    io.out << (response.written() ? "written" : "unchanged (already so)") << "\n";
+  }
+  if (!args.json) {
+    for (const std::string& notice : response.notices()) io.out << "note: " << notice << "\n";
+  }
+  if (response.has_refusal()) return kExitRefused;
+  if (!response.written()) return kExitOk;
+  if (args.no_reconcile) {
+    if (!args.json) {
+      io.out << "not reconciled (--no-reconcile): the change is on disk and takes effect at "
+                "the next reconcile; run `sudo leash reconcile` to put it in force now\n";
+    }
+    return kExitOk;
+  }
+  const leash::v1::ReconcileReport& report = response.reconcile();
+  if (!report.error().empty() || !report.ran()) {
+    io.err << "leash: the policy is on disk and is NOT in force: the reconcile failed: "
+           << (report.error().empty() ? "it did not run" : report.error())
+           << "\nfix the cause, then run by hand: sudo leash reconcile\n";
+    return kExitRefused;
+  }
+  if (!args.json) io.out << RenderReconcile(report);
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunListEdit(const Args& args, Io io) {
+  // <surface> allow|deny <entry>   or   <surface> mode whitelist|blacklist
+  if (args.words.size() != 3) {
+    return Usage(io, "leash <surface> allow|deny <entry>  |  leash <surface> mode whitelist|blacklist");
+  }
+  absl::StatusOr<engine::Surface> surface = engine::ParseSurfaceName(args.words[0]);
+  if (!surface.ok()) return Fail(io, surface.status());
+  Client client(args.Option("socket", kDefaultAdminSocket));
+  leash::v1::PolicyWriteResponse response;
+  grpc::Status status;
+  const std::string& verb = args.words[1];
+  if (verb == "mode") {
+    absl::StatusOr<leash::v1::Mode> mode = engine::ParseModeName(args.words[2]);
+    if (!mode.ok()) return Fail(io, absl::InvalidArgumentError(mode.status().message()));
+    leash::v1::SetModeRequest request;
+    request.set_surface(*surface);
+    request.set_mode(*mode);
+    request.set_no_reconcile(args.no_reconcile);
+    status = client.control().SetMode(client.Context(true).get(), request, &response);
+  } else if (verb == "allow" || verb == "deny") {
+    leash::v1::AddEntryRequest request;
+    request.set_surface(*surface);
+    request.set_list(verb == "allow" ? leash::v1::LIST_KIND_ALLOW : leash::v1::LIST_KIND_DENY);
+    request.set_entry(args.words[2]);
+    request.set_no_reconcile(args.no_reconcile);
+    status = client.control().AddEntry(client.Context(true).get(), request, &response);
+  } else {
+    return Usage(io, "leash <surface> allow|deny <entry>  |  leash <surface> mode whitelist|blacklist");
+  }
+  if (!status.ok()) return Fail(io, client.Explain(status));
+  return ReportWrite(response, args, io);
+}
+
+int RunProfile(const Args& args, Io io) {
+  constexpr char kUsage[] =
+      "leash profile save <name> --from <file.yaml> [--ack 'agent:<account>=<field>:<value>']... "
+      "| list | show <name> | delete <name>";
+  if (args.words.size() < 2) return Usage(io, kUsage);
+  const std::string& verb = args.words[1];
+  Client client(args.Option("socket", kDefaultAdminSocket));
+  if (verb == "list" && args.words.size() == 2) {
+    leash::v1::ListProfilesResponse response;
+    grpc::Status status = client.control().ListProfiles(client.Context().get(), {}, &response);
+    if (!status.ok()) return Fail(io, client.Explain(status));
+    if (args.json) {
+      io.out << ToJson(response) << "\n";
+    } else if (response.profiles().empty()) {
+      io.out << "no profiles\n";
+    } else {
+      for (const auto& profile : response.profiles()) {
+        io.out << profile.name() << "  bound to: "
+               << (profile.bound_to().empty() ? "-" : absl::StrJoin(profile.bound_to(), ", "))
+               << "\n";
+      }
+    }
+    return kExitOk;
+  }
+  if (args.words.size() != 3) return Usage(io, kUsage);
+  const std::string& name = args.words[2];
+  if (verb == "show") {
+    leash::v1::ShowProfileRequest request;
+    request.set_name(name);
+    leash::v1::ShowProfileResponse response;
+    grpc::Status status = client.control().ShowProfile(client.Context().get(), request, &response);
+    if (!status.ok()) return Fail(io, client.Explain(status));
+    if (args.json) {
+      io.out << ToJson(response) << "\n";
+    } else {
+      io.out << "# profile " << response.name() << "; bound to: "
+             << (response.bound_to().empty() ? "-" : absl::StrJoin(response.bound_to(), ", "))
+             << "\n"
+             << response.yaml();
+    }
+    return kExitOk;
+  }
+  if (verb == "delete") {
+    leash::v1::DeleteProfileRequest request;
+    request.set_name(name);
+    request.set_no_reconcile(args.no_reconcile);
+    leash::v1::PolicyWriteResponse response;
+    grpc::Status status =
+        client.control().DeleteProfile(client.Context(true).get(), request, &response);
+    if (!status.ok()) return Fail(io, client.Explain(status));
+    return ReportWrite(response, args, io);
+  }
+  if (verb == "save") {
+    const std::string from = args.Option("from");
+    if (from.empty()) return Usage(io, kUsage);
+    std::ifstream file(from, std::ios::binary);
+    if (!file) {
+      return Fail(io, absl::NotFoundError(absl::StrCat("cannot read ", from)));
+    }
+    std::stringstream yaml;
+    yaml << file.rdbuf();
+    leash::v1::SaveProfileRequest request;
+    request.set_name(name);
+    request.set_yaml(yaml.str());
+    request.set_from_path(from);
+    for (const std::string& ack : args.acks) request.add_acks(ack);
+    request.set_no_reconcile(args.no_reconcile);
+    leash::v1::PolicyWriteResponse response;
+    grpc::Status status =
+        client.control().SaveProfile(client.Context(true).get(), request, &response);
+    if (!status.ok()) return Fail(io, client.Explain(status));
+    return ReportWrite(response, args, io);
+  }
+  return Usage(io, kUsage);
+}
+
+int RunBind(const Args& args, Io io) {
+  if (args.words.size() != 3) {
+    return Usage(io, "leash bind global|agent:<account> <profile> [--ack '<field>:<value>']...");
+  }
+  Client client(args.Option("socket", kDefaultAdminSocket));
+  leash::v1::BindRequest request;
+  request.set_scope(args.words[1]);
+  request.set_profile(args.words[2]);
+  for (const std::string& ack : args.acks) request.add_acks(ack);
+  request.set_no_reconcile(args.no_reconcile);
+  leash::v1::PolicyWriteResponse response;
+  grpc::Status status = client.control().Bind(client.Context(true).get(), request, &response);
+  if (!status.ok()) return Fail(io, client.Explain(status));
+  return ReportWrite(response, args, io);
+}
+
+int RunUnbind(const Args& args, Io io) {
+  if (args.words.size() != 2) {
+    return Usage(io, "leash unbind global|agent:<account> [--ack '<field>:<value>']...");
+  }
+  Client client(args.Option("socket", kDefaultAdminSocket));
+  leash::v1::UnbindRequest request;
+  request.set_scope(args.words[1]);
+  for (const std::string& ack : args.acks) request.add_acks(ack);
+  request.set_no_reconcile(args.no_reconcile);
+  leash::v1::PolicyWriteResponse response;
+  grpc::Status status = client.control().Unbind(client.Context(true).get(), request, &response);
+  if (!status.ok()) return Fail(io, client.Explain(status));
+  return ReportWrite(response, args, io);
+}
+
+int RunBindings(const Args& args, Io io) {
+  if (args.words.size() != 1) return Usage(io, "leash bindings");
+  Client client(args.Option("socket", kDefaultAdminSocket));
+  leash::v1::ListBindingsResponse response;
+  grpc::Status status = client.control().ListBindings(client.Context().get(), {}, &response);
+  if (!status.ok()) return Fail(io, client.Explain(status));
+  if (args.json) {
+    io.out << ToJson(response) << "\n";
+    return kExitOk;
+  }
+  if (response.bindings().empty()) io.out << "no bindings: every subject resolves to the floor\n";
+  for (const auto& binding : response.bindings()) {
+    io.out << binding.scope() << " -> " << binding.profile();
+    if (!binding.acks().empty()) io.out << "  acks: " << absl::StrJoin(binding.acks(), ", ");
+    io.out << "\n";
+  }
+  return kExitOk;
+}
+
+int RunReconcile(const Args& args, Io io) {
+  Client client(args.Option("socket", kDefaultAdminSocket));
+  leash::v1::ReconcileResponse response;
+  grpc::Status status = client.control().Reconcile(client.Context(true).get(), {}, &response);
+  if (!status.ok()) return Fail(io, client.Explain(status));
+  if (args.json) {
+    io.out << ToJson(response) << "\n";
+  } else {
+    io.out << RenderReconcile(response.report());
+  }
+  if (!response.report().error().empty()) {
+    io.err << "leash: the reconcile failed and changed nothing: " << response.report().error()
+           << "\n";
+    return kExitRefused;
+  }
+  return kExitOk;
+}
+
+}  // namespace leash::cli

@@ -1,0 +1,254 @@
+#include "controlplane/control_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "controlplane/floor_file.h"
+#include "engine/check_subject.h"
+#include "engine/config_defaults.h"
+#include "engine/config_yaml.h"
+#include "engine/decision.h"
+#include "engine/refusal.h"
+#include "engine/validate.h"
+
+namespace leash::controlplane {
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+ControlService::ControlService(ControlDeps deps) : deps_(std::move(deps)) {}
+
+HostInputs ControlService::Host() const {
+  HostInputs host;
+  host.floor = LoadFloor(deps_.config_path);
+  absl::StatusOr<std::vector<Account>> agents = deps_.accounts->ListAgentAccounts();
+  if (agents.ok()) {
+    for (const Account& a : *agents) host.agent_accounts.push_back(a.name);
+  }
+  return host;
+}
+
+grpc::Status ControlService::Finish(const absl::StatusOr<WriteOutcome>& outcome,
+                                    bool no_reconcile, leash::v1::PolicyWriteResponse* response) {
+  if (!outcome.ok()) return ToGrpc(outcome.status());
+  *response = outcome->ToResponse();
+  if (outcome->written && !no_reconcile) {
+    // One reconcile follows the whole write.
+    *response->mutable_reconcile() = deps_.loop->RequestAndWait(deps_.reconcile_timeout);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::EditFloor(
+    const std::function<absl::StatusOr<bool>(leash::v1::Config&, leash::v1::Refusal&)>& edit,
+    bool no_reconcile, leash::v1::PolicyWriteResponse* response) {
+  WriteOutcome outcome;
+  {
+    absl::MutexLock lock(&floor_mu_);
+    absl::StatusOr<leash::v1::Config> floor = LoadFloor(deps_.config_path);
+    if (!floor.ok()) return ToGrpc(floor.status());
+    leash::v1::Refusal refusal;
+    absl::StatusOr<bool> changed = edit(*floor, refusal);
+    if (!changed.ok()) return ToGrpc(changed.status());
+    if (!refusal.kind().empty()) {
+      outcome.refusal = refusal;
+    } else if (*changed) {
+      absl::StatusOr<std::optional<Account>> user = deps_.accounts->Lookup(floor->user());
+      if (!user.ok()) return ToGrpc(user.status());
+      if (!user->has_value()) {
+        return ToGrpc(absl::FailedPreconditionError(
+            absl::StrCat("the configured user '", floor->user(), "' does not exist")));
+      }
+      absl::Status written = WriteFloor(deps_.config_path, *floor, (*user)->gid);
+      if (!written.ok()) return ToGrpc(written);
+      outcome.written = true;
+    }
+  }
+  return Finish(outcome, no_reconcile, response);
+}
+
+grpc::Status ControlService::AddEntry(grpc::ServerContext*, const leash::v1::AddEntryRequest* r,
+                                      leash::v1::PolicyWriteResponse* response) {
+  if (r->list() == leash::v1::LIST_KIND_UNSPECIFIED) {
+    return ToGrpc(absl::InvalidArgumentError("say which list: allow or deny"));
+  }
+  const bool allow = r->list() == leash::v1::LIST_KIND_ALLOW;
+  return EditFloor(
+      [&](leash::v1::Config& floor, leash::v1::Refusal& refusal) -> absl::StatusOr<bool> {
+        leash::v1::InertEntry inert;
+        absl::StatusOr<bool> added = AddFloorEntry(floor, r->surface(), allow, r->entry(), &inert);
+        if (absl::IsInvalidArgument(added.status()) && !inert.field().empty()) {
+          refusal = engine::MakeRefusal(
+              engine::kRefusalEntry,
+              absl::StrCat("refused on write: ", added.status().message()));
+          *refusal.add_inert_entries() = inert;
+          return false;
+        }
+        return added;
+      },
+      r->no_reconcile(), response);
+}
+
+grpc::Status ControlService::SetMode(grpc::ServerContext*, const leash::v1::SetModeRequest* r,
+                                     leash::v1::PolicyWriteResponse* response) {
+  if (r->mode() == leash::v1::MODE_UNSPECIFIED) {
+    return ToGrpc(absl::InvalidArgumentError("mode must be whitelist or blacklist"));
+  }
+  return EditFloor(
+      [&](leash::v1::Config& floor, leash::v1::Refusal&) -> absl::StatusOr<bool> {
+        return SetFloorMode(floor, r->surface(), r->mode());
+      },
+      r->no_reconcile(), response);
+}
+
+grpc::Status ControlService::SaveProfile(grpc::ServerContext*,
+                                         const leash::v1::SaveProfileRequest* r,
+                                         leash::v1::PolicyWriteResponse* response) {
+  SaveProfileArgs args;
+  args.name = r->name();
+  args.yaml = r->yaml();
+  args.acks.assign(r->acks().begin(), r->acks().end());
+  args.from_path = r->from_path();
+  return Finish(deps_.store->SaveProfile(args, Host()), r->no_reconcile(), response);
+}
+
+grpc::Status ControlService::DeleteProfile(grpc::ServerContext*,
+                                           const leash::v1::DeleteProfileRequest* r,
+                                           leash::v1::PolicyWriteResponse* response) {
+  return Finish(deps_.store->DeleteProfile(r->name(), Host()), r->no_reconcile(), response);
+}
+
+grpc::Status ControlService::Bind(grpc::ServerContext*, const leash::v1::BindRequest* r,
+                                  leash::v1::PolicyWriteResponse* response) {
+  std::vector<std::string> acks(r->acks().begin(), r->acks().end());
+  return Finish(deps_.store->Bind(r->scope(), r->profile(), acks, Host()), r->no_reconcile(),
+                response);
+}
+
+grpc::Status ControlService::Unbind(grpc::ServerContext*, const leash::v1::UnbindRequest* r,
+                                    leash::v1::PolicyWriteResponse* response) {
+  std::vector<std::string> acks(r->acks().begin(), r->acks().end());
+  const std::string who = r->who().empty() ? "root" : r->who();
+  return Finish(deps_.store->Unbind(r->scope(), acks, who, Host()), r->no_reconcile(), response);
+}
+
+grpc::Status ControlService::ListProfiles(grpc::ServerContext*,
+                                          const leash::v1::ListProfilesRequest*,
+                                          leash::v1::ListProfilesResponse* response) {
+  absl::StatusOr<leash::v1::ListProfilesResponse> list = deps_.store->ListProfiles();
+  if (!list.ok()) return ToGrpc(list.status());
+  *response = *std::move(list);
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::ShowProfile(grpc::ServerContext*, const leash::v1::ShowProfileRequest* r,
+                                         leash::v1::ShowProfileResponse* response) {
+  absl::StatusOr<leash::v1::ShowProfileResponse> shown = deps_.store->ShowProfile(r->name());
+  if (!shown.ok()) return ToGrpc(shown.status());
+  *response = *std::move(shown);
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::ListBindings(grpc::ServerContext*,
+                                          const leash::v1::ListBindingsRequest*,
+                                          leash::v1::ListBindingsResponse* response) {
+  absl::StatusOr<leash::v1::ListBindingsResponse> list = deps_.store->ListBindings();
+  if (!list.ok()) return ToGrpc(list.status());
+  *response = *std::move(list);
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::Reconcile(grpc::ServerContext*, const leash::v1::ReconcileRequest*,
+                                       leash::v1::ReconcileResponse* response) {
+  *response->mutable_report() = deps_.loop->RequestAndWait(deps_.reconcile_timeout);
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::GetStatus(grpc::ServerContext*, const leash::v1::StatusRequest*,
+                                       leash::v1::StatusResponse* response) {
+  response->set_config_path(deps_.config_path);
+  response->set_single_subject(deps_.single_subject);
+  absl::StatusOr<leash::v1::Config> floor = LoadFloor(deps_.config_path);
+  if (floor.ok()) {
+    response->set_user(floor->user());
+    *response->mutable_floor() = engine::WithDefaults(*floor);
+  }
+  for (const auto& [uid, view] : deps_.subjects->All()) {
+    const SubjectState& state = view.state;
+    if (state.configured_user) response->set_uid(uid);
+    leash::v1::SubjectStatus* subject = response->add_subjects();
+    subject->set_account(state.account.name);
+    subject->set_uid(uid);
+    subject->set_port(state.port);
+    subject->set_state(!state.in_discovery ? "left-discovery"
+                       : state.published.has_policy() ? "enforced"
+                                                      : "no-policy");
+    subject->set_detail(state.problem);
+    for (const std::string& source : state.sources) subject->add_profiles(source);
+    if (state.published.has_policy()) *subject->mutable_policy() = state.published.policy();
+  }
+  if (deps_.supervisor != nullptr) {
+    for (const leash::v1::SidecarStatus& sidecar : deps_.supervisor->Status()) {
+      *response->add_sidecars() = sidecar;
+    }
+  }
+  response->set_map_version(deps_.stream->version());
+  *response->mutable_last_reconcile() = deps_.loop->last_report();
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::Validate(grpc::ServerContext*, const leash::v1::ValidateRequest*,
+                                      leash::v1::ValidateResponse* response) {
+  HostInputs host = Host();
+  if (!host.floor.ok()) {
+    leash::v1::Finding* finding = response->add_findings();
+    finding->set_severity(leash::v1::SEVERITY_CRITICAL);
+    finding->set_source("floor");
+    finding->set_message(std::string(host.floor.status().message()));
+  } else {
+    for (leash::v1::Finding& finding : engine::ValidateConfig(*host.floor, "floor")) {
+      *response->add_findings() = std::move(finding);
+    }
+  }
+  absl::StatusOr<std::vector<leash::v1::Finding>> tiers = deps_.store->Validate(host);
+  if (!tiers.ok()) return ToGrpc(tiers.status());
+  for (leash::v1::Finding& finding : *tiers) *response->add_findings() = std::move(finding);
+  response->set_failed(engine::HasBlockingFinding(
+      {response->findings().begin(), response->findings().end()}));
+  response->set_evaluated_by("leashd");
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::Check(grpc::ServerContext*, const leash::v1::CheckRequest* r,
+                                   leash::v1::CheckResponse* response) {
+  std::optional<SubjectView> subject;
+  if (r->account().empty()) {
+    for (const auto& [uid, view] : deps_.subjects->All()) {
+      if (view.state.configured_user) subject = view;
+    }
+  } else {
+    subject = deps_.subjects->ByAccount(r->account());
+  }
+  if (!subject) {
+    return ToGrpc(absl::NotFoundError(absl::StrCat(
+        "'", r->account().empty() ? "the configured user" : r->account(),
+        "' is not a subject leashd enforces (see `leash status`)")));
+  }
+  response->set_account(subject->state.account.name);
+  response->set_evaluated_by("leashd");
+  if (subject->policy == nullptr) {
+    engine::Decision blocked;
+    blocked.reason = absl::StrCat(engine::SurfaceName(r->surface()), ": ",
+                                  subject->state.account.name,
+                                  " has no policy and is denied everything (", subject->state.problem, ")");
+    *response->mutable_decision() = blocked.ToProto();
+    return grpc::Status::OK;
+  }
+  absl::StatusOr<engine::Decision> decision =
+      engine::DecideText(*subject->policy, r->surface(), r->subject());
+  if (!decision.ok()) return ToGrpc(decision.status());
+  *response->mutable_decision() = decision->ToProto();
+  return grpc::Status::OK;
+}
+
+}  // namespace leash::controlplane

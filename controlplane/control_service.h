@@ -1,0 +1,88 @@
+// Control: the admin RPCs behind every `leash` command, served on the root-only admin socket.
+// Reads answer from the subjects in force; writes go to the files leashd owns (the floor, the
+// profiles, the bindings, the unbind ledger) through the stores that judge them, and each
+// written change is followed by one reconcile (unless the caller asked for none) whose report
+// goes back with the answer — "the policy is on disk and not in force" is never reported as
+// success.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "absl/synchronization/mutex.h"
+#include "controlplane/account_source.h"
+#include "controlplane/policy_store.h"
+#include "controlplane/policy_stream_service.h"
+#include "controlplane/reconcile_loop.h"
+#include "controlplane/sidecar_supervisor.h"
+#include "controlplane/subject_directory.h"
+#include "leash/v1/control.grpc.pb.h"
+
+namespace leash::controlplane {
+
+struct ControlDeps {
+  std::string config_path;
+  BindingStore* store = nullptr;
+  AccountSource* accounts = nullptr;
+  SubjectDirectory* subjects = nullptr;
+  ReconcileLoop* loop = nullptr;
+  PolicyStreamService* stream = nullptr;
+  // Null when no sidecar runs.
+  SidecarSupervisor* supervisor = nullptr;
+  bool single_subject = false;
+  // How long a write waits for its reconcile.
+  absl::Duration reconcile_timeout = absl::Seconds(60);
+};
+
+class ControlService final : public leash::v1::Control::Service {
+ public:
+  explicit ControlService(ControlDeps deps);
+
+  grpc::Status GetStatus(grpc::ServerContext*, const leash::v1::StatusRequest*,
+                         leash::v1::StatusResponse*) override;
+  grpc::Status Validate(grpc::ServerContext*, const leash::v1::ValidateRequest*,
+                        leash::v1::ValidateResponse*) override;
+  grpc::Status Check(grpc::ServerContext*, const leash::v1::CheckRequest*,
+                     leash::v1::CheckResponse*) override;
+  grpc::Status AddEntry(grpc::ServerContext*, const leash::v1::AddEntryRequest*,
+                        leash::v1::PolicyWriteResponse*) override;
+  grpc::Status SetMode(grpc::ServerContext*, const leash::v1::SetModeRequest*,
+                       leash::v1::PolicyWriteResponse*) override;
+  grpc::Status SaveProfile(grpc::ServerContext*, const leash::v1::SaveProfileRequest*,
+                           leash::v1::PolicyWriteResponse*) override;
+  grpc::Status ListProfiles(grpc::ServerContext*, const leash::v1::ListProfilesRequest*,
+                            leash::v1::ListProfilesResponse*) override;
+  grpc::Status ShowProfile(grpc::ServerContext*, const leash::v1::ShowProfileRequest*,
+                           leash::v1::ShowProfileResponse*) override;
+  grpc::Status DeleteProfile(grpc::ServerContext*, const leash::v1::DeleteProfileRequest*,
+                             leash::v1::PolicyWriteResponse*) override;
+  grpc::Status Bind(grpc::ServerContext*, const leash::v1::BindRequest*,
+                    leash::v1::PolicyWriteResponse*) override;
+  grpc::Status Unbind(grpc::ServerContext*, const leash::v1::UnbindRequest*,
+                      leash::v1::PolicyWriteResponse*) override;
+  grpc::Status ListBindings(grpc::ServerContext*, const leash::v1::ListBindingsRequest*,
+                            leash::v1::ListBindingsResponse*) override;
+  grpc::Status Reconcile(grpc::ServerContext*, const leash::v1::ReconcileRequest*,
+                         leash::v1::ReconcileResponse*) override;
+
+ private:
+  // What the stores need from the host for one judgement: the floor and the agent accounts.
+  HostInputs Host() const;
+  // Fills `response` from a store outcome and, when written and wanted, reconciles.
+  grpc::Status Finish(const absl::StatusOr<WriteOutcome>& outcome, bool no_reconcile,
+                      leash::v1::PolicyWriteResponse* response);
+  // Loads the floor, applies `edit`, writes it back (0640 root:<user>), then Finish.
+  grpc::Status EditFloor(const std::function<absl::StatusOr<bool>(leash::v1::Config&,
+                                                                   leash::v1::Refusal&)>& edit,
+                         bool no_reconcile, leash::v1::PolicyWriteResponse* response);
+
+  const ControlDeps deps_;
+  // Floor edits are read-modify-write of one file: one at a time.
+  absl::Mutex floor_mu_;
+};
+
+// absl::Status -> grpc::Status, keeping the code and the message.
+grpc::Status ToGrpc(const absl::Status& status);
+
+}  // namespace leash::controlplane

@@ -1,0 +1,37 @@
+// /etc/leash/leash.yaml, the floor: loading it, editing it (`leash <surface> allow|deny|mode`),
+// and writing it the way the spec requires — 0640, owned root:<leashed user>, re-stated on
+// every write: the leashed user reads the policy through the group, never through ownership,
+// because owning the file would let the confined account rewrite its own leash.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "leash/v1/decision.pb.h"
+#include "leash/v1/judgement.pb.h"
+#include "leash/v1/policy.pb.h"
+
+namespace leash::controlplane {
+
+// Reads and parses the floor. NotFound names the file and `leash init`; a parse error names
+// the line and column.
+absl::StatusOr<leash::v1::Config> LoadFloor(const std::string& path);
+
+// Writes `config` atomically as `path`, mode 0640, owner root, group `gid`.
+absl::Status WriteFloor(const std::string& path, const leash::v1::Config& config, gid_t gid);
+
+// Re-states the mode and owner of an existing floor (install/upgrade repair).
+absl::Status RestateFloorPermissions(const std::string& path, gid_t gid);
+
+// Adds `entry` to `surface`'s allow (allow=true) or deny list of `config`. An entry that can
+// never match is refused: InvalidArgument with `inert` filled (field, entry, reason). An entry
+// already present leaves the config unchanged and returns false.
+absl::StatusOr<bool> AddFloorEntry(leash::v1::Config& config, leash::v1::Surface surface,
+                                   bool allow, absl::string_view entry,
+                                   leash::v1::InertEntry* inert);
+
+// Sets `surface`'s mode; returns false when it already had it.
+bool SetFloorMode(leash::v1::Config& config, leash::v1::Surface surface, leash::v1::Mode mode);
+
+}  // namespace leash::controlplane

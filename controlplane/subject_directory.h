@@ -1,0 +1,41 @@
+// The subjects in force, as RPC handlers read them (Control.GetStatus/Check, Tools.CheckTool)
+// while reconcile passes run on another thread. Updated after each pass; each subject's policy
+// is compiled once per change and shared.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "controlplane/reconciler.h"
+#include "engine/compiled_policy.h"
+
+namespace leash::controlplane {
+
+struct SubjectView {
+  SubjectState state;
+  // Null when the subject has no policy.
+  std::shared_ptr<const engine::CompiledPolicy> policy;
+};
+
+class SubjectDirectory {
+ public:
+  // Replaces the directory with `subjects`, recompiling only policies that changed.
+  void Update(const std::map<uint32_t, SubjectState>& subjects);
+
+  std::optional<SubjectView> ByUid(uint32_t uid) const;
+  std::optional<SubjectView> ByAccount(absl::string_view account) const;
+  std::map<uint32_t, SubjectView> All() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  std::map<uint32_t, SubjectView> by_uid_ ABSL_GUARDED_BY(mu_);
+  std::map<uint32_t, std::string> fingerprints_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace leash::controlplane
