@@ -98,6 +98,16 @@ std::optional<Refusal> RefuseInertEntries(absl::string_view what, const Config& 
   return refusal;
 }
 
+Refusal RefuseScope(const ScopeCheck& check, std::vector<std::string> words, size_t scope_word,
+                    const std::vector<std::string>& acks) {
+  Refusal refusal = MakeRefusal(kRefusalScope, std::string(check.status.message()));
+  if (check.candidates.size() == 1 && scope_word < words.size()) {
+    words[scope_word] = Scope::Agent(check.candidates.front()).ToString();
+    refusal.set_rerun(RenderCommand(words, acks));
+  }
+  return refusal;
+}
+
 BindJudgement JudgeBind(const Resolver& current, const Scope& scope,
                         absl::string_view profile_name, const Config& fragment,
                         const std::vector<std::string>& acks) {
@@ -120,10 +130,10 @@ BindJudgement JudgeBind(const Resolver& current, const Scope& scope,
             ? absl::StrCat("binding profile '", profile_name,
                            "' globally loosens the floor for every subject on the host in ",
                            Ways(missing.size()),
-                           " not acknowledged; each needs its own --ack")
+                           " without consent; each needs its own --ack")
             : absl::StrCat("binding profile '", profile_name, "' to ", scope_text,
                            " loosens its policy in ", Ways(missing.size()),
-                           " not acknowledged; each needs its own --ack"));
+                           " without consent; each needs its own --ack"));
     for (const FieldChange& change : missing) AddLoosening(refusal, scope_text, change);
     refusal.set_rerun(RenderCommand({"sudo", "leash", "bind", scope_text,
                                      std::string(profile_name)},
@@ -153,7 +163,9 @@ BindJudgement JudgeBind(const Resolver& current, const Scope& scope,
         "bind global changes the floor for every subject on the host");
     Bindings next = current.bindings();
     next.Put(judgement.binding);
-    NoticeAgentsFailingUnder(current.floor(), next, current.profiles(), judgement.notices);
+    ProfileLibrary profiles = current.profiles();
+    profiles.insert_or_assign(std::string(profile_name), fragment);
+    NoticeAgentsFailingUnder(current.floor(), next, profiles, judgement.notices);
   }
   return judgement;
 }
@@ -384,7 +396,7 @@ UnbindJudgement JudgeUnbind(const absl::StatusOr<Config>& floor, const Bindings&
                      configured_user ? "the floor for every subject on the host"
                                      : std::string("the subject's policy"),
                      " in ", Ways(missing.size()),
-                     " not acknowledged; each needs its own --ack"));
+                     " without consent; each needs its own --ack"));
     for (const FieldChange& change : missing) AddLoosening(refusal, scope_text, change);
     refusal.set_rerun(RenderCommand(words, Tokens(loosenings)));
     judgement.refusal = std::move(refusal);

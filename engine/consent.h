@@ -46,6 +46,12 @@ std::vector<FieldChange> BindingLoosenings(const Resolver& current, const Scope&
 std::optional<leash::v1::Refusal> RefuseInertEntries(absl::string_view what,
                                                      const leash::v1::Config& fragment);
 
+// The "scope" refusal for a failed CheckScopeForWrite. `words` is the operator's command with
+// the scope at `scope_word` (e.g. {"sudo","leash","bind","agent:Iris","web-research"}, 3); when
+// exactly one real account matches, the re-run line names it in the scope's place.
+leash::v1::Refusal RefuseScope(const ScopeCheck& check, std::vector<std::string> words,
+                               size_t scope_word, const std::vector<std::string>& acks);
+
 struct BindJudgement {
   // Set when the bind must not happen; nothing else is meaningful then.
   std::optional<leash::v1::Refusal> refusal;
