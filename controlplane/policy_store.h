@@ -117,6 +117,8 @@ struct Snapshot {
 class BindingStore {
  public:
   struct Options {
+    Options() = default;
+    explicit Options(std::string dir) : state_dir(std::move(dir)) {}
     // The state folder; /var/lib/leash in production.
     std::string state_dir;
     // The clock for ledger records.
