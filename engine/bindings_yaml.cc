@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
+#include "google/protobuf/stubs/common.h"
 #include "yaml-cpp/yaml.h"
 
 namespace leash::engine {
@@ -15,6 +16,19 @@ absl::Status Error(absl::string_view source, const YAML::Node& node, absl::strin
   const YAML::Mark mark = node.Mark();
   if (!mark.is_null()) absl::StrAppend(&where, ":", mark.line + 1, ":", mark.column + 1);
   return absl::InvalidArgumentError(absl::StrCat(where, ": ", message));
+}
+
+bool IsUtf8(const std::string& text) {
+  return google::protobuf::internal::IsStructurallyValidUTF8(text.data(),
+                                                            static_cast<int>(text.size()));
+}
+
+// A scalar's text, which must be UTF-8 (yaml-cpp decodes some escapes, e.g. \N, to bytes that
+// are not).
+absl::StatusOr<std::string> Text(absl::string_view source, const YAML::Node& node,
+                                 absl::string_view what) {
+  if (!IsUtf8(node.Scalar())) return Error(source, node, absl::StrCat(what, ": not UTF-8"));
+  return node.Scalar();
 }
 
 absl::StatusOr<Binding> ReadBinding(absl::string_view source, const std::string& scope,
@@ -39,7 +53,7 @@ absl::StatusOr<Binding> ReadBinding(absl::string_view source, const std::string&
       if (!value.IsScalar() || value.Scalar().empty()) {
         return Error(source, value, absl::StrCat("bindings.", scope, ".profile: expected a name"));
       }
-      binding.profile = value.Scalar();
+      ASSIGN_OR_RETURN(binding.profile, Text(source, value, "profile"));
       has_profile = true;
     } else if (name == "acks") {
       if (value.IsNull()) continue;
@@ -51,7 +65,8 @@ absl::StatusOr<Binding> ReadBinding(absl::string_view source, const std::string&
           return Error(source, ack,
                        absl::StrCat("bindings.", scope, ".acks: an ack must be <field>:<value>"));
         }
-        binding.acks.push_back(ack.Scalar());
+        ASSIGN_OR_RETURN(std::string text, Text(source, ack, "ack"));
+        binding.acks.push_back(std::move(text));
       }
     } else {
       return Error(source, key,
@@ -91,7 +106,8 @@ absl::StatusOr<Bindings> Read(absl::string_view source, const YAML::Node& root) 
                      absl::StrCat("bindings: scope '", scope.Scalar(),
                                   "' appears twice (one profile per scope)"));
       }
-      ASSIGN_OR_RETURN(Binding binding, ReadBinding(source, scope.Scalar(), b->second));
+      ASSIGN_OR_RETURN(std::string scope_text, Text(source, scope, "scope"));
+      ASSIGN_OR_RETURN(Binding binding, ReadBinding(source, scope_text, b->second));
       entries.push_back(std::move(binding));
     }
   }
@@ -101,6 +117,11 @@ absl::StatusOr<Bindings> Read(absl::string_view source, const YAML::Node& root) 
 }  // namespace
 
 absl::StatusOr<Bindings> ParseBindingsYaml(absl::string_view yaml, absl::string_view source) {
+  // The file is leashd's own and always UTF-8; anything else is not a file it wrote (and could
+  // not be written back byte for byte).
+  if (!IsUtf8(std::string(yaml))) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": not UTF-8"));
+  }
   try {
     return Read(source, YAML::Load(std::string(yaml)));
   } catch (const YAML::Exception& e) {

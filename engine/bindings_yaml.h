@@ -22,7 +22,7 @@
 
 namespace leash::engine {
 
-// Parses the file's text. An empty file (or one holding only comments) is no bindings.
+// Parses the file's text (UTF-8; anything else is refused). An empty file (or one holding only comments) is no bindings.
 // InvalidArgument naming `source`, the line and column and what is wrong.
 absl::StatusOr<Bindings> ParseBindingsYaml(absl::string_view yaml, absl::string_view source);
 

@@ -74,5 +74,15 @@ TEST(BindingsYaml, LegacyScopesLoadSoValidateCanReportThem) {
   EXPECT_NE(bindings->Find("team:red"), nullptr);
 }
 
+TEST(BindingsYaml, TextThatIsNotUtf8IsRefused) {
+  EXPECT_THAT(ParseBindingsYaml("bindings: {gl\x9f: {profile: a}}\n", "b").status().message(),
+              HasSubstr("not UTF-8"));
+  // yaml-cpp decodes the \N escape to a lone byte: refused rather than rewritten differently.
+  EXPECT_THAT(ParseBindingsYaml("bindings: {global: {profile: a, acks: [\"x\\N\"]}}\n", "b")
+                  .status()
+                  .message(),
+              HasSubstr("ack: not UTF-8"));
+}
+
 }  // namespace
 }  // namespace leash::engine
