@@ -114,6 +114,16 @@ absl::Status AppendAndSync(const std::string& path, absl::string_view line, mode
   return absl::OkStatus();
 }
 
+absl::Status RemoveFileDurably(const std::string& path) {
+  CallWriteFaultHook("unlink", path);
+  if (unlink(path.c_str()) != 0) {
+    const int error = errno;
+    if (error == ENOENT) return absl::NotFoundError(absl::StrCat(path, " does not exist"));
+    return ErrnoError(error, "unlink", path);
+  }
+  return SyncDirectory(DirName(path));
+}
+
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {

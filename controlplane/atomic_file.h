@@ -25,6 +25,10 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
 // descriptor, then fsyncs the file (and the folder when the file was created).
 absl::Status AppendAndSync(const std::string& path, absl::string_view line, mode_t mode = 0644);
 
+// Removes `path` and fsyncs its folder, so the removal survives a crash. NotFound when it does
+// not exist; other errors carry errno and path.
+absl::Status RemoveFileDurably(const std::string& path);
+
 // Reads a whole file. NotFound when it does not exist; other errors carry errno and path.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 

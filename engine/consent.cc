@@ -1,0 +1,495 @@
+#include "engine/consent.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/inert_entries.h"
+#include "engine/refusal.h"
+#include "engine/validate.h"
+
+namespace leash::engine {
+namespace {
+
+using leash::v1::Config;
+using leash::v1::Finding;
+using leash::v1::Refusal;
+
+std::string Ways(size_t n) { return n == 1 ? "1 way" : absl::StrCat(n, " ways"); }
+
+// Appends the loosenings of `more` whose token `into` lacks.
+void MergeByToken(std::vector<FieldChange>& into, std::vector<FieldChange> more) {
+  absl::flat_hash_set<std::string> have;
+  for (const FieldChange& change : into) have.insert(change.ack_token);
+  for (FieldChange& change : more) {
+    if (have.insert(change.ack_token).second) into.push_back(std::move(change));
+  }
+}
+
+std::vector<std::string> Tokens(const std::vector<FieldChange>& changes) {
+  std::vector<std::string> out;
+  for (const FieldChange& change : changes) out.push_back(change.ack_token);
+  return out;
+}
+
+// Parses plain "<field>:<value>" acks; on the first malformed one, its "ack" refusal.
+std::optional<Refusal> CheckAcks(const std::vector<std::string>& acks) {
+  for (const std::string& ack : acks) {
+    absl::StatusOr<AckToken> token = ParseAckToken(ack);
+    if (!token.ok()) return MakeRefusal(kRefusalAck, std::string(token.status().message()));
+  }
+  return std::nullopt;
+}
+
+Finding MakeFinding(leash::v1::Severity severity, std::string source, std::string field,
+                    std::string entry, std::string message) {
+  Finding finding;
+  finding.set_severity(severity);
+  finding.set_source(std::move(source));
+  finding.set_field(std::move(field));
+  finding.set_entry(std::move(entry));
+  finding.set_message(std::move(message));
+  return finding;
+}
+
+// Agents whose binding would not resolve once `next` is in force (for bind global's notice).
+void NoticeAgentsFailingUnder(const Config& floor, const Bindings& next,
+                              const ProfileLibrary& profiles, std::vector<std::string>& notices) {
+  Resolver resolver(floor, next, profiles);
+  if (!resolver.folded()) return;
+  for (const Binding& binding : next.entries()) {
+    absl::StatusOr<Scope> scope = ParseScope(binding.scope);
+    if (!scope.ok() || scope->is_global()) continue;
+    ResolvedSubject subject = resolver.ResolveAgent(scope->account);
+    if (!subject.ok() && subject.failure->scope == binding.scope) {
+      notices.push_back(absl::StrCat("after this, ", binding.scope,
+                                     " does not resolve and is denied everything at its next "
+                                     "run start: ",
+                                     subject.failure->message));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<FieldChange> BindingLoosenings(const Resolver& current, const Scope& scope,
+                                           const Config& fragment) {
+  std::vector<FieldChange> out = Loosenings(current.floor(), Overlay(current.floor(), fragment));
+  if (!scope.is_global() && current.folded() != nullptr) {
+    const Config& folded = *current.folded();
+    MergeByToken(out, Loosenings(folded, Overlay(folded, fragment)));
+  }
+  return out;
+}
+
+std::optional<Refusal> RefuseInertEntries(absl::string_view what, const Config& fragment) {
+  std::vector<leash::v1::InertEntry> inert = InertEntries(fragment);
+  if (inert.empty()) return std::nullopt;
+  Refusal refusal = MakeRefusal(
+      kRefusalEntry,
+      absl::StrCat(what, " carries ", inert.size(),
+                   inert.size() == 1 ? " entry that can" : " entries that can",
+                   " never match; fix or remove ", inert.size() == 1 ? "it" : "them",
+                   " and write again (an inert deny blocks nothing; an inert allow allows "
+                   "nothing)"));
+  for (leash::v1::InertEntry& entry : inert) *refusal.add_inert_entries() = std::move(entry);
+  return refusal;
+}
+
+Refusal RefuseScope(const ScopeCheck& check, std::vector<std::string> words, size_t scope_word,
+                    const std::vector<std::string>& acks) {
+  Refusal refusal = MakeRefusal(kRefusalScope, std::string(check.status.message()));
+  if (check.candidates.size() == 1 && scope_word < words.size()) {
+    words[scope_word] = Scope::Agent(check.candidates.front()).ToString();
+    refusal.set_rerun(RenderCommand(words, acks));
+  }
+  return refusal;
+}
+
+BindJudgement JudgeBind(const Resolver& current, const Scope& scope,
+                        absl::string_view profile_name, const Config& fragment,
+                        const std::vector<std::string>& acks) {
+  BindJudgement judgement;
+  const std::string scope_text = scope.ToString();
+  if ((judgement.refusal = CheckAcks(acks))) return judgement;
+  if ((judgement.refusal =
+           RefuseInertEntries(absl::StrCat("profile '", profile_name, "'"), fragment))) {
+    judgement.refusal->set_rerun(
+        RenderCommand({"sudo", "leash", "bind", scope_text, std::string(profile_name)}, acks));
+    return judgement;
+  }
+
+  const std::vector<FieldChange> loosenings = BindingLoosenings(current, scope, fragment);
+  const std::vector<FieldChange> missing = Unacknowledged(loosenings, acks);
+  if (!missing.empty()) {
+    Refusal refusal = MakeRefusal(
+        kRefusalLoosening,
+        scope.is_global()
+            ? absl::StrCat("binding profile '", profile_name,
+                           "' globally loosens the floor for every subject on the host in ",
+                           Ways(missing.size()),
+                           " without consent; each needs its own --ack")
+            : absl::StrCat("binding profile '", profile_name, "' to ", scope_text,
+                           " loosens its policy in ", Ways(missing.size()),
+                           " without consent; each needs its own --ack"));
+    for (const FieldChange& change : missing) AddLoosening(refusal, scope_text, change);
+    refusal.set_rerun(RenderCommand({"sudo", "leash", "bind", scope_text,
+                                     std::string(profile_name)},
+                                    Tokens(loosenings)));
+    judgement.refusal = std::move(refusal);
+    return judgement;
+  }
+
+  judgement.binding.scope = scope_text;
+  judgement.binding.profile = std::string(profile_name);
+  judgement.binding.acks = Tokens(loosenings);
+  const absl::flat_hash_set<std::string> needed(judgement.binding.acks.begin(),
+                                                judgement.binding.acks.end());
+  for (const std::string& ack : acks) {
+    if (!needed.contains(ack)) {
+      judgement.notices.push_back(absl::StrCat(
+          "--ack '", ack, "' is not needed: binding '", profile_name, "' to ", scope_text,
+          " performs no such loosening, so it is not recorded"));
+    }
+  }
+  if (const Binding* old = current.bindings().Find(scope_text); old != nullptr) {
+    judgement.notices.push_back(absl::StrCat("replaces ", scope_text, "'s binding to '",
+                                             old->profile, "'"));
+  }
+  if (scope.is_global()) {
+    judgement.notices.push_back(
+        "bind global changes the floor for every subject on the host");
+    Bindings next = current.bindings();
+    next.Put(judgement.binding);
+    ProfileLibrary profiles = current.profiles();
+    profiles.insert_or_assign(std::string(profile_name), fragment);
+    NoticeAgentsFailingUnder(current.floor(), next, profiles, judgement.notices);
+  }
+  return judgement;
+}
+
+ProfileEditJudgement JudgeProfileEdit(const Resolver& current, absl::string_view name,
+                                      const Config& fragment,
+                                      const std::vector<std::string>& agent_acks,
+                                      absl::string_view from_path) {
+  ProfileEditJudgement judgement;
+  judgement.bindings = current.bindings();
+  const std::string profile(name);
+
+  // Each --ack names the agent it is for; its token goes to that agent's binding only.
+  absl::flat_hash_map<std::string, std::vector<std::string>> given;  // scope -> tokens
+  for (const std::string& text : agent_acks) {
+    absl::StatusOr<AgentAck> ack = ParseAgentAck(text);
+    if (!ack.ok()) {
+      judgement.refusal = MakeRefusal(kRefusalAck, std::string(ack.status().message()));
+      return judgement;
+    }
+    const std::string scope = Scope::Agent(ack->account).ToString();
+    const Binding* binding = current.bindings().Find(scope);
+    if (binding == nullptr || binding->profile != name) {
+      judgement.refusal = MakeRefusal(
+          kRefusalAck,
+          absl::StrCat("ack '", text, "': ", scope, " is not bound to profile '", name,
+                       "', so there is no binding for its consent to live on; bind it with "
+                       "sudo leash bind ",
+                       scope, " ", ShellQuote(name), " (with its own --ack tokens)"));
+      return judgement;
+    }
+    given[scope].push_back(ack->token);
+  }
+
+  Refusal refusal = MakeRefusal(kRefusalLoosening, "");
+  std::vector<std::string> rerun_acks;
+  std::vector<std::string> loosened_scopes;
+  bool global_loosened = false;
+  for (const Binding* binding : current.bindings().NamingProfile(name)) {
+    absl::StatusOr<Scope> scope = ParseScope(binding->scope);
+    if (!scope.ok()) {
+      judgement.notices.push_back(absl::StrCat("binding '", binding->scope, "' names profile '",
+                                               name, "' but resolves for nobody: ",
+                                               scope.status().message()));
+      continue;
+    }
+    const std::vector<FieldChange> loosenings = BindingLoosenings(current, *scope, fragment);
+    const std::vector<std::string> tokens = Tokens(loosenings);
+    const absl::flat_hash_set<std::string> performed(tokens.begin(), tokens.end());
+    std::vector<std::string> acks = binding->acks;
+    bool gained = false;
+    for (const std::string& token : given[binding->scope]) {
+      if (!performed.contains(token)) {
+        judgement.notices.push_back(absl::StrCat(
+            "--ack '", binding->scope, "=", token, "' is not needed: the edit performs no such "
+            "loosening for ", binding->scope, ", so it is not recorded"));
+      } else if (std::find(acks.begin(), acks.end(), token) == acks.end()) {
+        acks.push_back(token);
+        gained = true;
+      }
+    }
+    const std::vector<FieldChange> missing = Unacknowledged(loosenings, acks);
+    for (const FieldChange& change : missing) AddLoosening(refusal, binding->scope, change);
+    if (!missing.empty()) {
+      loosened_scopes.push_back(absl::StrCat(binding->scope, " (", Ways(missing.size()), ")"));
+      global_loosened |= scope->is_global();
+    }
+    if (!scope->is_global()) {
+      for (const FieldChange& change : loosenings) {
+        rerun_acks.push_back(absl::StrCat(binding->scope, "=", change.ack_token));
+      }
+    }
+    for (const std::string& ack : acks) {
+      if (!performed.contains(ack)) {
+        judgement.notices.push_back(absl::StrCat(
+            binding->scope, "'s ack '", ack, "' is stale after this edit: profile '", name,
+            "' no longer performs it (leash validate reports it)"));
+      }
+    }
+    if (gained) {
+      Binding updated = *binding;
+      updated.acks = std::move(acks);
+      judgement.bindings.Put(std::move(updated));
+      judgement.gained.push_back(binding->scope);
+    }
+  }
+
+  if (refusal.loosenings_size() > 0) {
+    std::string message = absl::StrCat(
+        "saving profile '", name, "' would loosen ", loosened_scopes.size(),
+        loosened_scopes.size() == 1 ? " bound subject" : " bound subjects",
+        " beyond its own acks: ", absl::StrJoin(loosened_scopes, ", "),
+        "; each agent's consent is an --ack 'agent:<account>=<token>' for that agent alone");
+    if (global_loosened) {
+      absl::StrAppend(&message,
+                      ". Consent for the global binding is never taken by a profile save: save "
+                      "the edit under a new name and bind it with sudo leash bind global "
+                      "<new-name> and its --ack tokens");
+    } else {
+      refusal.set_rerun(RenderCommand(
+          {"sudo", "leash", "profile", "save", profile, "--from",
+           from_path.empty() ? absl::StrCat(name, ".yaml") : std::string(from_path)},
+          rerun_acks));
+    }
+    refusal.set_message(std::move(message));
+    judgement.refusal = std::move(refusal);
+    judgement.gained.clear();
+  }
+  return judgement;
+}
+
+UnbindJudgement JudgeUnbind(const absl::StatusOr<Config>& floor, const Bindings& bindings,
+                            const ProfileLibrary& profiles, absl::string_view scope_text,
+                            const std::vector<std::string>& agent_accounts,
+                            const std::vector<std::string>& acks) {
+  UnbindJudgement judgement;
+  const Binding* binding = bindings.Find(scope_text);
+  absl::StatusOr<Scope> scope = ParseScope(scope_text);
+  if (binding == nullptr) {
+    judgement.refusal = MakeRefusal(
+        kRefusalScope,
+        scope.ok() ? absl::StrCat("there is no binding for ", scope_text,
+                                  " (leash bindings lists them)")
+                   : std::string(scope.status().message()));
+    return judgement;
+  }
+  judgement.binding = *binding;
+  const std::vector<std::string> words = {"sudo", "leash", "unbind", std::string(scope_text)};
+  if (!floor.ok()) {
+    judgement.refusal = MakeRefusal(
+        kRefusalUnjudgeable,
+        absl::StrCat("removing the binding of ", scope_text,
+                     " cannot be judged because the floor cannot be read (",
+                     floor.status().message(), "); fix the floor and run the unbind again"));
+    judgement.refusal->set_rerun(RenderCommand(words, acks));
+    return judgement;
+  }
+  if ((judgement.refusal = CheckAcks(acks))) return judgement;
+
+  Bindings without = bindings;
+  without.Remove(scope_text);
+  const Resolver with_resolver(*floor, bindings, profiles);
+  const Resolver without_resolver(*floor, without, profiles);
+
+  // The subjects the binding reaches: its agent, or for global every subject on the host.
+  std::vector<std::string> subjects;
+  bool configured_user = false;
+  if (scope.ok() && scope->is_global()) {
+    configured_user = true;
+    absl::flat_hash_set<std::string> seen;
+    for (const std::string& account : agent_accounts) {
+      if (seen.insert(account).second) subjects.push_back(account);
+    }
+    for (const Binding& b : bindings.entries()) {
+      absl::StatusOr<Scope> s = ParseScope(b.scope);
+      if (s.ok() && !s->is_global() && seen.insert(s->account).second) {
+        subjects.push_back(s->account);
+      }
+    }
+  } else if (scope.ok()) {
+    subjects.push_back(scope->account);
+  } else {
+    judgement.notices.push_back(absl::StrCat("binding '", scope_text,
+                                             "' resolves for nobody (", scope.status().message(),
+                                             "), so removing it changes no subject"));
+  }
+
+  std::vector<FieldChange> loosenings;
+  auto judge = [&](const ResolvedSubject& with, const ResolvedSubject& out,
+                   const std::string& who) -> bool {
+    if (!out.ok()) {
+      if (with.ok() || !configured_user) return false;  // caller decides
+      judgement.notices.push_back(absl::StrCat(
+          who, " does not resolve with or without the binding, so removing it changes nothing "
+               "for it: ",
+          out.failure->message));
+      return true;
+    }
+    if (!with.ok()) {
+      MergeByToken(loosenings,
+                   {FailClosedRemoval(scope_text, binding->profile,
+                                      with.failure->kind ==
+                                              ResolveFailure::Kind::kDanglingProfile
+                                          ? absl::StrCat("its profile '", binding->profile,
+                                                         "' is deleted")
+                                          : absl::StrCat("its policy does not resolve: ",
+                                                         ResolveFailureKindName(
+                                                             with.failure->kind)))});
+      return true;
+    }
+    MergeByToken(loosenings, Loosenings(*with.policy, *out.policy));
+    return true;
+  };
+
+  if (configured_user) {
+    judge(with_resolver.ResolveConfiguredUser(), without_resolver.ResolveConfiguredUser(),
+          "the configured user");
+  }
+  for (const std::string& account : subjects) {
+    const ResolvedSubject with = with_resolver.ResolveAgent(account);
+    const ResolvedSubject out = without_resolver.ResolveAgent(account);
+    const std::string who = absl::StrCat("agent:", account);
+    if (!judge(with, out, who)) {
+      if (configured_user) {
+        // A global removal that leaves an agent unresolvable holds it closed: a tightening.
+        judgement.notices.push_back(absl::StrCat(
+            "after the removal ", who, " does not resolve and is denied everything: ",
+            out.failure->message));
+        continue;
+      }
+      // "an unbind Leash cannot judge — ... the subject still unresolvable without the
+      // binding — is refused rather than waved through."
+      judgement.refusal = MakeRefusal(
+          kRefusalUnjudgeable,
+          absl::StrCat("removing the binding of ", scope_text,
+                       " cannot be judged: the subject would still not resolve without it (",
+                       out.failure->message, ")"));
+      return judgement;
+    }
+  }
+
+  const std::vector<FieldChange> missing = Unacknowledged(loosenings, acks);
+  if (!missing.empty()) {
+    Refusal refusal = MakeRefusal(
+        kRefusalLoosening,
+        absl::StrCat("removing the binding of ", scope_text, " to '", binding->profile,
+                     "' loosens ",
+                     configured_user ? "the floor for every subject on the host"
+                                     : std::string("the subject's policy"),
+                     " in ", Ways(missing.size()),
+                     " without consent; each needs its own --ack"));
+    for (const FieldChange& change : missing) AddLoosening(refusal, scope_text, change);
+    refusal.set_rerun(RenderCommand(words, Tokens(loosenings)));
+    judgement.refusal = std::move(refusal);
+    return judgement;
+  }
+  judgement.acks = Tokens(loosenings);
+  const absl::flat_hash_set<std::string> needed(judgement.acks.begin(), judgement.acks.end());
+  for (const std::string& ack : acks) {
+    if (!needed.contains(ack)) {
+      judgement.notices.push_back(absl::StrCat("--ack '", ack, "' is not needed: removing ",
+                                               scope_text,
+                                               " performs no such loosening, so it is not "
+                                               "recorded"));
+    }
+  }
+  if (configured_user) {
+    judgement.notices.push_back("unbind global changes the floor for every subject on the host");
+  }
+  return judgement;
+}
+
+std::vector<Finding> ValidateTiers(const Config& floor, const Bindings& bindings,
+                                   const ProfileLibrary& profiles,
+                                   const std::vector<std::string>& agent_accounts) {
+  std::vector<Finding> out;
+  const Resolver resolver(floor, bindings, profiles);
+  for (const Binding& binding : bindings.entries()) {
+    absl::StatusOr<Scope> scope = ParseScope(binding.scope);
+    if (!scope.ok()) {
+      out.push_back(MakeFinding(leash::v1::SEVERITY_ERROR, binding.scope, "scope", binding.scope,
+                                absl::StrCat(scope.status().message(),
+                                             "; the binding resolves for nobody: remove it with "
+                                             "sudo leash unbind ",
+                                             ShellQuote(binding.scope))));
+      continue;
+    }
+    if (!scope->is_global() && std::find(agent_accounts.begin(), agent_accounts.end(),
+                                         scope->account) == agent_accounts.end()) {
+      out.push_back(MakeFinding(
+          leash::v1::SEVERITY_ERROR, binding.scope, "scope", binding.scope,
+          absl::StrCat("no agent account '", scope->account,
+                       "' is discovered, so the binding resolves for nobody")));
+    }
+    std::optional<ResolveFailure> failure;
+    if (scope->is_global()) {
+      failure = resolver.global_failure();
+    } else if (resolver.global_failure() == std::nullopt) {
+      failure = resolver.ResolveAgent(scope->account).failure;
+    }
+    if (failure && failure->scope == binding.scope) {
+      out.push_back(MakeFinding(leash::v1::SEVERITY_CRITICAL, binding.scope,
+                                std::string(ResolveFailureKindName(failure->kind)),
+                                binding.profile, failure->message));
+    }
+
+    // Stale acks: consent to a loosening its profile does not perform (any more).
+    auto it = profiles.find(binding.profile);
+    if (it == profiles.end() || !it->second.ok()) continue;
+    const std::vector<std::string> tokens =
+        Tokens(BindingLoosenings(resolver, *scope, *it->second));
+    const absl::flat_hash_set<std::string> performed(tokens.begin(), tokens.end());
+    std::vector<std::string> kept;
+    for (const std::string& ack : binding.acks) {
+      if (performed.contains(ack)) kept.push_back(ack);
+    }
+    for (const std::string& ack : binding.acks) {
+      if (performed.contains(ack)) continue;
+      const size_t colon = ack.find(':');
+      out.push_back(MakeFinding(
+          leash::v1::SEVERITY_WARNING, binding.scope,
+          colon == std::string::npos ? ack : ack.substr(0, colon), ack,
+          absl::StrCat("ack '", ack, "' is stale: profile '", binding.profile,
+                       "' performs no such loosening for ", binding.scope,
+                       ", so it consents to nothing now and would let a later edit through "
+                       "unasked; drop it by re-binding: ",
+                       RenderCommand({"sudo", "leash", "bind", binding.scope, binding.profile},
+                                     kept))));
+    }
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, profile] : profiles) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    const absl::StatusOr<Config>& profile = profiles.at(name);
+    const std::string source = absl::StrCat("profile:", name);
+    if (!profile.ok()) {
+      out.push_back(MakeFinding(leash::v1::SEVERITY_ERROR, source, "", "",
+                                std::string(profile.status().message())));
+      continue;
+    }
+    for (Finding& finding : ValidateConfig(*profile, source)) out.push_back(std::move(finding));
+  }
+  return out;
+}
+
+}  // namespace leash::engine

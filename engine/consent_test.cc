@@ -1,0 +1,489 @@
+// Consent judgement: bind, profile edit, unbind and validate's tier findings, each test named
+// for the spec sentence it checks ("Configuring one agent's policy").
+#include "engine/consent.h"
+
+#include "engine/testing/tiers_fixtures.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace leash::engine {
+namespace {
+
+using ::leash::engine::testing::Floor;
+using ::leash::engine::testing::Fragment;
+using ::leash::engine::testing::Library;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr char kFloor[] = R"(
+user: fido
+fail_mode: closed
+network: {mode: whitelist, allow: [github.com], deny: [evil.com]}
+commands: {mode: blacklist, deny: [ssh]}
+)";
+
+std::vector<std::string> Tokens(const leash::v1::Refusal& refusal) {
+  std::vector<std::string> out;
+  for (const leash::v1::Loosening& l : refusal.loosenings()) out.push_back(l.ack_token());
+  return out;
+}
+
+std::vector<std::string> Scopes(const leash::v1::Refusal& refusal) {
+  std::vector<std::string> out;
+  for (const leash::v1::Loosening& l : refusal.loosenings()) out.push_back(l.scope());
+  return out;
+}
+
+struct World {
+  leash::v1::Config floor = Floor(kFloor);
+  Bindings bindings;
+  ProfileLibrary profiles;
+  Resolver resolver() const { return Resolver(floor, bindings, profiles); }
+};
+
+constexpr char kWebResearch[] = "network: {allow: [github.com, openai.com]}\nfail_mode: open";
+
+// --- bind ----------------------------------------------------------------------------------
+
+TEST(JudgeBind, RefusalListsEveryLoosening) {
+  World w;
+  BindJudgement j = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "web-research",
+                              Fragment(kWebResearch), {});
+  ASSERT_TRUE(j.refusal.has_value());
+  EXPECT_EQ(j.refusal->kind(), "loosening");
+  EXPECT_THAT(Tokens(*j.refusal), ElementsAre("fail_mode:open", "network.allow:openai.com"));
+  EXPECT_THAT(Scopes(*j.refusal), ElementsAre("agent:leash-iris", "agent:leash-iris"));
+  EXPECT_EQ(j.refusal->rerun(),
+            "sudo leash bind agent:leash-iris web-research --ack 'fail_mode:open' --ack "
+            "'network.allow:openai.com'");
+}
+
+TEST(JudgeBind, RefusalListsOnlyWhatIsUnacknowledgedButRerunCarriesEveryAck) {
+  World w;
+  BindJudgement j = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "web-research",
+                              Fragment(kWebResearch), {"fail_mode:open"});
+  ASSERT_TRUE(j.refusal.has_value());
+  EXPECT_THAT(Tokens(*j.refusal), ElementsAre("network.allow:openai.com"));
+  EXPECT_THAT(j.refusal->rerun(), HasSubstr("--ack 'fail_mode:open' --ack "
+                                            "'network.allow:openai.com'"));
+}
+
+TEST(JudgeBind, AcknowledgementLivesOnTheBinding) {
+  World w;
+  BindJudgement j = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "web-research",
+                              Fragment(kWebResearch),
+                              {"network.allow:openai.com", "fail_mode:open"});
+  ASSERT_FALSE(j.refusal.has_value()) << j.refusal->message();
+  EXPECT_EQ(j.binding.scope, "agent:leash-iris");
+  EXPECT_EQ(j.binding.profile, "web-research");
+  EXPECT_THAT(j.binding.acks, ElementsAre("fail_mode:open", "network.allow:openai.com"));
+}
+
+TEST(JudgeBind, AcksAreMatchedExactly) {
+  World w;
+  BindJudgement j = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "p",
+                              Fragment("network: {allow: [github.com, OpenAI.com]}"),
+                              {"network.allow:openai.com"});
+  ASSERT_TRUE(j.refusal.has_value());
+  EXPECT_THAT(Tokens(*j.refusal), ElementsAre("network.allow:OpenAI.com"));
+}
+
+TEST(JudgeBind, AProfileMayTightenTheFloorFreely) {
+  World w;
+  BindJudgement j = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "strict",
+                              Fragment("network: {allow: [], deny: [evil.com, x.io]}\n"
+                                       "commands: {mode: whitelist, allow: [git]}"),
+                              {});
+  EXPECT_FALSE(j.refusal.has_value());
+  EXPECT_THAT(j.binding.acks, IsEmpty());
+}
+
+TEST(JudgeBind, AnAckNothingNeedsIsNotRecorded) {
+  World w;
+  BindJudgement j =
+      JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "strict",
+                Fragment("network: {deny: [evil.com, x.io]}"), {"fail_mode:open"});
+  ASSERT_FALSE(j.refusal.has_value());
+  EXPECT_THAT(j.binding.acks, IsEmpty());
+  EXPECT_THAT(j.notices, Contains(HasSubstr("--ack 'fail_mode:open' is not needed")));
+}
+
+TEST(JudgeBind, MalformedAckRefused) {
+  World w;
+  BindJudgement j = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "strict",
+                              Fragment("{}"), {"network.allow"});
+  ASSERT_TRUE(j.refusal.has_value());
+  EXPECT_EQ(j.refusal->kind(), "ack");
+}
+
+TEST(JudgeBind, InertEntriesRefusedOnWrite) {
+  World w;
+  BindJudgement j = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "bad",
+                              Fragment("network: {deny: ['http://evil.com']}"), {});
+  ASSERT_TRUE(j.refusal.has_value());
+  EXPECT_EQ(j.refusal->kind(), "entry");
+  ASSERT_EQ(j.refusal->inert_entries_size(), 1);
+  EXPECT_EQ(j.refusal->inert_entries(0).field(), "network.deny");
+  EXPECT_EQ(j.refusal->inert_entries(0).entry(), "http://evil.com");
+}
+
+TEST(JudgeBind, GlobalBindingJudgedAgainstUnfoldedFloor) {
+  World w;
+  BindJudgement j = JudgeBind(w.resolver(), Scope::Global(), "wide-open",
+                              Fragment("fail_mode: open\nnetwork: {mode: blacklist}"), {});
+  ASSERT_TRUE(j.refusal.has_value());
+  EXPECT_THAT(Tokens(*j.refusal), ElementsAre("fail_mode:open", "network.mode:blacklist"));
+  EXPECT_THAT(Scopes(*j.refusal), ElementsAre("global", "global"));
+  EXPECT_THAT(j.refusal->message(), HasSubstr("for every subject on the host"));
+  EXPECT_EQ(j.refusal->rerun(), "sudo leash bind global wide-open --ack 'fail_mode:open' --ack "
+                                "'network.mode:blacklist'");
+}
+
+TEST(JudgeBind, GlobalIsJudgedAgainstTheFloorNotTheCurrentGlobal) {
+  // The floor is the baseline: a global binding already in place does not lower the bar.
+  World w;
+  w.bindings.Put({"global", "open", {"fail_mode:open"}});
+  w.profiles = Library({{"open", "fail_mode: open"}});
+  BindJudgement j =
+      JudgeBind(w.resolver(), Scope::Global(), "open2", Fragment("fail_mode: open"), {});
+  ASSERT_TRUE(j.refusal.has_value());
+  EXPECT_THAT(Tokens(*j.refusal), ElementsAre("fail_mode:open"));
+}
+
+TEST(JudgeBind, BindGlobalSaysItChangesTheFloorForEverySubject) {
+  World w;
+  BindJudgement j = JudgeBind(w.resolver(), Scope::Global(), "strict",
+                              Fragment("commands: {deny: [ssh, curl]}"), {});
+  ASSERT_FALSE(j.refusal.has_value());
+  EXPECT_THAT(j.notices,
+              Contains("bind global changes the floor for every subject on the host"));
+}
+
+TEST(JudgeBind, BindGlobalNamesAgentsThatWouldNoLongerResolve) {
+  World w;
+  w.bindings.Put({"agent:leash-iris", "research", {}});
+  w.profiles = Library({{"research", "network: {allow: [github.com, openai.com]}"}});
+  w.floor = Floor("network: {allow: [github.com, openai.com]}");
+  BindJudgement j = JudgeBind(w.resolver(), Scope::Global(), "github-only",
+                              Fragment("network: {allow: [github.com]}"), {});
+  ASSERT_FALSE(j.refusal.has_value());
+  EXPECT_THAT(j.notices, Contains(AllOf(HasSubstr("agent:leash-iris does not resolve"),
+                                        HasSubstr("network.allow:openai.com"))));
+}
+
+TEST(JudgeBind, ConsentCheckAgainstTheFloorFileReportsWhatGlobalAlreadyLoosened) {
+  // "a field a scope: global binding already loosened is reported here and not at run start
+  // (a refusal where none was needed — closed)".
+  World w;
+  w.bindings.Put({"global", "open", {"fail_mode:open"}});
+  w.profiles = Library({{"open", "fail_mode: open"}});
+  BindJudgement j = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "also-open",
+                              Fragment("fail_mode: open"), {});
+  ASSERT_TRUE(j.refusal.has_value());
+  EXPECT_THAT(Tokens(*j.refusal), ElementsAre("fail_mode:open"));
+  // Run start would not have asked: against the folded base it changes nothing.
+  Bindings with = w.bindings;
+  with.Put({"agent:leash-iris", "also-open", {}});
+  ProfileLibrary profiles = Library({{"open", "fail_mode: open"}, {"also-open", "fail_mode: open"}});
+  EXPECT_TRUE(Resolver(w.floor, with, profiles).Resolve("leash-iris").ok());
+}
+
+TEST(JudgeBind, AgentAlsoJudgedAgainstTheFoldedBaseSoRunStartNeverRefusesItLate) {
+  World w;
+  w.floor = Floor("network: {allow: [github.com, openai.com]}");
+  w.bindings.Put({"global", "github-only", {}});
+  w.profiles = Library({{"github-only", "network: {allow: [github.com]}"}});
+  BindJudgement j = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "research",
+                              Fragment("network: {allow: [github.com, openai.com]}"), {});
+  ASSERT_TRUE(j.refusal.has_value());
+  EXPECT_THAT(Tokens(*j.refusal), ElementsAre("network.allow:openai.com"));
+}
+
+TEST(JudgeBind, RebindingSaysWhatItReplaces) {
+  World w;
+  w.bindings.Put({"agent:leash-iris", "old", {}});
+  w.profiles = Library({{"old", "{}"}});
+  BindJudgement j = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "new", Fragment("{}"), {});
+  EXPECT_THAT(j.notices, Contains("replaces agent:leash-iris's binding to 'old'"));
+}
+
+TEST(RefuseScope, DisplayNameRefusalNamesTheAccountInTheRerunLine) {
+  ScopeCheck check = CheckScopeForWrite("agent:Iris", {"leash-iris"}, "fido");
+  leash::v1::Refusal refusal = RefuseScope(
+      check, {"sudo", "leash", "bind", "agent:Iris", "web-research"}, 3, {"fail_mode:open"});
+  EXPECT_EQ(refusal.kind(), "scope");
+  EXPECT_EQ(refusal.rerun(),
+            "sudo leash bind agent:leash-iris web-research --ack 'fail_mode:open'");
+}
+
+// --- profile edit --------------------------------------------------------------------------
+
+World TwoAgentsOnWebResearch() {
+  World w;
+  w.bindings.Put({"agent:leash-iris", "web-research", {}});
+  w.bindings.Put({"agent:leash-vader", "web-research", {}});
+  w.bindings.Put({"agent:leash-ops", "other", {}});
+  w.profiles = Library({{"web-research", "network: {allow: [github.com]}"}, {"other", "{}"}});
+  return w;
+}
+
+TEST(JudgeProfileEdit, EditingAProfileRevalidatesEveryBindingThatNamesIt) {
+  World w = TwoAgentsOnWebResearch();
+  ProfileEditJudgement j =
+      JudgeProfileEdit(w.resolver(), "web-research",
+                       Fragment("network: {allow: [github.com, openai.com]}"), {},
+                       "web-research.yaml");
+  ASSERT_TRUE(j.refusal.has_value());
+  EXPECT_EQ(j.refusal->kind(), "loosening");
+  EXPECT_THAT(Scopes(*j.refusal), ElementsAre("agent:leash-iris", "agent:leash-vader"));
+  EXPECT_THAT(Tokens(*j.refusal),
+              ElementsAre("network.allow:openai.com", "network.allow:openai.com"));
+  EXPECT_THAT(j.refusal->message(),
+              HasSubstr("would loosen 2 bound subjects beyond its own acks: agent:leash-iris "
+                        "(1 way), agent:leash-vader (1 way)"));
+  EXPECT_EQ(j.refusal->rerun(),
+            "sudo leash profile save web-research --from web-research.yaml --ack "
+            "'agent:leash-iris=network.allow:openai.com' --ack "
+            "'agent:leash-vader=network.allow:openai.com'");
+  EXPECT_THAT(j.gained, IsEmpty());
+}
+
+TEST(JudgeProfileEdit, EachAckIsAppendedToThatAgentsBindingOnly) {
+  World w = TwoAgentsOnWebResearch();
+  // The same token for another agent of the same profile needs its own.
+  ProfileEditJudgement refused =
+      JudgeProfileEdit(w.resolver(), "web-research",
+                       Fragment("network: {allow: [github.com, openai.com]}"),
+                       {"agent:leash-iris=network.allow:openai.com"}, "f.yaml");
+  ASSERT_TRUE(refused.refusal.has_value());
+  EXPECT_THAT(Scopes(*refused.refusal), ElementsAre("agent:leash-vader"));
+
+  ProfileEditJudgement ok =
+      JudgeProfileEdit(w.resolver(), "web-research",
+                       Fragment("network: {allow: [github.com, openai.com]}"),
+                       {"agent:leash-iris=network.allow:openai.com",
+                        "agent:leash-vader=network.allow:openai.com"},
+                       "f.yaml");
+  ASSERT_FALSE(ok.refusal.has_value()) << ok.refusal->message();
+  EXPECT_THAT(ok.gained, ElementsAre("agent:leash-iris", "agent:leash-vader"));
+  EXPECT_THAT(ok.bindings.Find("agent:leash-iris")->acks, ElementsAre("network.allow:openai.com"));
+  EXPECT_THAT(ok.bindings.Find("agent:leash-vader")->acks,
+              ElementsAre("network.allow:openai.com"));
+  EXPECT_THAT(ok.bindings.Find("agent:leash-ops")->acks, IsEmpty());
+}
+
+TEST(JudgeProfileEdit, AckForAnAgentNotBoundToTheProfileIsRefused) {
+  World w = TwoAgentsOnWebResearch();
+  ProfileEditJudgement j = JudgeProfileEdit(w.resolver(), "web-research", Fragment("{}"),
+                                            {"agent:leash-ops=fail_mode:open"}, "f.yaml");
+  ASSERT_TRUE(j.refusal.has_value());
+  EXPECT_EQ(j.refusal->kind(), "ack");
+  EXPECT_THAT(j.refusal->message(), HasSubstr("agent:leash-ops is not bound to profile "
+                                              "'web-research'"));
+}
+
+TEST(JudgeProfileEdit, ConsentForTheGlobalBindingIsNeverTakenThisWay) {
+  World w;
+  w.bindings.Put({"global", "base", {}});
+  w.profiles = Library({{"base", "{}"}});
+  ProfileEditJudgement with_ack = JudgeProfileEdit(w.resolver(), "base",
+                                                   Fragment("fail_mode: open"),
+                                                   {"global=fail_mode:open"}, "base.yaml");
+  ASSERT_TRUE(with_ack.refusal.has_value());
+  EXPECT_EQ(with_ack.refusal->kind(), "ack");
+  EXPECT_THAT(with_ack.refusal->message(), HasSubstr("leash bind global"));
+
+  ProfileEditJudgement without = JudgeProfileEdit(w.resolver(), "base",
+                                                  Fragment("fail_mode: open"), {}, "base.yaml");
+  ASSERT_TRUE(without.refusal.has_value());
+  EXPECT_EQ(without.refusal->kind(), "loosening");
+  EXPECT_THAT(Scopes(*without.refusal), ElementsAre("global"));
+  EXPECT_THAT(without.refusal->message(), HasSubstr("sudo leash bind global <new-name>"));
+  EXPECT_EQ(without.refusal->rerun(), "");
+}
+
+TEST(JudgeProfileEdit, TighteningEditProceedsAndReportsAcksItMadeStale) {
+  World w;
+  w.bindings.Put({"agent:leash-iris", "web-research", {"network.allow:openai.com"}});
+  w.profiles = Library({{"web-research", "network: {allow: [github.com, openai.com]}"}});
+  ProfileEditJudgement j = JudgeProfileEdit(w.resolver(), "web-research",
+                                            Fragment("network: {allow: [github.com]}"), {},
+                                            "f.yaml");
+  ASSERT_FALSE(j.refusal.has_value());
+  EXPECT_THAT(j.gained, IsEmpty());
+  EXPECT_THAT(j.notices, Contains(HasSubstr("'network.allow:openai.com' is stale")));
+}
+
+TEST(JudgeProfileEdit, ANewProfileWithNoBindingsIsJudgedAgainstNobody) {
+  World w;
+  ProfileEditJudgement j =
+      JudgeProfileEdit(w.resolver(), "fresh", Fragment("fail_mode: open"), {}, "fresh.yaml");
+  EXPECT_FALSE(j.refusal.has_value());
+}
+
+// --- unbind --------------------------------------------------------------------------------
+
+TEST(JudgeUnbind, RemovingATighteningBindingIsALooseningJudgedAsUnsetDeny) {
+  World w;
+  w.bindings.Put({"agent:leash-iris", "strict", {}});
+  w.profiles = Library({{"strict", "commands: {deny: [ssh, curl]}\ntools: {inspect: {pii: block}}"}});
+  UnbindJudgement j = JudgeUnbind(w.floor, w.bindings, w.profiles, "agent:leash-iris",
+                                  {"leash-iris"}, {});
+  ASSERT_TRUE(j.refusal.has_value());
+  EXPECT_EQ(j.refusal->kind(), "loosening");
+  EXPECT_THAT(Tokens(*j.refusal),
+              ElementsAre("unset.deny:commands:curl", "tools.inspect.pii:log"));
+  EXPECT_EQ(j.refusal->rerun(),
+            "sudo leash unbind agent:leash-iris --ack 'unset.deny:commands:curl' --ack "
+            "'tools.inspect.pii:log'");
+
+  UnbindJudgement ok = JudgeUnbind(w.floor, w.bindings, w.profiles, "agent:leash-iris",
+                                   {"leash-iris"},
+                                   {"unset.deny:commands:curl", "tools.inspect.pii:log"});
+  ASSERT_FALSE(ok.refusal.has_value());
+  EXPECT_THAT(ok.acks, ElementsAre("unset.deny:commands:curl", "tools.inspect.pii:log"));
+  EXPECT_EQ(ok.binding.profile, "strict");
+}
+
+TEST(JudgeUnbind, ARemovalThatOnlyTightensProceeds) {
+  World w;
+  w.bindings.Put({"agent:leash-iris", "open", {"fail_mode:open"}});
+  w.profiles = Library({{"open", "fail_mode: open"}});
+  UnbindJudgement j =
+      JudgeUnbind(w.floor, w.bindings, w.profiles, "agent:leash-iris", {"leash-iris"}, {});
+  EXPECT_FALSE(j.refusal.has_value());
+  EXPECT_THAT(j.acks, IsEmpty());
+}
+
+TEST(JudgeUnbind, DanglingBindingRemovalNeedsFailClosedAck) {
+  World w;
+  w.bindings.Put({"agent:leash-iris", "deleted", {}});
+  UnbindJudgement j =
+      JudgeUnbind(w.floor, w.bindings, w.profiles, "agent:leash-iris", {"leash-iris"}, {});
+  ASSERT_TRUE(j.refusal.has_value());
+  EXPECT_THAT(Tokens(*j.refusal), ElementsAre("fail_closed:deleted"));
+  EXPECT_THAT(j.refusal->loosenings(0).message(), HasSubstr("profile 'deleted' is deleted"));
+  UnbindJudgement ok = JudgeUnbind(w.floor, w.bindings, w.profiles, "agent:leash-iris",
+                                   {"leash-iris"}, {"fail_closed:deleted"});
+  EXPECT_FALSE(ok.refusal.has_value());
+  EXPECT_THAT(ok.acks, ElementsAre("fail_closed:deleted"));
+}
+
+TEST(JudgeUnbind, UnbindRefusedWhenTheFloorIsUnreadable) {
+  World w;
+  w.bindings.Put({"agent:leash-iris", "strict", {}});
+  UnbindJudgement j = JudgeUnbind(absl::NotFoundError("/etc/leash/leash.yaml does not exist"),
+                                  w.bindings, w.profiles, "agent:leash-iris", {"leash-iris"}, {});
+  ASSERT_TRUE(j.refusal.has_value());
+  EXPECT_EQ(j.refusal->kind(), "unjudgeable");
+  EXPECT_THAT(j.refusal->message(), HasSubstr("the floor cannot be read"));
+}
+
+TEST(JudgeUnbind, UnbindRefusedWhenTheSubjectIsStillUnresolvableWithoutTheBinding) {
+  World w;
+  w.bindings.Put({"global", "deleted", {}});
+  w.bindings.Put({"agent:leash-iris", "strict", {}});
+  w.profiles = Library({{"strict", "commands: {deny: [ssh, curl]}"}});
+  UnbindJudgement j =
+      JudgeUnbind(w.floor, w.bindings, w.profiles, "agent:leash-iris", {"leash-iris"}, {});
+  ASSERT_TRUE(j.refusal.has_value());
+  EXPECT_EQ(j.refusal->kind(), "unjudgeable");
+  EXPECT_THAT(j.refusal->message(), HasSubstr("would still not resolve without it"));
+}
+
+TEST(JudgeUnbind, UnbindingAGlobalThatNarrowedTheFloorWidensItForEverySubject) {
+  World w;
+  w.bindings.Put({"global", "strict", {}});
+  w.bindings.Put({"agent:leash-iris", "research", {}});
+  w.profiles = Library({{"strict", "commands: {deny: [ssh, curl]}"},
+                        {"research", "network: {allow: [github.com]}"}});
+  UnbindJudgement j = JudgeUnbind(w.floor, w.bindings, w.profiles, "global",
+                                  {"leash-iris", "leash-ops"}, {});
+  ASSERT_TRUE(j.refusal.has_value());
+  EXPECT_THAT(Tokens(*j.refusal), ElementsAre("unset.deny:commands:curl"));
+  EXPECT_THAT(j.refusal->message(), HasSubstr("the floor for every subject on the host"));
+  UnbindJudgement ok = JudgeUnbind(w.floor, w.bindings, w.profiles, "global",
+                                   {"leash-iris", "leash-ops"}, {"unset.deny:commands:curl"});
+  ASSERT_FALSE(ok.refusal.has_value());
+  EXPECT_THAT(ok.notices,
+              Contains("unbind global changes the floor for every subject on the host"));
+}
+
+TEST(JudgeUnbind, UnbindingAGlobalThatEmptiedAnAllowListReAllowsItsEntries) {
+  World w;
+  w.bindings.Put({"global", "no-github", {}});
+  w.profiles = Library({{"no-github", "network: {allow: []}"}});
+  UnbindJudgement j =
+      JudgeUnbind(w.floor, w.bindings, w.profiles, "global", {"leash-iris"}, {});
+  ASSERT_TRUE(j.refusal.has_value());
+  EXPECT_THAT(Tokens(*j.refusal), ElementsAre("network.allow:github.com"));
+}
+
+TEST(JudgeUnbind, NoSuchBindingRefused) {
+  World w;
+  UnbindJudgement j = JudgeUnbind(w.floor, w.bindings, w.profiles, "agent:leash-iris", {}, {});
+  ASSERT_TRUE(j.refusal.has_value());
+  EXPECT_EQ(j.refusal->kind(), "scope");
+  EXPECT_THAT(j.refusal->message(), HasSubstr("no binding for agent:leash-iris"));
+}
+
+TEST(JudgeUnbind, ALegacyTeamBindingResolvesForNobodySoItsRemovalChangesNothing) {
+  World w;
+  w.bindings.Put({"team:red", "strict", {}});
+  w.profiles = Library({{"strict", "commands: {deny: [curl]}"}});
+  UnbindJudgement j = JudgeUnbind(w.floor, w.bindings, w.profiles, "team:red", {}, {});
+  EXPECT_FALSE(j.refusal.has_value());
+  EXPECT_THAT(j.notices, Contains(HasSubstr("resolves for nobody")));
+}
+
+// --- validate ------------------------------------------------------------------------------
+
+const leash::v1::Finding* FindingFor(const std::vector<leash::v1::Finding>& findings,
+                                     absl::string_view entry) {
+  for (const leash::v1::Finding& f : findings) {
+    if (f.entry() == entry) return &f;
+  }
+  return nullptr;
+}
+
+TEST(ValidateTiers, StaleAcksAreReported) {
+  World w;
+  w.bindings.Put({"agent:leash-iris", "research",
+                  {"network.allow:openai.com", "network.allow:anthropic.com"}});
+  w.profiles = Library({{"research", "network: {allow: [github.com, openai.com]}"}});
+  std::vector<leash::v1::Finding> findings =
+      ValidateTiers(w.floor, w.bindings, w.profiles, {"leash-iris"});
+  const leash::v1::Finding* stale = FindingFor(findings, "network.allow:anthropic.com");
+  ASSERT_NE(stale, nullptr);
+  EXPECT_EQ(stale->severity(), leash::v1::SEVERITY_WARNING);
+  EXPECT_EQ(stale->source(), "agent:leash-iris");
+  EXPECT_THAT(stale->message(), HasSubstr("is stale"));
+  EXPECT_THAT(stale->message(), HasSubstr("sudo leash bind agent:leash-iris research --ack "
+                                          "'network.allow:openai.com'"));
+  EXPECT_EQ(FindingFor(findings, "network.allow:openai.com"), nullptr);
+}
+
+TEST(ValidateTiers, DeadScopesAndUnresolvableSubjectsAreReported) {
+  World w;
+  w.bindings.Put({"team:red", "p", {}});
+  w.bindings.Put({"agent:leash-gone", "p", {}});
+  w.bindings.Put({"agent:leash-iris", "deleted", {}});
+  w.profiles = Library({{"p", "{}"}});
+  std::vector<leash::v1::Finding> findings =
+      ValidateTiers(w.floor, w.bindings, w.profiles, {"leash-iris"});
+  const leash::v1::Finding* team = FindingFor(findings, "team:red");
+  ASSERT_NE(team, nullptr);
+  EXPECT_EQ(team->severity(), leash::v1::SEVERITY_ERROR);
+  const leash::v1::Finding* gone = FindingFor(findings, "agent:leash-gone");
+  ASSERT_NE(gone, nullptr);
+  EXPECT_THAT(gone->message(), HasSubstr("resolves for nobody"));
+  const leash::v1::Finding* dangling = FindingFor(findings, "deleted");
+  ASSERT_NE(dangling, nullptr);
+  EXPECT_EQ(dangling->severity(), leash::v1::SEVERITY_CRITICAL);
+  EXPECT_EQ(dangling->field(), "dangling-profile");
+}
+
+}  // namespace
+}  // namespace leash::engine

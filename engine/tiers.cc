@@ -1,0 +1,224 @@
+#include "engine/tiers.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/config_defaults.h"
+#include "engine/refusal.h"
+#include "engine/scope.h"
+
+namespace leash::engine {
+namespace {
+
+using leash::v1::Config;
+
+template <typename Surface>
+void OverlaySurface(const Surface& fragment, Surface& out) {
+  if (fragment.has_mode()) out.set_mode(fragment.mode());
+  if (fragment.has_allow()) *out.mutable_allow() = fragment.allow();
+  if (fragment.has_deny()) *out.mutable_deny() = fragment.deny();
+}
+
+std::string FixForScope(absl::string_view scope, absl::string_view profile) {
+  return absl::StrCat("save profile '", profile, "' again, bind ", scope,
+                      " to another profile, or remove the binding: ",
+                      RenderCommand({"sudo", "leash", "unbind", std::string(scope)},
+                                    {absl::StrCat("fail_closed:", profile)}));
+}
+
+std::string WhoFails(absl::string_view scope) {
+  return scope == "global" ? "every subject on the host is denied everything"
+                           : absl::StrCat(scope, " is denied everything");
+}
+
+}  // namespace
+
+Bindings::Bindings(std::vector<Binding> entries) {
+  for (Binding& binding : entries) Put(std::move(binding));
+}
+
+const Binding* Bindings::Find(absl::string_view scope) const {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), scope,
+                             [](const Binding& b, absl::string_view s) { return b.scope < s; });
+  return it != entries_.end() && it->scope == scope ? &*it : nullptr;
+}
+
+void Bindings::Put(Binding binding) {
+  auto it = std::lower_bound(
+      entries_.begin(), entries_.end(), binding.scope,
+      [](const Binding& b, const std::string& s) { return b.scope < s; });
+  if (it != entries_.end() && it->scope == binding.scope) {
+    *it = std::move(binding);
+  } else {
+    entries_.insert(it, std::move(binding));
+  }
+}
+
+bool Bindings::Remove(absl::string_view scope) {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), scope,
+                             [](const Binding& b, absl::string_view s) { return b.scope < s; });
+  if (it == entries_.end() || it->scope != scope) return false;
+  entries_.erase(it);
+  return true;
+}
+
+std::vector<const Binding*> Bindings::NamingProfile(absl::string_view profile) const {
+  std::vector<const Binding*> out;
+  for (const Binding& binding : entries_) {
+    if (binding.profile == profile) out.push_back(&binding);
+  }
+  return out;
+}
+
+Config Overlay(const Config& base, const Config& fragment) {
+  Config out = base;
+  if (fragment.has_fail_mode()) out.set_fail_mode(fragment.fail_mode());
+  if (fragment.has_network()) {
+    const leash::v1::NetworkPolicy& f = fragment.network();
+    leash::v1::NetworkPolicy& n = *out.mutable_network();
+    OverlaySurface(f, n);
+    if (f.has_udp()) n.set_udp(f.udp());
+    if (f.has_dns_resolvers()) *n.mutable_dns_resolvers() = f.dns_resolvers();
+  }
+  if (fragment.has_filesystem()) OverlaySurface(fragment.filesystem(), *out.mutable_filesystem());
+  if (fragment.has_commands()) OverlaySurface(fragment.commands(), *out.mutable_commands());
+  if (fragment.has_tools()) {
+    const leash::v1::ToolsPolicy& f = fragment.tools();
+    leash::v1::ToolsPolicy& t = *out.mutable_tools();
+    OverlaySurface(f, t);
+    for (const auto& [category, action] : f.inspect()) (*t.mutable_inspect())[category] = action;
+    if (f.has_max_input_bytes()) t.set_max_input_bytes(f.max_input_bytes());
+  }
+  if (fragment.has_logging()) {
+    const leash::v1::LoggingPolicy& f = fragment.logging();
+    if (f.has_level()) out.mutable_logging()->set_level(f.level());
+    if (f.has_decisions()) out.mutable_logging()->set_decisions(f.decisions());
+  }
+  if (fragment.has_enforcers()) {
+    const leash::v1::Enforcers& f = fragment.enforcers();
+    leash::v1::Enforcers& e = *out.mutable_enforcers();
+    if (f.has_network()) e.set_network(f.network());
+    if (f.has_filesystem()) e.set_filesystem(f.filesystem());
+    if (f.has_tools()) e.set_tools(f.tools());
+  }
+  return out;
+}
+
+absl::string_view ResolveFailureKindName(ResolveFailure::Kind kind) {
+  switch (kind) {
+    case ResolveFailure::Kind::kDanglingProfile:
+      return "dangling-profile";
+    case ResolveFailure::Kind::kUnreadableProfile:
+      return "unreadable-profile";
+    default:
+      return "unacknowledged-loosening";
+  }
+}
+
+std::vector<FieldChange> Unacknowledged(const std::vector<FieldChange>& loosenings,
+                                        const std::vector<std::string>& acks) {
+  const absl::flat_hash_set<absl::string_view> given(acks.begin(), acks.end());
+  std::vector<FieldChange> out;
+  for (const FieldChange& change : loosenings) {
+    if (!given.contains(change.ack_token)) out.push_back(change);
+  }
+  return out;
+}
+
+Resolver::Resolver(const Config& floor, const Bindings& bindings, const ProfileLibrary& profiles)
+    : floor_(WithDefaults(floor)), bindings_(&bindings), profiles_(&profiles) {
+  const Binding* global = bindings.Find("global");
+  if (global == nullptr) {
+    folded_ = floor_;
+    return;
+  }
+  // The gate: "the fragment is judged as an overlay against the unfolded floor first".
+  folded_ = Apply(floor_, *global, global_failure_);
+}
+
+const Config* Resolver::BoundProfile(const Binding& binding,
+                                     std::optional<ResolveFailure>& failure) const {
+  auto it = profiles_->find(binding.profile);
+  if (it == profiles_->end()) {
+    failure = ResolveFailure{
+        ResolveFailure::Kind::kDanglingProfile, binding.scope, binding.profile,
+        absl::StrCat(binding.scope, " is bound to profile '", binding.profile,
+                     "', which does not exist (deleted): ", WhoFails(binding.scope), " until ",
+                     FixForScope(binding.scope, binding.profile)),
+        {}};
+    return nullptr;
+  }
+  if (!it->second.ok()) {
+    failure = ResolveFailure{
+        ResolveFailure::Kind::kUnreadableProfile, binding.scope, binding.profile,
+        absl::StrCat(binding.scope, " is bound to profile '", binding.profile,
+                     "', which does not load (", it->second.status().message(),
+                     "): ", WhoFails(binding.scope), " until ",
+                     FixForScope(binding.scope, binding.profile)),
+        {}};
+    return nullptr;
+  }
+  return &*it->second;
+}
+
+std::optional<Config> Resolver::Apply(const Config& base, const Binding& binding,
+                                      std::optional<ResolveFailure>& failure) const {
+  const Config* fragment = BoundProfile(binding, failure);
+  if (fragment == nullptr) return std::nullopt;
+  Config overlaid = Overlay(base, *fragment);
+  std::vector<FieldChange> missing = Unacknowledged(Loosenings(base, overlaid), binding.acks);
+  if (missing.empty()) return overlaid;
+
+  std::vector<std::string> tokens;
+  for (const FieldChange& change : missing) tokens.push_back(change.ack_token);
+  std::vector<std::string> rerun_acks = binding.acks;
+  rerun_acks.insert(rerun_acks.end(), tokens.begin(), tokens.end());
+  failure = ResolveFailure{
+      ResolveFailure::Kind::kUnacknowledgedLoosening, binding.scope, binding.profile,
+      absl::StrCat("profile '", binding.profile, "' bound to ", binding.scope, " loosens ",
+                   binding.scope == "global" ? "the floor" : "its base (the floor as folded)",
+                   " in ", missing.size(), missing.size() == 1 ? " way" : " ways",
+                   " the binding has not acknowledged (", absl::StrJoin(tokens, ", "), "): ",
+                   WhoFails(binding.scope), "; re-bind with consent: ",
+                   RenderCommand({"sudo", "leash", "bind", binding.scope, binding.profile},
+                                 rerun_acks)),
+      std::move(missing)};
+  return std::nullopt;
+}
+
+ResolvedSubject Resolver::ResolveConfiguredUser() const {
+  ResolvedSubject subject;
+  subject.account = floor_.user();
+  if (global_failure_) {
+    subject.failure = global_failure_;
+    return subject;
+  }
+  if (const Binding* global = bindings_->Find("global")) {
+    subject.scopes.push_back(global->scope);
+    subject.profiles.push_back(global->profile);
+  }
+  subject.policy = folded_;
+  return subject;
+}
+
+ResolvedSubject Resolver::ResolveAgent(absl::string_view account) const {
+  ResolvedSubject subject = ResolveConfiguredUser();
+  subject.account = std::string(account);
+  if (!subject.ok()) return subject;
+  const Binding* binding = bindings_->Find(Scope::Agent(std::string(account)).ToString());
+  if (binding == nullptr) return subject;
+  subject.scopes.push_back(binding->scope);
+  subject.profiles.push_back(binding->profile);
+  // "caught by the resolver at run start, against the real base, with the same token".
+  subject.policy = Apply(*folded_, *binding, subject.failure);
+  return subject;
+}
+
+ResolvedSubject Resolver::Resolve(absl::string_view account) const {
+  if (floor_.has_user() && account == floor_.user()) return ResolveConfiguredUser();
+  return ResolveAgent(account);
+}
+
+}  // namespace leash::engine

@@ -1,0 +1,155 @@
+// The policy tiers: the floor (leash.yaml), a global binding folded into it, and an agent
+// binding overlaid on that — "two tiers, global < agent". Pure: the control plane reads the
+// files and hands the parsed contents in.
+//
+// API (for leashd's reconcile and run start, and the consent judgement):
+//   Binding, Bindings         one scope -> profile + acks; the whole of bindings.yaml.
+//   ProfileLibrary            profile name -> its parsed fragment, or the error loading it.
+//   Overlay(base, fragment)   only the keys the fragment sets are applied; a list the fragment
+//                             sets replaces the base's (so `deny: []` drops the floor's denies).
+//   Resolver                  built once per (floor, bindings, profiles); Resolve(account)
+//                             returns a ResolvedSubject: the fully resolved policy
+//                             (WithDefaults applied) or a typed failure for that subject alone.
+//
+// Spec: "Each subject's policy is resolved separately — the global floor, then its own agent
+// overlay; two tiers, global < agent — and a subject whose policy cannot be resolved (a dangling
+// profile, an unacknowledged loosening) fails that subject only". The configured single user
+// "resolves to the floor — with no tier of its own"; the floor it resolves to is the floor as
+// the host runs it, with the global binding folded in ("bind global ... changes the floor for
+// every subject on the host").
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engine/loosening.h"
+#include "leash/v1/policy.pb.h"
+
+namespace leash::engine {
+
+struct Binding {
+  // "global" or "agent:<account>" as stored (a scope that no longer parses — a legacy team:
+  // binding — is kept so validate can report it; it resolves for nobody).
+  std::string scope;
+  std::string profile;
+  // Consent tokens, "<field>:<value>", in the order they were given.
+  std::vector<std::string> acks;
+  bool operator==(const Binding& other) const {
+    return scope == other.scope && profile == other.profile && acks == other.acks;
+  }
+};
+
+// bindings.yaml: at most one binding per scope, kept sorted by scope.
+class Bindings {
+ public:
+  Bindings() = default;
+  explicit Bindings(std::vector<Binding> entries);
+
+  const std::vector<Binding>& entries() const { return entries_; }
+  const Binding* Find(absl::string_view scope) const;
+  // Inserts or replaces the binding for `binding.scope`.
+  void Put(Binding binding);
+  // Removes the binding for `scope`; false when there was none.
+  bool Remove(absl::string_view scope);
+  // Every binding naming `profile`.
+  std::vector<const Binding*> NamingProfile(absl::string_view profile) const;
+  bool operator==(const Bindings& other) const { return entries_ == other.entries_; }
+
+ private:
+  std::vector<Binding> entries_;
+};
+
+// A profile absent from the map is deleted (a binding naming it dangles). A present entry
+// holding an error is a profile file that exists but does not load.
+using ProfileLibrary = absl::flat_hash_map<std::string, absl::StatusOr<leash::v1::Config>>;
+
+// `base` with every key `fragment` sets replaced by the fragment's value. Lists replace rather
+// than merge; each inspection category the fragment sets replaces that category only. `user`
+// is the floor's and never taken from a fragment.
+leash::v1::Config Overlay(const leash::v1::Config& base, const leash::v1::Config& fragment);
+
+// Why a subject has no policy. The control plane acts on it: no policy, so the subject's
+// listener refuses every connection and every filesystem and exec event it raises is denied.
+struct ResolveFailure {
+  enum class Kind {
+    // The binding names a profile that does not exist (deleted).
+    kDanglingProfile,
+    // The profile file exists but does not load.
+    kUnreadableProfile,
+    // The profile loosens the base beyond the binding's acks.
+    kUnacknowledgedLoosening,
+  };
+  Kind kind = Kind::kDanglingProfile;
+  // The binding that failed: "global" (every subject fails with it) or "agent:<account>".
+  std::string scope;
+  std::string profile;
+  // One paragraph in the engine's words, naming the scope, the profile and the fix.
+  std::string message;
+  // kUnacknowledgedLoosening: every unacknowledged loosening, each with its token.
+  std::vector<FieldChange> loosenings;
+};
+
+// "dangling-profile", "unreadable-profile", "unacknowledged-loosening".
+absl::string_view ResolveFailureKindName(ResolveFailure::Kind kind);
+
+struct ResolvedSubject {
+  std::string account;
+  // Set when resolved: every field present (WithDefaults applied).
+  std::optional<leash::v1::Config> policy;
+  // Set when not resolved.
+  std::optional<ResolveFailure> failure;
+  // The bindings applied, in tier order ("global", then "agent:<account>").
+  std::vector<std::string> scopes;
+  // The profiles applied, in the same order.
+  std::vector<std::string> profiles;
+  bool ok() const { return policy.has_value(); }
+};
+
+// Resolves subjects against one snapshot of the floor, the bindings and the profiles. The
+// global binding is judged and folded once at construction. Holds pointers to `bindings` and
+// `profiles`: both must outlive the Resolver. Const methods are thread-safe.
+class Resolver {
+ public:
+  Resolver(const leash::v1::Config& floor, const Bindings& bindings,
+           const ProfileLibrary& profiles);
+
+  // An agent account: the global-folded floor, then its own agent:<account> binding's profile,
+  // judged against that folded base with the binding's own acks.
+  ResolvedSubject ResolveAgent(absl::string_view account) const;
+  // The configured single user: the global-folded floor, no tier of its own.
+  ResolvedSubject ResolveConfiguredUser() const;
+  // ResolveConfiguredUser() when `account` is the floor's `user`, else ResolveAgent(account).
+  ResolvedSubject Resolve(absl::string_view account) const;
+
+  // The floor with defaults, before the global binding (the baseline of every consent check).
+  const leash::v1::Config& floor() const { return floor_; }
+  // The global-folded floor; nullptr when the global binding does not resolve.
+  const leash::v1::Config* folded() const { return folded_ ? &*folded_ : nullptr; }
+  const std::optional<ResolveFailure>& global_failure() const { return global_failure_; }
+  const Bindings& bindings() const { return *bindings_; }
+  const ProfileLibrary& profiles() const { return *profiles_; }
+
+ private:
+  // The fragment `binding` names; nullptr with `failure` set when it dangles or is unreadable.
+  const leash::v1::Config* BoundProfile(const Binding& binding,
+                                        std::optional<ResolveFailure>& failure) const;
+  // Overlays `binding`'s fragment on `base` if every loosening it performs there is acked.
+  std::optional<leash::v1::Config> Apply(const leash::v1::Config& base, const Binding& binding,
+                                         std::optional<ResolveFailure>& failure) const;
+
+  leash::v1::Config floor_;
+  const Bindings* bindings_;
+  const ProfileLibrary* profiles_;
+  std::optional<leash::v1::Config> folded_;
+  std::optional<ResolveFailure> global_failure_;
+};
+
+// The loosenings `acks` does not cover, in `loosenings` order (acks are matched exactly).
+std::vector<FieldChange> Unacknowledged(const std::vector<FieldChange>& loosenings,
+                                        const std::vector<std::string>& acks);
+
+}  // namespace leash::engine

@@ -1,0 +1,231 @@
+// Overlay and per-subject resolution ("two tiers, global < agent"), one test per spec sentence.
+#include "engine/tiers.h"
+
+#include "engine/config_defaults.h"
+#include "engine/testing/tiers_fixtures.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+
+namespace leash::engine {
+namespace {
+
+using ::leash::engine::testing::Floor;
+using ::leash::engine::testing::Fragment;
+using ::leash::engine::testing::Library;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::vector<std::string> Entries(const leash::v1::EntryList& list) {
+  return {list.entries().begin(), list.entries().end()};
+}
+
+std::vector<std::string> Tokens(const std::vector<FieldChange>& changes) {
+  std::vector<std::string> out;
+  for (const FieldChange& change : changes) out.push_back(change.ack_token);
+  return out;
+}
+
+constexpr char kFloor[] = R"(
+user: fido
+fail_mode: closed
+network: {mode: whitelist, allow: [github.com, openai.com], deny: [evil.com]}
+filesystem: {mode: blacklist, deny: [/etc/shadow]}
+commands: {mode: blacklist, deny: [ssh]}
+)";
+
+TEST(Overlay, OnlyKeysTheFragmentSetsAreApplied) {
+  leash::v1::Config out = Overlay(Floor(kFloor), Fragment("network: {allow: [github.com]}"));
+  EXPECT_THAT(Entries(out.network().allow()), ElementsAre("github.com"));
+  EXPECT_THAT(Entries(out.network().deny()), ElementsAre("evil.com"));
+  EXPECT_EQ(out.network().mode(), leash::v1::MODE_WHITELIST);
+  EXPECT_EQ(out.filesystem().mode(), leash::v1::MODE_BLACKLIST);
+  EXPECT_EQ(out.fail_mode(), "closed");
+}
+
+TEST(Overlay, AProfileIsAFragmentSoItLeavesOtherSurfacesAlone) {
+  // "binding it to narrow one agent's network would also hand it filesystem: whitelist" — only
+  // if the profile carried a whole config. A fragment does not.
+  leash::v1::Config out =
+      WithDefaults(Overlay(Floor(kFloor), Fragment("network: {mode: whitelist}")));
+  EXPECT_EQ(out.filesystem().mode(), leash::v1::MODE_BLACKLIST);
+  EXPECT_EQ(out.commands().mode(), leash::v1::MODE_BLACKLIST);
+}
+
+TEST(Overlay, ListsReplaceSoAnEmptyDenyDropsTheFloorsDenies) {
+  leash::v1::Config out = Overlay(Floor(kFloor), Fragment("commands: {deny: []}"));
+  EXPECT_TRUE(out.commands().has_deny());
+  EXPECT_EQ(out.commands().deny().entries_size(), 0);
+  EXPECT_THAT(Tokens(Loosenings(WithDefaults(Floor(kFloor)), WithDefaults(out))),
+              ElementsAre("unset.deny:commands:ssh"));
+}
+
+TEST(Overlay, InspectionCategoriesReplaceOneByOne) {
+  leash::v1::Config out = Overlay(WithDefaults(Floor(kFloor)),
+                                  Fragment("tools: {inspect: {pii: block}}"));
+  EXPECT_EQ(out.tools().inspect().at("pii"), leash::v1::INSPECT_ACTION_BLOCK);
+  EXPECT_EQ(out.tools().inspect().at("secrets"), leash::v1::INSPECT_ACTION_BLOCK);
+  EXPECT_EQ(out.tools().inspect().at("priv_esc"), leash::v1::INSPECT_ACTION_BLOCK);
+}
+
+TEST(Overlay, NeverTakesTheUserFromAFragment) {
+  leash::v1::Config fragment;
+  fragment.set_user("mallory");
+  EXPECT_EQ(Overlay(Floor(kFloor), fragment).user(), "fido");
+}
+
+TEST(Resolve, GlobalBindingFoldedIntoTheFloorAndAgentOverlaidOnThat) {
+  Bindings bindings(std::vector<Binding>{{"global", "strict", {}}, {"agent:leash-iris", "narrow", {}}});
+  ProfileLibrary profiles = Library({{"strict", "network: {deny: [evil.com, tracker.io]}"},
+                                     {"narrow", "network: {allow: [github.com]}"}});
+  Resolver resolver(Floor(kFloor), bindings, profiles);
+  ResolvedSubject iris = resolver.Resolve("leash-iris");
+  ASSERT_TRUE(iris.ok()) << iris.failure->message;
+  EXPECT_THAT(Entries(iris.policy->network().deny()), ElementsAre("evil.com", "tracker.io"));
+  EXPECT_THAT(Entries(iris.policy->network().allow()), ElementsAre("github.com"));
+  EXPECT_THAT(iris.scopes, ElementsAre("global", "agent:leash-iris"));
+  EXPECT_THAT(iris.profiles, ElementsAre("strict", "narrow"));
+}
+
+TEST(Resolve, ResolvedPolicyHasEveryFieldPresent) {
+  Bindings bindings;
+  ProfileLibrary profiles;
+  ResolvedSubject subject = Resolver(Floor("user: fido"), bindings, profiles).Resolve("leash-a");
+  ASSERT_TRUE(subject.ok());
+  EXPECT_TRUE(subject.policy->has_fail_mode());
+  EXPECT_TRUE(subject.policy->network().has_udp());
+  EXPECT_TRUE(subject.policy->tools().has_max_input_bytes());
+  EXPECT_EQ(subject.policy->tools().inspect().size(), 3u);
+}
+
+TEST(Resolve, ConfiguredUserResolvesToTheFloorWithNoTierOfItsOwn) {
+  // Even a binding written under its name by hand is not applied: it has no tier.
+  Bindings bindings(std::vector<Binding>{{"agent:fido", "open", {"fail_mode:open"}}});
+  ProfileLibrary profiles = Library({{"open", "fail_mode: open"}});
+  Resolver resolver(Floor(kFloor), bindings, profiles);
+  ResolvedSubject fido = resolver.Resolve("fido");
+  ASSERT_TRUE(fido.ok());
+  EXPECT_EQ(fido.policy->fail_mode(), "closed");
+  EXPECT_TRUE(fido.scopes.empty());
+}
+
+TEST(Resolve, ConfiguredUserGetsTheGlobalFoldedFloor) {
+  Bindings bindings(std::vector<Binding>{{"global", "strict", {}}});
+  ProfileLibrary profiles = Library({{"strict", "commands: {deny: [ssh, curl]}"}});
+  ResolvedSubject fido = Resolver(Floor(kFloor), bindings, profiles).ResolveConfiguredUser();
+  ASSERT_TRUE(fido.ok());
+  EXPECT_THAT(Entries(fido.policy->commands().deny()), ElementsAre("ssh", "curl"));
+  EXPECT_THAT(fido.scopes, ElementsAre("global"));
+}
+
+TEST(Resolve, UnboundAgentResolvesToTheFoldedFloor) {
+  Bindings bindings;
+  ProfileLibrary profiles;
+  ResolvedSubject subject = Resolver(Floor(kFloor), bindings, profiles).Resolve("leash-ops");
+  ASSERT_TRUE(subject.ok());
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*subject.policy,
+                                                                 WithDefaults(Floor(kFloor))));
+}
+
+TEST(Resolve, DanglingProfileFailsThatSubjectOnly) {
+  Bindings bindings(std::vector<Binding>{{"agent:leash-iris", "deleted", {}}, {"agent:leash-ops", "narrow", {}}});
+  ProfileLibrary profiles = Library({{"narrow", "network: {allow: [github.com]}"}});
+  Resolver resolver(Floor(kFloor), bindings, profiles);
+  ResolvedSubject iris = resolver.Resolve("leash-iris");
+  ASSERT_FALSE(iris.ok());
+  EXPECT_EQ(iris.failure->kind, ResolveFailure::Kind::kDanglingProfile);
+  EXPECT_EQ(iris.failure->scope, "agent:leash-iris");
+  EXPECT_THAT(iris.failure->message, HasSubstr("'deleted', which does not exist"));
+  EXPECT_THAT(iris.failure->message, HasSubstr("agent:leash-iris is denied everything"));
+  EXPECT_THAT(iris.failure->message,
+              HasSubstr("sudo leash unbind agent:leash-iris --ack 'fail_closed:deleted'"));
+  EXPECT_TRUE(resolver.Resolve("leash-ops").ok());
+  EXPECT_TRUE(resolver.Resolve("fido").ok());
+}
+
+TEST(Resolve, UnreadableProfileFailsThatSubjectOnly) {
+  Bindings bindings(std::vector<Binding>{{"agent:leash-iris", "broken", {}}});
+  ProfileLibrary profiles;
+  profiles.emplace("broken", absl::InvalidArgumentError("broken.yaml:1:1: not valid YAML"));
+  Resolver resolver(Floor(kFloor), bindings, profiles);
+  ResolvedSubject iris = resolver.Resolve("leash-iris");
+  ASSERT_FALSE(iris.ok());
+  EXPECT_EQ(iris.failure->kind, ResolveFailure::Kind::kUnreadableProfile);
+  EXPECT_THAT(iris.failure->message, HasSubstr("not valid YAML"));
+  EXPECT_TRUE(resolver.Resolve("leash-ops").ok());
+}
+
+TEST(Resolve, UnacknowledgedLooseningFailsThatSubjectOnlyListingEveryFinding) {
+  Bindings bindings(std::vector<Binding>{{"agent:leash-iris", "wide", {"fail_mode:open"}}});
+  ProfileLibrary profiles =
+      Library({{"wide", "fail_mode: open\nnetwork: {allow: [github.com, anthropic.com], "
+                        "deny: []}"}});
+  Resolver resolver(Floor(kFloor), bindings, profiles);
+  ResolvedSubject iris = resolver.Resolve("leash-iris");
+  ASSERT_FALSE(iris.ok());
+  EXPECT_EQ(iris.failure->kind, ResolveFailure::Kind::kUnacknowledgedLoosening);
+  EXPECT_THAT(Tokens(iris.failure->loosenings),
+              ElementsAre("network.allow:anthropic.com", "unset.deny:network:evil.com"));
+  EXPECT_THAT(iris.failure->message,
+              HasSubstr("sudo leash bind agent:leash-iris wide --ack 'fail_mode:open' --ack "
+                        "'network.allow:anthropic.com' --ack 'unset.deny:network:evil.com'"));
+  EXPECT_TRUE(resolver.Resolve("leash-ops").ok());
+}
+
+TEST(Resolve, AcknowledgedLooseningResolves) {
+  Bindings bindings(std::vector<Binding>{{"agent:leash-iris", "wide", {"fail_mode:open"}}});
+  ProfileLibrary profiles = Library({{"wide", "fail_mode: open"}});
+  ResolvedSubject iris = Resolver(Floor(kFloor), bindings, profiles).Resolve("leash-iris");
+  ASSERT_TRUE(iris.ok());
+  EXPECT_EQ(iris.policy->fail_mode(), "open");
+}
+
+TEST(Resolve, GlobalBindingJudgedAgainstUnfoldedFloor) {
+  // "without a gate, folding {fail_mode: open, network.mode: blacklist} over a strict floor
+  // takes the whole host to default-allow with zero loosenings reported."
+  Bindings bindings(std::vector<Binding>{{"global", "wide-open", {}}});
+  ProfileLibrary profiles =
+      Library({{"wide-open", "fail_mode: open\nnetwork: {mode: blacklist}"}});
+  Resolver resolver(Floor(kFloor), bindings, profiles);
+  ASSERT_TRUE(resolver.global_failure().has_value());
+  EXPECT_EQ(resolver.folded(), nullptr);
+  EXPECT_THAT(Tokens(resolver.global_failure()->loosenings),
+              ElementsAre("fail_mode:open", "network.mode:blacklist"));
+  for (const char* account : {"fido", "leash-iris", "leash-ops"}) {
+    ResolvedSubject subject = resolver.Resolve(account);
+    ASSERT_FALSE(subject.ok()) << account;
+    EXPECT_EQ(subject.failure->scope, "global");
+    EXPECT_THAT(subject.failure->message,
+                HasSubstr("every subject on the host is denied everything"));
+  }
+}
+
+TEST(Resolve, GlobalBindingWithItsAcksIsFolded) {
+  Bindings bindings(std::vector<Binding>{{"global", "wide-open", {"fail_mode:open", "network.mode:blacklist"}}});
+  ProfileLibrary profiles =
+      Library({{"wide-open", "fail_mode: open\nnetwork: {mode: blacklist}"}});
+  Resolver resolver(Floor(kFloor), bindings, profiles);
+  ASSERT_NE(resolver.folded(), nullptr);
+  EXPECT_EQ(resolver.Resolve("leash-iris").policy->network().mode(), leash::v1::MODE_BLACKLIST);
+}
+
+TEST(Resolve, RunStartCatchesALooseningAgainstTheFoldedBaseWithTheSameToken) {
+  // "a field it already tightened may loosen against that stricter folded base and not against
+  // the floor file. That direction is caught by the resolver at run start, against the real
+  // base, with the same token".
+  Bindings bindings(std::vector<Binding>{{"global", "github-only", {}}, {"agent:leash-iris", "research", {}}});
+  ProfileLibrary profiles =
+      Library({{"github-only", "network: {allow: [github.com]}"},
+               {"research", "network: {allow: [github.com, openai.com]}"}});
+  Resolver resolver(Floor(kFloor), bindings, profiles);
+  // Against the floor file, research loosens nothing (the floor allows openai.com)...
+  EXPECT_TRUE(Loosenings(resolver.floor(),
+                         Overlay(resolver.floor(), *profiles.at("research"))).empty());
+  // ...but against the folded base it adds openai.com back.
+  ResolvedSubject iris = resolver.Resolve("leash-iris");
+  ASSERT_FALSE(iris.ok());
+  EXPECT_THAT(Tokens(iris.failure->loosenings), ElementsAre("network.allow:openai.com"));
+}
+
+}  // namespace
+}  // namespace leash::engine
