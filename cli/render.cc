@@ -4,6 +4,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "engine/config_yaml.h"
+#include "engine/config_defaults.h"
 #include "engine/validate.h"
 #include "google/protobuf/util/json_util.h"
 

@@ -65,11 +65,11 @@ absl::Status WriteFloor(const std::string& path, const leash::v1::Config& config
 absl::StatusOr<bool> AddFloorEntry(leash::v1::Config& config, leash::v1::Surface surface,
                                    bool allow, absl::string_view entry,
                                    leash::v1::InertEntry* inert) {
-  leash::v1::EntryList* list = ListOf(config, surface, allow);
-  if (list == nullptr) return absl::InvalidArgumentError("unknown surface");
   // Judge the entry exactly as InertEntries would judge it in place.
   leash::v1::Config probe;
-  ListOf(probe, surface, allow)->add_entries(std::string(entry));
+  leash::v1::EntryList* probe_list = ListOf(probe, surface, allow);
+  if (probe_list == nullptr) return absl::InvalidArgumentError("unknown surface");
+  probe_list->add_entries(std::string(entry));
   std::vector<leash::v1::InertEntry> problems = engine::InertEntries(probe);
   if (!problems.empty()) {
     if (inert != nullptr) *inert = problems.front();
@@ -77,6 +77,7 @@ absl::StatusOr<bool> AddFloorEntry(leash::v1::Config& config, leash::v1::Surface
                                                    "' can never match: ",
                                                    problems.front().reason()));
   }
+  leash::v1::EntryList* list = ListOf(config, surface, allow);
   for (const std::string& existing : list->entries()) {
     if (existing == entry) return false;
   }

@@ -43,7 +43,8 @@ absl::Status EnsureRuntimeDirectory(const std::string& dir) {
 }
 
 absl::StatusOr<std::unique_ptr<UnixGrpcServer>> UnixGrpcServer::Start(
-    UnixSocketOptions options, const std::vector<grpc::Service*>& services) {
+    UnixSocketOptions options, const std::vector<grpc::Service*>& services,
+    const std::function<void(grpc::ServerBuilder&)>& configure) {
   const std::string& path = options.path;
   if (path.empty() || path[0] != '/') {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -95,6 +96,7 @@ absl::StatusOr<std::unique_ptr<UnixGrpcServer>> UnixGrpcServer::Start(
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   for (grpc::Service* service : services) builder.RegisterService(service);
+  if (configure) configure(builder);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr) {
     close(wake);
@@ -166,7 +168,7 @@ void UnixGrpcServer::Shutdown(absl::Duration deadline) {
   unlink(options_.path.c_str());
 }
 
-std::optional<ucred> UnixGrpcServer::PeerOf(const grpc::ServerContext& context) const {
+std::optional<ucred> UnixGrpcServer::PeerOf(const grpc::ServerContextBase& context) const {
   absl::MutexLock lock(&mu_);
   auto it = peers_.find(context.peer());
   if (it == peers_.end()) return std::nullopt;

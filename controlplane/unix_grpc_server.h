@@ -41,8 +41,11 @@ class UnixGrpcServer {
   // Binds and listens on options.path (replacing a stale socket file, never another kind of
   // file), registers `services` (not owned; they must outlive the server), and starts
   // accepting. Errors name the path and the cause.
+  // `configure` may register more services or set builder options (e.g. the tools service's
+  // message size cap) before the server is built.
   static absl::StatusOr<std::unique_ptr<UnixGrpcServer>> Start(
-      UnixSocketOptions options, const std::vector<grpc::Service*>& services);
+      UnixSocketOptions options, const std::vector<grpc::Service*>& services,
+      const std::function<void(grpc::ServerBuilder&)>& configure = nullptr);
   ~UnixGrpcServer();
 
   // Stops accepting, shuts the server down (in-flight calls get `deadline`), removes the
@@ -50,7 +53,7 @@ class UnixGrpcServer {
   void Shutdown(absl::Duration deadline = absl::Seconds(2));
 
   // The credentials of the connection `context`'s call arrived on; nullopt if unknown.
-  std::optional<ucred> PeerOf(const grpc::ServerContext& context) const;
+  std::optional<ucred> PeerOf(const grpc::ServerContextBase& context) const;
 
   const std::string& path() const { return options_.path; }
   // Connections refused by the admit rule since start.

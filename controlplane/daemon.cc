@@ -1,0 +1,345 @@
+#include "controlplane/daemon.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "controlplane/control_service.h"
+#include "controlplane/decision_log_file.h"
+#include "controlplane/floor_file.h"
+#include "controlplane/netfilter_factory.h"
+#include "controlplane/passwd_accounts.h"
+#include "controlplane/policy_store.h"
+#include "controlplane/policy_stream_service.h"
+#include "controlplane/port_map.h"
+#include "controlplane/reconcile_loop.h"
+#include "controlplane/reconciler.h"
+#include "controlplane/sidecar_api/decision_log.h"
+#include "controlplane/sidecar_api/stack_dump.h"
+#include "controlplane/sidecar_supervisor.h"
+#include "controlplane/subject_directory.h"
+#include "controlplane/tiered_policy_source.h"
+#include "controlplane/unix_grpc_server.h"
+#include "engine/config_defaults.h"
+#include "engine/validate.h"
+#include "tools_api/tools_service.h"
+
+namespace leash::controlplane {
+namespace {
+
+void Say(const std::string& line) { std::fprintf(stderr, "leashd: %s\n", line.c_str()); }
+
+int Refuse(const std::string& why) {
+  Say(absl::StrCat("not starting: ", why));
+  return 1;
+}
+
+std::string SelfDirectory() {
+  char path[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return ".";
+  path[n] = '\0';
+  std::string self(path);
+  return self.substr(0, self.rfind('/'));
+}
+
+// The sidecar binary: as given, else next to leashd (also the Bazel layout, where the sidecars
+// are in sibling packages), else /usr/lib/leash.
+std::string FindSidecar(const std::string& given, const std::string& name,
+                        const std::string& bazel_package) {
+  if (!given.empty()) return given;
+  const std::string self = SelfDirectory();
+  for (const std::string& candidate :
+       {absl::StrCat(self, "/", name), absl::StrCat(self, "/../", bazel_package, "/", name),
+        absl::StrCat("/usr/lib/leash/", name)}) {
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return absl::StrCat("/usr/lib/leash/", name);
+}
+
+void LogReport(const leash::v1::ReconcileReport& report) {
+  if (!report.error().empty()) {
+    Say(absl::StrCat("reconcile FAILED, nothing was changed: ", report.error()));
+    return;
+  }
+  Say(absl::StrCat("reconcile: ", report.changes_size(), " changed, ", report.unchanged(),
+                   " unchanged"));
+  for (const leash::v1::SubjectChange& change : report.changes()) {
+    Say(absl::StrCat("  ", change.change(), " ", change.account(), " (uid ", change.uid(), ")",
+                     change.detail().empty() ? "" : ": " + change.detail()));
+  }
+  for (const std::string& warning : report.warnings()) Say(absl::StrCat("  ", warning));
+}
+
+// Who a CheckTool call is judged for: the account asked for, or the caller's own. Root and
+// the configured user (who runs the harness for its agents) may ask for any subject; anyone
+// else only for itself.
+tools::SubjectLookup MakeToolsLookup(const UnixGrpcServer* const* server,
+                                     const SubjectDirectory* subjects, uint32_t user_uid,
+                                     engine::FailMode floor_fail_mode) {
+  return [=](const grpc::ServerContextBase& context,
+             const std::string& account) -> absl::StatusOr<tools::ToolSubject> {
+    std::optional<ucred> peer = (*server)->PeerOf(context);
+    if (!peer) return absl::UnauthenticatedError("the caller's credentials are unknown");
+    std::optional<SubjectView> view =
+        account.empty() ? subjects->ByUid(peer->uid) : subjects->ByAccount(account);
+    if (!view) {
+      return absl::NotFoundError(
+          account.empty()
+              ? absl::StrCat("uid ", peer->uid,
+                             " is not a leashed subject; name the agent in `account`")
+              : absl::StrCat("'", account, "' is not a leashed subject (see `leash status`)"));
+    }
+    if (peer->uid != 0 && peer->uid != user_uid && peer->uid != view->state.account.uid) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "uid ", peer->uid, " may not check tools for ", view->state.account.name));
+    }
+    tools::ToolSubject subject;
+    subject.uid = view->state.account.uid;
+    subject.policy = view->policy;
+    subject.fail_mode_without_policy = floor_fail_mode;
+    return subject;
+  };
+}
+
+}  // namespace
+
+int RunDaemon(const DaemonOptions& given) {
+  DaemonOptions options = given;
+  if (options.admin_socket.empty()) options.admin_socket = options.run_dir + "/leash.sock";
+  if (options.tools_socket.empty()) options.tools_socket = options.run_dir + "/tools.sock";
+  options.proxy_binary = FindSidecar(options.proxy_binary, "leash-proxy", "proxy");
+  options.fswatch_binary = FindSidecar(options.fswatch_binary, "leash-fswatch", "fswatch");
+
+  // Signals are taken by the main thread alone (sigwait), so block them before any thread.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int s : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&signals, s);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  sidecar::InstallStackDumpHandler();
+
+  // --- The floor and the user. ---
+  absl::StatusOr<leash::v1::Config> floor = LoadFloor(options.config_path);
+  if (!floor.ok()) return Refuse(std::string(floor.status().message()));
+  for (const leash::v1::Finding& finding : engine::ValidateConfig(*floor, "floor")) {
+    Say(absl::StrCat(engine::SeverityName(finding.severity()), ": floor ", finding.field(),
+                        ": ", finding.message()));
+  }
+  const leash::v1::Config effective = engine::WithDefaults(*floor);
+  if (floor->user().empty()) {
+    return Refuse(absl::StrCat(options.config_path,
+                               " names no user; run `leash init --user <name>`"));
+  }
+  PasswdAccounts accounts;
+  absl::StatusOr<std::optional<Account>> user = accounts.Lookup(floor->user());
+  if (!user.ok()) return Refuse(std::string(user.status().message()));
+  if (!user->has_value()) {
+    return Refuse(absl::StrCat("the leashed user '", floor->user(),
+                               "' does not exist; run `leash init --user ", floor->user(), "`"));
+  }
+  absl::StatusOr<std::vector<Account>> agents = accounts.ListAgentAccounts();
+  if (!agents.ok()) return Refuse(std::string(agents.status().message()));
+  const bool single_subject = agents->empty();
+  const bool network_on = effective.enforcers().network();
+  const bool filesystem_on = effective.enforcers().filesystem();
+  const bool tools_on = effective.enforcers().tools();
+  Say(absl::StrCat("user ", floor->user(), " (uid ", (*user)->uid, "); ",
+                   single_subject ? "no agent accounts: single-subject host"
+                                  : absl::StrCat(agents->size(), " agent account(s)"),
+                   "; enforcers: network ", network_on ? "on" : "OFF", ", filesystem ",
+                   filesystem_on ? "on" : "OFF", ", tools ", tools_on ? "on" : "OFF"));
+  for (const auto& [on, binary] : {std::pair{network_on, options.proxy_binary},
+                                   std::pair{filesystem_on, options.fswatch_binary}}) {
+    if (on && access(binary.c_str(), X_OK) != 0) {
+      return Refuse(absl::StrCat(binary, " is not installed, but the config enables its surface; "
+                                         "install it (scripts/install) or turn the enforcer off"));
+    }
+  }
+
+  // --- The decision log, the admin socket. ---
+  absl::StatusOr<int> log_fd = OpenDecisionLog(effective.logging().decisions());
+  if (!log_fd.ok()) return Refuse(std::string(log_fd.status().message()));
+  if (absl::Status dir = EnsureRuntimeDirectory(options.run_dir); !dir.ok()) {
+    return Refuse(std::string(dir.message()));
+  }
+  PolicyStreamService stream;
+  BindingStore store(BindingStore::Options(options.state_dir));
+  TieredPolicySource policies(options.config_path, &store);
+  SubjectDirectory subjects;
+
+  // --- The kernel side of the network surface. ---
+  std::unique_ptr<Netfilter> netfilter;
+  if (network_on) {
+    NetfilterBackend backend = NetfilterBackend::kAuto;
+    if (options.netfilter_backend == "nftables") backend = NetfilterBackend::kNftables;
+    if (options.netfilter_backend == "iptables") backend = NetfilterBackend::kIptables;
+    absl::StatusOr<NetfilterChoice> choice = ChooseNetfilter(backend);
+    if (!choice.ok()) return Refuse(std::string(choice.status().message()));
+    if (!choice->notice.empty()) std::fprintf(stderr, "%s\n", choice->notice.c_str());
+    netfilter = std::move(choice->netfilter);
+    absl::StatusOr<std::vector<std::string>> prepared = netfilter->Prepare();
+    if (!prepared.ok()) return Refuse(std::string(prepared.status().message()));
+    for (const std::string& line : *prepared) std::fprintf(stderr, "%s\n", line.c_str());
+  }
+
+  // --- leashd's own loop and the sidecars. ---
+  ReconcilerOptions reconcile_options;
+  reconcile_options.configured_user = floor->user();
+  reconcile_options.single_subject = single_subject;
+  reconcile_options.ports_path = options.state_dir + "/ports.json";
+  reconcile_options.network_enforced = network_on;
+  reconcile_options.filesystem_enforced = filesystem_on;
+  reconcile_options.ack_timeout = options.ack_timeout;
+  reconcile_options.resolv_conf_path = options.resolv_conf;
+  Reconciler reconciler(reconcile_options, &accounts, &policies, netfilter.get(), &stream);
+  ReconcileLoop loop([&] { return reconciler.RunPass(); },
+                     [&](const leash::v1::ReconcileReport& report) {
+                       LogReport(report);
+                       subjects.Update(reconciler.subjects());
+                     });
+
+  int exit_code = 0;
+  SupervisorPolicy supervisor_policy;
+  SidecarSupervisor supervisor(&stream, supervisor_policy, [&](const std::string&) {
+    exit_code = 1;
+    kill(getpid(), SIGTERM);
+  });
+
+  ControlDeps deps;
+  deps.config_path = options.config_path;
+  deps.store = &store;
+  deps.accounts = &accounts;
+  deps.subjects = &subjects;
+  deps.loop = &loop;
+  deps.stream = &stream;
+  deps.supervisor = &supervisor;
+  deps.single_subject = single_subject;
+  ControlService control(deps);
+
+  UnixSocketOptions admin_options;
+  admin_options.name = "admin";
+  admin_options.path = options.admin_socket;
+  admin_options.mode = 0600;
+  admin_options.admit = [](const ucred& cred) { return cred.uid == 0; };
+  absl::StatusOr<std::unique_ptr<UnixGrpcServer>> admin =
+      UnixGrpcServer::Start(admin_options, {&control, &stream});
+  if (!admin.ok()) return Refuse(std::string(admin.status().message()));
+  Say(absl::StrCat("admin socket ", options.admin_socket, " (root only)"));
+
+  auto sidecar_argv = [&](const std::string& binary) {
+    return std::vector<std::string>{binary, "--admin-socket=" + options.admin_socket,
+                                    "--decision-log-fd={log_fd}"};
+  };
+  for (const auto& [on, name, kind, binary] :
+       {std::tuple{filesystem_on, "leash-fswatch", leash::v1::SIDECAR_KIND_FSWATCH,
+                   options.fswatch_binary},
+        std::tuple{network_on, "leash-proxy", leash::v1::SIDECAR_KIND_PROXY,
+                   options.proxy_binary}}) {
+    if (!on) continue;
+    SidecarSpec spec;
+    spec.name = name;
+    spec.kind = kind;
+    spec.argv = sidecar_argv(binary);
+    spec.decision_log_fd = *log_fd;
+    spec.heartbeat_timeout = options.heartbeat_timeout;
+    if (absl::Status started = supervisor.Start(spec); !started.ok()) {
+      return Refuse(std::string(started.message()));
+    }
+  }
+
+  loop.Start();
+  const leash::v1::ReconcileReport first = loop.RequestAndWait(absl::Minutes(2));
+  if (!first.error().empty()) {
+    loop.Stop();
+    supervisor.Stop();
+    (*admin)->Shutdown();
+    return Refuse(absl::StrCat("the first reconcile failed: ", first.error()));
+  }
+
+  // --- The tools socket. ---
+  std::unique_ptr<sidecar::AsyncDecisionLog> tools_log;
+  std::unique_ptr<tools::ToolsService> tools_service;
+  std::unique_ptr<UnixGrpcServer> tools_server;
+  const UnixGrpcServer* tools_server_raw = nullptr;
+  if (tools_on) {
+    tools_log = std::make_unique<sidecar::AsyncDecisionLog>(fcntl(*log_fd, F_DUPFD_CLOEXEC, 3));
+    tools::ToolsServiceOptions tools_options;
+    tools_options.sink = tools_log.get();
+    tools_options.lookup = MakeToolsLookup(&tools_server_raw, &subjects, (*user)->uid,
+                                           engine::EffectiveFailMode(effective));
+    absl::StatusOr<std::unique_ptr<tools::ToolsService>> service =
+        tools::ToolsService::Create(std::move(tools_options));
+    if (!service.ok()) return Refuse(std::string(service.status().message()));
+    tools_service = *std::move(service);
+    UnixSocketOptions tools_socket;
+    tools_socket.name = "tools";
+    tools_socket.path = options.tools_socket;
+    tools_socket.mode = 0660;
+    gid_t group = (*user)->gid;
+    if (!options.tools_group.empty()) {
+      const struct group* g = getgrnam(options.tools_group.c_str());
+      if (g == nullptr) return Refuse(absl::StrCat("tools group '", options.tools_group, "' does not exist"));
+      group = g->gr_gid;
+    }
+    tools_socket.group = group;
+    tools_socket.admit = [](const ucred&) { return true; };  // the socket's group decides
+    absl::StatusOr<std::unique_ptr<UnixGrpcServer>> server = UnixGrpcServer::Start(
+        tools_socket, {}, [&](grpc::ServerBuilder& builder) {
+          tools::RegisterToolsService(builder, *tools_service);
+        });
+    if (!server.ok()) return Refuse(std::string(server.status().message()));
+    tools_server = *std::move(server);
+    tools_server_raw = tools_server.get();
+    Say(absl::StrCat("tools socket ", options.tools_socket, " (0660, group ", group, ")"));
+  }
+
+  const std::string pidfile = options.run_dir + "/leashd.pid";
+  std::ofstream(pidfile) << getpid() << "\n";
+  Say(absl::StrCat("running (pid ", getpid(), "); SIGHUP reconciles, SIGTERM stops"));
+
+  // --- The signal loop. ---
+  while (true) {
+    int signal = 0;
+    if (sigwait(&signals, &signal) != 0) continue;
+    if (signal == SIGHUP) {
+      Say("SIGHUP: reconcile requested");
+      loop.Request();
+      continue;
+    }
+    Say(absl::StrCat("signal ", signal, ": stopping"));
+    break;
+  }
+
+  // --- Stop: release every chain, stop the sidecars. ---
+  loop.Stop();
+  if (tools_server) tools_server->Shutdown();
+  (*admin)->Shutdown();
+  supervisor.Stop();
+  if (netfilter) {
+    std::vector<uint32_t> uids;
+    for (const auto& [uid, state] : reconciler.subjects()) uids.push_back(uid);
+    if (absl::StatusOr<PortMap> ports = PortMap::Load(reconcile_options.ports_path); ports.ok()) {
+      for (const PortMap::Assignment& a : ports->All()) uids.push_back(a.uid);
+    }
+    std::sort(uids.begin(), uids.end());
+    uids.erase(std::unique(uids.begin(), uids.end()), uids.end());
+    absl::Status released = TeardownSubjects(*netfilter, uids);
+    Say(released.ok() ? absl::StrCat("released ", uids.size(), " subject chain(s)")
+                      : absl::StrCat("releasing chains: ", released.message()));
+  }
+  unlink(pidfile.c_str());
+  close(*log_fd);
+  return exit_code;
+}
+
+}  // namespace leash::controlplane

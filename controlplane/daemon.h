@@ -1,0 +1,45 @@
+// leashd as a whole: the start sequence, the signal loop and the stop path.
+//
+// Start: load the floor (its inert entries reported, not refused) -> resolve the user ->
+// discover agent accounts (none: the single-subject path, and /var/lib/leash is not created)
+// -> open the decision log -> the admin socket (Control, PolicyStream) -> the nft applier
+// (old-shape tables dropped first) -> the sidecars -> the first reconcile (every subject
+// denied in the watcher before its chain goes in) -> the tools socket -> the pidfile.
+// Signals: SIGHUP asks for a reconcile (coalesced); SIGTERM/SIGINT stop.
+// Stop: release every chain the port map holds, stop the sidecars (closing the watcher's
+// fanotify group releases the host), remove the sockets and the pidfile.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace leash::controlplane {
+
+struct DaemonOptions {
+  std::string config_path = "/etc/leash/leash.yaml";
+  std::string state_dir = "/var/lib/leash";
+  std::string run_dir = "/run/leash";
+  // Default <run_dir>/leash.sock and <run_dir>/tools.sock.
+  std::string admin_socket;
+  std::string tools_socket;
+  // Group of the tools socket (0660), for the agent harness. Default: the leashed user's group.
+  std::string tools_group;
+  // Default: next to leashd, else /usr/lib/leash/.
+  std::string proxy_binary;
+  std::string fswatch_binary;
+  std::string resolv_conf = "/etc/resolv.conf";
+  // "auto" (nftables, iptables only when nf_tables does not answer), "nftables", "iptables".
+  std::string netfilter_backend = "auto";
+  absl::Duration ack_timeout = absl::Seconds(10);
+  // How long a sidecar may go without a heartbeat before it is killed and respawned.
+  absl::Duration heartbeat_timeout = absl::Seconds(5);
+};
+
+// Runs leashd until SIGTERM/SIGINT (or a sidecar that keeps dying). Returns the process exit
+// code; a start that cannot enforce what the config asks for prints why and returns 1.
+int RunDaemon(const DaemonOptions& options);
+
+}  // namespace leash::controlplane

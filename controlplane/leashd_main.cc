@@ -1,0 +1,54 @@
+// leashd: Leash's control plane. Normally started as `leash` (no command) by leash.service.
+//   leashd [--config=/etc/leash/leash.yaml] [--state-dir=/var/lib/leash] [--run-dir=/run/leash]
+//          [--socket=<admin socket>] [--tools-socket=<path>] [--tools-group=<group>]
+//          [--proxy-binary=<path>] [--fswatch-binary=<path>] [--resolv-conf=<path>]
+//          [--netfilter=auto|nftables|iptables]
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "controlplane/daemon.h"
+
+int main(int argc, char** argv) {
+  leash::controlplane::DaemonOptions options;
+  if (const char* env = std::getenv("LEASH_CONFIG"); env != nullptr && *env != '\0') {
+    options.config_path = env;
+  }
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+    if (eq == std::string::npos && name != "--help") {
+      std::cerr << "leashd: flags take --name=value; got '" << arg << "'\n";
+      return 2;
+    }
+    if (name == "--config" || name == "-c") {
+      options.config_path = value;
+    } else if (name == "--state-dir") {
+      options.state_dir = value;
+    } else if (name == "--run-dir") {
+      options.run_dir = value;
+    } else if (name == "--socket") {
+      options.admin_socket = value;
+    } else if (name == "--tools-socket") {
+      options.tools_socket = value;
+    } else if (name == "--tools-group") {
+      options.tools_group = value;
+    } else if (name == "--proxy-binary") {
+      options.proxy_binary = value;
+    } else if (name == "--fswatch-binary") {
+      options.fswatch_binary = value;
+    } else if (name == "--resolv-conf") {
+      options.resolv_conf = value;
+    } else if (name == "--netfilter") {
+      options.netfilter_backend = value;
+    } else {
+      std::cerr << "leashd: unknown flag '" << name << "' (see the header of leashd_main.cc, or "
+                << "`leash --help`)\n";
+      return 2;
+    }
+  }
+  return leash::controlplane::RunDaemon(options);
+}
