@@ -204,6 +204,8 @@ ProfileEditJudgement JudgeProfileEdit(const Resolver& current, absl::string_view
   std::vector<std::string> rerun_acks;
   std::vector<std::string> loosened_scopes;
   bool global_loosened = false;
+  std::optional<std::vector<FieldChange>> for_global;
+  std::optional<std::vector<FieldChange>> for_agents;
   for (const Binding* binding : current.bindings().NamingProfile(name)) {
     absl::StatusOr<Scope> scope = ParseScope(binding->scope);
     if (!scope.ok()) {
@@ -212,7 +214,10 @@ ProfileEditJudgement JudgeProfileEdit(const Resolver& current, absl::string_view
                                                scope.status().message()));
       continue;
     }
-    const std::vector<FieldChange> loosenings = BindingLoosenings(current, *scope, fragment);
+    // Every agent bound to the profile is judged against the same bases: compute it once.
+    std::optional<std::vector<FieldChange>>& cached = scope->is_global() ? for_global : for_agents;
+    if (!cached) cached = BindingLoosenings(current, *scope, fragment);
+    const std::vector<FieldChange>& loosenings = *cached;
     const std::vector<std::string> tokens = Tokens(loosenings);
     const absl::flat_hash_set<std::string> performed(tokens.begin(), tokens.end());
     std::vector<std::string> acks = binding->acks;
@@ -423,6 +428,7 @@ std::vector<Finding> ValidateTiers(const Config& floor, const Bindings& bindings
                                    const std::vector<std::string>& agent_accounts) {
   std::vector<Finding> out;
   const Resolver resolver(floor, bindings, profiles);
+  absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>> performed_by;
   for (const Binding& binding : bindings.entries()) {
     absl::StatusOr<Scope> scope = ParseScope(binding.scope);
     if (!scope.ok()) {
@@ -455,9 +461,17 @@ std::vector<Finding> ValidateTiers(const Config& floor, const Bindings& bindings
     // Stale acks: consent to a loosening its profile does not perform (any more).
     auto it = profiles.find(binding.profile);
     if (it == profiles.end() || !it->second.ok()) continue;
-    const std::vector<std::string> tokens =
-        Tokens(BindingLoosenings(resolver, *scope, *it->second));
-    const absl::flat_hash_set<std::string> performed(tokens.begin(), tokens.end());
+    // The same profile judged for the same kind of scope performs the same loosenings.
+    const std::string key = absl::StrCat(scope->is_global() ? "g:" : "a:", binding.profile);
+    auto cached = performed_by.find(key);
+    if (cached == performed_by.end()) {
+      const std::vector<std::string> tokens =
+          Tokens(BindingLoosenings(resolver, *scope, *it->second));
+      cached = performed_by
+                   .emplace(key, absl::flat_hash_set<std::string>(tokens.begin(), tokens.end()))
+                   .first;
+    }
+    const absl::flat_hash_set<std::string>& performed = cached->second;
     std::vector<std::string> kept;
     for (const std::string& ack : binding.acks) {
       if (performed.contains(ack)) kept.push_back(ack);
