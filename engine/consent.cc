@@ -317,9 +317,9 @@ UnbindJudgement JudgeUnbind(const absl::StatusOr<Config>& floor, const Bindings&
 
   // The subjects the binding reaches: its agent, or for global every subject on the host.
   std::vector<std::string> subjects;
-  bool configured_user = false;
+  bool global_scope = false;
   if (scope.ok() && scope->is_global()) {
-    configured_user = true;
+    global_scope = true;
     absl::flat_hash_set<std::string> seen;
     for (const std::string& account : agent_accounts) {
       if (seen.insert(account).second) subjects.push_back(account);
@@ -342,7 +342,7 @@ UnbindJudgement JudgeUnbind(const absl::StatusOr<Config>& floor, const Bindings&
   auto judge = [&](const ResolvedSubject& with, const ResolvedSubject& out,
                    const std::string& who) -> bool {
     if (!out.ok()) {
-      if (with.ok() || !configured_user) return false;  // caller decides
+      if (with.ok() || !global_scope) return false;  // caller decides
       judgement.notices.push_back(absl::StrCat(
           who, " does not resolve with or without the binding, so removing it changes nothing "
                "for it: ",
@@ -365,7 +365,7 @@ UnbindJudgement JudgeUnbind(const absl::StatusOr<Config>& floor, const Bindings&
     return true;
   };
 
-  if (configured_user) {
+  if (global_scope) {
     judge(with_resolver.ResolveConfiguredUser(), without_resolver.ResolveConfiguredUser(),
           "the configured user");
   }
@@ -374,7 +374,7 @@ UnbindJudgement JudgeUnbind(const absl::StatusOr<Config>& floor, const Bindings&
     const ResolvedSubject out = without_resolver.ResolveAgent(account);
     const std::string who = absl::StrCat("agent:", account);
     if (!judge(with, out, who)) {
-      if (configured_user) {
+      if (global_scope) {
         // A global removal that leaves an agent unresolvable holds it closed: a tightening.
         judgement.notices.push_back(absl::StrCat(
             "after the removal ", who, " does not resolve and is denied everything: ",
@@ -398,7 +398,7 @@ UnbindJudgement JudgeUnbind(const absl::StatusOr<Config>& floor, const Bindings&
         kRefusalLoosening,
         absl::StrCat("removing the binding of ", scope_text, " to '", binding->profile,
                      "' loosens ",
-                     configured_user ? "the floor for every subject on the host"
+                     global_scope ? "the floor for every subject on the host"
                                      : std::string("the subject's policy"),
                      " in ", Ways(missing.size()),
                      " without consent; each needs its own --ack"));
@@ -417,7 +417,7 @@ UnbindJudgement JudgeUnbind(const absl::StatusOr<Config>& floor, const Bindings&
                                                "recorded"));
     }
   }
-  if (configured_user) {
+  if (global_scope) {
     judgement.notices.push_back("unbind global changes the floor for every subject on the host");
   }
   return judgement;
