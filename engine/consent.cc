@@ -114,10 +114,9 @@ BindJudgement JudgeBind(const Resolver& current, const Scope& scope,
   BindJudgement judgement;
   const std::string scope_text = scope.ToString();
   if ((judgement.refusal = CheckAcks(acks))) return judgement;
+  // No re-run line: the same bind would be refused again; the profile is what needs fixing.
   if ((judgement.refusal =
            RefuseInertEntries(absl::StrCat("profile '", profile_name, "'"), fragment))) {
-    judgement.refusal->set_rerun(
-        RenderCommand({"sudo", "leash", "bind", scope_text, std::string(profile_name)}, acks));
     return judgement;
   }
 
