@@ -211,6 +211,24 @@ absl::Status BindingStore::EnsureFolders() const {
   return MakeDir(profiles_.dir());
 }
 
+struct BindingStore::Locked {
+  BindingsLock lock;
+  // bindings.yaml's text as read (nullopt: absent), to put back if a later write fails.
+  std::optional<std::string> text;
+  Bindings bindings;
+  engine::ProfileLibrary library;
+};
+
+absl::StatusOr<BindingStore::Locked> BindingStore::LockForWrite() const {
+  ASSIGN_OR_RETURN(BindingsLock lock,
+                   BindingsLock::Acquire(options_.state_dir, BindingsLock::Mode::kExclusive));
+  SweepTempFiles();
+  Locked locked{std::move(lock), std::nullopt, Bindings(), {}};
+  RETURN_IF_ERROR(ReadBindingsLocked(locked.text, locked.bindings));
+  ASSIGN_OR_RETURN(locked.library, profiles_.LoadLibrary());
+  return locked;
+}
+
 absl::Status BindingStore::ReadBindingsLocked(std::optional<std::string>& text,
                                               Bindings& bindings) const {
   absl::StatusOr<std::string> content = ReadFile(bindings_path());
@@ -261,15 +279,9 @@ absl::StatusOr<WriteOutcome> BindingStore::SaveProfile(const SaveProfileArgs& ar
   }
 
   RETURN_IF_ERROR(EnsureFolders());
-  ASSIGN_OR_RETURN(BindingsLock lock,
-                   BindingsLock::Acquire(options_.state_dir, BindingsLock::Mode::kExclusive));
-  SweepTempFiles();
   // "the bindings are re-read and the edit judged against them as they are then".
-  std::optional<std::string> bindings_before;
-  Bindings bindings;
-  RETURN_IF_ERROR(ReadBindingsLocked(bindings_before, bindings));
-  ASSIGN_OR_RETURN(engine::ProfileLibrary library, profiles_.LoadLibrary());
-  const engine::Resolver resolver(*host.floor, bindings, library);
+  ASSIGN_OR_RETURN(Locked locked, LockForWrite());
+  const engine::Resolver resolver(*host.floor, locked.bindings, locked.library);
   engine::ProfileEditJudgement judgement =
       engine::JudgeProfileEdit(resolver, args.name, *fragment, args.acks, args.from_path);
   WriteOutcome outcome;
@@ -291,7 +303,7 @@ absl::StatusOr<WriteOutcome> BindingStore::SaveProfile(const SaveProfileArgs& ar
   if (!written.ok()) {
     if (bindings_changed) {
       // "a failed profile write puts the bindings back before the lock is released".
-      absl::Status restored = RestoreBindings(bindings_before);
+      absl::Status restored = RestoreBindings(locked.text);
       if (!restored.ok()) {
         return absl::Status(
             written.code(),
@@ -320,12 +332,7 @@ absl::StatusOr<WriteOutcome> BindingStore::DeleteProfile(absl::string_view name,
     return Refused(engine::MakeRefusal(engine::kRefusalProfile,
                                        absl::StrCat("no profile named '", name, "'")));
   }
-  ASSIGN_OR_RETURN(BindingsLock lock,
-                   BindingsLock::Acquire(options_.state_dir, BindingsLock::Mode::kExclusive));
-  SweepTempFiles();
-  std::optional<std::string> text;
-  Bindings bindings;
-  RETURN_IF_ERROR(ReadBindingsLocked(text, bindings));
+  ASSIGN_OR_RETURN(Locked locked, LockForWrite());
   absl::Status removed = RemoveFileDurably(profiles_.PathFor(name));
   if (absl::IsNotFound(removed)) {
     return Refused(engine::MakeRefusal(
@@ -335,7 +342,7 @@ absl::StatusOr<WriteOutcome> BindingStore::DeleteProfile(absl::string_view name,
   RETURN_IF_ERROR(removed);
   WriteOutcome outcome;
   outcome.written = true;
-  for (const std::string& scope : BoundTo(bindings, name)) {
+  for (const std::string& scope : BoundTo(locked.bindings, name)) {
     // "A dangling binding (its profile deleted) holds its agent fail-closed, denied everything".
     outcome.notices.push_back(absl::StrCat(
         scope, " is still bound to '", name, "', which now dangles: ",
@@ -389,9 +396,7 @@ absl::StatusOr<WriteOutcome> BindingStore::Bind(absl::string_view scope_text,
 
   // ...then, under the lock, make sure what was judged is what is on disk.
   RETURN_IF_ERROR(EnsureFolders());
-  ASSIGN_OR_RETURN(BindingsLock lock,
-                   BindingsLock::Acquire(options_.state_dir, BindingsLock::Mode::kExclusive));
-  SweepTempFiles();
+  ASSIGN_OR_RETURN(Locked locked, LockForWrite());
   absl::StatusOr<ProfileStore::Loaded> now = profiles_.Load(profile);
   if (!now.ok() && !absl::IsNotFound(now.status())) return now.status();
   if (!now.ok() || now->yaml != judged->yaml) {
@@ -401,17 +406,13 @@ absl::StatusOr<WriteOutcome> BindingStore::Bind(absl::string_view scope_text,
                      " on disk while this bind was being judged; nothing was written — run the "
                      "command again to judge the profile as it is now")));
   }
-  std::optional<std::string> text;
-  Bindings bindings;
-  RETURN_IF_ERROR(ReadBindingsLocked(text, bindings));
-  ASSIGN_OR_RETURN(engine::ProfileLibrary library, profiles_.LoadLibrary());
-  const engine::Resolver resolver(*host.floor, bindings, library);
+  const engine::Resolver resolver(*host.floor, locked.bindings, locked.library);
   engine::BindJudgement judgement =
       engine::JudgeBind(resolver, check.scope, profile, *now->fragment, acks);
   if (judgement.refusal) return Refused(*std::move(judgement.refusal));
-  bindings.Put(judgement.binding);
-  RETURN_IF_ERROR(
-      WriteFileAtomically(bindings_path(), engine::EmitBindingsYaml(bindings), kFileMode));
+  locked.bindings.Put(judgement.binding);
+  RETURN_IF_ERROR(WriteFileAtomically(bindings_path(), engine::EmitBindingsYaml(locked.bindings),
+                                      kFileMode));
   WriteOutcome outcome;
   outcome.written = true;
   outcome.notices = std::move(judgement.notices);
@@ -425,15 +426,9 @@ absl::StatusOr<WriteOutcome> BindingStore::Unbind(absl::string_view scope,
     return Refused(engine::MakeRefusal(engine::kRefusalScope,
                                        absl::StrCat("there is no binding for ", scope)));
   }
-  ASSIGN_OR_RETURN(BindingsLock lock,
-                   BindingsLock::Acquire(options_.state_dir, BindingsLock::Mode::kExclusive));
-  SweepTempFiles();
-  std::optional<std::string> text;
-  Bindings bindings;
-  RETURN_IF_ERROR(ReadBindingsLocked(text, bindings));
-  ASSIGN_OR_RETURN(engine::ProfileLibrary library, profiles_.LoadLibrary());
-  engine::UnbindJudgement judgement =
-      engine::JudgeUnbind(host.floor, bindings, library, scope, host.agent_accounts, acks);
+  ASSIGN_OR_RETURN(Locked locked, LockForWrite());
+  engine::UnbindJudgement judgement = engine::JudgeUnbind(
+      host.floor, locked.bindings, locked.library, scope, host.agent_accounts, acks);
   if (judgement.refusal) return Refused(*std::move(judgement.refusal));
 
   // The record first: "an unbind whose record cannot be written does not happen".
@@ -447,9 +442,9 @@ absl::StatusOr<WriteOutcome> BindingStore::Unbind(absl::string_view scope,
                      appended.status().message(), "), so the unbind did not happen: ", scope,
                      " is still bound to '", judgement.binding.profile, "'")));
   }
-  bindings.Remove(scope);
-  absl::Status written =
-      WriteFileAtomically(bindings_path(), engine::EmitBindingsYaml(bindings), kFileMode);
+  locked.bindings.Remove(scope);
+  absl::Status written = WriteFileAtomically(
+      bindings_path(), engine::EmitBindingsYaml(locked.bindings), kFileMode);
   if (!written.ok()) {
     return absl::Status(
         written.code(),

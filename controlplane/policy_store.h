@@ -176,6 +176,11 @@ class BindingStore {
   absl::StatusOr<leash::v1::ListBindingsResponse> ListBindings() const;
 
  private:
+  // What a writer works on: the exclusive writer lock, and bindings and profiles as they are
+  // under it.
+  struct Locked;
+  // Takes the writer lock, sweeps a killed writer's temp files, reads bindings and profiles.
+  absl::StatusOr<Locked> LockForWrite() const;
   // Creates the state and profiles folders (0750) when absent.
   absl::Status EnsureFolders() const;
   // bindings.yaml's text (nullopt when absent) and its parse; under a lock held by the caller.

@@ -186,6 +186,16 @@ TEST_F(PolicyStoreTest, SaveProfileRefusesAFullConfigKeyAProfileMayNotSet) {
   EXPECT_THAT(outcome.refusal->message(), HasSubstr("cannot set the leashed user"));
 }
 
+TEST_F(PolicyStoreTest, AProfileCannotConsentOnItsOwnBehalf) {
+  // "The acknowledgement lives on the binding and never in the profile".
+  BindingStore store = Store();
+  WriteOutcome outcome =
+      Save(store, "web", "acks: ['network.allow:openai.com']\nnetwork: {allow: [openai.com]}\n");
+  ASSERT_TRUE(outcome.refusal.has_value());
+  EXPECT_EQ(outcome.refusal->kind(), "profile");
+  EXPECT_THAT(outcome.refusal->message(), HasSubstr("unknown key 'acks'"));
+}
+
 struct NameCase {
   std::string test_name;
   std::string name;

@@ -114,10 +114,9 @@ BindJudgement JudgeBind(const Resolver& current, const Scope& scope,
   BindJudgement judgement;
   const std::string scope_text = scope.ToString();
   if ((judgement.refusal = CheckAcks(acks))) return judgement;
+  // No re-run line: the same bind would be refused again; the profile is what needs fixing.
   if ((judgement.refusal =
            RefuseInertEntries(absl::StrCat("profile '", profile_name, "'"), fragment))) {
-    judgement.refusal->set_rerun(
-        RenderCommand({"sudo", "leash", "bind", scope_text, std::string(profile_name)}, acks));
     return judgement;
   }
 
@@ -204,6 +203,8 @@ ProfileEditJudgement JudgeProfileEdit(const Resolver& current, absl::string_view
   std::vector<std::string> rerun_acks;
   std::vector<std::string> loosened_scopes;
   bool global_loosened = false;
+  std::optional<std::vector<FieldChange>> for_global;
+  std::optional<std::vector<FieldChange>> for_agents;
   for (const Binding* binding : current.bindings().NamingProfile(name)) {
     absl::StatusOr<Scope> scope = ParseScope(binding->scope);
     if (!scope.ok()) {
@@ -212,7 +213,10 @@ ProfileEditJudgement JudgeProfileEdit(const Resolver& current, absl::string_view
                                                scope.status().message()));
       continue;
     }
-    const std::vector<FieldChange> loosenings = BindingLoosenings(current, *scope, fragment);
+    // Every agent bound to the profile is judged against the same bases: compute it once.
+    std::optional<std::vector<FieldChange>>& cached = scope->is_global() ? for_global : for_agents;
+    if (!cached) cached = BindingLoosenings(current, *scope, fragment);
+    const std::vector<FieldChange>& loosenings = *cached;
     const std::vector<std::string> tokens = Tokens(loosenings);
     const absl::flat_hash_set<std::string> performed(tokens.begin(), tokens.end());
     std::vector<std::string> acks = binding->acks;
@@ -312,9 +316,9 @@ UnbindJudgement JudgeUnbind(const absl::StatusOr<Config>& floor, const Bindings&
 
   // The subjects the binding reaches: its agent, or for global every subject on the host.
   std::vector<std::string> subjects;
-  bool configured_user = false;
+  bool global_scope = false;
   if (scope.ok() && scope->is_global()) {
-    configured_user = true;
+    global_scope = true;
     absl::flat_hash_set<std::string> seen;
     for (const std::string& account : agent_accounts) {
       if (seen.insert(account).second) subjects.push_back(account);
@@ -337,7 +341,7 @@ UnbindJudgement JudgeUnbind(const absl::StatusOr<Config>& floor, const Bindings&
   auto judge = [&](const ResolvedSubject& with, const ResolvedSubject& out,
                    const std::string& who) -> bool {
     if (!out.ok()) {
-      if (with.ok() || !configured_user) return false;  // caller decides
+      if (with.ok() || !global_scope) return false;  // caller decides
       judgement.notices.push_back(absl::StrCat(
           who, " does not resolve with or without the binding, so removing it changes nothing "
                "for it: ",
@@ -360,7 +364,7 @@ UnbindJudgement JudgeUnbind(const absl::StatusOr<Config>& floor, const Bindings&
     return true;
   };
 
-  if (configured_user) {
+  if (global_scope) {
     judge(with_resolver.ResolveConfiguredUser(), without_resolver.ResolveConfiguredUser(),
           "the configured user");
   }
@@ -369,7 +373,7 @@ UnbindJudgement JudgeUnbind(const absl::StatusOr<Config>& floor, const Bindings&
     const ResolvedSubject out = without_resolver.ResolveAgent(account);
     const std::string who = absl::StrCat("agent:", account);
     if (!judge(with, out, who)) {
-      if (configured_user) {
+      if (global_scope) {
         // A global removal that leaves an agent unresolvable holds it closed: a tightening.
         judgement.notices.push_back(absl::StrCat(
             "after the removal ", who, " does not resolve and is denied everything: ",
@@ -393,7 +397,7 @@ UnbindJudgement JudgeUnbind(const absl::StatusOr<Config>& floor, const Bindings&
         kRefusalLoosening,
         absl::StrCat("removing the binding of ", scope_text, " to '", binding->profile,
                      "' loosens ",
-                     configured_user ? "the floor for every subject on the host"
+                     global_scope ? "the floor for every subject on the host"
                                      : std::string("the subject's policy"),
                      " in ", Ways(missing.size()),
                      " without consent; each needs its own --ack"));
@@ -412,7 +416,7 @@ UnbindJudgement JudgeUnbind(const absl::StatusOr<Config>& floor, const Bindings&
                                                "recorded"));
     }
   }
-  if (configured_user) {
+  if (global_scope) {
     judgement.notices.push_back("unbind global changes the floor for every subject on the host");
   }
   return judgement;
@@ -423,6 +427,7 @@ std::vector<Finding> ValidateTiers(const Config& floor, const Bindings& bindings
                                    const std::vector<std::string>& agent_accounts) {
   std::vector<Finding> out;
   const Resolver resolver(floor, bindings, profiles);
+  absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>> performed_by;
   for (const Binding& binding : bindings.entries()) {
     absl::StatusOr<Scope> scope = ParseScope(binding.scope);
     if (!scope.ok()) {
@@ -455,9 +460,17 @@ std::vector<Finding> ValidateTiers(const Config& floor, const Bindings& bindings
     // Stale acks: consent to a loosening its profile does not perform (any more).
     auto it = profiles.find(binding.profile);
     if (it == profiles.end() || !it->second.ok()) continue;
-    const std::vector<std::string> tokens =
-        Tokens(BindingLoosenings(resolver, *scope, *it->second));
-    const absl::flat_hash_set<std::string> performed(tokens.begin(), tokens.end());
+    // The same profile judged for the same kind of scope performs the same loosenings.
+    const std::string key = absl::StrCat(scope->is_global() ? "g:" : "a:", binding.profile);
+    auto cached = performed_by.find(key);
+    if (cached == performed_by.end()) {
+      const std::vector<std::string> tokens =
+          Tokens(BindingLoosenings(resolver, *scope, *it->second));
+      cached = performed_by
+                   .emplace(key, absl::flat_hash_set<std::string>(tokens.begin(), tokens.end()))
+                   .first;
+    }
+    const absl::flat_hash_set<std::string>& performed = cached->second;
     std::vector<std::string> kept;
     for (const std::string& ack : binding.acks) {
       if (performed.contains(ack)) kept.push_back(ack);

@@ -135,7 +135,11 @@ Resolver::Resolver(const Config& floor, const Bindings& bindings, const ProfileL
     return;
   }
   // The gate: "the fragment is judged as an overlay against the unfolded floor first".
-  folded_ = Apply(floor_, *global, global_failure_);
+  const Config* fragment = BoundProfile(*global, global_failure_);
+  if (fragment == nullptr) return;
+  Applied applied{Overlay(floor_, *fragment), {}};
+  applied.loosenings = Loosenings(floor_, applied.policy);
+  folded_ = Consented(applied, *global, global_failure_);
 }
 
 const Config* Resolver::BoundProfile(const Binding& binding,
@@ -163,13 +167,23 @@ const Config* Resolver::BoundProfile(const Binding& binding,
   return &*it->second;
 }
 
-std::optional<Config> Resolver::Apply(const Config& base, const Binding& binding,
-                                      std::optional<ResolveFailure>& failure) const {
-  const Config* fragment = BoundProfile(binding, failure);
-  if (fragment == nullptr) return std::nullopt;
-  Config overlaid = Overlay(base, *fragment);
-  std::vector<FieldChange> missing = Unacknowledged(Loosenings(base, overlaid), binding.acks);
-  if (missing.empty()) return overlaid;
+const Resolver::Applied& Resolver::AppliedOnFolded(const std::string& profile,
+                                                   const Config& fragment) const {
+  absl::MutexLock lock(&mu_);
+  auto it = applied_.find(profile);
+  if (it == applied_.end()) {
+    Config overlaid = Overlay(*folded_, fragment);
+    std::vector<FieldChange> loosenings = Loosenings(*folded_, overlaid);
+    it = applied_.emplace(profile, Applied{std::move(overlaid), std::move(loosenings)}).first;
+  }
+  // node_hash_map: the element stays where it is while others are added.
+  return it->second;
+}
+
+std::optional<Config> Resolver::Consented(const Applied& applied, const Binding& binding,
+                                          std::optional<ResolveFailure>& failure) const {
+  std::vector<FieldChange> missing = Unacknowledged(applied.loosenings, binding.acks);
+  if (missing.empty()) return applied.policy;
 
   std::vector<std::string> tokens;
   for (const FieldChange& change : missing) tokens.push_back(change.ack_token);
@@ -204,15 +218,25 @@ ResolvedSubject Resolver::ResolveConfiguredUser() const {
 }
 
 ResolvedSubject Resolver::ResolveAgent(absl::string_view account) const {
-  ResolvedSubject subject = ResolveConfiguredUser();
-  subject.account = std::string(account);
-  if (!subject.ok()) return subject;
   const Binding* binding = bindings_->Find(Scope::Agent(std::string(account)).ToString());
-  if (binding == nullptr) return subject;
+  if (binding == nullptr || global_failure_) {
+    ResolvedSubject subject = ResolveConfiguredUser();
+    subject.account = std::string(account);
+    return subject;
+  }
+  ResolvedSubject subject;
+  subject.account = std::string(account);
+  if (const Binding* global = bindings_->Find("global")) {
+    subject.scopes.push_back(global->scope);
+    subject.profiles.push_back(global->profile);
+  }
   subject.scopes.push_back(binding->scope);
   subject.profiles.push_back(binding->profile);
+  const Config* fragment = BoundProfile(*binding, subject.failure);
+  if (fragment == nullptr) return subject;
   // "caught by the resolver at run start, against the real base, with the same token".
-  subject.policy = Apply(*folded_, *binding, subject.failure);
+  subject.policy = Consented(AppliedOnFolded(binding->profile, *fragment), *binding,
+                             subject.failure);
   return subject;
 }
 

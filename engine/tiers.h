@@ -23,9 +23,12 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "engine/loosening.h"
 #include "leash/v1/policy.pb.h"
 
@@ -110,8 +113,10 @@ struct ResolvedSubject {
 };
 
 // Resolves subjects against one snapshot of the floor, the bindings and the profiles. The
-// global binding is judged and folded once at construction. Holds pointers to `bindings` and
-// `profiles`: both must outlive the Resolver. Const methods are thread-safe.
+// global binding is judged and folded once at construction; each profile is overlaid on the
+// folded base and judged once, on first use, however many agents are bound to it. Holds
+// pointers to `bindings` and `profiles`: both must outlive the Resolver. Const methods are
+// thread-safe.
 class Resolver {
  public:
   Resolver(const leash::v1::Config& floor, const Bindings& bindings,
@@ -137,15 +142,26 @@ class Resolver {
   // The fragment `binding` names; nullptr with `failure` set when it dangles or is unreadable.
   const leash::v1::Config* BoundProfile(const Binding& binding,
                                         std::optional<ResolveFailure>& failure) const;
-  // Overlays `binding`'s fragment on `base` if every loosening it performs there is acked.
-  std::optional<leash::v1::Config> Apply(const leash::v1::Config& base, const Binding& binding,
-                                         std::optional<ResolveFailure>& failure) const;
+  // A fragment overlaid on some base, and every loosening that performs.
+  struct Applied {
+    leash::v1::Config policy;
+    std::vector<FieldChange> loosenings;
+  };
+  // `fragment` overlaid on the folded base; computed once per profile (every agent bound to
+  // the same profile shares it — only the acks differ).
+  const Applied& AppliedOnFolded(const std::string& profile,
+                                 const leash::v1::Config& fragment) const;
+  // The policy of `applied` if `binding`'s acks cover every loosening; else sets `failure`.
+  std::optional<leash::v1::Config> Consented(const Applied& applied, const Binding& binding,
+                                             std::optional<ResolveFailure>& failure) const;
 
   leash::v1::Config floor_;
   const Bindings* bindings_;
   const ProfileLibrary* profiles_;
   std::optional<leash::v1::Config> folded_;
   std::optional<ResolveFailure> global_failure_;
+  mutable absl::Mutex mu_;
+  mutable absl::node_hash_map<std::string, Applied> applied_ ABSL_GUARDED_BY(mu_);
 };
 
 // The loosenings `acks` does not cover, in `loosenings` order (acks are matched exactly).
