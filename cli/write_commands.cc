@@ -1,6 +1,9 @@
 // The policy writes: each goes through leashd (it owns the files), is judged there, and is
 // followed by a reconcile unless --no-reconcile. A write that landed but whose reconcile failed
 // is the one state that must not exit 0: the policy is on disk and not in force.
+#include <unistd.h>
+
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -197,6 +200,11 @@ int RunUnbind(const Args& args, Io io) {
   request.set_scope(args.words[1]);
   for (const std::string& ack : args.acks) request.add_acks(ack);
   request.set_no_reconcile(args.no_reconcile);
+  // The ledger records who removed the binding: the operator behind sudo when there is one.
+  const char* sudo_user = std::getenv("SUDO_USER");
+  const char* user = std::getenv("USER");
+  request.set_who(absl::StrCat(sudo_user ? sudo_user : (user ? user : "unknown"), " (uid ",
+                               getuid(), sudo_user ? ", via sudo" : "", ")"));
   leash::v1::PolicyWriteResponse response;
   grpc::Status status = client.control().Unbind(client.Context(true).get(), request, &response);
   if (!status.ok()) return Fail(io, client.Explain(status));
