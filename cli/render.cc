@@ -100,6 +100,7 @@ std::string RenderStatus(const leash::v1::StatusResponse& response) {
   absl::StrAppend(&out, "enforcers: network ", e.network() ? "on" : "OFF", ", filesystem ",
                   e.filesystem() ? "on" : "OFF", ", tools ", e.tools() ? "on" : "OFF", "\n");
   absl::StrAppend(&out, "decision log: ", floor.logging().decisions(), "\n");
+  if (!response.netfilter().empty()) absl::StrAppend(&out, "network enforcement: ", response.netfilter(), "\n");
   if (!response.subjects().empty()) {
     absl::StrAppend(&out, "subjects (", response.subjects_size(),
                     response.single_subject() ? ", single-subject host" : "", ", map version ",
@@ -125,7 +126,7 @@ std::string RenderStatus(const leash::v1::StatusResponse& response) {
   }
   if (response.has_last_reconcile()) {
     const leash::v1::ReconcileReport& last = response.last_reconcile();
-    absl::StrAppend(&out, "last reconcile: ",
+    absl::StrAppend(&out, "reconcile passes: ", response.reconcile_passes(), "; last: ",
                     last.error().empty()
                         ? absl::StrCat(last.changes_size(), " changed, ", last.unchanged(),
                                        " unchanged, ", last.warnings_size(), " warnings")

@@ -194,6 +194,8 @@ grpc::Status ControlService::GetStatus(grpc::ServerContext*, const leash::v1::St
   }
   response->set_map_version(deps_.stream->version());
   *response->mutable_last_reconcile() = deps_.loop->last_report();
+  response->set_reconcile_passes(deps_.loop->passes());
+  response->set_netfilter(deps_.netfilter_description);
   return grpc::Status::OK;
 }
 

@@ -31,6 +31,8 @@ struct ControlDeps {
   // Null when no sidecar runs.
   SidecarSupervisor* supervisor = nullptr;
   bool single_subject = false;
+  // What enforces the network surface ("nftables", "iptables ...", or "off").
+  std::string netfilter_description = "off";
   // How long a write waits for its reconcile.
   absl::Duration reconcile_timeout = absl::Seconds(60);
 };

@@ -224,6 +224,7 @@ int RunDaemon(const DaemonOptions& given) {
   deps.stream = &stream;
   deps.supervisor = &supervisor;
   deps.single_subject = single_subject;
+  deps.netfilter_description = netfilter ? netfilter->Describe() : "off (enforcers.network: false)";
   ControlService control(deps);
 
   UnixSocketOptions admin_options;
