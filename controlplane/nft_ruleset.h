@@ -1,0 +1,124 @@
+// Leash's nftables shape, as libnftnl objects appended to an NftBatch, and the test that tells
+// a leash table in the current shape from one left by an older version. Pure: no socket, so
+// every rule Leash installs is unit-tested against the expressions `nft` itself generates.
+//
+// The shape (spec: "One chain per UID"; issue 6 "Scale"):
+//   table ip leash / table ip6 leash
+//     map agents { type uid : verdict }          one element per UID: <uid> : jump agent_<uid>
+//     chain output { type nat hook output priority -100; policy accept;
+//                    meta skuid vmap @agents }   the dispatcher, and nothing else
+//     chain agent_<uid> {                         hookless, one per UID
+//       oif "lo" tcp dport != 18000-18999 counter return
+//       meta l4proto tcp counter redirect to :<port>
+//     }
+//   table inet leash_filter
+//     map agents, chain output { type filter hook output priority 0; ... vmap @agents }
+//     chain agent_<uid> {
+//       ip daddr <resolver> udp dport 53 counter return      (one per IPv4 resolver)
+//       ip6 daddr <resolver> udp dport 53 counter return     (one per IPv6 resolver)
+//       meta l4proto udp counter drop                       (absent when network.udp: allow)
+//     }
+// The dispatcher is one hash lookup keyed by the socket's UID, so a new connection costs the
+// same with 1 agent or 1,000 (a linear list of `meta skuid X jump` rules costs ~40 ns per rule).
+//
+// Loopback and IPv6. "Loopback" is the route, not an address: `oif "lo"` (ifindex 1 in every
+// namespace) covers 127.0.0.0/8, ::1 and this host's own addresses, which the kernel also routes
+// over lo; that is what a local service is. The proxy range is carved out of the exemption, so
+// an attempt at 127.0.0.1:18xxx or [::1]:18xxx falls through to the attempting UID's own
+// redirect. `redirect` in the output hook rewrites the destination to the loopback address of
+// the packet's own family — 127.0.0.1 for IPv4, ::1 for IPv6 — keeping the new port, so the
+// proxy's listener pair on 127.0.0.1:<port> and [::1]:<port> receives the UID's IPv4 and IPv6
+// connections respectively; SO_ORIGINAL_DST (IPv4) and IP6T_SO_ORIGINAL_DST (IPv6) give back
+// the address the agent asked for. An IPv4-mapped destination (::ffff:a.b.c.d) on a dual-stack
+// socket leaves as an IPv4 packet and takes the ip table's rule.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "controlplane/netfilter.h"
+#include "controlplane/nft_batch.h"
+
+namespace leash::controlplane::nft {
+
+inline constexpr char kNatTable[] = "leash";
+inline constexpr char kFilterTable[] = "leash_filter";
+inline constexpr char kDispatchChain[] = "output";
+inline constexpr char kAgentsMap[] = "agents";
+// nft's own datatype number for `uid` (nftables datatype.h TYPE_UID), so `nft list` prints
+// the map as `type uid : verdict` and its keys as numbers.
+inline constexpr uint32_t kNftTypeUid = 24;
+
+// One of the three tables Leash owns.
+struct LeashTable {
+  uint16_t family;  // NFPROTO_IPV4, NFPROTO_IPV6 or NFPROTO_INET
+  const char* name;
+  bool nat;  // the redirect tables (ip/ip6 leash) rather than the UDP filter
+  // "ip leash", as nft prints it.
+  std::string Label() const;
+};
+
+// ip leash, ip6 leash, inet leash_filter — in that order.
+const std::vector<LeashTable>& LeashTables();
+
+std::string AgentChainName(uint32_t uid);
+// The UID of a chain named agent_<decimal uid>, or nullopt for any other name.
+std::optional<uint32_t> ParseAgentChainName(absl::string_view name);
+
+// Creates `table`, its agents map, its dispatcher chain and the one dispatch rule. Only for a
+// table that does not exist: NEWRULE always appends, so this must never run twice on a table.
+// `set_id` names the map within the batch (the rule refers to a map made in the same batch).
+void AddSkeleton(NftBatch& batch, const LeashTable& table, uint32_t set_id);
+
+// Appends `subject`'s chain, rules and map element to `table`. The chain must not exist (call
+// DeleteSubject first in the same batch when it does).
+void AddSubject(NftBatch& batch, const LeashTable& table, const NetfilterSubject& subject);
+
+// Deletes the UID's map element (when `element`) and then its chain with its rules (when
+// `chain`) from `table`. The element goes first: the kernel refuses to delete a chain that a
+// map element still jumps to.
+void DeleteSubject(NftBatch& batch, const LeashTable& table, uint32_t uid, bool element,
+                   bool chain);
+
+// What a leash table holds, as read back from the kernel: enough to judge its shape.
+struct ExprSnapshot {
+  std::string name;        // "meta", "lookup", "immediate", ...
+  uint32_t meta_key = 0;   // meta: NFTA_META_KEY
+  uint32_t dreg = 0;       // meta, lookup
+  uint32_t sreg = 0;       // lookup
+  std::string set;         // lookup: the set's name
+};
+struct BaseChainSnapshot {
+  std::string name;
+  std::string type;  // "nat", "filter", "route"
+  uint32_t hooknum = 0;
+  std::vector<std::vector<ExprSnapshot>> rules;
+};
+struct MapSnapshot {
+  std::string name;
+  uint32_t flags = 0;
+  uint32_t key_len = 0;
+  uint32_t data_type = 0;
+};
+struct TableSnapshot {
+  std::vector<MapSnapshot> sets;
+  std::vector<BaseChainSnapshot> base_chains;
+};
+
+// The current shape, precisely: the table has a set named `agents` that is a verdict map with
+// a 4-byte key, and exactly one base chain, named `output`, of type nat (ip/ip6 leash) or
+// filter (inet leash_filter) on the output hook, holding exactly one rule:
+// `meta skuid vmap @agents` (meta load skuid => reg 1; lookup reg 1 set agents dreg 0).
+// Hookless chains are not judged: they run only when the dispatcher sends a UID there.
+// Anything else in a leash table is the old shape — UID rules directly in the hooked chain, a
+// linear `meta skuid X jump agent_X` dispatcher, a second hooked chain, a missing map — and a
+// per-subject Release cannot see it, so a stale redirect there would win over the new dispatch
+// (spec: "a stale redirect is a terminal verdict that wins over the new dispatch rule").
+// Returns nullopt for the current shape, else why the table is in the old one.
+std::optional<std::string> OldShapeReason(const LeashTable& table,
+                                          const TableSnapshot& snapshot);
+
+}  // namespace leash::controlplane::nft
