@@ -19,12 +19,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "controlplane/testing/fake_netfilter.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace leash::controlplane::nft {
 namespace {
 
+using ::leash::controlplane::testing::MakeSubject;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Optional;
@@ -158,16 +160,6 @@ const LeashTable& Ip() { return LeashTables()[0]; }
 const LeashTable& Ip6() { return LeashTables()[1]; }
 const LeashTable& Inet() { return LeashTables()[2]; }
 
-NetfilterSubject Subject(uint32_t uid, uint16_t port, bool udp_allowed = false,
-                         std::vector<engine::IpAddress> resolvers = {}) {
-  NetfilterSubject subject;
-  subject.uid = uid;
-  subject.port = port;
-  subject.udp_allowed = udp_allowed;
-  subject.dns_resolvers = std::move(resolvers);
-  return subject;
-}
-
 engine::IpAddress Addr(absl::string_view text) {
   std::optional<engine::IpAddress> a = engine::ParseIpAddress(text);
   EXPECT_TRUE(a.has_value()) << text;
@@ -188,7 +180,7 @@ constexpr char kRedirect1001To18001[] =
     "[ counter pkts 0 bytes 0 ] [ immediate reg 1 0x00005146 ] "
     "[ redir proto_min reg 1 flags 0x2 ]";
 constexpr char kDns10_0_0_53[] =
-    "agent_1001: [ meta load nfproto => reg 1 ] [ cmp eq reg 1 0x00000001 ] "
+    "agent_1001: [ meta load nfproto => reg 1 ] [ cmp eq reg 1 0x00000002 ] "
     "[ payload load 4b @ network header + 16 => reg 1 ] [ cmp eq reg 1 0x3500000a ] "
     "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000011 ] "
     "[ payload load 2b @ transport header + 2 => reg 1 ] [ cmp eq reg 1 0x00003500 ] "
@@ -249,7 +241,7 @@ TEST(NftRuleset, FilterSkeletonIsFilterTypeAtPriorityZero) {
 TEST(NftRuleset, SubjectInNatTableIsLoopbackExemptionExceptProxyRangeThenRedirect) {
   for (const LeashTable* table : {&Ip(), &Ip6()}) {
     NftBatch batch(1);
-    AddSubject(batch, *table, Subject(1001, 18001));
+    AddSubject(batch, *table, MakeSubject(1001, 18001));
     const std::vector<Message> messages = Decode(batch.Finish());
     const std::string f = absl::StrCat(table->family);
     EXPECT_THAT(Commands(messages),
@@ -268,7 +260,7 @@ TEST(NftRuleset, SubjectInFilterTableDropsUdpExceptDnsToResolvers) {
   NftBatch batch(1);
   // A duplicate and an IPv4-mapped spelling of the same resolver collapse into one rule.
   AddSubject(batch, Inet(),
-             Subject(1001, 18001, false,
+             MakeSubject(1001, 18001, false,
                      {Addr("10.0.0.53"), Addr("2001:db8::53"), Addr("10.0.0.53"),
                       Addr("::ffff:10.0.0.53")}));
   EXPECT_THAT(Commands(Decode(batch.Finish())),
@@ -280,7 +272,7 @@ TEST(NftRuleset, SubjectInFilterTableDropsUdpExceptDnsToResolvers) {
 
 TEST(NftRuleset, SubjectWithoutResolversDropsAllUdp) {
   NftBatch batch(1);
-  AddSubject(batch, Inet(), Subject(1001, 18001));
+  AddSubject(batch, Inet(), MakeSubject(1001, 18001));
   EXPECT_THAT(Commands(Decode(batch.Finish())),
               ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kUdpDrop1001),
                           "newsetelem 1 agents: 1001 : jump agent_1001"));
@@ -289,7 +281,7 @@ TEST(NftRuleset, SubjectWithoutResolversDropsAllUdp) {
 TEST(NftRuleset, UdpAllowedSubjectHasAnEmptyFilterChain) {
   NftBatch batch(1);
   AddSubject(batch, Inet(),
-             Subject(1001, 18001, true, {Addr("10.0.0.53")}));
+             MakeSubject(1001, 18001, true, {Addr("10.0.0.53")}));
   EXPECT_THAT(Commands(Decode(batch.Finish())),
               ElementsAre("newchain 1 agent_1001", "newsetelem 1 agents: 1001 : jump agent_1001"));
 }
@@ -308,7 +300,7 @@ TEST(NftRuleset, DeleteSubjectRemovesElementBeforeChain) {
 TEST(NftBatchFraming, BeginCommandsEndWithOnlyTheLastCommandAcknowledged) {
   NftBatch batch(500);
   EXPECT_TRUE(batch.empty());
-  AddSubject(batch, Ip(), Subject(1001, 18001));
+  AddSubject(batch, Ip(), MakeSubject(1001, 18001));
   const std::vector<Message> messages = Decode(batch.Finish());
   ASSERT_EQ(messages.size(), 6u);
   EXPECT_EQ(messages.front().type, NFNL_MSG_BATCH_BEGIN);
@@ -329,7 +321,7 @@ TEST(NftBatchFraming, ThousandSubjectsFitOneBatch) {
   NftBatch batch(1);
   for (uint32_t uid = 10000; uid < 11000; ++uid) {
     for (const LeashTable& table : LeashTables()) {
-      AddSubject(batch, table, Subject(uid, 18001, false, {Addr("10.0.0.53")}));
+      AddSubject(batch, table, MakeSubject(uid, 18001, false, {Addr("10.0.0.53")}));
     }
   }
   const std::vector<Message> messages = Decode(batch.Finish());
