@@ -6,6 +6,7 @@
 #include <libnftnl/rule.h>
 #include <libnftnl/set.h>
 #include <libnftnl/table.h>
+#include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 
 #include <cstring>
