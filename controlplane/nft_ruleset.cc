@@ -25,9 +25,6 @@ namespace {
 
 using engine::IpAddress;
 
-// Every loopback device is ifindex 1 (LOOPBACK_IFINDEX), in every network namespace: this
-// is what `nft` itself compiles `oif "lo"` to.
-constexpr uint32_t kLoopbackIfindex = 1;
 constexpr uint16_t kDnsPort = 53;
 // nftables' BYTEORDER_HOST_ENDIAN, recorded in the map's user data so `nft list` prints UIDs as
 // numbers (nft does the same for `type uid`).
@@ -154,17 +151,24 @@ void AddRedirectRules(NftBatch& batch, const LeashTable& table, const std::strin
   // Loopback (a local service) is exempt, except the proxy range: an attempt at another
   // subject's listener falls through to this UID's own redirect (spec: "The loopback
   // exemption excludes the proxy port range (18000-18999)").
+  const bool v4 = table.family == NFPROTO_IPV4;
   RuleBuilder exempt(table, chain);
-  exempt.Meta(NFT_META_OIF)
-      .CmpEqU32(kLoopbackIfindex)
-      .Meta(NFT_META_L4PROTO)
+  if (v4) {
+    // ip daddr 127.0.0.0/8: nft compiles the /8 to a one-byte compare.
+    exempt.Payload(NFT_PAYLOAD_NETWORK_HEADER, 16, 1).CmpEqU8(127);
+  } else {
+    exempt.Payload(NFT_PAYLOAD_NETWORK_HEADER, 24, 16).CmpEq(&in6addr_loopback, 16);
+  }
+  exempt.Meta(NFT_META_L4PROTO)
       .CmpEqU8(IPPROTO_TCP)
       .DestinationPort()
       .PortNotInRange(kProxyPortFirst, kProxyPortLast)
       .Counter()
       .Verdict(NFT_RETURN);
-  batch.AddRule(exempt.rule(), absl::StrCat("add rule `oif lo tcp dport != ", PortRange(),
-                                            " return` to ", table.Label(), " ", chain));
+  batch.AddRule(exempt.rule(),
+                absl::StrCat("add rule `", v4 ? "ip daddr 127.0.0.0/8" : "ip6 daddr ::1",
+                             " tcp dport != ", PortRange(), " return` to ", table.Label(), " ",
+                             chain));
   RuleBuilder redirect(table, chain);
   redirect.Meta(NFT_META_L4PROTO).CmpEqU8(IPPROTO_TCP).Counter().RedirectToPort(subject.port);
   batch.AddRule(redirect.rule(), absl::StrCat("add rule `meta l4proto tcp redirect to :",

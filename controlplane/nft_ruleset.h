@@ -8,7 +8,7 @@
 //     chain output { type nat hook output priority -100; policy accept;
 //                    meta skuid vmap @agents }   the dispatcher, and nothing else
 //     chain agent_<uid> {                         hookless, one per UID
-//       oif "lo" tcp dport != 18000-18999 counter return
+//       ip daddr 127.0.0.0/8 tcp dport != 18000-18999 counter return   (ip6: ip6 daddr ::1)
 //       meta l4proto tcp counter redirect to :<port>
 //     }
 //   table inet leash_filter
@@ -21,16 +21,17 @@
 // The dispatcher is one hash lookup keyed by the socket's UID, so a new connection costs the
 // same with 1 agent or 1,000 (a linear list of `meta skuid X jump` rules costs ~40 ns per rule).
 //
-// Loopback and IPv6. "Loopback" is the route, not an address: `oif "lo"` (ifindex 1 in every
-// namespace) covers 127.0.0.0/8, ::1 and this host's own addresses, which the kernel also routes
-// over lo; that is what a local service is. The proxy range is carved out of the exemption, so
-// an attempt at 127.0.0.1:18xxx or [::1]:18xxx falls through to the attempting UID's own
-// redirect. `redirect` in the output hook rewrites the destination to the loopback address of
-// the packet's own family — 127.0.0.1 for IPv4, ::1 for IPv6 — keeping the new port, so the
-// proxy's listener pair on 127.0.0.1:<port> and [::1]:<port> receives the UID's IPv4 and IPv6
-// connections respectively; SO_ORIGINAL_DST (IPv4) and IP6T_SO_ORIGINAL_DST (IPv6) give back
-// the address the agent asked for. An IPv4-mapped destination (::ffff:a.b.c.d) on a dual-stack
-// socket leaves as an IPv4 packet and takes the ip table's rule.
+// Loopback and IPv6. "Loopback" is the destination address, per family: 127.0.0.0/8 in
+// ip leash, ::1 in ip6 leash. Not the route (`oif "lo"`): that would also exempt every other
+// address of this host, which the kernel routes over lo too, so a leashed UID could reach a
+// service on the host's own public address unjudged. The proxy range is carved out of the
+// exemption, so an attempt at 127.0.0.1:18xxx or [::1]:18xxx falls through to the attempting
+// UID's own redirect. `redirect` in the output hook rewrites the destination to the loopback
+// address of the packet's own family — 127.0.0.1 for IPv4, ::1 for IPv6 — keeping the new
+// port, so the proxy's listener pair on 127.0.0.1:<port> and [::1]:<port> receives the UID's
+// IPv4 and IPv6 connections respectively; SO_ORIGINAL_DST (IPv4) and IP6T_SO_ORIGINAL_DST
+// (IPv6) give back the address the agent asked for. A destination written IPv4-mapped
+// (::ffff:a.b.c.d) on a dual-stack socket leaves as an IPv4 packet and meets the ip table.
 #pragma once
 
 #include <cstdint>

@@ -170,7 +170,14 @@ engine::IpAddress Addr(absl::string_view text) {
 constexpr char kDispatch[] =
     "output: [ meta load skuid => reg 1 ] [ lookup reg 1 set agents dreg 0 ]";
 constexpr char kLoopbackExempt1001[] =
-    "agent_1001: [ meta load oif => reg 1 ] [ cmp eq reg 1 0x00000001 ] "
+    "agent_1001: [ payload load 1b @ network header + 16 => reg 1 ] [ cmp eq reg 1 0x0000007f ] "
+    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
+    "[ payload load 2b @ transport header + 2 => reg 1 ] "
+    "[ range neq reg 1 0x00005046 0x0000374a ] [ counter pkts 0 bytes 0 ] "
+    "[ immediate reg 0 return ]";
+constexpr char kLoopback6Exempt1001[] =
+    "agent_1001: [ payload load 16b @ network header + 24 => reg 1 ] "
+    "[ cmp eq reg 1 0x00000000 0x00000000 0x00000000 0x01000000 ] "
     "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
     "[ payload load 2b @ transport header + 2 => reg 1 ] "
     "[ range neq reg 1 0x00005046 0x0000374a ] [ counter pkts 0 bytes 0 ] "
@@ -246,7 +253,8 @@ TEST(NftRuleset, SubjectInNatTableIsLoopbackExemptionExceptProxyRangeThenRedirec
     const std::string f = absl::StrCat(table->family);
     EXPECT_THAT(Commands(messages),
                 ElementsAre("newchain " + f + " agent_1001",
-                            "newrule " + f + " " + kLoopbackExempt1001,
+                            "newrule " + f + " " +
+                                (table == &Ip() ? kLoopbackExempt1001 : kLoopback6Exempt1001),
                             "newrule " + f + " " + kRedirect1001To18001,
                             "newsetelem " + f + " agents: 1001 : jump agent_1001"))
         << table->Label();

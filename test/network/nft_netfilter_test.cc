@@ -107,7 +107,7 @@ TEST_F(NftNetfilterTest, ApplyAddsExactlyTheUidsChainsAndElements) {
   EXPECT_THAT(List({"list", "chain", "ip", "leash", "agent_1001"}),
               HasSubstr("meta l4proto tcp counter packets 0 bytes 0 redirect to :18001"));
   EXPECT_THAT(List({"list", "chain", "ip6", "leash", "agent_1002"}),
-              HasSubstr("oif \"lo\" tcp dport != 18000-18999 counter packets 0 bytes 0 return"));
+              HasSubstr("ip6 daddr ::1 tcp dport != 18000-18999 counter packets 0 bytes 0 return"));
   const std::string filter_1001 = List({"list", "chain", "inet", "leash_filter", "agent_1001"});
   EXPECT_THAT(filter_1001, HasSubstr("ip daddr 192.0.2.53 udp dport 53 counter"));
   EXPECT_THAT(filter_1001, HasSubstr("meta l4proto udp counter packets 0 bytes 0 drop"));
@@ -210,7 +210,7 @@ TEST_F(NftNetfilterTest, PrepareDropsTableWithUidRulesInTheHookedChain) {
       "table ip leash {\n"
       "  chain output {\n"
       "    type nat hook output priority -100; policy accept;\n"
-      "    meta skuid 1001 oif \"lo\" tcp dport != 18000-18999 return\n"
+      "    meta skuid 1001 ip daddr 127.0.0.0/8 tcp dport != 18000-18999 return\n"
       "    meta skuid 1001 meta l4proto tcp redirect to :18001\n"
       "  }\n"
       "}\n"
