@@ -8,15 +8,12 @@
 #include <linux/netfilter/nf_tables.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <utility>
 
 namespace leash::controlplane {
 namespace {
-
-// Room reserved for one message before libnftnl writes it. Leash's largest message is a rule
-// of a dozen expressions or one map element: well under 1 KiB.
-constexpr size_t kMessageRoom = 16 * 1024;
 
 struct TableDeleter {
   void operator()(nftnl_table* table) const { nftnl_table_free(table); }
@@ -32,11 +29,19 @@ NftBatch::NftBatch(uint32_t first_seq) : first_seq_(first_seq) {
   Commit(begin);
 }
 
+NftBatch::~NftBatch() { std::free(buffer_); }
+
 nlmsghdr* NftBatch::Reserve() {
-  if (buffer_.size() < used_ + kMessageRoom) {
-    buffer_.resize(std::max(buffer_.size() * 2, used_ + kMessageRoom));
+  if (capacity_ < used_ + kMaxMessageBytes) {
+    const size_t capacity = std::max(capacity_ * 2, used_ + kMaxMessageBytes);
+    char* grown = static_cast<char*>(std::realloc(buffer_, capacity));
+    // Out of memory building a netlink batch: nothing sensible to return to.
+    if (grown == nullptr) std::abort();
+    buffer_ = grown;
+    capacity_ = capacity;
   }
-  return reinterpret_cast<nlmsghdr*>(buffer_.data() + used_);
+  // libmnl zeroes every header and padding it writes; the rest is written in full.
+  return reinterpret_cast<nlmsghdr*>(buffer_ + used_);
 }
 
 void NftBatch::Commit(const nlmsghdr* message) { used_ += NLMSG_ALIGN(message->nlmsg_len); }
@@ -118,13 +123,13 @@ absl::string_view NftBatch::Finish() {
   if (!finished_) {
     finished_ = true;
     if (!descriptions_.empty()) {
-      reinterpret_cast<nlmsghdr*>(buffer_.data() + last_command_offset_)->nlmsg_flags |=
+      reinterpret_cast<nlmsghdr*>(buffer_ + last_command_offset_)->nlmsg_flags |=
           NLM_F_ACK;
     }
     const uint32_t end_seq = first_seq_ + 1 + static_cast<uint32_t>(descriptions_.size());
     Commit(nftnl_batch_end(reinterpret_cast<char*>(Reserve()), end_seq));
   }
-  return absl::string_view(buffer_.data(), used_);
+  return absl::string_view(buffer_, used_);
 }
 
 std::string NftBatch::Describe(uint32_t seq) const {

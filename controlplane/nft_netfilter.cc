@@ -286,14 +286,7 @@ absl::Status NftNetfilter::ApplyWith(const std::vector<NetfilterSubject>& subjec
                                      const Presence& presence) {
   NftBatch batch(socket_->next_seq());
   for (size_t i = 0; i < Tables().size(); ++i) {
-    for (const NetfilterSubject& subject : subjects) {
-      // A replace deletes exactly this UID's element and chain and re-adds them in the same
-      // transaction: no moment without the UID's rules, and no other UID's objects touched.
-      nft::DeleteSubject(batch, Tables()[i], subject.uid,
-                         presence.elements[i].count(subject.uid) > 0,
-                         presence.chains[i].count(subject.uid) > 0);
-      nft::AddSubject(batch, Tables()[i], subject);
-    }
+    nft::ApplySubjects(batch, Tables()[i], subjects, presence.elements[i], presence.chains[i]);
   }
   return socket_->Send(batch);
 }
@@ -338,8 +331,10 @@ absl::Status NftNetfilter::Release(uint32_t uid) {
   ASSIGN_OR_RETURN(const Presence presence, PresenceOf(uid));
   NftBatch batch(socket_->next_seq());
   for (size_t i = 0; i < Tables().size(); ++i) {
-    nft::DeleteSubject(batch, Tables()[i], uid, presence.elements[i].count(uid) > 0,
-                       presence.chains[i].count(uid) > 0);
+    nft::ReleaseSubjects(
+        batch, Tables()[i],
+        std::vector<uint32_t>(presence.elements[i].begin(), presence.elements[i].end()),
+        std::vector<uint32_t>(presence.chains[i].begin(), presence.chains[i].end()));
   }
   return socket_->Send(batch);  // nothing present: an empty batch, nothing sent
 }

@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <set>
 #include <utility>
@@ -19,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "absl/types/span.h"
 
 namespace leash::controlplane::nft {
 namespace {
@@ -142,6 +144,23 @@ nftnl_set_elem* UidElement(uint32_t uid) {
   // meta skuid loads the UID in host byte order, so the key is stored the same way.
   nftnl_set_elem_set(element, NFTNL_SET_ELEM_KEY, &uid, sizeof(uid));
   return element;
+}
+
+// Elements per NEWSETELEM/DELSETELEM message: ~60 bytes each, well inside
+// NftBatch::kMaxMessageBytes, and a 1,000-subject startup sends 4 messages per map, not 1,000.
+constexpr size_t kElementsPerMessage = 256;
+
+void ForEachElementChunk(const std::vector<uint32_t>& uids,
+                         const std::function<void(absl::Span<const uint32_t>)>& fn) {
+  for (size_t i = 0; i < uids.size(); i += kElementsPerMessage) {
+    fn(absl::MakeConstSpan(uids).subspan(i, kElementsPerMessage));
+  }
+}
+
+// "element 1001" or "elements 1001..1256 (256)", for error messages.
+std::string ElementsLabel(absl::Span<const uint32_t> uids) {
+  if (uids.size() == 1) return absl::StrCat("element ", uids.front());
+  return absl::StrCat("elements ", uids.front(), "..", uids.back(), " (", uids.size(), ")");
 }
 
 std::string PortRange() { return absl::StrCat(kProxyPortFirst, "-", kProxyPortLast); }
@@ -274,37 +293,58 @@ void AddSkeleton(NftBatch& batch, const LeashTable& table, uint32_t set_id) {
                                               "` to ", label, " ", kDispatchChain));
 }
 
-void AddSubject(NftBatch& batch, const LeashTable& table, const NetfilterSubject& subject) {
-  const std::string name = AgentChainName(subject.uid);
-  std::unique_ptr<nftnl_chain, ChainDeleter> chain(nftnl_chain_alloc());
-  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_FAMILY, table.family);
-  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TABLE, table.name);
-  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_NAME, name.c_str());
-  batch.AddChain(chain.get(), /*exclusive=*/true,
-                 absl::StrCat("add chain ", name, " to table ", table.Label()));
-  if (table.nat) {
-    AddRedirectRules(batch, table, name, subject);
-  } else {
-    AddUdpRules(batch, table, name, subject);
+void ApplySubjects(NftBatch& batch, const LeashTable& table,
+                   const std::vector<NetfilterSubject>& subjects,
+                   const std::set<uint32_t>& elements_present,
+                   const std::set<uint32_t>& chains_present) {
+  std::vector<uint32_t> stale_elements;
+  std::vector<uint32_t> stale_chains;
+  std::vector<uint32_t> uids;
+  for (const NetfilterSubject& subject : subjects) {
+    uids.push_back(subject.uid);
+    if (elements_present.count(subject.uid) > 0) stale_elements.push_back(subject.uid);
+    if (chains_present.count(subject.uid) > 0) stale_chains.push_back(subject.uid);
   }
-  std::unique_ptr<nftnl_set, SetDeleter> map = MapRef(table);
-  nftnl_set_elem* element = UidElement(subject.uid);
-  nftnl_set_elem_set_u32(element, NFTNL_SET_ELEM_VERDICT, static_cast<uint32_t>(NFT_JUMP));
-  nftnl_set_elem_set_str(element, NFTNL_SET_ELEM_CHAIN, name.c_str());
-  nftnl_set_elem_add(map.get(), element);
-  batch.AddElements(map.get(), absl::StrCat("add element ", subject.uid, " : jump ", name,
-                                            " to map ", table.Label(), " ", kAgentsMap));
+  // A replace deletes exactly this UID's element and chain and re-adds them in the same
+  // transaction: no moment without the UID's rules, and no other UID's objects touched.
+  ReleaseSubjects(batch, table, stale_elements, stale_chains);
+  for (const NetfilterSubject& subject : subjects) {
+    const std::string name = AgentChainName(subject.uid);
+    std::unique_ptr<nftnl_chain, ChainDeleter> chain(nftnl_chain_alloc());
+    nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_FAMILY, table.family);
+    nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TABLE, table.name);
+    nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_NAME, name.c_str());
+    batch.AddChain(chain.get(), /*exclusive=*/true,
+                   absl::StrCat("add chain ", name, " to table ", table.Label()));
+    if (table.nat) {
+      AddRedirectRules(batch, table, name, subject);
+    } else {
+      AddUdpRules(batch, table, name, subject);
+    }
+  }
+  ForEachElementChunk(uids, [&](absl::Span<const uint32_t> chunk) {
+    std::unique_ptr<nftnl_set, SetDeleter> map = MapRef(table);
+    for (uint32_t uid : chunk) {
+      nftnl_set_elem* element = UidElement(uid);
+      nftnl_set_elem_set_u32(element, NFTNL_SET_ELEM_VERDICT, static_cast<uint32_t>(NFT_JUMP));
+      nftnl_set_elem_set_str(element, NFTNL_SET_ELEM_CHAIN, AgentChainName(uid).c_str());
+      nftnl_set_elem_add(map.get(), element);
+    }
+    batch.AddElements(map.get(), absl::StrCat("add ", ElementsLabel(chunk), " : jump agent_<uid> to map ",
+                                              table.Label(), " ", kAgentsMap));
+  });
 }
 
-void DeleteSubject(NftBatch& batch, const LeashTable& table, uint32_t uid, bool element,
-                   bool chain) {
-  if (element) {
+void ReleaseSubjects(NftBatch& batch, const LeashTable& table,
+                     const std::vector<uint32_t>& element_uids,
+                     const std::vector<uint32_t>& chain_uids) {
+  ForEachElementChunk(element_uids, [&](absl::Span<const uint32_t> chunk) {
     std::unique_ptr<nftnl_set, SetDeleter> map = MapRef(table);
-    nftnl_set_elem_add(map.get(), UidElement(uid));
-    batch.DeleteElements(map.get(), absl::StrCat("delete element ", uid, " from map ",
+    for (uint32_t uid : chunk) nftnl_set_elem_add(map.get(), UidElement(uid));
+    batch.DeleteElements(map.get(), absl::StrCat("delete ", ElementsLabel(chunk), " from map ",
                                                  table.Label(), " ", kAgentsMap));
-  }
-  if (chain) {
+  });
+  for (uint32_t uid : chain_uids) {
     const std::string name = AgentChainName(uid);
     batch.DeleteChain(table.family, table.name, name,
                       absl::StrCat("delete chain ", name, " from table ", table.Label()));

@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -74,15 +75,21 @@ std::optional<uint32_t> ParseAgentChainName(absl::string_view name);
 // `set_id` names the map within the batch (the rule refers to a map made in the same batch).
 void AddSkeleton(NftBatch& batch, const LeashTable& table, uint32_t set_id);
 
-// Appends `subject`'s chain, rules and map element to `table`. The chain must not exist (call
-// DeleteSubject first in the same batch when it does).
-void AddSubject(NftBatch& batch, const LeashTable& table, const NetfilterSubject& subject);
+// The change Apply/ApplyAll makes to one table: for the UIDs among `subjects` that already
+// have an element (`elements_present`) or a chain (`chains_present`), deletes exactly those
+// first; then adds each subject's chain and rules, and its map element. Elements travel a few
+// hundred to a message. Nothing of any other UID is touched.
+void ApplySubjects(NftBatch& batch, const LeashTable& table,
+                   const std::vector<NetfilterSubject>& subjects,
+                   const std::set<uint32_t>& elements_present,
+                   const std::set<uint32_t>& chains_present);
 
-// Deletes the UID's map element (when `element`) and then its chain with its rules (when
-// `chain`) from `table`. The element goes first: the kernel refuses to delete a chain that a
-// map element still jumps to.
-void DeleteSubject(NftBatch& batch, const LeashTable& table, uint32_t uid, bool element,
-                   bool chain);
+// Deletes the map elements of `element_uids` and then the chains (with their rules) of
+// `chain_uids` from `table`. Elements go first: the kernel refuses to delete a chain that a map
+// element still jumps to.
+void ReleaseSubjects(NftBatch& batch, const LeashTable& table,
+                     const std::vector<uint32_t>& element_uids,
+                     const std::vector<uint32_t>& chain_uids);
 
 // What a leash table holds, as read back from the kernel: enough to judge its shape.
 struct ExprSnapshot {

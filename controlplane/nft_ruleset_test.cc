@@ -14,6 +14,9 @@
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nf_tables.h>
 
+#include <endian.h>
+
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -56,28 +59,51 @@ std::string RuleText(const nlmsghdr* h) {
   return out;
 }
 
+// Decoded by hand with libmnl: libnftnl 1.2.4 numbers the element nests it builds 1, 2, 3...
+// (the kernel does not care) but its own parser accepts only NFTA_LIST_ELEM, so it cannot read
+// back a message of more than one element. Kernel dumps use NFTA_LIST_ELEM throughout.
+std::vector<const nlattr*> Attrs(const void* start, int len) {
+  std::vector<const nlattr*> out;
+  for (const nlattr* a = static_cast<const nlattr*>(start); mnl_attr_ok(a, len);
+       a = mnl_attr_next(a)) {
+    out.push_back(a);
+    len -= static_cast<int>(MNL_ALIGN(a->nla_len));
+  }
+  return out;
+}
+std::vector<const nlattr*> Nested(const nlattr* nest) {
+  return Attrs(mnl_attr_get_payload(nest), static_cast<int>(mnl_attr_get_payload_len(nest)));
+}
+
 std::string ElementsText(const nlmsghdr* h) {
-  nftnl_set* set = nftnl_set_alloc();
-  EXPECT_GE(nftnl_set_elems_nlmsg_parse(h, set), 0);
-  std::string out = absl::StrCat(nftnl_set_get_str(set, NFTNL_SET_NAME), ":");
-  nftnl_set_elems_iter* it = nftnl_set_elems_iter_create(set);
-  for (nftnl_set_elem* e = nftnl_set_elems_iter_next(it); e != nullptr;
-       e = nftnl_set_elems_iter_next(it)) {
-    uint32_t len = 0;
-    uint32_t uid = 0;
-    const void* key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
-    EXPECT_EQ(len, 4u);
-    std::memcpy(&uid, key, sizeof(uid));
-    absl::StrAppend(&out, " ", uid);
-    if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_CHAIN)) {
-      EXPECT_EQ(nftnl_set_elem_get_u32(e, NFTNL_SET_ELEM_VERDICT),
-                static_cast<uint32_t>(NFT_JUMP));
-      absl::StrAppend(&out, " : jump ", nftnl_set_elem_get_str(e, NFTNL_SET_ELEM_CHAIN));
+  std::string set;
+  std::string out;
+  for (const nlattr* attr :
+       Attrs(mnl_nlmsg_get_payload_offset(h, sizeof(nfgenmsg)),
+             static_cast<int>(mnl_nlmsg_get_payload_len(h) - sizeof(nfgenmsg)))) {
+    const uint16_t type = mnl_attr_get_type(attr);
+    if (type == NFTA_SET_ELEM_LIST_SET) set = mnl_attr_get_str(attr);
+    if (type != NFTA_SET_ELEM_LIST_ELEMENTS) continue;
+    for (const nlattr* element : Nested(attr)) {
+      for (const nlattr* field : Nested(element)) {
+        if (mnl_attr_get_type(field) == NFTA_SET_ELEM_KEY) {
+          const nlattr* value = Nested(field).front();
+          EXPECT_EQ(mnl_attr_get_payload_len(value), 4u);
+          absl::StrAppend(&out, " ", mnl_attr_get_u32(value));
+        } else if (mnl_attr_get_type(field) == NFTA_SET_ELEM_DATA) {
+          uint32_t code = 0;
+          std::string chain;
+          for (const nlattr* v : Nested(Nested(field).front())) {
+            if (mnl_attr_get_type(v) == NFTA_VERDICT_CODE) code = be32toh(mnl_attr_get_u32(v));
+            if (mnl_attr_get_type(v) == NFTA_VERDICT_CHAIN) chain = mnl_attr_get_str(v);
+          }
+          EXPECT_EQ(code, static_cast<uint32_t>(NFT_JUMP));
+          absl::StrAppend(&out, " : jump ", chain);
+        }
+      }
     }
   }
-  nftnl_set_elems_iter_destroy(it);
-  nftnl_set_free(set);
-  return out;
+  return set + ":" + out;
 }
 
 std::vector<Message> Decode(absl::string_view bytes) {
@@ -248,7 +274,7 @@ TEST(NftRuleset, FilterSkeletonIsFilterTypeAtPriorityZero) {
 TEST(NftRuleset, SubjectInNatTableIsLoopbackExemptionExceptProxyRangeThenRedirect) {
   for (const LeashTable* table : {&Ip(), &Ip6()}) {
     NftBatch batch(1);
-    AddSubject(batch, *table, MakeSubject(1001, 18001));
+    ApplySubjects(batch, *table, {MakeSubject(1001, 18001)}, {}, {});
     const std::vector<Message> messages = Decode(batch.Finish());
     const std::string f = absl::StrCat(table->family);
     EXPECT_THAT(Commands(messages),
@@ -256,7 +282,7 @@ TEST(NftRuleset, SubjectInNatTableIsLoopbackExemptionExceptProxyRangeThenRedirec
                             "newrule " + f + " " +
                                 (table == &Ip() ? kLoopbackExempt1001 : kLoopback6Exempt1001),
                             "newrule " + f + " " + kRedirect1001To18001,
-                            "newsetelem " + f + " agents: 1001 : jump agent_1001"))
+                        "newsetelem " + f + " agents: 1001 : jump agent_1001"))
         << table->Label();
     // A UID's chain and element are created fresh, never merged into something stale.
     EXPECT_NE(messages[1].flags & NLM_F_EXCL, 0);
@@ -267,10 +293,11 @@ TEST(NftRuleset, SubjectInNatTableIsLoopbackExemptionExceptProxyRangeThenRedirec
 TEST(NftRuleset, SubjectInFilterTableDropsUdpExceptDnsToResolvers) {
   NftBatch batch(1);
   // A duplicate and an IPv4-mapped spelling of the same resolver collapse into one rule.
-  AddSubject(batch, Inet(),
-             MakeSubject(1001, 18001, false,
-                     {Addr("10.0.0.53"), Addr("2001:db8::53"), Addr("10.0.0.53"),
-                      Addr("::ffff:10.0.0.53")}));
+  ApplySubjects(batch, Inet(),
+                {MakeSubject(1001, 18001, false,
+                             {Addr("10.0.0.53"), Addr("2001:db8::53"), Addr("10.0.0.53"),
+                              Addr("::ffff:10.0.0.53")})},
+                {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
               ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kDns10_0_0_53),
                           absl::StrCat("newrule 1 ", kDns2001_db8__53),
@@ -280,7 +307,7 @@ TEST(NftRuleset, SubjectInFilterTableDropsUdpExceptDnsToResolvers) {
 
 TEST(NftRuleset, SubjectWithoutResolversDropsAllUdp) {
   NftBatch batch(1);
-  AddSubject(batch, Inet(), MakeSubject(1001, 18001));
+  ApplySubjects(batch, Inet(), {MakeSubject(1001, 18001)}, {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
               ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kUdpDrop1001),
                           "newsetelem 1 agents: 1001 : jump agent_1001"));
@@ -288,27 +315,48 @@ TEST(NftRuleset, SubjectWithoutResolversDropsAllUdp) {
 
 TEST(NftRuleset, UdpAllowedSubjectHasAnEmptyFilterChain) {
   NftBatch batch(1);
-  AddSubject(batch, Inet(),
-             MakeSubject(1001, 18001, true, {Addr("10.0.0.53")}));
+  ApplySubjects(batch, Inet(), {MakeSubject(1001, 18001, true, {Addr("10.0.0.53")})}, {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
               ElementsAre("newchain 1 agent_1001", "newsetelem 1 agents: 1001 : jump agent_1001"));
 }
 
-TEST(NftRuleset, DeleteSubjectRemovesElementBeforeChain) {
+TEST(NftRuleset, ReleaseDeletesElementsBeforeChains) {
   NftBatch batch(1);
-  DeleteSubject(batch, Ip6(), 1001, /*element=*/true, /*chain=*/true);
-  DeleteSubject(batch, Ip(), 1002, /*element=*/false, /*chain=*/true);
-  DeleteSubject(batch, Inet(), 1003, /*element=*/true, /*chain=*/false);
-  DeleteSubject(batch, Inet(), 1004, /*element=*/false, /*chain=*/false);
+  ReleaseSubjects(batch, Ip6(), {1001, 1002}, {1001, 1002});
+  ReleaseSubjects(batch, Ip(), {}, {1003});
+  ReleaseSubjects(batch, Inet(), {1004}, {});
+  ReleaseSubjects(batch, Inet(), {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
-              ElementsAre("delsetelem 10 agents: 1001", "delchain 10 agent_1001",
-                          "delchain 2 agent_1002", "delsetelem 1 agents: 1003"));
+              ElementsAre("delsetelem 10 agents: 1001 1002", "delchain 10 agent_1001",
+                          "delchain 10 agent_1002", "delchain 2 agent_1003",
+                          "delsetelem 1 agents: 1004"));
+}
+
+TEST(NftRuleset, ApplyOverPresentObjectsDeletesExactlyThoseFirst) {
+  NftBatch batch(1);
+  // 1001 fully present, 1002 only a chain (half-present), 1003 new.
+  ApplySubjects(batch, Ip(),
+                {MakeSubject(1001, 18001), MakeSubject(1002, 18002), MakeSubject(1003, 18003)},
+                /*elements_present=*/{1001, 4242}, /*chains_present=*/{1001, 1002, 4242});
+  const std::vector<std::string> commands = Commands(Decode(batch.Finish()));
+  ASSERT_EQ(commands.size(), 3u + 9 + 1);
+  EXPECT_THAT(std::vector<std::string>(commands.begin(), commands.begin() + 3),
+              ElementsAre("delsetelem 2 agents: 1001", "delchain 2 agent_1001",
+                          "delchain 2 agent_1002"));
+  EXPECT_EQ(commands[3], "newchain 2 agent_1001");
+  EXPECT_EQ(commands[6], "newchain 2 agent_1002");
+  EXPECT_EQ(commands[9], "newchain 2 agent_1003");
+  EXPECT_EQ(commands.back(),
+            "newsetelem 2 agents: 1001 : jump agent_1001 1002 : jump agent_1002 1003 : jump "
+            "agent_1003");
+  // 4242 is present but was not asked for: untouched.
+  for (const std::string& c : commands) EXPECT_THAT(c, ::testing::Not(HasSubstr("4242")));
 }
 
 TEST(NftBatchFraming, BeginCommandsEndWithOnlyTheLastCommandAcknowledged) {
   NftBatch batch(500);
   EXPECT_TRUE(batch.empty());
-  AddSubject(batch, Ip(), MakeSubject(1001, 18001));
+  ApplySubjects(batch, Ip(), {MakeSubject(1001, 18001)}, {}, {});
   const std::vector<Message> messages = Decode(batch.Finish());
   ASSERT_EQ(messages.size(), 6u);
   EXPECT_EQ(messages.front().type, NFNL_MSG_BATCH_BEGIN);
@@ -320,23 +368,30 @@ TEST(NftBatchFraming, BeginCommandsEndWithOnlyTheLastCommandAcknowledged) {
   EXPECT_EQ(batch.command_count(), 4);
   EXPECT_EQ(batch.last_command_seq(), 504u);
   EXPECT_EQ(batch.Describe(501), "add chain agent_1001 to table ip leash");
-  EXPECT_EQ(batch.Describe(504), "add element 1001 : jump agent_1001 to map ip leash agents");
+  EXPECT_EQ(batch.Describe(504), "add element 1001 : jump agent_<uid> to map ip leash agents");
   EXPECT_EQ(batch.Describe(500), "");  // BATCH_BEGIN
   EXPECT_EQ(batch.Describe(505), "");  // BATCH_END
 }
 
-TEST(NftBatchFraming, ThousandSubjectsFitOneBatch) {
+TEST(NftBatchFraming, ThousandSubjectsFitOneBatchWithElementsGrouped) {
   NftBatch batch(1);
+  std::vector<NetfilterSubject> subjects;
   for (uint32_t uid = 10000; uid < 11000; ++uid) {
-    for (const LeashTable& table : LeashTables()) {
-      AddSubject(batch, table, MakeSubject(uid, 18001, false, {Addr("10.0.0.53")}));
+    subjects.push_back(MakeSubject(uid, 18001, false, {Addr("10.0.0.53")}));
+  }
+  for (const LeashTable& table : LeashTables()) ApplySubjects(batch, table, subjects, {}, {});
+  const std::vector<Message> messages = Decode(batch.Finish());
+  // Per UID and table: a chain and two rules; elements 256 to a message (4 per table).
+  EXPECT_EQ(batch.command_count(), 1000 * 9 + 3 * 4);
+  EXPECT_EQ(messages.size(), 1000u * 9 + 3 * 4 + 2);
+  EXPECT_EQ(messages.back().type, NFNL_MSG_BATCH_END);
+  size_t elements = 0;
+  for (const Message& m : messages) {
+    if (m.type == NFT_MSG_NEWSETELEM) {
+      elements += static_cast<size_t>(std::count(m.text.begin(), m.text.end(), ':')) - 1;
     }
   }
-  const std::vector<Message> messages = Decode(batch.Finish());
-  // Per UID: ip and ip6 (chain, 2 rules, element) and inet (chain, dns, drop, element).
-  EXPECT_EQ(batch.command_count(), 1000 * 12);
-  EXPECT_EQ(messages.size(), 1000u * 12 + 2);
-  EXPECT_EQ(messages.back().type, NFNL_MSG_BATCH_END);
+  EXPECT_EQ(elements, 3000u);
 }
 
 TEST(AgentChainName, RoundTripsOnlyCanonicalNames) {

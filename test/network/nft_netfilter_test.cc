@@ -200,6 +200,13 @@ TEST_F(NftNetfilterTest, ApplyAllOfAThousandSubjectsIsOneBatch) {
   ASSERT_TRUE(applied.ok()) << applied;
   EXPECT_THAT(*nf_->ListSubjects(), SizeIs(1000));
   EXPECT_THAT(*MapKeys(*ns_, "inet", "leash_filter"), SizeIs(1000));
+  // Again, now replacing all 1,000: their elements are read back from multi-element dumps and
+  // deleted before being re-added.
+  for (NetfilterSubject& subject : subjects) subject.udp_allowed = true;
+  applied = nf_->ApplyAll(subjects);
+  ASSERT_TRUE(applied.ok()) << applied;
+  EXPECT_THAT(*MapKeys(*ns_, "ip6", "leash"), SizeIs(1000));
+  EXPECT_THAT(List({"list", "table", "inet", "leash_filter"}), Not(HasSubstr("drop")));
 }
 
 // --- Startup migration ---------------------------------------------------------------------
