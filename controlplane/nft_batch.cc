@@ -48,14 +48,15 @@ void NftBatch::Commit(const nlmsghdr* message) { used_ += NLMSG_ALIGN(message->n
 
 void NftBatch::Append(uint16_t type, uint16_t family, uint16_t flags, std::string description,
                       const std::function<void(nlmsghdr*)>& payload) {
-  const uint32_t seq = first_seq_ + 1 + static_cast<uint32_t>(descriptions_.size());
+  const uint32_t seq = first_seq_ + 1 + static_cast<uint32_t>(description_ends_.size());
   const size_t offset = used_;
   nlmsghdr* header =
       nftnl_nlmsg_build_hdr(reinterpret_cast<char*>(Reserve()), type, family, flags, seq);
   payload(header);
   Commit(header);
   last_command_offset_ = offset;
-  descriptions_.push_back(std::move(description));
+  descriptions_ += description;
+  description_ends_.push_back(static_cast<uint32_t>(descriptions_.size()));
 }
 
 void NftBatch::AddTable(uint16_t family, absl::string_view name, std::string description) {
@@ -122,19 +123,21 @@ void NftBatch::DeleteElements(nftnl_set* set, std::string description) {
 absl::string_view NftBatch::Finish() {
   if (!finished_) {
     finished_ = true;
-    if (!descriptions_.empty()) {
+    if (!description_ends_.empty()) {
       reinterpret_cast<nlmsghdr*>(buffer_ + last_command_offset_)->nlmsg_flags |=
           NLM_F_ACK;
     }
-    const uint32_t end_seq = first_seq_ + 1 + static_cast<uint32_t>(descriptions_.size());
+    const uint32_t end_seq = first_seq_ + 1 + static_cast<uint32_t>(description_ends_.size());
     Commit(nftnl_batch_end(reinterpret_cast<char*>(Reserve()), end_seq));
   }
   return absl::string_view(buffer_, used_);
 }
 
 std::string NftBatch::Describe(uint32_t seq) const {
-  if (seq <= first_seq_ || seq > first_seq_ + descriptions_.size()) return "";
-  return descriptions_[seq - first_seq_ - 1];
+  if (seq <= first_seq_ || seq > first_seq_ + description_ends_.size()) return "";
+  const size_t index = seq - first_seq_ - 1;
+  const size_t begin = index == 0 ? 0 : description_ends_[index - 1];
+  return descriptions_.substr(begin, description_ends_[index] - begin);
 }
 
 }  // namespace leash::controlplane
