@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "controlplane/iptables_netfilter.h"
 #include "controlplane/netfilter_factory.h"
 #include "controlplane/testing/fake_netfilter.h"
@@ -23,9 +22,8 @@
 #include "test/fixtures/root.h"
 #include "test/fixtures/subprocess.h"
 #include "test/fixtures/test_account.h"
-#include "test/fixtures/tmpfs.h"
-#include "test/network/probe.h"
 #include "test/network/tagged_server.h"
+#include "test/network/traffic_world.h"
 
 namespace leash::controlplane {
 namespace {
@@ -34,7 +32,7 @@ using ::leash::controlplane::testing::MakeSubject;
 using ::leash::testing::NetNamespace;
 using ::leash::testing::TaggedServer;
 using ::leash::testing::TestAccount;
-using ::leash::testing::TmpfsMount;
+using ::leash::testing::TrafficTest;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -44,30 +42,12 @@ constexpr uint16_t kPortA = 18101;
 constexpr uint16_t kPortOther = 18102;
 enum Endpoint { kLocal4 = 4, kUdp = 5 };
 
-class IptablesFallbackTest : public ::testing::Test {
+class IptablesFallbackTest : public TrafficTest {
  protected:
   void SetUp() override {
-    LEASH_REQUIRE_ROOT();
-    absl::StatusOr<std::unique_ptr<NetNamespace>> ns = NetNamespace::Create();
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = std::move(*ns);
-    ASSERT_TRUE(ns_->AddVethPair({"192.0.2.10/24", "2001:db8::10/64"},
-                                 {"192.0.2.11/24", "2001:db8::11/64"})
-                    .ok());
-    absl::StatusOr<std::unique_ptr<TestAccount>> a = TestAccount::Create("lnft-a");
-    ASSERT_TRUE(a.ok()) << a.status();
-    a_ = std::move(*a);
-    absl::StatusOr<std::unique_ptr<TestAccount>> b = TestAccount::Create("lnft-b");
-    ASSERT_TRUE(b.ok()) << b.status();
-    b_ = std::move(*b);
-    absl::StatusOr<std::unique_ptr<TmpfsMount>> mount = TmpfsMount::Create();
-    ASSERT_TRUE(mount.ok()) << mount.status();
-    mount_ = std::move(*mount);
-    absl::StatusOr<std::string> probe = leash::testing::InstallProbe(*mount_);
-    ASSERT_TRUE(probe.ok()) << probe.status();
-    probe_ = *probe;
-
-    absl::StatusOr<NetNamespace::Entered> entered = ns_->Enter();
+    TrafficTest::SetUp();
+    if (HasFatalFailure() || IsSkipped()) return;
+    absl::StatusOr<NetNamespace::Entered> entered = world_->ns().Enter();
     ASSERT_TRUE(entered.ok()) << entered.status();
     absl::StatusOr<std::unique_ptr<TaggedServer>> server = TaggedServer::Start({
         {"a", "127.0.0.1", kPortA},
@@ -79,7 +59,7 @@ class IptablesFallbackTest : public ::testing::Test {
     });
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
-    // Forced, as the brief for this test asks: nf_tables works on this machine.
+    // Forced, since nf_tables answers on this machine.
     absl::StatusOr<NetfilterChoice> choice = ChooseNetfilter(NetfilterBackend::kIptables);
     ASSERT_TRUE(choice.ok()) << choice.status();
     notice_ = choice->notice;
@@ -89,29 +69,13 @@ class IptablesFallbackTest : public ::testing::Test {
     EXPECT_THAT(*lines, IsEmpty());
   }
 
-  std::string Probe(const TestAccount* account, const std::string& proto,
-                    const std::string& address, uint16_t port) {
-    std::vector<std::string> argv = {probe_, proto, address, absl::StrCat(port)};
-    if (account != nullptr) argv = account->AsUser(argv);
-    absl::StatusOr<leash::testing::RunResult> run = ns_->Run(argv, absl::Seconds(20));
-    EXPECT_TRUE(run.ok()) << run.status();
-    if (!run.ok()) return "";
-    EXPECT_EQ(run->exit_code, 0) << run->out;
-    return std::string(absl::StripAsciiWhitespace(run->out));
-  }
-
   std::string Saved() {
     absl::StatusOr<std::string> out = leash::testing::RunOk(
-        ns_->Exec({DefaultIptablesCommand() + "-save", "-t", "nat"}));
+        world_->ns().Exec({DefaultIptablesCommand() + "-save", "-t", "nat"}));
     EXPECT_TRUE(out.ok()) << out.status();
     return out.value_or("");
   }
 
-  std::unique_ptr<NetNamespace> ns_;
-  std::unique_ptr<TestAccount> a_;
-  std::unique_ptr<TestAccount> b_;
-  std::unique_ptr<TmpfsMount> mount_;
-  std::string probe_;
   std::unique_ptr<TaggedServer> server_;
   std::unique_ptr<Netfilter> nf_;
   std::string notice_;
@@ -127,18 +91,18 @@ TEST_F(IptablesFallbackTest, SaysOnStderrThatItIsNotParity) {
 
 TEST_F(IptablesFallbackTest, RedirectsTheAccountsIpv4TcpAndNothingElse) {
   ASSERT_TRUE(nf_->Apply(MakeSubject(a_->uid(), kPortA)).ok());
-  EXPECT_EQ(Probe(a_.get(), "tcp", "192.0.2.11", 443), "a 192.0.2.11:443");
-  EXPECT_EQ(Probe(a_.get(), "tcp", "192.0.2.11", 8080), "a 192.0.2.11:8080");
+  EXPECT_EQ(Probe(a_, "tcp", "192.0.2.11", 443), "a 192.0.2.11:443");
+  EXPECT_EQ(Probe(a_, "tcp", "192.0.2.11", 8080), "a 192.0.2.11:8080");
   // Loopback exempt except the proxy range, as with nftables.
   const uint16_t local = server_->port(kLocal4);
-  EXPECT_EQ(Probe(a_.get(), "tcp", "127.0.0.1", local), absl::StrCat("local 127.0.0.1:", local));
-  EXPECT_EQ(Probe(a_.get(), "tcp", "127.0.0.1", kPortOther), "a 127.0.0.1:18102");
+  EXPECT_EQ(Probe(a_, "tcp", "127.0.0.1", local), absl::StrCat("local 127.0.0.1:", local));
+  EXPECT_EQ(Probe(a_, "tcp", "127.0.0.1", kPortOther), "a 127.0.0.1:18102");
   // The documented gaps: IPv6 TCP is not redirected and UDP is not dropped.
   // (No IPv6 conntrack without an IPv6 nat table, hence no original destination to report.)
-  EXPECT_THAT(Probe(a_.get(), "tcp", "2001:db8::11", 443), StartsWith("direct "));
-  EXPECT_EQ(Probe(a_.get(), "udp", "192.0.2.11", server_->port(kUdp)), "udp");
+  EXPECT_THAT(Probe(a_, "tcp", "2001:db8::11", 443), StartsWith("direct "));
+  EXPECT_EQ(Probe(a_, "udp", "192.0.2.11", server_->port(kUdp)), "udp");
   // Other accounts and root are untouched.
-  EXPECT_EQ(Probe(b_.get(), "tcp", "192.0.2.11", 443), "direct 192.0.2.11:443");
+  EXPECT_EQ(Probe(b_, "tcp", "192.0.2.11", 443), "direct 192.0.2.11:443");
   EXPECT_EQ(Probe(nullptr, "tcp", "192.0.2.11", 443), "direct 192.0.2.11:443");
 }
 
@@ -152,31 +116,31 @@ TEST_F(IptablesFallbackTest, ASecondUidIsRefused) {
       nf_->ApplyAll({MakeSubject(a_->uid(), kPortA), MakeSubject(b_->uid(), kPortOther)});
   EXPECT_EQ(both.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(both.message(), HasSubstr("enforcing several UIDs needs nftables"));
-  EXPECT_EQ(Probe(b_.get(), "tcp", "192.0.2.11", 443), "direct 192.0.2.11:443");
+  EXPECT_EQ(Probe(b_, "tcp", "192.0.2.11", 443), "direct 192.0.2.11:443");
   EXPECT_THAT(*nf_->ListSubjects(), ElementsAre(a_->uid()));
 }
 
 TEST_F(IptablesFallbackTest, ReapplyReplacesAndReleaseRemovesTheRules) {
   ASSERT_TRUE(nf_->ApplyAll({MakeSubject(a_->uid(), kPortA)}).ok());
   ASSERT_TRUE(nf_->Apply(MakeSubject(a_->uid(), kPortOther)).ok());
-  EXPECT_EQ(Probe(a_.get(), "tcp", "192.0.2.11", 443), "other 192.0.2.11:443");
+  EXPECT_EQ(Probe(a_, "tcp", "192.0.2.11", 443), "other 192.0.2.11:443");
   EXPECT_EQ(ParseIptablesUids(Saved()), std::vector<uint32_t>{a_->uid()});
   EXPECT_EQ(IptablesDeleteLines(Saved(), a_->uid()).size(), 2u);  // replaced, not stacked
   ASSERT_TRUE(nf_->Release(a_->uid()).ok());
-  EXPECT_THAT(Probe(a_.get(), "tcp", "192.0.2.11", 443), StartsWith("direct "));
+  EXPECT_THAT(Probe(a_, "tcp", "192.0.2.11", 443), StartsWith("direct "));
   EXPECT_THAT(Saved(), ::testing::Not(HasSubstr("leash-agent-")));
   EXPECT_TRUE(nf_->Release(a_->uid()).ok());  // nothing left: not an error
   EXPECT_THAT(*nf_->ListSubjects(), IsEmpty());
   // With the first UID gone, another may be enforced.
   ASSERT_TRUE(nf_->Apply(MakeSubject(b_->uid(), kPortA)).ok());
-  EXPECT_EQ(Probe(b_.get(), "tcp", "192.0.2.11", 443), "a 192.0.2.11:443");
+  EXPECT_EQ(Probe(b_, "tcp", "192.0.2.11", 443), "a 192.0.2.11:443");
 }
 
 TEST_F(IptablesFallbackTest, CallsActInTheCreatorsNamespaceFromAnyThread) {
   // The test thread left the namespace after SetUp; the fallback still acts inside it.
   std::thread other([&] { EXPECT_TRUE(nf_->Apply(MakeSubject(a_->uid(), kPortA)).ok()); });
   other.join();
-  EXPECT_EQ(Probe(a_.get(), "tcp", "192.0.2.11", 443), "a 192.0.2.11:443");
+  EXPECT_EQ(Probe(a_, "tcp", "192.0.2.11", 443), "a 192.0.2.11:443");
   absl::StatusOr<std::string> host = leash::testing::RunOk(
       {DefaultIptablesCommand() + "-save", "-t", "nat"});
   ASSERT_TRUE(host.ok()) << host.status();

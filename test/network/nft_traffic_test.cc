@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "controlplane/nft_netfilter.h"
 #include "controlplane/testing/fake_netfilter.h"
 #include "gmock/gmock.h"
@@ -18,10 +17,9 @@
 #include "test/fixtures/root.h"
 #include "test/fixtures/subprocess.h"
 #include "test/fixtures/test_account.h"
-#include "test/fixtures/tmpfs.h"
 #include "test/network/nft_inspect.h"
-#include "test/network/probe.h"
 #include "test/network/tagged_server.h"
+#include "test/network/traffic_world.h"
 
 namespace leash::controlplane {
 namespace {
@@ -31,7 +29,7 @@ using ::leash::testing::ChainCounters;
 using ::leash::testing::NetNamespace;
 using ::leash::testing::TaggedServer;
 using ::leash::testing::TestAccount;
-using ::leash::testing::TmpfsMount;
+using ::leash::testing::TrafficTest;
 using ::testing::Each;
 using ::testing::IsEmpty;
 using ::testing::Pair;
@@ -42,30 +40,12 @@ constexpr uint16_t kPortB = 18102;
 // Indexes into the server's endpoints, for the kernel-chosen ports.
 enum Endpoint { kLocal4 = 6, kLocal6 = 7, kUdpOther = 10 };
 
-class NftTrafficTest : public ::testing::Test {
+class NftTrafficTest : public TrafficTest {
  protected:
   void SetUp() override {
-    LEASH_REQUIRE_ROOT();
-    absl::StatusOr<std::unique_ptr<NetNamespace>> ns = NetNamespace::Create();
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = std::move(*ns);
-    ASSERT_TRUE(ns_->AddVethPair({"192.0.2.10/24", "2001:db8::10/64"},
-                                 {"192.0.2.11/24", "2001:db8::11/64"})
-                    .ok());
-    absl::StatusOr<std::unique_ptr<TestAccount>> a = TestAccount::Create("lnft-a");
-    ASSERT_TRUE(a.ok()) << a.status();
-    a_ = std::move(*a);
-    absl::StatusOr<std::unique_ptr<TestAccount>> b = TestAccount::Create("lnft-b");
-    ASSERT_TRUE(b.ok()) << b.status();
-    b_ = std::move(*b);
-    absl::StatusOr<std::unique_ptr<TmpfsMount>> mount = TmpfsMount::Create();
-    ASSERT_TRUE(mount.ok()) << mount.status();
-    mount_ = std::move(*mount);
-    absl::StatusOr<std::string> probe = leash::testing::InstallProbe(*mount_);
-    ASSERT_TRUE(probe.ok()) << probe.status();
-    probe_ = *probe;
-
-    absl::StatusOr<NetNamespace::Entered> entered = ns_->Enter();
+    TrafficTest::SetUp();
+    if (HasFatalFailure() || IsSkipped()) return;
+    absl::StatusOr<NetNamespace::Entered> entered = world_->ns().Enter();
     ASSERT_TRUE(entered.ok()) << entered.status();
     absl::StatusOr<std::unique_ptr<TaggedServer>> server = TaggedServer::Start({
         {"a", "127.0.0.1", kPortA},         {"a", "::1", kPortA},
@@ -89,31 +69,14 @@ class NftTrafficTest : public ::testing::Test {
     ASSERT_TRUE(applied.ok()) << applied;
   }
 
-  // Runs lnft_probe as `account` (root when null) and returns its one line.
-  std::string Probe(const TestAccount* account, const std::string& proto,
-                    const std::string& address, uint16_t port) {
-    std::vector<std::string> argv = {probe_, proto, address, absl::StrCat(port)};
-    if (account != nullptr) argv = account->AsUser(argv);
-    absl::StatusOr<leash::testing::RunResult> run = ns_->Run(argv, absl::Seconds(20));
-    EXPECT_TRUE(run.ok()) << run.status();
-    if (!run.ok()) return "";
-    EXPECT_EQ(run->exit_code, 0) << run->out;
-    return std::string(absl::StripAsciiWhitespace(run->out));
-  }
-
   std::string Listing(const std::string& family, const std::string& table,
                       const std::string& chain) {
     absl::StatusOr<std::string> out =
-        leash::testing::Nft(*ns_, {"-a", "list", "chain", family, table, chain});
+        leash::testing::Nft(world_->ns(), {"-a", "list", "chain", family, table, chain});
     EXPECT_TRUE(out.ok()) << out.status();
     return out.value_or("");
   }
 
-  std::unique_ptr<NetNamespace> ns_;
-  std::unique_ptr<TestAccount> a_;
-  std::unique_ptr<TestAccount> b_;
-  std::unique_ptr<TmpfsMount> mount_;
-  std::string probe_;
   std::unique_ptr<TaggedServer> server_;
   std::unique_ptr<NftNetfilter> nf_;
   NetfilterSubject subject_a_;
@@ -121,13 +84,13 @@ class NftTrafficTest : public ::testing::Test {
 };
 
 TEST_F(NftTrafficTest, EachAccountsTcpLandsOnItsOwnListenerWithTheOriginalDestination) {
-  EXPECT_EQ(Probe(a_.get(), "tcp", "192.0.2.11", 443), "a 192.0.2.11:443");
-  EXPECT_EQ(Probe(a_.get(), "tcp", "2001:db8::11", 443), "a [2001:db8::11]:443");
-  EXPECT_EQ(Probe(b_.get(), "tcp", "192.0.2.11", 443), "b 192.0.2.11:443");
-  EXPECT_EQ(Probe(b_.get(), "tcp", "2001:db8::11", 443), "b [2001:db8::11]:443");
+  EXPECT_EQ(Probe(a_, "tcp", "192.0.2.11", 443), "a 192.0.2.11:443");
+  EXPECT_EQ(Probe(a_, "tcp", "2001:db8::11", 443), "a [2001:db8::11]:443");
+  EXPECT_EQ(Probe(b_, "tcp", "192.0.2.11", 443), "b 192.0.2.11:443");
+  EXPECT_EQ(Probe(b_, "tcp", "2001:db8::11", 443), "b [2001:db8::11]:443");
   // Any TCP port, not just 443: nothing listens on 192.0.2.11:8080, yet the account's
   // connection is answered by its listener.
-  EXPECT_EQ(Probe(a_.get(), "tcp", "192.0.2.11", 8080), "a 192.0.2.11:8080");
+  EXPECT_EQ(Probe(a_, "tcp", "192.0.2.11", 8080), "a 192.0.2.11:8080");
 }
 
 TEST_F(NftTrafficTest, RootsTrafficIsUntouched) {
@@ -140,41 +103,41 @@ TEST_F(NftTrafficTest, RootsTrafficIsUntouched) {
 TEST_F(NftTrafficTest, LoopbackToANonProxyPortPassesUntouched) {
   const uint16_t local4 = server_->port(kLocal4);
   const uint16_t local6 = server_->port(kLocal6);
-  EXPECT_EQ(Probe(a_.get(), "tcp", "127.0.0.1", local4), absl::StrCat("local 127.0.0.1:", local4));
-  EXPECT_EQ(Probe(a_.get(), "tcp", "::1", local6), absl::StrCat("local [::1]:", local6));
+  EXPECT_EQ(Probe(a_, "tcp", "127.0.0.1", local4), absl::StrCat("local 127.0.0.1:", local4));
+  EXPECT_EQ(Probe(a_, "tcp", "::1", local6), absl::StrCat("local [::1]:", local6));
 }
 
 TEST_F(NftTrafficTest, LoopbackToTheProxyRangeLandsOnTheAttemptingUidsOwnListener) {
   // Aimed at the other account's listener: redirected to its own, which sees the attempt.
-  EXPECT_EQ(Probe(a_.get(), "tcp", "127.0.0.1", kPortB), "a 127.0.0.1:18102");
-  EXPECT_EQ(Probe(a_.get(), "tcp", "::1", kPortB), "a [::1]:18102");
-  EXPECT_EQ(Probe(b_.get(), "tcp", "127.0.0.1", kPortA), "b 127.0.0.1:18101");
+  EXPECT_EQ(Probe(a_, "tcp", "127.0.0.1", kPortB), "a 127.0.0.1:18102");
+  EXPECT_EQ(Probe(a_, "tcp", "::1", kPortB), "a [::1]:18102");
+  EXPECT_EQ(Probe(b_, "tcp", "127.0.0.1", kPortA), "b 127.0.0.1:18101");
   // The single-agent port, which nothing listens on here, and the range's ends.
-  EXPECT_EQ(Probe(a_.get(), "tcp", "127.0.0.1", kSingleSubjectPort), "a 127.0.0.1:18443");
-  EXPECT_EQ(Probe(a_.get(), "tcp", "127.0.0.1", kProxyPortFirst), "a 127.0.0.1:18000");
-  EXPECT_EQ(Probe(a_.get(), "tcp", "::1", kProxyPortLast), "a [::1]:18999");
+  EXPECT_EQ(Probe(a_, "tcp", "127.0.0.1", kSingleSubjectPort), "a 127.0.0.1:18443");
+  EXPECT_EQ(Probe(a_, "tcp", "127.0.0.1", kProxyPortFirst), "a 127.0.0.1:18000");
+  EXPECT_EQ(Probe(a_, "tcp", "::1", kProxyPortLast), "a [::1]:18999");
 }
 
 TEST_F(NftTrafficTest, UdpIsDroppedExceptDnsToTheConfiguredResolvers) {
-  EXPECT_EQ(Probe(a_.get(), "udp", "192.0.2.11", 53), "dns");
-  EXPECT_EQ(Probe(a_.get(), "udp", "2001:db8::11", 53), "dns6");
+  EXPECT_EQ(Probe(a_, "udp", "192.0.2.11", 53), "dns");
+  EXPECT_EQ(Probe(a_, "udp", "2001:db8::11", 53), "dns6");
   // Another port on the resolver, and port 53 anywhere else (a tunnel), are dropped.
-  EXPECT_EQ(Probe(a_.get(), "udp", "192.0.2.11", server_->port(kUdpOther)), "error EPERM");
-  EXPECT_EQ(Probe(a_.get(), "udp", "192.0.2.10", 53), "error EPERM");
-  EXPECT_EQ(Probe(a_.get(), "udp", "2001:db8::10", 53), "error EPERM");
+  EXPECT_EQ(Probe(a_, "udp", "192.0.2.11", server_->port(kUdpOther)), "error EPERM");
+  EXPECT_EQ(Probe(a_, "udp", "192.0.2.10", 53), "error EPERM");
+  EXPECT_EQ(Probe(a_, "udp", "2001:db8::10", 53), "error EPERM");
 }
 
 TEST_F(NftTrafficTest, UdpAllowedPassesAllUdp) {
-  EXPECT_EQ(Probe(b_.get(), "udp", "192.0.2.11", server_->port(kUdpOther)), "udp");
-  EXPECT_EQ(Probe(b_.get(), "udp", "192.0.2.10", 53), "dns-other");
+  EXPECT_EQ(Probe(b_, "udp", "192.0.2.11", server_->port(kUdpOther)), "udp");
+  EXPECT_EQ(Probe(b_, "udp", "192.0.2.10", 53), "dns-other");
 }
 
 TEST_F(NftTrafficTest, ReleaseStopsRedirectingExactlyThatUid) {
   ASSERT_TRUE(nf_->Release(a_->uid()).ok());
-  EXPECT_EQ(Probe(a_.get(), "tcp", "192.0.2.11", 443), "direct 192.0.2.11:443");
-  EXPECT_EQ(Probe(a_.get(), "tcp", "2001:db8::11", 443), "direct [2001:db8::11]:443");
-  EXPECT_EQ(Probe(a_.get(), "udp", "192.0.2.11", server_->port(kUdpOther)), "udp");
-  EXPECT_EQ(Probe(b_.get(), "tcp", "192.0.2.11", 443), "b 192.0.2.11:443");
+  EXPECT_EQ(Probe(a_, "tcp", "192.0.2.11", 443), "direct 192.0.2.11:443");
+  EXPECT_EQ(Probe(a_, "tcp", "2001:db8::11", 443), "direct [2001:db8::11]:443");
+  EXPECT_EQ(Probe(a_, "udp", "192.0.2.11", server_->port(kUdpOther)), "udp");
+  EXPECT_EQ(Probe(b_, "tcp", "192.0.2.11", 443), "b 192.0.2.11:443");
   absl::StatusOr<std::vector<uint32_t>> listed = nf_->ListSubjects();
   ASSERT_TRUE(listed.ok());
   EXPECT_THAT(*listed, ::testing::ElementsAre(b_->uid()));
@@ -184,14 +147,14 @@ TEST_F(NftTrafficTest, ApplyingOrReleasingOneUidLeavesTheOtherUidsCountersUnchan
   const std::string chain_b = absl::StrCat("agent_", b_->uid());
   const std::string chain_a = absl::StrCat("agent_", a_->uid());
   // Traffic from both accounts, so both have non-zero counters.
-  EXPECT_EQ(Probe(b_.get(), "tcp", "192.0.2.11", 443), "b 192.0.2.11:443");
-  EXPECT_EQ(Probe(b_.get(), "tcp", "2001:db8::11", 443), "b [2001:db8::11]:443");
-  EXPECT_EQ(Probe(b_.get(), "tcp", "127.0.0.1", server_->port(kLocal4)),
+  EXPECT_EQ(Probe(b_, "tcp", "192.0.2.11", 443), "b 192.0.2.11:443");
+  EXPECT_EQ(Probe(b_, "tcp", "2001:db8::11", 443), "b [2001:db8::11]:443");
+  EXPECT_EQ(Probe(b_, "tcp", "127.0.0.1", server_->port(kLocal4)),
             absl::StrCat("local 127.0.0.1:", server_->port(kLocal4)));
-  EXPECT_EQ(Probe(a_.get(), "tcp", "192.0.2.11", 443), "a 192.0.2.11:443");
-  EXPECT_EQ(Probe(a_.get(), "udp", "192.0.2.10", 53), "error EPERM");
+  EXPECT_EQ(Probe(a_, "tcp", "192.0.2.11", 443), "a 192.0.2.11:443");
+  EXPECT_EQ(Probe(a_, "udp", "192.0.2.10", 53), "error EPERM");
   absl::StatusOr<std::vector<std::pair<uint64_t, uint64_t>>> b_counters =
-      ChainCounters(*ns_, "ip", "leash", chain_b);
+      ChainCounters(world_->ns(), "ip", "leash", chain_b);
   ASSERT_TRUE(b_counters.ok()) << b_counters.status();
   // Loopback exemption once, redirect once (only a connection's first packet meets nat).
   ASSERT_EQ(b_counters->size(), 2u);
@@ -210,17 +173,17 @@ TEST_F(NftTrafficTest, ApplyingOrReleasingOneUidLeavesTheOtherUidsCountersUnchan
   EXPECT_EQ(Listing("ip6", "leash", chain_b), b_ip6);
   EXPECT_EQ(Listing("inet", "leash_filter", chain_b), b_inet);
   absl::StatusOr<std::vector<std::pair<uint64_t, uint64_t>>> a_counters =
-      ChainCounters(*ns_, "ip", "leash", chain_a);
+      ChainCounters(world_->ns(), "ip", "leash", chain_a);
   ASSERT_TRUE(a_counters.ok());
   EXPECT_THAT(*a_counters, Each(Pair(0u, 0u)));
   // The change is in force: DNS to the old resolver is now dropped for A.
-  EXPECT_EQ(Probe(a_.get(), "udp", "192.0.2.11", 53), "error EPERM");
+  EXPECT_EQ(Probe(a_, "udp", "192.0.2.11", 53), "error EPERM");
 
   ASSERT_TRUE(nf_->Release(a_->uid()).ok());
   EXPECT_EQ(Listing("ip", "leash", chain_b), b_ip);
   EXPECT_EQ(Listing("ip6", "leash", chain_b), b_ip6);
   EXPECT_EQ(Listing("inet", "leash_filter", chain_b), b_inet);
-  EXPECT_EQ(Probe(b_.get(), "tcp", "192.0.2.11", 443), "b 192.0.2.11:443");
+  EXPECT_EQ(Probe(b_, "tcp", "192.0.2.11", 443), "b 192.0.2.11:443");
 }
 
 }  // namespace
