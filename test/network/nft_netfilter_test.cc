@@ -175,6 +175,26 @@ TEST_F(NftNetfilterTest, ReleaseRepairsAHalfPresentUid) {
   EXPECT_THAT(*MapKeys(*ns_, "ip", "leash"), ElementsAre(1008u));
 }
 
+TEST_F(NftNetfilterTest, ARefusedBatchChangesNothingAndNamesTheRefusedCommand) {
+  ASSERT_TRUE(nf_->Prepare().ok());
+  ASSERT_TRUE(nf_->Apply(MakeSubject(1002, 18002)).ok());
+  const std::string before = List({"-a", "list", "ruleset"});
+  // Break one table behind leash's back: its agents map is gone, so the element for a new UID
+  // cannot be added — the last table in the batch, after everything for ip leash was queued.
+  NftScript("flush chain inet leash_filter output\n"
+            "delete element inet leash_filter agents { 1002 }\n"
+            "delete chain inet leash_filter agent_1002\n"
+            "delete map inet leash_filter agents\n");
+  const std::string broken = List({"-a", "list", "ruleset"});
+  absl::Status s = nf_->Apply(MakeSubject(1001, 18001));
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_THAT(s.message(), HasSubstr("add element 1001 : jump agent_<uid> to map inet leash_filter"));
+  EXPECT_THAT(s.message(), HasSubstr("nothing was applied"));
+  // All or nothing: ip and ip6 leash did not gain agent_1001 either.
+  EXPECT_EQ(List({"-a", "list", "ruleset"}), broken);
+  EXPECT_NE(broken, before);
+}
+
 TEST_F(NftNetfilterTest, ApplyAllReplacesPresentUidsAndRefusesBadInput) {
   ASSERT_TRUE(nf_->Prepare().ok());
   ASSERT_TRUE(nf_->Apply(MakeSubject(1001, 18001)).ok());
