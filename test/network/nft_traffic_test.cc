@@ -26,6 +26,7 @@ namespace {
 
 using ::leash::controlplane::testing::MakeSubject;
 using ::leash::testing::ChainCounters;
+using ::leash::testing::MapKeys;
 using ::leash::testing::NetNamespace;
 using ::leash::testing::TaggedServer;
 using ::leash::testing::TestAccount;
@@ -169,6 +170,12 @@ TEST_F(NftTrafficTest, ApplyingOrReleasingOneUidLeavesTheOtherUidsCountersUnchan
   NetfilterSubject changed = subject_a_;
   changed.dns_resolvers.clear();
   ASSERT_TRUE(nf_->Apply(changed).ok());
+  for (const auto& [family, table] : std::vector<std::pair<std::string, std::string>>{
+           {"ip", "leash"}, {"ip6", "leash"}, {"inet", "leash_filter"}}) {
+    absl::StatusOr<std::vector<uint32_t>> keys = MapKeys(world_->ns(), family, table);
+    ASSERT_TRUE(keys.ok()) << keys.status();
+    EXPECT_THAT(*keys, ::testing::Contains(b_->uid())) << family;
+  }
   EXPECT_EQ(Listing("ip", "leash", chain_b), b_ip);
   EXPECT_EQ(Listing("ip6", "leash", chain_b), b_ip6);
   EXPECT_EQ(Listing("inet", "leash_filter", chain_b), b_inet);
