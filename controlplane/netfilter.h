@@ -51,6 +51,12 @@ struct NetfilterSubject {
   bool operator!=(const NetfilterSubject& other) const { return !(*this == other); }
 };
 
+// The checks every implementation makes before touching the kernel: a UID other than root
+// (leashing root would redirect leashd's and the proxy's own connections into the proxy) and a
+// listener port inside kProxyPortFirst..kProxyPortLast. InvalidArgument naming the subject
+// otherwise.
+absl::Status ValidateNetfilterSubject(const NetfilterSubject& subject);
+
 class Netfilter {
  public:
   virtual ~Netfilter() = default;

@@ -6,7 +6,7 @@ LEASH_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libyaml-cpp-dev libnftnl-dev libmnl-dev libre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  nftables iproute2 util-linux passwd procps
+  nftables iptables iproute2 util-linux passwd procps
   python3 python3-grpcio
 )
 

@@ -1,0 +1,82 @@
+// The fallback Netfilter for hosts where nf_tables does not answer: the iptables binaries
+// (the one place the product runs a program for netfilter), IPv4 TCP only, one UID only
+// (spec: "If nft is unavailable the iptables fallback covers IPv4 TCP only, and says so on
+// stderr rather than letting you assume parity. The fallback is single-UID only: it appends
+// into the built-in nat OUTPUT chain, which cannot express a per-UID dispatch, so enforcing
+// several UIDs refuses to run without nft"). No IPv6 redirect, no UDP drop.
+//
+// Per UID, two rules appended to nat OUTPUT, tagged with a comment so they can be found again:
+//   -A OUTPUT -d 127.0.0.0/8 -p tcp -m owner --uid-owner U -m tcp ! --dport 18000:18999
+//       -m comment --comment leash-agent-U -j RETURN
+//   -A OUTPUT -p tcp -m owner --uid-owner U -m comment --comment leash-agent-U
+//       -j REDIRECT --to-ports P
+// Each change is one `iptables-restore --noflush` commit (atomic per table). Tested for real by
+// //test/network:iptables_fallback_test.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "controlplane/netfilter.h"
+
+namespace leash::controlplane {
+
+class IptablesNetfilter : public Netfilter {
+ public:
+  // `iptables`: the iptables binary to drive (its `-save` and `-restore` siblings are used);
+  // empty picks DefaultIptablesCommand(). Like NftNetfilter, every later call acts in the
+  // network namespace of the thread that called Create(), whichever thread makes it.
+  // Unavailable when the binaries cannot be found or the namespace cannot be opened.
+  static absl::StatusOr<std::unique_ptr<IptablesNetfilter>> Create(std::string iptables = "");
+  ~IptablesNetfilter() override;
+
+  // Checks that `iptables-save -t nat` runs; there is nothing shared to create. No lines.
+  absl::StatusOr<std::vector<std::string>> Prepare() override;
+  // FailedPrecondition when another UID is already enforced here.
+  absl::Status Apply(const NetfilterSubject& subject) override;
+  // FailedPrecondition for more than one subject.
+  absl::Status ApplyAll(const std::vector<NetfilterSubject>& subjects) override;
+  absl::Status Release(uint32_t uid) override;
+  absl::StatusOr<std::vector<uint32_t>> ListSubjects() override;
+  std::string Describe() const override { return "iptables (IPv4 TCP only, single UID)"; }
+
+  const std::string& command() const { return iptables_; }
+
+ private:
+  IptablesNetfilter(std::string iptables, int netns_fd)
+      : iptables_(std::move(iptables)), netns_fd_(netns_fd) {}
+  absl::StatusOr<std::string> Save() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Restore(const std::string& script) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::Mutex mu_;
+  const std::string iptables_;
+  const int netns_fd_;
+};
+
+// /usr/sbin/iptables-legacy when it exists (when nf_tables does not answer, iptables-nft
+// cannot work either), else /usr/sbin/iptables.
+std::string DefaultIptablesCommand();
+
+// --- Pure pieces, unit-tested ---
+
+// The UIDs that have leash rules in `iptables-save -t nat` output (comment leash-agent-<uid>
+// on an -A OUTPUT line), ascending, without duplicates.
+std::vector<uint32_t> ParseIptablesUids(absl::string_view save_output);
+
+// The -D lines that delete every leash rule of `uid` found in `save_output`.
+std::vector<std::string> IptablesDeleteLines(absl::string_view save_output, uint32_t uid);
+
+// The -A lines for `subject` (see the file comment).
+std::vector<std::string> IptablesAddLines(const NetfilterSubject& subject);
+
+// An iptables-restore --noflush script for the nat table: `lines`, then COMMIT.
+std::string IptablesRestoreScript(const std::vector<std::string>& lines);
+
+}  // namespace leash::controlplane

@@ -1,0 +1,25 @@
+// NetfilterSubject validation (declared in netfilter.h): every Netfilter validates a subject
+// the same way before touching the kernel.
+#include "controlplane/netfilter.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace leash::controlplane {
+
+absl::Status ValidateNetfilterSubject(const NetfilterSubject& subject) {
+  if (subject.uid == 0) {
+    return absl::InvalidArgumentError(
+        "refusing to leash UID 0 (root): its redirect would send leashd's and leash-proxy's own "
+        "connections into the proxy; leash an agent account instead");
+  }
+  // Only a port inside the reserved range is safe: loopback is exempt from the redirect
+  // everywhere else, so another agent could reach a listener outside it directly.
+  if (subject.port < kProxyPortFirst || subject.port > kProxyPortLast) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "UID ", subject.uid, " has proxy port ", subject.port, ", outside the reserved range ",
+        kProxyPortFirst, "-", kProxyPortLast, "; the port map assigns ports in that range"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace leash::controlplane

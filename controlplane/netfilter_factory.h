@@ -1,0 +1,41 @@
+// What leashd calls at start and stop: choose the Netfilter (nftables, or the iptables fallback
+// when nf_tables does not answer) with the line to say on stderr, and release every subject
+// (`leash teardown`, run by the unit's ExecStopPost).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "controlplane/netfilter.h"
+
+namespace leash::controlplane {
+
+enum class NetfilterBackend {
+  kAuto,      // nftables; the iptables fallback only when nf_tables does not answer
+  kNftables,  // nftables or an error
+  kIptables,  // the fallback, by choice (tests, or an operator who wants it)
+};
+
+struct NetfilterChoice {
+  std::unique_ptr<Netfilter> netfilter;
+  // The line to print on stderr, or empty. Non-empty whenever the fallback is in use: it is
+  // not parity with nftables and the operator must not assume it is.
+  std::string notice;
+};
+
+// Builds the Netfilter for the calling thread's network namespace. With kAuto, an nf_tables
+// that does not answer falls back to iptables (`iptables_command`, empty for the default) and
+// says why; Unavailable when neither can be used, naming both reasons.
+absl::StatusOr<NetfilterChoice> ChooseNetfilter(NetfilterBackend backend = NetfilterBackend::kAuto,
+                                                const std::string& iptables_command = "");
+
+// Releases each of `uids` (the port map's UIDs), carrying on past failures so one bad UID does
+// not leave the others enforced after the service stopped. OK when every release succeeded;
+// otherwise an error of the first failure's code that names every UID that failed and why.
+absl::Status TeardownSubjects(Netfilter& netfilter, const std::vector<uint32_t>& uids);
+
+}  // namespace leash::controlplane

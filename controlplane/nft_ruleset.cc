@@ -1,0 +1,398 @@
+#include "controlplane/nft_ruleset.h"
+
+#include <arpa/inet.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/expr.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/set.h>
+#include <libnftnl/udata.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_nat.h>
+#include <linux/netfilter/nf_tables.h>
+#include <netinet/in.h>
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <set>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/types/span.h"
+
+namespace leash::controlplane::nft {
+namespace {
+
+using engine::IpAddress;
+
+constexpr uint16_t kDnsPort = 53;
+// nftables' BYTEORDER_HOST_ENDIAN, recorded in the map's user data so `nft list` prints UIDs as
+// numbers (nft does the same for `type uid`).
+constexpr uint32_t kHostEndian = 1;
+
+struct ExprDeleter {
+  void operator()(nftnl_expr* e) const { nftnl_expr_free(e); }
+};
+struct RuleDeleter {
+  void operator()(nftnl_rule* r) const { nftnl_rule_free(r); }
+};
+struct ChainDeleter {
+  void operator()(nftnl_chain* c) const { nftnl_chain_free(c); }
+};
+struct SetDeleter {
+  void operator()(nftnl_set* s) const { nftnl_set_free(s); }
+};
+struct UdataDeleter {
+  void operator()(nftnl_udata_buf* b) const { nftnl_udata_buf_free(b); }
+};
+using ExprPtr = std::unique_ptr<nftnl_expr, ExprDeleter>;
+using RulePtr = std::unique_ptr<nftnl_rule, RuleDeleter>;
+
+// A rule under construction: expressions are appended in order and owned by the rule.
+class RuleBuilder {
+ public:
+  RuleBuilder(const LeashTable& table, const std::string& chain) : rule_(nftnl_rule_alloc()) {
+    nftnl_rule_set_u32(rule_.get(), NFTNL_RULE_FAMILY, table.family);
+    nftnl_rule_set_str(rule_.get(), NFTNL_RULE_TABLE, table.name);
+    nftnl_rule_set_str(rule_.get(), NFTNL_RULE_CHAIN, chain.c_str());
+  }
+
+  RuleBuilder& Meta(uint32_t key) {
+    ExprPtr e(nftnl_expr_alloc("meta"));
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_META_KEY, key);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_META_DREG, NFT_REG_1);
+    return Add(std::move(e));
+  }
+  RuleBuilder& CmpEq(const void* data, uint32_t len) {
+    ExprPtr e(nftnl_expr_alloc("cmp"));
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_CMP_SREG, NFT_REG_1);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_CMP_OP, NFT_CMP_EQ);
+    nftnl_expr_set(e.get(), NFTNL_EXPR_CMP_DATA, data, len);
+    return Add(std::move(e));
+  }
+  RuleBuilder& CmpEqU8(uint8_t value) { return CmpEq(&value, sizeof(value)); }
+  RuleBuilder& CmpEqU32(uint32_t value) { return CmpEq(&value, sizeof(value)); }
+  RuleBuilder& Payload(uint32_t base, uint32_t offset, uint32_t len) {
+    ExprPtr e(nftnl_expr_alloc("payload"));
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_PAYLOAD_DREG, NFT_REG_1);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_PAYLOAD_BASE, base);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_PAYLOAD_OFFSET, offset);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_PAYLOAD_LEN, len);
+    return Add(std::move(e));
+  }
+  // Transport header destination port (TCP and UDP alike): 2 bytes at offset 2.
+  RuleBuilder& DestinationPort() { return Payload(NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2); }
+  RuleBuilder& PortNotInRange(uint16_t first, uint16_t last) {
+    const uint16_t from = htons(first);
+    const uint16_t to = htons(last);
+    ExprPtr e(nftnl_expr_alloc("range"));
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_RANGE_SREG, NFT_REG_1);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_RANGE_OP, NFT_RANGE_NEQ);
+    nftnl_expr_set(e.get(), NFTNL_EXPR_RANGE_FROM_DATA, &from, sizeof(from));
+    nftnl_expr_set(e.get(), NFTNL_EXPR_RANGE_TO_DATA, &to, sizeof(to));
+    return Add(std::move(e));
+  }
+  RuleBuilder& Counter() { return Add(ExprPtr(nftnl_expr_alloc("counter"))); }
+  RuleBuilder& Verdict(int verdict) {
+    ExprPtr e(nftnl_expr_alloc("immediate"));
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_IMM_VERDICT, static_cast<uint32_t>(verdict));
+    return Add(std::move(e));
+  }
+  RuleBuilder& RedirectToPort(uint16_t port) {
+    const uint16_t port_be = htons(port);
+    ExprPtr imm(nftnl_expr_alloc("immediate"));
+    nftnl_expr_set_u32(imm.get(), NFTNL_EXPR_IMM_DREG, NFT_REG_1);
+    nftnl_expr_set(imm.get(), NFTNL_EXPR_IMM_DATA, &port_be, sizeof(port_be));
+    Add(std::move(imm));
+    ExprPtr redir(nftnl_expr_alloc("redir"));
+    nftnl_expr_set_u32(redir.get(), NFTNL_EXPR_REDIR_REG_PROTO_MIN, NFT_REG_1);
+    nftnl_expr_set_u32(redir.get(), NFTNL_EXPR_REDIR_FLAGS, NF_NAT_RANGE_PROTO_SPECIFIED);
+    return Add(std::move(redir));
+  }
+  RuleBuilder& VmapLookup(uint32_t set_id) {
+    ExprPtr e(nftnl_expr_alloc("lookup"));
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_LOOKUP_DREG, NFT_REG_VERDICT);
+    nftnl_expr_set_str(e.get(), NFTNL_EXPR_LOOKUP_SET, kAgentsMap);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_LOOKUP_SET_ID, set_id);
+    return Add(std::move(e));
+  }
+
+  nftnl_rule* rule() { return rule_.get(); }
+
+ private:
+  RuleBuilder& Add(ExprPtr e) {
+    nftnl_rule_add_expr(rule_.get(), e.release());
+    return *this;
+  }
+  RulePtr rule_;
+};
+
+std::unique_ptr<nftnl_set, SetDeleter> MapRef(const LeashTable& table) {
+  std::unique_ptr<nftnl_set, SetDeleter> set(nftnl_set_alloc());
+  nftnl_set_set_u32(set.get(), NFTNL_SET_FAMILY, table.family);
+  nftnl_set_set_str(set.get(), NFTNL_SET_TABLE, table.name);
+  nftnl_set_set_str(set.get(), NFTNL_SET_NAME, kAgentsMap);
+  return set;
+}
+
+nftnl_set_elem* UidElement(uint32_t uid) {
+  nftnl_set_elem* element = nftnl_set_elem_alloc();
+  // meta skuid loads the UID in host byte order, so the key is stored the same way.
+  nftnl_set_elem_set(element, NFTNL_SET_ELEM_KEY, &uid, sizeof(uid));
+  return element;
+}
+
+// Elements per NEWSETELEM/DELSETELEM message: ~60 bytes each, well inside
+// NftBatch::kMaxMessageBytes, and a 1,000-subject startup sends 4 messages per map, not 1,000.
+constexpr size_t kElementsPerMessage = 256;
+
+void ForEachElementChunk(const std::vector<uint32_t>& uids,
+                         const std::function<void(absl::Span<const uint32_t>)>& fn) {
+  for (size_t i = 0; i < uids.size(); i += kElementsPerMessage) {
+    fn(absl::MakeConstSpan(uids).subspan(i, kElementsPerMessage));
+  }
+}
+
+// "element 1001" or "elements 1001..1256 (256)", for error messages.
+std::string ElementsLabel(absl::Span<const uint32_t> uids) {
+  if (uids.size() == 1) return absl::StrCat("element ", uids.front());
+  return absl::StrCat("elements ", uids.front(), "..", uids.back(), " (", uids.size(), ")");
+}
+
+std::string PortRange() { return absl::StrCat(kProxyPortFirst, "-", kProxyPortLast); }
+
+void AddRedirectRules(NftBatch& batch, const LeashTable& table, const std::string& chain,
+                      const NetfilterSubject& subject) {
+  // Loopback (a local service) is exempt, except the proxy range: an attempt at another
+  // subject's listener falls through to this UID's own redirect (spec: "The loopback
+  // exemption excludes the proxy port range (18000-18999)").
+  const bool v4 = table.family == NFPROTO_IPV4;
+  RuleBuilder exempt(table, chain);
+  if (v4) {
+    // ip daddr 127.0.0.0/8: nft compiles the /8 to a one-byte compare.
+    exempt.Payload(NFT_PAYLOAD_NETWORK_HEADER, 16, 1).CmpEqU8(127);
+  } else {
+    exempt.Payload(NFT_PAYLOAD_NETWORK_HEADER, 24, 16).CmpEq(&in6addr_loopback, 16);
+  }
+  exempt.Meta(NFT_META_L4PROTO)
+      .CmpEqU8(IPPROTO_TCP)
+      .DestinationPort()
+      .PortNotInRange(kProxyPortFirst, kProxyPortLast)
+      .Counter()
+      .Verdict(NFT_RETURN);
+  batch.AddRule(exempt.rule(),
+                absl::StrCat("add rule `", v4 ? "ip daddr 127.0.0.0/8" : "ip6 daddr ::1",
+                             " tcp dport != ", PortRange(), " return` to ", table.Label(), " ",
+                             chain));
+  RuleBuilder redirect(table, chain);
+  redirect.Meta(NFT_META_L4PROTO).CmpEqU8(IPPROTO_TCP).Counter().RedirectToPort(subject.port);
+  batch.AddRule(redirect.rule(), absl::StrCat("add rule `meta l4proto tcp redirect to :",
+                                              subject.port, "` to ", table.Label(), " ", chain));
+}
+
+void AddUdpRules(NftBatch& batch, const LeashTable& table, const std::string& chain,
+                 const NetfilterSubject& subject) {
+  if (subject.udp_allowed) return;  // network.udp: allow — UDP unfiltered, as a choice.
+  // DNS to the host's own resolvers passes; UDP/53 anywhere else is a tunnel and stays closed.
+  std::set<std::pair<int, std::array<uint8_t, 16>>> seen;
+  for (const IpAddress& raw : subject.dns_resolvers) {
+    const IpAddress resolver = engine::UnmapV4(raw);
+    if (!seen.insert({static_cast<int>(resolver.family), resolver.bytes}).second) continue;
+    const bool v4 = resolver.family == IpAddress::Family::kV4;
+    RuleBuilder dns(table, chain);
+    const uint16_t dport = htons(kDnsPort);
+    dns.Meta(NFT_META_NFPROTO)
+        .CmpEqU8(v4 ? NFPROTO_IPV4 : NFPROTO_IPV6)
+        .Payload(NFT_PAYLOAD_NETWORK_HEADER, v4 ? 16 : 24, v4 ? 4 : 16)
+        .CmpEq(resolver.bytes.data(), v4 ? 4 : 16)
+        .Meta(NFT_META_L4PROTO)
+        .CmpEqU8(IPPROTO_UDP)
+        .DestinationPort()
+        .CmpEq(&dport, sizeof(dport))
+        .Counter()
+        .Verdict(NFT_RETURN);
+    batch.AddRule(dns.rule(),
+                  absl::StrCat("add rule `", v4 ? "ip" : "ip6", " daddr ",
+                               engine::FormatIpAddress(resolver), " udp dport 53 return` to ",
+                               table.Label(), " ", chain));
+  }
+  RuleBuilder drop(table, chain);
+  drop.Meta(NFT_META_L4PROTO).CmpEqU8(IPPROTO_UDP).Counter().Verdict(NF_DROP);
+  batch.AddRule(drop.rule(),
+                absl::StrCat("add rule `meta l4proto udp drop` to ", table.Label(), " ", chain));
+}
+
+}  // namespace
+
+std::string LeashTable::Label() const {
+  const char* family_name = family == NFPROTO_IPV4   ? "ip"
+                            : family == NFPROTO_IPV6 ? "ip6"
+                                                     : "inet";
+  return absl::StrCat(family_name, " ", name);
+}
+
+const std::vector<LeashTable>& LeashTables() {
+  static const std::vector<LeashTable>* const tables = new std::vector<LeashTable>{
+      {NFPROTO_IPV4, kNatTable, true},
+      {NFPROTO_IPV6, kNatTable, true},
+      {NFPROTO_INET, kFilterTable, false},
+  };
+  return *tables;
+}
+
+std::string AgentChainName(uint32_t uid) { return absl::StrCat("agent_", uid); }
+
+std::optional<uint32_t> ParseAgentChainName(absl::string_view name) {
+  if (!absl::ConsumePrefix(&name, "agent_") || name.empty()) return std::nullopt;
+  for (char c : name) {
+    if (c < '0' || c > '9') return std::nullopt;
+  }
+  uint32_t uid = 0;
+  if (!absl::SimpleAtoi(name, &uid)) return std::nullopt;
+  // Only the canonical spelling: agent_01001 is not a chain Leash made, and Release(1001)
+  // would not find it by name.
+  if (absl::StrCat(uid) != name) return std::nullopt;
+  return uid;
+}
+
+void AddSkeleton(NftBatch& batch, const LeashTable& table, uint32_t set_id) {
+  const std::string label = table.Label();
+  batch.AddTable(table.family, table.name, absl::StrCat("add table ", label));
+
+  std::unique_ptr<nftnl_set, SetDeleter> map = MapRef(table);
+  nftnl_set_set_u32(map.get(), NFTNL_SET_FLAGS, NFT_SET_MAP);
+  nftnl_set_set_u32(map.get(), NFTNL_SET_KEY_TYPE, kNftTypeUid);
+  nftnl_set_set_u32(map.get(), NFTNL_SET_KEY_LEN, sizeof(uint32_t));
+  nftnl_set_set_u32(map.get(), NFTNL_SET_DATA_TYPE, NFT_DATA_VERDICT);
+  nftnl_set_set_u32(map.get(), NFTNL_SET_ID, set_id);
+  std::unique_ptr<nftnl_udata_buf, UdataDeleter> udata(nftnl_udata_buf_alloc(64));
+  nftnl_udata_put_u32(udata.get(), NFTNL_UDATA_SET_KEYBYTEORDER, kHostEndian);
+  nftnl_set_set_data(map.get(), NFTNL_SET_USERDATA, nftnl_udata_buf_data(udata.get()),
+                     nftnl_udata_buf_len(udata.get()));
+  batch.AddSet(map.get(), absl::StrCat("add map ", kAgentsMap, " to table ", label));
+
+  std::unique_ptr<nftnl_chain, ChainDeleter> chain(nftnl_chain_alloc());
+  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_FAMILY, table.family);
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TABLE, table.name);
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_NAME, kDispatchChain);
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TYPE, table.nat ? "nat" : "filter");
+  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_HOOKNUM, NF_INET_LOCAL_OUT);
+  // nat: NF_IP_PRI_NAT_DST (-100), where `nft` puts `priority dstnat`; filter: 0.
+  nftnl_chain_set_s32(chain.get(), NFTNL_CHAIN_PRIO, table.nat ? -100 : 0);
+  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_POLICY, NF_ACCEPT);
+  batch.AddChain(chain.get(), /*exclusive=*/false,
+                 absl::StrCat("add chain ", kDispatchChain, " to table ", label));
+
+  RuleBuilder dispatch(table, kDispatchChain);
+  dispatch.Meta(NFT_META_SKUID).VmapLookup(set_id);
+  batch.AddRule(dispatch.rule(), absl::StrCat("add rule `meta skuid vmap @", kAgentsMap,
+                                              "` to ", label, " ", kDispatchChain));
+}
+
+void ApplySubjects(NftBatch& batch, const LeashTable& table,
+                   const std::vector<NetfilterSubject>& subjects,
+                   const std::set<uint32_t>& elements_present,
+                   const std::set<uint32_t>& chains_present) {
+  std::vector<uint32_t> stale_elements;
+  std::vector<uint32_t> stale_chains;
+  std::vector<uint32_t> uids;
+  for (const NetfilterSubject& subject : subjects) {
+    uids.push_back(subject.uid);
+    if (elements_present.count(subject.uid) > 0) stale_elements.push_back(subject.uid);
+    if (chains_present.count(subject.uid) > 0) stale_chains.push_back(subject.uid);
+  }
+  // A replace deletes exactly this UID's element and chain and re-adds them in the same
+  // transaction: no moment without the UID's rules, and no other UID's objects touched.
+  ReleaseSubjects(batch, table, stale_elements, stale_chains);
+  for (const NetfilterSubject& subject : subjects) {
+    const std::string name = AgentChainName(subject.uid);
+    std::unique_ptr<nftnl_chain, ChainDeleter> chain(nftnl_chain_alloc());
+    nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_FAMILY, table.family);
+    nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TABLE, table.name);
+    nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_NAME, name.c_str());
+    batch.AddChain(chain.get(), /*exclusive=*/true,
+                   absl::StrCat("add chain ", name, " to table ", table.Label()));
+    if (table.nat) {
+      AddRedirectRules(batch, table, name, subject);
+    } else {
+      AddUdpRules(batch, table, name, subject);
+    }
+  }
+  ForEachElementChunk(uids, [&](absl::Span<const uint32_t> chunk) {
+    std::unique_ptr<nftnl_set, SetDeleter> map = MapRef(table);
+    for (uint32_t uid : chunk) {
+      nftnl_set_elem* element = UidElement(uid);
+      nftnl_set_elem_set_u32(element, NFTNL_SET_ELEM_VERDICT, static_cast<uint32_t>(NFT_JUMP));
+      nftnl_set_elem_set_str(element, NFTNL_SET_ELEM_CHAIN, AgentChainName(uid).c_str());
+      nftnl_set_elem_add(map.get(), element);
+    }
+    batch.AddElements(map.get(), absl::StrCat("add ", ElementsLabel(chunk), " : jump agent_<uid> to map ",
+                                              table.Label(), " ", kAgentsMap));
+  });
+}
+
+void ReleaseSubjects(NftBatch& batch, const LeashTable& table,
+                     const std::vector<uint32_t>& element_uids,
+                     const std::vector<uint32_t>& chain_uids) {
+  ForEachElementChunk(element_uids, [&](absl::Span<const uint32_t> chunk) {
+    std::unique_ptr<nftnl_set, SetDeleter> map = MapRef(table);
+    for (uint32_t uid : chunk) nftnl_set_elem_add(map.get(), UidElement(uid));
+    batch.DeleteElements(map.get(), absl::StrCat("delete ", ElementsLabel(chunk), " from map ",
+                                                 table.Label(), " ", kAgentsMap));
+  });
+  for (uint32_t uid : chain_uids) {
+    const std::string name = AgentChainName(uid);
+    batch.DeleteChain(table.family, table.name, name,
+                      absl::StrCat("delete chain ", name, " from table ", table.Label()));
+  }
+}
+
+std::optional<std::string> OldShapeReason(const LeashTable& table,
+                                          const TableSnapshot& snapshot) {
+  const std::string label = table.Label();
+  bool has_map = false;
+  for (const MapSnapshot& set : snapshot.sets) {
+    if (set.name != kAgentsMap) continue;
+    if ((set.flags & NFT_SET_MAP) == 0 || set.data_type != NFT_DATA_VERDICT ||
+        set.key_len != sizeof(uint32_t)) {
+      return absl::StrCat("its set ", kAgentsMap, " is not a uid : verdict map");
+    }
+    has_map = true;
+  }
+  if (snapshot.base_chains.size() != 1) {
+    if (snapshot.base_chains.empty()) return std::string("it has no hooked chain");
+    return absl::StrCat("it has ", snapshot.base_chains.size(),
+                        " hooked chains where the current shape has one");
+  }
+  const BaseChainSnapshot& base = snapshot.base_chains.front();
+  const char* want_type = table.nat ? "nat" : "filter";
+  if (base.name != kDispatchChain || base.type != want_type ||
+      base.hooknum != NF_INET_LOCAL_OUT) {
+    return absl::StrCat("its hooked chain is ", base.name, " (type ", base.type, ", hook ",
+                        base.hooknum, "), not ", kDispatchChain, " (type ", want_type,
+                        ", hook output)");
+  }
+  if (!has_map) {
+    return absl::StrCat("it has no ", kAgentsMap, " map (UID rules sit in the hooked chain)");
+  }
+  const auto is_dispatch = [](const std::vector<ExprSnapshot>& rule) {
+    return rule.size() == 2 && rule[0].name == "meta" && rule[0].meta_key == NFT_META_SKUID &&
+           rule[0].dreg == NFT_REG_1 && rule[1].name == "lookup" && rule[1].set == kAgentsMap &&
+           rule[1].sreg == NFT_REG_1 && rule[1].dreg == NFT_REG_VERDICT;
+  };
+  if (base.rules.empty()) {
+    return absl::StrCat("its hooked chain ", kDispatchChain, " has no dispatch rule");
+  }
+  if (base.rules.size() != 1 || !is_dispatch(base.rules.front())) {
+    return absl::StrCat("its hooked chain ", kDispatchChain, " holds ", base.rules.size(),
+                        " rule(s) where the current shape has only `meta skuid vmap @",
+                        kAgentsMap, "` (UID rules directly in the hooked chain)");
+  }
+  return std::nullopt;
+}
+
+}  // namespace leash::controlplane::nft

@@ -1,0 +1,132 @@
+// Leash's nftables shape, as libnftnl objects appended to an NftBatch, and the test that tells
+// a leash table in the current shape from one left by an older version. Pure: no socket, so
+// every rule Leash installs is unit-tested against the expressions `nft` itself generates.
+//
+// The shape (spec: "One chain per UID"; issue 6 "Scale"):
+//   table ip leash / table ip6 leash
+//     map agents { type uid : verdict }          one element per UID: <uid> : jump agent_<uid>
+//     chain output { type nat hook output priority -100; policy accept;
+//                    meta skuid vmap @agents }   the dispatcher, and nothing else
+//     chain agent_<uid> {                         hookless, one per UID
+//       ip daddr 127.0.0.0/8 tcp dport != 18000-18999 counter return   (ip6: ip6 daddr ::1)
+//       meta l4proto tcp counter redirect to :<port>
+//     }
+//   table inet leash_filter
+//     map agents, chain output { type filter hook output priority 0; ... vmap @agents }
+//     chain agent_<uid> {
+//       ip daddr <resolver> udp dport 53 counter return      (one per IPv4 resolver)
+//       ip6 daddr <resolver> udp dport 53 counter return     (one per IPv6 resolver)
+//       meta l4proto udp counter drop                       (absent when network.udp: allow)
+//     }
+// The dispatcher is one hash lookup keyed by the socket's UID, so a new connection costs the
+// same with 1 agent or 1,000 (a linear list of `meta skuid X jump` rules costs ~40 ns per rule).
+//
+// Loopback and IPv6. "Loopback" is the destination address, per family: 127.0.0.0/8 in
+// ip leash, ::1 in ip6 leash. Not the route (`oif "lo"`): that would also exempt every other
+// address of this host, which the kernel routes over lo too, so a leashed UID could reach a
+// service on the host's own public address unjudged. The proxy range is carved out of the
+// exemption, so an attempt at 127.0.0.1:18xxx or [::1]:18xxx falls through to the attempting
+// UID's own redirect. `redirect` in the output hook rewrites the destination to the loopback
+// address of the packet's own family — 127.0.0.1 for IPv4, ::1 for IPv6 — keeping the new
+// port, so the proxy's listener pair on 127.0.0.1:<port> and [::1]:<port> receives the UID's
+// IPv4 and IPv6 connections respectively; SO_ORIGINAL_DST (IPv4) and IP6T_SO_ORIGINAL_DST
+// (IPv6) give back the address the agent asked for. A destination written IPv4-mapped
+// (::ffff:a.b.c.d) on a dual-stack socket leaves as an IPv4 packet and meets the ip table.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "controlplane/netfilter.h"
+#include "controlplane/nft_batch.h"
+
+namespace leash::controlplane::nft {
+
+inline constexpr char kNatTable[] = "leash";
+inline constexpr char kFilterTable[] = "leash_filter";
+inline constexpr char kDispatchChain[] = "output";
+inline constexpr char kAgentsMap[] = "agents";
+// nft's own datatype number for `uid` (nftables datatype.h TYPE_UID), so `nft list` prints
+// the map as `type uid : verdict` and its keys as numbers.
+inline constexpr uint32_t kNftTypeUid = 24;
+
+// One of the three tables Leash owns.
+struct LeashTable {
+  uint16_t family;  // NFPROTO_IPV4, NFPROTO_IPV6 or NFPROTO_INET
+  const char* name;
+  bool nat;  // the redirect tables (ip/ip6 leash) rather than the UDP filter
+  // "ip leash", as nft prints it.
+  std::string Label() const;
+};
+
+// ip leash, ip6 leash, inet leash_filter — in that order.
+const std::vector<LeashTable>& LeashTables();
+
+std::string AgentChainName(uint32_t uid);
+// The UID of a chain named agent_<decimal uid>, or nullopt for any other name.
+std::optional<uint32_t> ParseAgentChainName(absl::string_view name);
+
+// Creates `table`, its agents map, its dispatcher chain and the one dispatch rule. Only for a
+// table that does not exist: NEWRULE always appends, so this must never run twice on a table.
+// `set_id` names the map within the batch (the rule refers to a map made in the same batch).
+void AddSkeleton(NftBatch& batch, const LeashTable& table, uint32_t set_id);
+
+// The change Apply/ApplyAll makes to one table: for the UIDs among `subjects` that already
+// have an element (`elements_present`) or a chain (`chains_present`), deletes exactly those
+// first; then adds each subject's chain and rules, and its map element. Elements travel a few
+// hundred to a message. Nothing of any other UID is touched.
+void ApplySubjects(NftBatch& batch, const LeashTable& table,
+                   const std::vector<NetfilterSubject>& subjects,
+                   const std::set<uint32_t>& elements_present,
+                   const std::set<uint32_t>& chains_present);
+
+// Deletes the map elements of `element_uids` and then the chains (with their rules) of
+// `chain_uids` from `table`. Elements go first: the kernel refuses to delete a chain that a map
+// element still jumps to.
+void ReleaseSubjects(NftBatch& batch, const LeashTable& table,
+                     const std::vector<uint32_t>& element_uids,
+                     const std::vector<uint32_t>& chain_uids);
+
+// What a leash table holds, as read back from the kernel: enough to judge its shape.
+struct ExprSnapshot {
+  std::string name;        // "meta", "lookup", "immediate", ...
+  uint32_t meta_key = 0;   // meta: NFTA_META_KEY
+  uint32_t dreg = 0;       // meta, lookup
+  uint32_t sreg = 0;       // lookup
+  std::string set;         // lookup: the set's name
+};
+struct BaseChainSnapshot {
+  std::string name;
+  std::string type;  // "nat", "filter", "route"
+  uint32_t hooknum = 0;
+  std::vector<std::vector<ExprSnapshot>> rules;
+};
+struct MapSnapshot {
+  std::string name;
+  uint32_t flags = 0;
+  uint32_t key_len = 0;
+  uint32_t data_type = 0;
+};
+struct TableSnapshot {
+  std::vector<MapSnapshot> sets;
+  std::vector<BaseChainSnapshot> base_chains;
+};
+
+// The current shape, precisely: the table has a set named `agents` that is a verdict map with
+// a 4-byte key, and exactly one base chain, named `output`, of type nat (ip/ip6 leash) or
+// filter (inet leash_filter) on the output hook, holding exactly one rule:
+// `meta skuid vmap @agents` (meta load skuid => reg 1; lookup reg 1 set agents dreg 0).
+// Hookless chains are not judged: they run only when the dispatcher sends a UID there.
+// Anything else in a leash table is the old shape — UID rules directly in the hooked chain, a
+// linear `meta skuid X jump agent_X` dispatcher, a second hooked chain, a missing map — and a
+// per-subject Release cannot see it, so a stale redirect there would win over the new dispatch
+// (spec: "a stale redirect is a terminal verdict that wins over the new dispatch rule").
+// Returns nullopt for the current shape, else why the table is in the old one.
+std::optional<std::string> OldShapeReason(const LeashTable& table,
+                                          const TableSnapshot& snapshot);
+
+}  // namespace leash::controlplane::nft

@@ -1,0 +1,92 @@
+// A tiny client run *as a test account* (setpriv) inside a test namespace, so the kernel sees
+// that account's UID on the socket: `lnft_probe tcp|udp ADDRESS PORT`. Prints what the server
+// answered, or `error <ERRNO>` / `timeout`, on one line. Exit 0 whenever it printed an outcome.
+// A compiled binary because the test accounts cannot read the build tree or pyenv's python.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+constexpr int kTimeoutMs = 3000;
+
+int Outcome(const char* what) {
+  std::printf("%s\n", what);
+  return 0;
+}
+
+int Error(int error) {
+  const char* name = strerrorname_np(error);
+  std::printf("error %s\n", name == nullptr ? "?" : name);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: %s tcp|udp ADDRESS PORT\n", argv[0]);
+    return 2;
+  }
+  const bool udp = std::strcmp(argv[1], "udp") == 0;
+  sockaddr_storage address{};
+  socklen_t length = 0;
+  const int port = std::atoi(argv[3]);
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&address);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&address);
+  if (inet_pton(AF_INET, argv[2], &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    length = sizeof(*v4);
+  } else if (inet_pton(AF_INET6, argv[2], &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    length = sizeof(*v6);
+  } else {
+    std::fprintf(stderr, "not an address: %s\n", argv[2]);
+    return 2;
+  }
+  const int fd = socket(address.ss_family, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_NONBLOCK, 0);
+  if (fd < 0) return Error(errno);
+  char reply[512];
+  if (udp) {
+    if (sendto(fd, "ping", 4, 0, reinterpret_cast<sockaddr*>(&address), length) < 0) {
+      return Error(errno);  // a drop in the output hook surfaces here as EPERM
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, kTimeoutMs) <= 0) return Outcome("timeout");
+    const ssize_t n = recv(fd, reply, sizeof(reply) - 1, 0);
+    if (n < 0) return Error(errno);
+    reply[n] = '\0';
+    return Outcome(reply);
+  }
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), length) < 0 && errno != EINPROGRESS) {
+    return Error(errno);
+  }
+  pollfd p{fd, POLLOUT, 0};
+  if (poll(&p, 1, kTimeoutMs) <= 0) return Outcome("timeout");
+  int error = 0;
+  socklen_t error_length = sizeof(error);
+  getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &error_length);
+  if (error != 0) return Error(error);
+  std::string text;
+  while (true) {
+    pollfd r{fd, POLLIN, 0};
+    if (poll(&r, 1, kTimeoutMs) <= 0) return Outcome("timeout");
+    const ssize_t n = read(fd, reply, sizeof(reply));
+    if (n < 0) return Error(errno);
+    if (n == 0) break;
+    text.append(reply, n);
+  }
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return Outcome(text.c_str());
+}

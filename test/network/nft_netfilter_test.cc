@@ -1,0 +1,312 @@
+// NftNetfilter against the real kernel, in a fresh network namespace per test: the shape it
+// leaves (read back with the `nft` binary), exactly-one-UID changes, startup migration of a
+// table in the old shape, and ListSubjects/Release semantics. Traffic through the rules is
+// tested in nft_traffic_test.cc.
+#include "controlplane/nft_netfilter.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "controlplane/testing/fake_netfilter.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test/fixtures/netns.h"
+#include "test/fixtures/root.h"
+#include "test/fixtures/subprocess.h"
+#include "test/network/nft_inspect.h"
+
+namespace leash::controlplane {
+namespace {
+
+using ::leash::controlplane::testing::MakeSubject;
+using ::leash::testing::ChainCounters;
+using ::leash::testing::MapKeys;
+using ::leash::testing::NetNamespace;
+using ::leash::testing::Nft;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::SizeIs;
+
+class NftNetfilterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LEASH_REQUIRE_ROOT();
+    absl::StatusOr<std::unique_ptr<NetNamespace>> ns = NetNamespace::Create();
+    ASSERT_TRUE(ns.ok()) << ns.status();
+    ns_ = std::move(*ns);
+    // The netlink socket belongs to the namespace of the thread that opened it.
+    absl::StatusOr<NetNamespace::Entered> entered = ns_->Enter();
+    ASSERT_TRUE(entered.ok()) << entered.status();
+    absl::StatusOr<std::unique_ptr<NftNetfilter>> nf = NftNetfilter::Create();
+    ASSERT_TRUE(nf.ok()) << nf.status();
+    nf_ = std::move(*nf);
+  }
+
+  std::string List(const std::vector<std::string>& args) {
+    absl::StatusOr<std::string> out = Nft(*ns_, args);
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.value_or("");
+  }
+  // `nft -f` of `text` inside the namespace (test setup of an old-shape table).
+  void NftScript(const std::string& text) {
+    absl::StatusOr<std::string> out = leash::testing::RunOk(ns_->Exec({"nft", text}));
+    ASSERT_TRUE(out.ok()) << out.status();
+  }
+
+  std::unique_ptr<NetNamespace> ns_;
+  std::unique_ptr<NftNetfilter> nf_;
+};
+
+TEST_F(NftNetfilterTest, PrepareCreatesTheThreeTablesWithVmapDispatchers) {
+  absl::StatusOr<std::vector<std::string>> lines = nf_->Prepare();
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  EXPECT_THAT(*lines, IsEmpty());
+  for (const auto& [family, table, type] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"ip", "leash", "nat"}, {"ip6", "leash", "nat"}, {"inet", "leash_filter", "filter"}}) {
+    const std::string listing = List({"list", "table", family, table});
+    EXPECT_THAT(listing, HasSubstr("map agents {\n\t\ttype uid : verdict")) << listing;
+    EXPECT_THAT(listing, HasSubstr(absl::StrCat("chain output {\n\t\ttype ", type,
+                                                " hook output priority")))
+        << listing;
+    EXPECT_THAT(listing, HasSubstr("meta skuid vmap @agents")) << listing;
+  }
+  EXPECT_EQ(nf_->Describe(), "nftables");
+}
+
+TEST_F(NftNetfilterTest, PrepareTwiceChangesNothingAndKeepsSubjectsAndCounters) {
+  ASSERT_TRUE(nf_->Prepare().ok());
+  ASSERT_TRUE(nf_->Apply(MakeSubject(1001, 18001)).ok());
+  const std::string before = List({"-a", "list", "ruleset"});
+  absl::StatusOr<std::vector<std::string>> again = nf_->Prepare();
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_THAT(*again, IsEmpty());
+  // Same handles, same single dispatch rule, same element: nothing flushed or re-added.
+  EXPECT_EQ(List({"-a", "list", "ruleset"}), before);
+}
+
+TEST_F(NftNetfilterTest, ApplyBeforePrepareIsFailedPrecondition) {
+  absl::Status s = nf_->Apply(MakeSubject(1001, 18001));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("Prepare()"));
+}
+
+TEST_F(NftNetfilterTest, ApplyAddsExactlyTheUidsChainsAndElements) {
+  ASSERT_TRUE(nf_->Prepare().ok());
+  ASSERT_TRUE(nf_->Apply(MakeSubject(1001, 18001, false, {*engine::ParseIpAddress("192.0.2.53")}))
+                  .ok());
+  ASSERT_TRUE(nf_->Apply(MakeSubject(1002, 18002, true)).ok());
+  for (const auto& [family, table] : std::vector<std::pair<std::string, std::string>>{
+           {"ip", "leash"}, {"ip6", "leash"}, {"inet", "leash_filter"}}) {
+    EXPECT_THAT(*MapKeys(*ns_, family, table), ElementsAre(1001u, 1002u)) << family;
+  }
+  EXPECT_THAT(List({"list", "chain", "ip", "leash", "agent_1001"}),
+              HasSubstr("meta l4proto tcp counter packets 0 bytes 0 redirect to :18001"));
+  EXPECT_THAT(List({"list", "chain", "ip6", "leash", "agent_1002"}),
+              HasSubstr("ip6 daddr ::1 tcp dport != 18000-18999 counter packets 0 bytes 0 return"));
+  const std::string filter_1001 = List({"list", "chain", "inet", "leash_filter", "agent_1001"});
+  EXPECT_THAT(filter_1001, HasSubstr("ip daddr 192.0.2.53 udp dport 53 counter"));
+  EXPECT_THAT(filter_1001, HasSubstr("meta l4proto udp counter packets 0 bytes 0 drop"));
+  EXPECT_THAT(List({"list", "chain", "inet", "leash_filter", "agent_1002"}), Not(HasSubstr("drop")));
+  // The dispatchers still hold one rule each, whatever the number of subjects.
+  EXPECT_THAT(List({"list", "chain", "ip", "leash", "output"}),
+              HasSubstr("type nat hook output priority -100; policy accept;\n\t\tmeta skuid vmap "
+                        "@agents\n\t}"));
+  absl::StatusOr<std::vector<uint32_t>> listed = nf_->ListSubjects();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_THAT(*listed, ElementsAre(1001u, 1002u));
+}
+
+TEST_F(NftNetfilterTest, ReplacingOneUidLeavesAnotherUidsObjectsUntouched) {
+  ASSERT_TRUE(nf_->Prepare().ok());
+  ASSERT_TRUE(nf_->Apply(MakeSubject(1001, 18001)).ok());
+  ASSERT_TRUE(nf_->Apply(MakeSubject(1002, 18002)).ok());
+  const std::string other_before = List({"-a", "list", "chain", "ip", "leash", "agent_1002"});
+  const std::string other_filter_before =
+      List({"-a", "list", "chain", "inet", "leash_filter", "agent_1002"});
+  ASSERT_TRUE(nf_->Apply(MakeSubject(1001, 18005, true)).ok());
+  EXPECT_THAT(List({"list", "chain", "ip", "leash", "agent_1001"}), HasSubstr("redirect to :18005"));
+  EXPECT_THAT(List({"list", "chain", "inet", "leash_filter", "agent_1001"}),
+              Not(HasSubstr("drop")));
+  // Same rule handles (nothing re-created) for the UID that was not applied.
+  EXPECT_EQ(List({"-a", "list", "chain", "ip", "leash", "agent_1002"}), other_before);
+  EXPECT_EQ(List({"-a", "list", "chain", "inet", "leash_filter", "agent_1002"}),
+            other_filter_before);
+  EXPECT_THAT(*MapKeys(*ns_, "ip", "leash"), ElementsAre(1001u, 1002u));
+}
+
+TEST_F(NftNetfilterTest, ReleaseRemovesExactlyOneUidAndAbsentUidIsNotAnError) {
+  ASSERT_TRUE(nf_->Prepare().ok());
+  ASSERT_TRUE(nf_->ApplyAll({MakeSubject(1001, 18001), MakeSubject(1002, 18002),
+                             MakeSubject(1003, 18003)})
+                  .ok());
+  ASSERT_TRUE(nf_->Release(1002).ok());
+  for (const auto& [family, table] : std::vector<std::pair<std::string, std::string>>{
+           {"ip", "leash"}, {"ip6", "leash"}, {"inet", "leash_filter"}}) {
+    EXPECT_THAT(*MapKeys(*ns_, family, table), ElementsAre(1001u, 1003u)) << family;
+    EXPECT_THAT(List({"list", "table", family, table}), Not(HasSubstr("agent_1002"))) << family;
+  }
+  EXPECT_THAT(*nf_->ListSubjects(), ElementsAre(1001u, 1003u));
+  EXPECT_TRUE(nf_->Release(1002).ok());   // again
+  EXPECT_TRUE(nf_->Release(4242).ok());   // never applied
+}
+
+TEST_F(NftNetfilterTest, ReleaseBeforePrepareIsNotAnError) {
+  EXPECT_TRUE(nf_->Release(1001).ok());
+  absl::StatusOr<std::vector<uint32_t>> listed = nf_->ListSubjects();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_THAT(*listed, IsEmpty());
+}
+
+TEST_F(NftNetfilterTest, ReleaseRepairsAHalfPresentUid) {
+  ASSERT_TRUE(nf_->Prepare().ok());
+  // A chain with no element (someone deleted the element by hand): still removed, still listed.
+  NftScript("add chain inet leash_filter agent_1007");
+  EXPECT_THAT(*nf_->ListSubjects(), ElementsAre(1007u));
+  ASSERT_TRUE(nf_->Release(1007).ok());
+  EXPECT_THAT(*nf_->ListSubjects(), IsEmpty());
+  // And Apply over a half-present UID replaces what is there.
+  NftScript("add chain ip leash agent_1008");
+  ASSERT_TRUE(nf_->Apply(MakeSubject(1008, 18008)).ok());
+  EXPECT_THAT(*MapKeys(*ns_, "ip", "leash"), ElementsAre(1008u));
+}
+
+TEST_F(NftNetfilterTest, ARefusedBatchChangesNothingAndNamesTheRefusedCommand) {
+  ASSERT_TRUE(nf_->Prepare().ok());
+  ASSERT_TRUE(nf_->Apply(MakeSubject(1002, 18002)).ok());
+  const std::string before = List({"-a", "list", "ruleset"});
+  // Break one table behind leash's back: its agents map is gone, so the element for a new UID
+  // cannot be added — the last table in the batch, after everything for ip leash was queued.
+  NftScript("flush chain inet leash_filter output\n"
+            "delete element inet leash_filter agents { 1002 }\n"
+            "delete chain inet leash_filter agent_1002\n"
+            "delete map inet leash_filter agents\n");
+  const std::string broken = List({"-a", "list", "ruleset"});
+  absl::Status s = nf_->Apply(MakeSubject(1001, 18001));
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_THAT(s.message(), HasSubstr("add element 1001 : jump agent_<uid> to map inet leash_filter"));
+  EXPECT_THAT(s.message(), HasSubstr("nothing was applied"));
+  // All or nothing: ip and ip6 leash did not gain agent_1001 either.
+  EXPECT_EQ(List({"-a", "list", "ruleset"}), broken);
+  EXPECT_NE(broken, before);
+}
+
+TEST_F(NftNetfilterTest, ApplyAllReplacesPresentUidsAndRefusesBadInput) {
+  ASSERT_TRUE(nf_->Prepare().ok());
+  ASSERT_TRUE(nf_->Apply(MakeSubject(1001, 18001)).ok());
+  ASSERT_TRUE(nf_->ApplyAll({MakeSubject(1001, 18011), MakeSubject(1002, 18002)}).ok());
+  EXPECT_THAT(List({"list", "chain", "ip6", "leash", "agent_1001"}), HasSubstr("redirect to :18011"));
+  EXPECT_EQ(nf_->ApplyAll({MakeSubject(1003, 18003), MakeSubject(1003, 18004)}).code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::Status root = nf_->Apply(MakeSubject(0, 18001));
+  EXPECT_EQ(root.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(root.message(), HasSubstr("UID 0"));
+  EXPECT_EQ(nf_->Apply(MakeSubject(1004, 8443)).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(*nf_->ListSubjects(), ElementsAre(1001u, 1002u));
+}
+
+TEST_F(NftNetfilterTest, ApplyAllOfAThousandSubjectsIsOneBatch) {
+  ASSERT_TRUE(nf_->Prepare().ok());
+  std::vector<NetfilterSubject> subjects;
+  for (uint32_t i = 0; i < 1000; ++i) {
+    subjects.push_back(MakeSubject(100000 + i, static_cast<uint16_t>(18000 + i % 1000), false,
+                                   {*engine::ParseIpAddress("192.0.2.53")}));
+  }
+  absl::Status applied = nf_->ApplyAll(subjects);
+  ASSERT_TRUE(applied.ok()) << applied;
+  EXPECT_THAT(*nf_->ListSubjects(), SizeIs(1000));
+  EXPECT_THAT(*MapKeys(*ns_, "inet", "leash_filter"), SizeIs(1000));
+  // Again, now replacing all 1,000: their elements are read back from multi-element dumps and
+  // deleted before being re-added.
+  for (NetfilterSubject& subject : subjects) subject.udp_allowed = true;
+  applied = nf_->ApplyAll(subjects);
+  ASSERT_TRUE(applied.ok()) << applied;
+  EXPECT_THAT(*MapKeys(*ns_, "ip6", "leash"), SizeIs(1000));
+  EXPECT_THAT(List({"list", "table", "inet", "leash_filter"}), Not(HasSubstr("drop")));
+}
+
+// --- Startup migration ---------------------------------------------------------------------
+
+TEST_F(NftNetfilterTest, PrepareDropsTableWithUidRulesInTheHookedChain) {
+  // The shape before per-UID chains: a UID's rules straight in the hooked chain.
+  NftScript(
+      "table ip leash {\n"
+      "  chain output {\n"
+      "    type nat hook output priority -100; policy accept;\n"
+      "    meta skuid 1001 ip daddr 127.0.0.0/8 tcp dport != 18000-18999 return\n"
+      "    meta skuid 1001 meta l4proto tcp redirect to :18001\n"
+      "  }\n"
+      "}\n"
+      "table inet leash_filter {\n"
+      "  chain output {\n"
+      "    type filter hook output priority 0; policy accept;\n"
+      "    meta skuid 1001 meta l4proto udp drop\n"
+      "  }\n"
+      "}\n");
+  absl::StatusOr<std::vector<std::string>> lines = nf_->Prepare();
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  ASSERT_THAT(*lines, SizeIs(2));
+  EXPECT_THAT((*lines)[0], HasSubstr("dropped table ip leash left in the old shape"));
+  EXPECT_THAT((*lines)[0], HasSubstr("no agents map"));
+  EXPECT_THAT((*lines)[1], HasSubstr("dropped table inet leash_filter"));
+  const std::string ip = List({"list", "table", "ip", "leash"});
+  EXPECT_THAT(ip, Not(HasSubstr("skuid 1001")));
+  EXPECT_THAT(ip, HasSubstr("meta skuid vmap @agents"));
+  EXPECT_THAT(List({"list", "table", "inet", "leash_filter"}), Not(HasSubstr("skuid 1001")));
+  // Now in the current shape: a second start drops nothing.
+  EXPECT_THAT(*nf_->Prepare(), IsEmpty());
+  ASSERT_TRUE(nf_->Apply(MakeSubject(1001, 18001)).ok());
+}
+
+TEST_F(NftNetfilterTest, PrepareDropsTableWithALinearJumpDispatcher) {
+  // A dispatcher of `meta skuid X jump agent_X` rules: per-UID chains, but the jumps are rules
+  // in the hooked chain that a map-based Release cannot see (and they pin agent_X in place).
+  NftScript(
+      "table ip6 leash {\n"
+      "  chain agent_1001 {\n"
+      "    meta l4proto tcp redirect to :18001\n"
+      "  }\n"
+      "  chain output {\n"
+      "    type nat hook output priority -100; policy accept;\n"
+      "    meta skuid 1001 jump agent_1001\n"
+      "  }\n"
+      "}\n");
+  absl::StatusOr<std::vector<std::string>> lines = nf_->Prepare();
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  ASSERT_THAT(*lines, ElementsAre(HasSubstr("dropped table ip6 leash")));
+  EXPECT_THAT(List({"list", "table", "ip6", "leash"}), Not(HasSubstr("agent_1001")));
+  EXPECT_THAT(*nf_->ListSubjects(), IsEmpty());
+}
+
+TEST_F(NftNetfilterTest, PrepareKeepsCurrentShapeTablesAndTheirSubjects) {
+  ASSERT_TRUE(nf_->Prepare().ok());
+  ASSERT_TRUE(nf_->ApplyAll({MakeSubject(1001, 18001), MakeSubject(1002, 18002)}).ok());
+  const std::string before = List({"-a", "list", "ruleset"});
+  // A restarted leashd: a new socket, the same kernel state.
+  absl::StatusOr<NetNamespace::Entered> entered = ns_->Enter();
+  ASSERT_TRUE(entered.ok());
+  absl::StatusOr<std::unique_ptr<NftNetfilter>> restarted = NftNetfilter::Create();
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  EXPECT_THAT(*(*restarted)->Prepare(), IsEmpty());
+  EXPECT_EQ(List({"-a", "list", "ruleset"}), before);
+  EXPECT_THAT(*(*restarted)->ListSubjects(), ElementsAre(1001u, 1002u));
+}
+
+TEST_F(NftNetfilterTest, PrepareLeavesOtherTablesAlone) {
+  NftScript(
+      "table ip other {\n"
+      "  chain output {\n"
+      "    type nat hook output priority -100; policy accept;\n"
+      "    meta skuid 1001 meta l4proto tcp redirect to :9999\n"
+      "  }\n"
+      "}\n");
+  ASSERT_TRUE(nf_->Prepare().ok());
+  EXPECT_THAT(List({"list", "table", "ip", "other"}), HasSubstr("redirect to :9999"));
+}
+
+}  // namespace
+}  // namespace leash::controlplane

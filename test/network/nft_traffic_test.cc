@@ -1,0 +1,197 @@
+// Traffic through the nft applier's rules, for real: in a fresh namespace with a veth pair
+// standing in for remote hosts (192.0.2.11, 2001:db8::11), two test accounts leashed to their
+// own proxy-listener stand-ins, and a tagged server behind every address, each account's
+// connections are made as that account (setpriv) and the reply says where they landed and what
+// SO_ORIGINAL_DST / IP6T_SO_ORIGINAL_DST reported. Account names do not start with "leash-", so
+// a leashd running on the host never discovers them.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "controlplane/nft_netfilter.h"
+#include "controlplane/testing/fake_netfilter.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test/fixtures/netns.h"
+#include "test/fixtures/root.h"
+#include "test/fixtures/subprocess.h"
+#include "test/fixtures/test_account.h"
+#include "test/network/nft_inspect.h"
+#include "test/network/tagged_server.h"
+#include "test/network/traffic_world.h"
+
+namespace leash::controlplane {
+namespace {
+
+using ::leash::controlplane::testing::MakeSubject;
+using ::leash::testing::ChainCounters;
+using ::leash::testing::MapKeys;
+using ::leash::testing::NetNamespace;
+using ::leash::testing::TaggedServer;
+using ::leash::testing::TestAccount;
+using ::leash::testing::TrafficTest;
+using ::testing::Each;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+
+constexpr uint16_t kPortA = 18101;
+constexpr uint16_t kPortB = 18102;
+
+// Indexes into the server's endpoints, for the kernel-chosen ports.
+enum Endpoint { kLocal4 = 6, kLocal6 = 7, kUdpOther = 10 };
+
+class NftTrafficTest : public TrafficTest {
+ protected:
+  void SetUp() override {
+    TrafficTest::SetUp();
+    if (HasFatalFailure() || IsSkipped()) return;
+    absl::StatusOr<NetNamespace::Entered> entered = world_->ns().Enter();
+    ASSERT_TRUE(entered.ok()) << entered.status();
+    absl::StatusOr<std::unique_ptr<TaggedServer>> server = TaggedServer::Start({
+        {"a", "127.0.0.1", kPortA},         {"a", "::1", kPortA},
+        {"b", "127.0.0.1", kPortB},         {"b", "::1", kPortB},
+        {"direct", "192.0.2.11", 443},      {"direct", "2001:db8::11", 443},
+        {"local", "127.0.0.1", 0},          {"local", "::1", 0},
+        {"dns", "192.0.2.11", 53, true},    {"dns6", "2001:db8::11", 53, true},
+        {"udp", "192.0.2.11", 0, true},     {"dns-other", "192.0.2.10", 53, true},
+    });
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    absl::StatusOr<std::unique_ptr<NftNetfilter>> nf = NftNetfilter::Create();
+    ASSERT_TRUE(nf.ok()) << nf.status();
+    nf_ = std::move(*nf);
+    ASSERT_TRUE(nf_->Prepare().ok());
+    subject_a_ = MakeSubject(a_->uid(), kPortA, false,
+                             {*engine::ParseIpAddress("192.0.2.11"),
+                              *engine::ParseIpAddress("2001:db8::11")});
+    subject_b_ = MakeSubject(b_->uid(), kPortB, /*udp_allowed=*/true);
+    absl::Status applied = nf_->ApplyAll({subject_a_, subject_b_});
+    ASSERT_TRUE(applied.ok()) << applied;
+  }
+
+  std::string Listing(const std::string& family, const std::string& table,
+                      const std::string& chain) {
+    absl::StatusOr<std::string> out =
+        leash::testing::Nft(world_->ns(), {"-a", "list", "chain", family, table, chain});
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.value_or("");
+  }
+
+  std::unique_ptr<TaggedServer> server_;
+  std::unique_ptr<NftNetfilter> nf_;
+  NetfilterSubject subject_a_;
+  NetfilterSubject subject_b_;
+};
+
+TEST_F(NftTrafficTest, EachAccountsTcpLandsOnItsOwnListenerWithTheOriginalDestination) {
+  EXPECT_EQ(Probe(a_, "tcp", "192.0.2.11", 443), "a 192.0.2.11:443");
+  EXPECT_EQ(Probe(a_, "tcp", "2001:db8::11", 443), "a [2001:db8::11]:443");
+  EXPECT_EQ(Probe(b_, "tcp", "192.0.2.11", 443), "b 192.0.2.11:443");
+  EXPECT_EQ(Probe(b_, "tcp", "2001:db8::11", 443), "b [2001:db8::11]:443");
+  // Any TCP port, not just 443: nothing listens on 192.0.2.11:8080, yet the account's
+  // connection is answered by its listener.
+  EXPECT_EQ(Probe(a_, "tcp", "192.0.2.11", 8080), "a 192.0.2.11:8080");
+}
+
+TEST_F(NftTrafficTest, RootsTrafficIsUntouched) {
+  EXPECT_EQ(Probe(nullptr, "tcp", "192.0.2.11", 443), "direct 192.0.2.11:443");
+  EXPECT_EQ(Probe(nullptr, "tcp", "2001:db8::11", 443), "direct [2001:db8::11]:443");
+  EXPECT_EQ(Probe(nullptr, "tcp", "127.0.0.1", kPortB), "b 127.0.0.1:18102");
+  EXPECT_EQ(Probe(nullptr, "udp", "192.0.2.11", server_->port(kUdpOther)), "udp");
+}
+
+TEST_F(NftTrafficTest, LoopbackToANonProxyPortPassesUntouched) {
+  const uint16_t local4 = server_->port(kLocal4);
+  const uint16_t local6 = server_->port(kLocal6);
+  EXPECT_EQ(Probe(a_, "tcp", "127.0.0.1", local4), absl::StrCat("local 127.0.0.1:", local4));
+  EXPECT_EQ(Probe(a_, "tcp", "::1", local6), absl::StrCat("local [::1]:", local6));
+}
+
+TEST_F(NftTrafficTest, LoopbackToTheProxyRangeLandsOnTheAttemptingUidsOwnListener) {
+  // Aimed at the other account's listener: redirected to its own, which sees the attempt.
+  EXPECT_EQ(Probe(a_, "tcp", "127.0.0.1", kPortB), "a 127.0.0.1:18102");
+  EXPECT_EQ(Probe(a_, "tcp", "::1", kPortB), "a [::1]:18102");
+  EXPECT_EQ(Probe(b_, "tcp", "127.0.0.1", kPortA), "b 127.0.0.1:18101");
+  // The single-agent port, which nothing listens on here, and the range's ends.
+  EXPECT_EQ(Probe(a_, "tcp", "127.0.0.1", kSingleSubjectPort), "a 127.0.0.1:18443");
+  EXPECT_EQ(Probe(a_, "tcp", "127.0.0.1", kProxyPortFirst), "a 127.0.0.1:18000");
+  EXPECT_EQ(Probe(a_, "tcp", "::1", kProxyPortLast), "a [::1]:18999");
+}
+
+TEST_F(NftTrafficTest, UdpIsDroppedExceptDnsToTheConfiguredResolvers) {
+  EXPECT_EQ(Probe(a_, "udp", "192.0.2.11", 53), "dns");
+  EXPECT_EQ(Probe(a_, "udp", "2001:db8::11", 53), "dns6");
+  // Another port on the resolver, and port 53 anywhere else (a tunnel), are dropped.
+  EXPECT_EQ(Probe(a_, "udp", "192.0.2.11", server_->port(kUdpOther)), "error EPERM");
+  EXPECT_EQ(Probe(a_, "udp", "192.0.2.10", 53), "error EPERM");
+  EXPECT_EQ(Probe(a_, "udp", "2001:db8::10", 53), "error EPERM");
+}
+
+TEST_F(NftTrafficTest, UdpAllowedPassesAllUdp) {
+  EXPECT_EQ(Probe(b_, "udp", "192.0.2.11", server_->port(kUdpOther)), "udp");
+  EXPECT_EQ(Probe(b_, "udp", "192.0.2.10", 53), "dns-other");
+}
+
+TEST_F(NftTrafficTest, ReleaseStopsRedirectingExactlyThatUid) {
+  ASSERT_TRUE(nf_->Release(a_->uid()).ok());
+  EXPECT_EQ(Probe(a_, "tcp", "192.0.2.11", 443), "direct 192.0.2.11:443");
+  EXPECT_EQ(Probe(a_, "tcp", "2001:db8::11", 443), "direct [2001:db8::11]:443");
+  EXPECT_EQ(Probe(a_, "udp", "192.0.2.11", server_->port(kUdpOther)), "udp");
+  EXPECT_EQ(Probe(b_, "tcp", "192.0.2.11", 443), "b 192.0.2.11:443");
+  absl::StatusOr<std::vector<uint32_t>> listed = nf_->ListSubjects();
+  ASSERT_TRUE(listed.ok());
+  EXPECT_THAT(*listed, ::testing::ElementsAre(b_->uid()));
+}
+
+TEST_F(NftTrafficTest, ApplyingOrReleasingOneUidLeavesTheOtherUidsCountersUnchanged) {
+  const std::string chain_b = absl::StrCat("agent_", b_->uid());
+  const std::string chain_a = absl::StrCat("agent_", a_->uid());
+  // Traffic from both accounts, so both have non-zero counters.
+  EXPECT_EQ(Probe(b_, "tcp", "192.0.2.11", 443), "b 192.0.2.11:443");
+  EXPECT_EQ(Probe(b_, "tcp", "2001:db8::11", 443), "b [2001:db8::11]:443");
+  EXPECT_EQ(Probe(b_, "tcp", "127.0.0.1", server_->port(kLocal4)),
+            absl::StrCat("local 127.0.0.1:", server_->port(kLocal4)));
+  EXPECT_EQ(Probe(a_, "tcp", "192.0.2.11", 443), "a 192.0.2.11:443");
+  EXPECT_EQ(Probe(a_, "udp", "192.0.2.10", 53), "error EPERM");
+  absl::StatusOr<std::vector<std::pair<uint64_t, uint64_t>>> b_counters =
+      ChainCounters(world_->ns(), "ip", "leash", chain_b);
+  ASSERT_TRUE(b_counters.ok()) << b_counters.status();
+  // Loopback exemption once, redirect once (only a connection's first packet meets nat).
+  ASSERT_EQ(b_counters->size(), 2u);
+  EXPECT_EQ((*b_counters)[0].first, 1u);
+  EXPECT_EQ((*b_counters)[1].first, 1u);
+  const std::string b_ip = Listing("ip", "leash", chain_b);
+  const std::string b_ip6 = Listing("ip6", "leash", chain_b);
+  const std::string b_inet = Listing("inet", "leash_filter", chain_b);
+
+  // Re-apply A with a changed policy: A's chains are replaced (counters start over), B's are
+  // byte-for-byte the same listing — same handles, same counters.
+  NetfilterSubject changed = subject_a_;
+  changed.dns_resolvers.clear();
+  ASSERT_TRUE(nf_->Apply(changed).ok());
+  for (const auto& [family, table] : std::vector<std::pair<std::string, std::string>>{
+           {"ip", "leash"}, {"ip6", "leash"}, {"inet", "leash_filter"}}) {
+    absl::StatusOr<std::vector<uint32_t>> keys = MapKeys(world_->ns(), family, table);
+    ASSERT_TRUE(keys.ok()) << keys.status();
+    EXPECT_THAT(*keys, ::testing::Contains(b_->uid())) << family;
+  }
+  EXPECT_EQ(Listing("ip", "leash", chain_b), b_ip);
+  EXPECT_EQ(Listing("ip6", "leash", chain_b), b_ip6);
+  EXPECT_EQ(Listing("inet", "leash_filter", chain_b), b_inet);
+  absl::StatusOr<std::vector<std::pair<uint64_t, uint64_t>>> a_counters =
+      ChainCounters(world_->ns(), "ip", "leash", chain_a);
+  ASSERT_TRUE(a_counters.ok());
+  EXPECT_THAT(*a_counters, Each(Pair(0u, 0u)));
+  // The change is in force: DNS to the old resolver is now dropped for A.
+  EXPECT_EQ(Probe(a_, "udp", "192.0.2.11", 53), "error EPERM");
+
+  ASSERT_TRUE(nf_->Release(a_->uid()).ok());
+  EXPECT_EQ(Listing("ip", "leash", chain_b), b_ip);
+  EXPECT_EQ(Listing("ip6", "leash", chain_b), b_ip6);
+  EXPECT_EQ(Listing("inet", "leash_filter", chain_b), b_inet);
+  EXPECT_EQ(Probe(b_, "tcp", "192.0.2.11", 443), "b 192.0.2.11:443");
+}
+
+}  // namespace
+}  // namespace leash::controlplane

@@ -1,0 +1,81 @@
+#include "test/network/traffic_world.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "test/fixtures/root.h"
+#include "test/fixtures/subprocess.h"
+
+namespace leash::testing {
+namespace {
+
+// Copies the lnft_probe runfile into `mount` (mode 0755) and returns its path there.
+absl::StatusOr<std::string> InstallProbe(const TmpfsMount& mount) {
+  const char* runfiles = std::getenv("TEST_SRCDIR");
+  if (runfiles == nullptr) return absl::FailedPreconditionError("TEST_SRCDIR is not set");
+  const std::string source = absl::StrCat(runfiles, "/leash/test/network/lnft_probe");
+  const std::string target = absl::StrCat(mount.path(), "/lnft_probe");
+  std::ifstream in(source, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", source));
+  std::ofstream out(target, std::ios::binary);
+  out << in.rdbuf();
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", target));
+  if (chmod(target.c_str(), 0755) != 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("chmod ", target));
+  }
+  return target;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TrafficWorld>> TrafficWorld::Create() {
+  std::unique_ptr<TrafficWorld> world(new TrafficWorld());
+  absl::StatusOr<std::unique_ptr<NetNamespace>> ns = NetNamespace::Create();
+  if (!ns.ok()) return ns.status();
+  world->ns_ = std::move(*ns);
+  absl::Status veth = world->ns_->AddVethPair({"192.0.2.10/24", "2001:db8::10/64"},
+                                              {"192.0.2.11/24", "2001:db8::11/64"});
+  if (!veth.ok()) return veth;
+  absl::StatusOr<std::unique_ptr<TestAccount>> a = TestAccount::Create("lnft-a");
+  if (!a.ok()) return a.status();
+  world->a_ = std::move(*a);
+  absl::StatusOr<std::unique_ptr<TestAccount>> b = TestAccount::Create("lnft-b");
+  if (!b.ok()) return b.status();
+  world->b_ = std::move(*b);
+  absl::StatusOr<std::unique_ptr<TmpfsMount>> mount = TmpfsMount::Create();
+  if (!mount.ok()) return mount.status();
+  world->mount_ = std::move(*mount);
+  absl::StatusOr<std::string> probe = InstallProbe(*world->mount_);
+  if (!probe.ok()) return probe.status();
+  world->probe_ = *probe;
+  return world;
+}
+
+std::string TrafficWorld::Probe(const TestAccount* account, const std::string& proto,
+                                const std::string& address, uint16_t port) const {
+  std::vector<std::string> argv = {probe_, proto, address, absl::StrCat(port)};
+  if (account != nullptr) argv = account->AsUser(argv);
+  absl::StatusOr<RunResult> run = ns_->Run(argv, absl::Seconds(20));
+  if (!run.ok()) return absl::StrCat("probe failed: ", run.status().ToString());
+  if (run->exit_code != 0) {
+    return absl::StrCat("probe failed: exit ", run->exit_code, ": ", run->out);
+  }
+  return std::string(absl::StripAsciiWhitespace(run->out));
+}
+
+void TrafficTest::SetUp() {
+  LEASH_REQUIRE_ROOT();
+  absl::StatusOr<std::unique_ptr<TrafficWorld>> world = TrafficWorld::Create();
+  ASSERT_TRUE(world.ok()) << world.status();
+  world_ = std::move(*world);
+  a_ = &world_->a();
+  b_ = &world_->b();
+}
+
+}  // namespace leash::testing
