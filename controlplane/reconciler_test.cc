@@ -11,6 +11,7 @@
 
 #include "controlplane/sidecar_api/policy_subscriber.h"
 #include "controlplane/testing/fake_accounts.h"
+#include "controlplane/testing/fake_netfilter.h"
 #include "engine/config_defaults.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -65,40 +66,6 @@ class FakePolicies : public PolicySource {
   bool unreadable_ = false;
 };
 
-// Records every call, in order; can fail per UID; runs a check before each Apply.
-class RecordingNetfilter : public Netfilter {
- public:
-  std::vector<std::string> calls;
-  std::set<uint32_t> failing;
-  std::function<void(const NetfilterSubject&)> before_apply;
-
-  absl::StatusOr<std::vector<std::string>> Prepare() override { return std::vector<std::string>(); }
-  absl::Status Apply(const NetfilterSubject& s) override {
-    if (before_apply) before_apply(s);
-    calls.push_back("apply " + std::to_string(s.uid) + ":" + std::to_string(s.port));
-    if (failing.count(s.uid)) return absl::InternalError("netlink: EPERM");
-    return absl::OkStatus();
-  }
-  absl::Status ApplyAll(const std::vector<NetfilterSubject>& subjects) override {
-    for (const auto& s : subjects) {
-      if (failing.count(s.uid)) return absl::InternalError("netlink batch: EPERM");
-    }
-    std::string call = "apply-all";
-    for (const auto& s : subjects) {
-      if (before_apply) before_apply(s);
-      call += " " + std::to_string(s.uid);
-    }
-    calls.push_back(call);
-    return absl::OkStatus();
-  }
-  absl::Status Release(uint32_t uid) override {
-    calls.push_back("release " + std::to_string(uid));
-    return absl::OkStatus();
-  }
-  absl::StatusOr<std::vector<uint32_t>> ListSubjects() override { return std::vector<uint32_t>(); }
-  std::string Describe() const override { return "recording"; }
-};
-
 // A sidecar that acks every map; the "proxy" one can fail a UID's listener.
 class FakeSidecar {
  public:
@@ -136,6 +103,25 @@ class FakeSidecar {
   std::unique_ptr<PolicySubscriber> subscriber_;
 };
 
+// The netfilter calls as "apply <uid>:<port>", "apply-all <uid> ...", "release <uid>".
+std::vector<std::string> Calls(const testing::FakeNetfilter& netfilter) {
+  std::vector<std::string> out;
+  for (const auto& call : netfilter.calls()) {
+    using Kind = testing::FakeNetfilter::Call::Kind;
+    if (call.kind == Kind::kApply) {
+      out.push_back("apply " + std::to_string(call.subjects[0].uid) + ":" +
+                    std::to_string(call.subjects[0].port));
+    } else if (call.kind == Kind::kApplyAll) {
+      std::string line = "apply-all";
+      for (const auto& s : call.subjects) line += " " + std::to_string(s.uid);
+      out.push_back(line);
+    } else if (call.kind == Kind::kRelease) {
+      out.push_back("release " + std::to_string(call.uid));
+    }
+  }
+  return out;
+}
+
 class ReconcilerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -146,6 +132,8 @@ class ReconcilerTest : public ::testing::Test {
     server_ = builder.BuildAndStart();
     fswatch_ = std::make_unique<FakeSidecar>(dir_->Join("s"), leash::v1::SIDECAR_KIND_FSWATCH);
     proxy_ = std::make_unique<FakeSidecar>(dir_->Join("s"), leash::v1::SIDECAR_KIND_PROXY);
+    ASSERT_TRUE(netfilter_.Prepare().ok());
+    netfilter_.ClearCalls();
     accounts_.Add("fido", 1000);
     policies_.floor.set_user("fido");
     policies_.floor.set_fail_mode("closed");
@@ -173,7 +161,7 @@ class ReconcilerTest : public ::testing::Test {
   std::unique_ptr<FakeSidecar> proxy_;
   testing::FakeAccounts accounts_;
   FakePolicies policies_;
-  RecordingNetfilter netfilter_;
+  testing::FakeNetfilter netfilter_;
 };
 
 TEST_F(ReconcilerTest, DiscoversTwoAgentsEachResolvedSeparately) {
@@ -194,7 +182,7 @@ TEST_F(ReconcilerTest, DiscoversTwoAgentsEachResolvedSeparately) {
   EXPECT_EQ(Subject(*r, 1000).port, 18000);
   EXPECT_EQ(Subject(*r, 1001).port, 18001);
   EXPECT_EQ(Subject(*r, 1002).port, 18002);
-  EXPECT_THAT(netfilter_.calls, ElementsAre("apply-all 1000 1001 1002"));
+  EXPECT_THAT(Calls(netfilter_), ElementsAre("apply-all 1000 1001 1002"));
 }
 
 TEST_F(ReconcilerTest, NewSubjectDeniedInWatcherBeforeItsChainGoesIn) {
@@ -203,13 +191,13 @@ TEST_F(ReconcilerTest, NewSubjectDeniedInWatcherBeforeItsChainGoesIn) {
   accounts_.Add("leash-iris", 1001);
   policies_.Set("leash-iris", "openai.com");
   bool checked = false;
-  netfilter_.before_apply = [&](const NetfilterSubject& s) {
+  netfilter_.SetBeforeApply([&](const NetfilterSubject& s) {
     if (s.uid != 1001) return;
     SubjectMapPtr map = fswatch_->map();
     ASSERT_TRUE(map->count(1001)) << "the watcher had not acked a map holding the subject";
     EXPECT_EQ(map->at(1001).policy, nullptr) << "the subject must be denied, not yet allowed";
     checked = true;
-  };
+  });
   leash::v1::ReconcileReport report = r->RunPass();
   EXPECT_TRUE(checked);
   ASSERT_EQ(report.changes_size(), 1);
@@ -225,12 +213,12 @@ TEST_F(ReconcilerTest, ChangedBindingReappliesOnlyThatSubject) {
   auto r = Make();
   r->RunPass();
   SubjectMapPtr before = fswatch_->map();
-  netfilter_.calls.clear();
+  netfilter_.ClearCalls();
   const uint64_t version_before = stream_.version();
 
   policies_.Set("leash-iris", "anthropic.com");
   leash::v1::ReconcileReport report = r->RunPass();
-  EXPECT_THAT(netfilter_.calls, ElementsAre("apply 1001:18001"));
+  EXPECT_THAT(Calls(netfilter_), ElementsAre("apply 1001:18001"));
   ASSERT_EQ(report.changes_size(), 1);
   EXPECT_EQ(report.changes(0).account(), "leash-iris");
   EXPECT_EQ(report.changes(0).change(), "reapplied");
@@ -247,10 +235,10 @@ TEST_F(ReconcilerTest, UnchangedSubjectIsNotTouchedAtAll) {
   accounts_.Add("leash-iris", 1001);
   auto r = Make();
   r->RunPass();
-  netfilter_.calls.clear();
+  netfilter_.ClearCalls();
   const uint64_t version = stream_.version();
   leash::v1::ReconcileReport report = r->RunPass();
-  EXPECT_TRUE(netfilter_.calls.empty());
+  EXPECT_TRUE(Calls(netfilter_).empty());
   EXPECT_EQ(stream_.version(), version);
   EXPECT_EQ(report.changes_size(), 0);
   EXPECT_EQ(report.unchanged(), 2u);
@@ -278,14 +266,14 @@ TEST_F(ReconcilerTest, CorruptPortMapChangesNothing) {
   accounts_.Add("leash-iris", 1001);
   auto r = Make();
   r->RunPass();
-  netfilter_.calls.clear();
+  netfilter_.ClearCalls();
   const uint64_t version = stream_.version();
   std::ofstream(dir_->Join("state/ports.json")) << "{\"format\":1,";
   accounts_.Add("leash-vader", 1002);
   leash::v1::ReconcileReport report = r->RunPass();
   EXPECT_THAT(report.error(), HasSubstr("is corrupt"));
   EXPECT_THAT(report.error(), HasSubstr("nothing was changed"));
-  EXPECT_TRUE(netfilter_.calls.empty());
+  EXPECT_TRUE(Calls(netfilter_).empty());
   EXPECT_EQ(stream_.version(), version);
   EXPECT_EQ(r->subjects().size(), 2u);
 }
@@ -294,12 +282,12 @@ TEST_F(ReconcilerTest, UnreadablePasswdChangesNothing) {
   accounts_.Add("leash-iris", 1001);
   auto r = Make();
   r->RunPass();
-  netfilter_.calls.clear();
+  netfilter_.ClearCalls();
   const uint64_t version = stream_.version();
   accounts_.SetUnreadable(true);
   leash::v1::ReconcileReport report = r->RunPass();
   EXPECT_THAT(report.error(), HasSubstr("account database"));
-  EXPECT_TRUE(netfilter_.calls.empty());
+  EXPECT_TRUE(Calls(netfilter_).empty());
   EXPECT_EQ(stream_.version(), version);
   EXPECT_NE(fswatch_->map()->at(1001).policy, nullptr) << "a subject lost its policy";
 }
@@ -317,10 +305,10 @@ TEST_F(ReconcilerTest, SubjectThatLeftDiscoveryKeepsItsChainAndLosesItsPolicy) {
   accounts_.Add("leash-iris", 1001);
   auto r = Make();
   r->RunPass();
-  netfilter_.calls.clear();
+  netfilter_.ClearCalls();
   accounts_.Remove("leash-iris");
   leash::v1::ReconcileReport report = r->RunPass();
-  EXPECT_TRUE(netfilter_.calls.empty()) << "the chain must be kept, not released";
+  EXPECT_TRUE(Calls(netfilter_).empty()) << "the chain must be kept, not released";
   EXPECT_EQ(fswatch_->map()->at(1001).policy, nullptr);
   EXPECT_THAT(fswatch_->map()->at(1001).no_policy_reason, HasSubstr("left discovery"));
   ASSERT_EQ(report.changes_size(), 1);
@@ -331,12 +319,12 @@ TEST_F(ReconcilerTest, SubjectThatLeftDiscoveryKeepsItsChainAndLosesItsPolicy) {
 TEST_F(ReconcilerTest, ChainThatWillNotApplyDeniesThatSubjectAlone) {
   accounts_.Add("leash-iris", 1001);
   accounts_.Add("leash-vader", 1002);
-  netfilter_.failing = {1001};
+  netfilter_.FailApply(1001, absl::InternalError("netlink: EPERM"));
   auto r = Make();
   leash::v1::ReconcileReport report = r->RunPass();
   EXPECT_EQ(fswatch_->map()->at(1001).policy, nullptr);
   EXPECT_NE(fswatch_->map()->at(1002).policy, nullptr);
-  EXPECT_THAT(netfilter_.calls, ::testing::Contains("apply 1002:18002"));
+  EXPECT_THAT(Calls(netfilter_), ::testing::Contains("apply 1002:18002"));
 }
 
 TEST_F(ReconcilerTest, ListenerThatWillNotBindDeniesThatSubjectAlone) {

@@ -18,7 +18,7 @@ namespace {
 
 using leash::testing::WaitFor;
 
-constexpr char kSidecar[] = "controlplane/test_sidecar";
+constexpr char kSidecar[] = "controlplane/testing/test_sidecar";
 
 class SupervisorTest : public ::testing::Test {
  protected:

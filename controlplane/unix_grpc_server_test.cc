@@ -125,7 +125,7 @@ TEST_F(UnixGrpcServerTest, NonRootClientIsRefusedAndLogged) {
   auto server = UnixGrpcServer::Start(options, {&service_});
   ASSERT_TRUE(server.ok());
   service_.server = server->get();
-  const std::string probe = "controlplane/admin_probe";
+  const std::string probe = "controlplane/testing/admin_probe";
   auto refused = leash::testing::Run((*account)->AsUser({probe, dir_->Join("p.sock")}));
   ASSERT_TRUE(refused.ok());
   EXPECT_EQ(refused->exit_code, 1) << refused->out;

@@ -66,7 +66,12 @@ absl::StatusOr<std::vector<std::string>> FakeNetfilter::Prepare() {
   return std::exchange(prepare_lines_, {});
 }
 
+void FakeNetfilter::SetBeforeApply(std::function<void(const NetfilterSubject&)> hook) {
+  before_apply_ = std::move(hook);
+}
+
 absl::Status FakeNetfilter::Apply(const NetfilterSubject& subject) {
+  if (before_apply_) before_apply_(subject);
   absl::MutexLock lock(&mu_);
   calls_.push_back({Call::Kind::kApply, {subject}, 0});
   if (absl::Status s = ValidateNetfilterSubject(subject); !s.ok()) return s;
@@ -80,6 +85,9 @@ absl::Status FakeNetfilter::Apply(const NetfilterSubject& subject) {
 }
 
 absl::Status FakeNetfilter::ApplyAll(const std::vector<NetfilterSubject>& subjects) {
+  if (before_apply_) {
+    for (const NetfilterSubject& subject : subjects) before_apply_(subject);
+  }
   absl::MutexLock lock(&mu_);
   calls_.push_back({Call::Kind::kApplyAll, subjects, 0});
   std::set<uint32_t> seen;

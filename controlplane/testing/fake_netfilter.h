@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -72,6 +73,9 @@ class FakeNetfilter : public Netfilter {
   void FailPrepare(absl::Status status, int times = -1);
   void FailListSubjects(absl::Status status, int times = -1);
   void ClearFailures();
+  // Called with each subject just before Apply/ApplyAll records it (outside the fake's lock),
+  // so a test can check what else was true at that moment (e.g. the watcher's map).
+  void SetBeforeApply(std::function<void(const NetfilterSubject&)> hook);
 
  private:
   struct Failure {
@@ -82,6 +86,7 @@ class FakeNetfilter : public Netfilter {
   static absl::Status TakeFailure(std::map<uint32_t, Failure>& failures, uint32_t key);
 
   mutable absl::Mutex mu_;
+  std::function<void(const NetfilterSubject&)> before_apply_;
   bool prepared_ ABSL_GUARDED_BY(mu_) = false;
   std::map<uint32_t, NetfilterSubject> subjects_ ABSL_GUARDED_BY(mu_);
   std::vector<Call> calls_ ABSL_GUARDED_BY(mu_);
