@@ -1,0 +1,539 @@
+#include "tools_api/detectors.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "re2/re2.h"
+#include "re2/set.h"
+
+namespace leash::tools {
+namespace {
+
+using Groups = absl::Span<const absl::string_view>;
+
+// --- Pattern pieces -----------------------------------------------------------------------
+
+// What may follow a command word: whitespace, a shell operator or the end of the text.
+#define LEASH_CMD_END R"((?:[\s;&|)'"`]|$))"
+// A command word at a word boundary ("sudo", "/usr/bin/sudo", "$(sudo").
+#define LEASH_CMD(word) R"(\b()" word R"())" LEASH_CMD_END
+
+// rm's recursive flag in any spelling (-r, -R, -rf, -fr, -Rf, -vrf, --recursive) and a target
+// that is the root: /, //, /., /*, quoted or not.
+#define LEASH_RM_RECURSIVE R"((?:-[A-Za-z]*[rR][A-Za-z]*|--recursive))"
+#define LEASH_RM_ROOT R"(["']?/+(?:\.?/*|\*)["']?)"
+#define LEASH_RM_ARGS R"((?:[^;&|\n]*?\s)?)"
+
+// A write to a file: a redirect, tee, a copy/move/install whose last operand it is, an
+// in-place editor or attribute change, or dd of=.
+#define LEASH_WRITE_TO(file)                                                          \
+  R"(>>?\s*["']?)" file "|"                                                           \
+  R"(\btee\s+(?:[^;&|\n]*?\s)?["']?)" file "|"                                        \
+  R"(\b(?:cp|mv|install|ln|rsync)\s[^;&|\n]*?\s["']?)" file R"(["']?\s*(?:[;&|)\n]|$)|)" \
+  R"(\b(?:sed\s[^;&|\n]*-i|chmod|chown|chattr|truncate)\s[^;&|\n]*?["']?)" file "|"    \
+  R"(\bof=["']?)" file
+
+#define LEASH_SUDOERS R"(/etc/sudoers(?:\.d(?:/[^\s;&|)'"`]*)?)?)"
+#define LEASH_PASSWD_FILES R"(/etc/(?:passwd|shadow|gshadow|group)\b)"
+
+// --- Accept functions ---------------------------------------------------------------------
+
+bool HasDigit(absl::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return absl::ascii_isdigit(c); });
+}
+bool HasUpper(absl::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return absl::ascii_isupper(c); });
+}
+bool HasLower(absl::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return absl::ascii_islower(c); });
+}
+
+bool NotPlaceholder(absl::string_view text, Groups g) { return !IsPlaceholder(g[1]); }
+
+// Real OpenAI/Slack keys are random base62: digits and both cases. "sk-learn-contrib-..."
+// and "xoxb-your-token-here" are words.
+bool RandomLooking(absl::string_view text, Groups g) {
+  return HasDigit(g[1]) && HasUpper(g[1]) && HasLower(g[1]) && !IsPlaceholder(g[1]);
+}
+bool SlackLooking(absl::string_view text, Groups g) {
+  return HasDigit(g[1]) && !IsPlaceholder(g[1]);
+}
+
+// A PEM block with a body of a few characters is documentation ("<your key here>", "...").
+bool PemHasBody(absl::string_view text, Groups g) {
+  absl::string_view block = g[1];
+  const size_t header_end = block.find("-----", 5);
+  if (header_end == absl::string_view::npos) return false;
+  absl::string_view body = block.substr(header_end + 5);
+  if (size_t footer = body.find("-----END"); footer != absl::string_view::npos) {
+    body = body.substr(0, footer);
+  }
+  int base64 = 0;
+  for (char c : body) {
+    if (absl::ascii_isalnum(c) || c == '+' || c == '/' || c == '=') ++base64;
+  }
+  return base64 >= 32;
+}
+
+int CharClasses(absl::string_view s) {
+  bool lower = false, upper = false, digit = false, symbol = false;
+  for (char c : s) {
+    if (absl::ascii_islower(c)) {
+      lower = true;
+    } else if (absl::ascii_isupper(c)) {
+      upper = true;
+    } else if (absl::ascii_isdigit(c)) {
+      digit = true;
+    } else if (c != '_' && c != '-' && c != '.') {
+      symbol = true;  // word separators do not make a value look random
+    }
+  }
+  return lower + upper + digit + symbol;
+}
+
+// The value half of generic_secret: long enough, over the entropy floor, of at least two
+// character classes (a lone lowercase word or a number is not a secret), and no placeholder.
+bool GenericValueLooksSecret(absl::string_view value) {
+  if (value.size() < 8 || IsPlaceholder(value) || CharClasses(value) < 2) return false;
+  // A value shorter than 16 bytes cannot reach the floor (its entropy is at most
+  // log2(length)); it has to reach 0.8 * log2(length) instead.
+  const double floor =
+      std::min(kGenericSecretEntropyFloor, 0.8 * std::log2(static_cast<double>(value.size())));
+  return ShannonEntropy(value) >= floor;
+}
+
+// Keys that end in "token" but name something public: pagination and sync cursors.
+constexpr char kNonSecretKey[] =
+    R"((?i)(?:page|next|prev|previous|sync|continuation|cursor|resume|start)[_.-]?token$)";
+
+bool GenericSecret(absl::string_view text, Groups g);  // needs the compiled key pattern
+
+// Email: not an scp-style remote (git@github.com:org/repo), not a reserved example domain
+// (RFC 2606), not an image name with a density suffix (icon@2x.png).
+bool RealEmail(absl::string_view text, Groups g) {
+  absl::string_view email = g[1];
+  const size_t end = email.data() + email.size() - text.data();
+  if (end < text.size() && text[end] == ':') return false;
+  const std::string domain = absl::AsciiStrToLower(email.substr(email.find('@') + 1));
+  const absl::string_view tld = absl::string_view(domain).substr(domain.rfind('.') + 1);
+  for (absl::string_view reserved : {"example.com", "example.org", "example.net"}) {
+    if (domain == reserved || absl::EndsWith(domain, absl::StrCat(".", reserved))) return false;
+  }
+  for (absl::string_view reserved_tld :
+       {"example", "test", "invalid", "localhost", "local", "png", "jpg", "jpeg", "gif", "svg",
+        "webp", "ico", "bmp", "css", "js", "json", "yaml", "yml", "html", "txt", "pdf"}) {
+    if (tld == reserved_tld) return false;
+  }
+  return true;
+}
+
+// Card numbers: 13-19 digits, a known issuer prefix, a valid Luhn checksum, and not one of
+// the issuers' published test numbers.
+bool CardNumber(absl::string_view text, Groups g) {
+  std::string digits;
+  for (char c : g[1]) {
+    if (absl::ascii_isdigit(c)) digits.push_back(c);
+  }
+  if (digits.size() < 13 || digits.size() > 19 || !LuhnValid(digits)) return false;
+  if (std::all_of(digits.begin(), digits.end(), [&](char c) { return c == digits[0]; })) {
+    return false;
+  }
+  for (absl::string_view test_number :
+       {"4111111111111111", "4242424242424242", "4012888888881881", "4000056655665556",
+        "5555555555554444", "5105105105105100", "378282246310005", "371449635398431",
+        "6011111111111117", "6011000990139424", "3530111333300000", "30569309025904"}) {
+    if (digits == test_number) return false;
+  }
+  const int two = std::stoi(digits.substr(0, 2));
+  const int four = std::stoi(digits.substr(0, 4));
+  const int three = std::stoi(digits.substr(0, 3));
+  return digits[0] == '4' ||                                     // Visa
+         (two >= 51 && two <= 55) || (four >= 2221 && four <= 2720) ||  // Mastercard
+         two == 34 || two == 37 ||                                // American Express
+         four == 6011 || two == 65 || (three >= 644 && three <= 649) ||  // Discover
+         two == 35 ||                                             // JCB
+         two == 36 || two == 38 || (three >= 300 && three <= 305);  // Diners Club
+}
+
+// US social security numbers that can be issued: area not 000, 666 or 9xx, group not 00,
+// serial not 0000, and not the well-known advertising/example numbers.
+bool Ssn(absl::string_view text, Groups g) {
+  absl::string_view ssn = g[1];
+  absl::string_view area = ssn.substr(0, 3), group = ssn.substr(4, 2), serial = ssn.substr(7);
+  if (area == "000" || area == "666" || area[0] == '9') return false;
+  if (group == "00" || serial == "0000") return false;
+  for (absl::string_view example : {"123-45-6789", "078-05-1120", "219-09-9999"}) {
+    if (ssn == example) return false;
+  }
+  return true;
+}
+
+struct Spec {
+  const char* name;
+  Category category;
+  const char* pattern;
+  bool (*accept)(absl::string_view, Groups) = nullptr;
+  int span_group = 1;
+};
+
+// Order is priority: where two secret/PII matches overlap, the earlier detector wins, so the
+// specific formats come before generic_secret.
+const Spec kSpecs[] = {
+    // --- secrets ---
+    {"private_key", Category::kSecrets,
+     R"((-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\z)))",
+     PemHasBody},
+    {"anthropic_api_key", Category::kSecrets, R"(\b(sk-ant-[a-z]{2,12}[0-9]{2}-[A-Za-z0-9_-]{32,}))",
+     NotPlaceholder},
+    {"openai_api_key", Category::kSecrets,
+     R"(\b(sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}))", RandomLooking},
+    {"github_token", Category::kSecrets,
+     R"(\b((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{50,251})\b)",
+     NotPlaceholder},
+    {"slack_token", Category::kSecrets,
+     R"(\b(xox[abeoprs]-[A-Za-z0-9-]{10,250}|xapp-[0-9]-[A-Za-z0-9-]{10,250}))", SlackLooking},
+    {"aws_access_key_id", Category::kSecrets,
+     R"(\b((?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16})\b)", NotPlaceholder},
+    {"google_api_key", Category::kSecrets, R"(\b(AIza[0-9A-Za-z_-]{35})(?:[^0-9A-Za-z_-]|$))",
+     NotPlaceholder},
+    {"stripe_live_key", Category::kSecrets, R"(\b((?:sk|rk)_live_[0-9A-Za-z]{24,247})\b)",
+     NotPlaceholder},
+    {"jwt", Category::kSecrets,
+     R"(\b(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}))"},
+    {"generic_secret", Category::kSecrets,
+     R"((?i)([a-z0-9_.-]*(?:api[_-]?key|apikey|secret|token|passw(?:or)?d|pwd|credentials?|access[_-]?key|private[_-]?key|auth))["']?\s*[:=]\s*["']?(?:bearer\s+|basic\s+|token\s+)?([A-Za-z0-9+/=_.~!@#%^*-]{8,})(?:["'\s,;&)}\]]|$))",
+     GenericSecret, 2},
+    // --- pii ---
+    {"email", Category::kPii,
+     R"(\b([A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24})\b)", RealEmail},
+    {"credit_card", Category::kPii, R"(\b((?:[0-9][ -]?){12,18}[0-9])\b)", CardNumber},
+    {"us_ssn", Category::kPii, R"(\b([0-9]{3}-[0-9]{2}-[0-9]{4})\b)", Ssn},
+    // --- priv_esc ---
+    {"sudo", Category::kPrivEsc, LEASH_CMD("sudo")},
+    {"su", Category::kPrivEsc, LEASH_CMD("su")},
+    {"pkexec", Category::kPrivEsc, LEASH_CMD("pkexec")},
+    {"doas", Category::kPrivEsc, LEASH_CMD("doas")},
+    {"setuid_chmod", Category::kPrivEsc,
+     R"(\b(chmod\s+(?:-[A-Za-z]+\s+|--[a-z-]+(?:=\S*)?\s+)*(?:(?:[ugoa]*[-+=][rwxXst]*,)*[ugoa]*[+=][rwxXt]*s[rwxXst]*(?:,[ugoa]*[-+=][rwxXst]*)*|0*[2-7][0-7]{3}))(?:[\s;&|)'"`]|$))"},
+    {"setuid_call", Category::kPrivEsc, R"(\b(set(?:e|re|res|fs)?[ug]id\s*\())"},
+    {"setcap_privileged", Category::kPrivEsc,
+     R"(\b(setcap\s[^;&|\n]*(?i:cap_(?:setuid|setgid|sys_admin|dac_override|dac_read_search|sys_ptrace|sys_module|chown|fowner))))"},
+    {"rm_rf_root", Category::kPrivEsc,
+     "((?:" R"(\brm\s+)" LEASH_RM_ARGS LEASH_RM_RECURSIVE R"(\s+)" LEASH_RM_ARGS LEASH_RM_ROOT
+     "|" R"(\brm\s+)" LEASH_RM_ARGS LEASH_RM_ROOT R"(\s+)" LEASH_RM_ARGS LEASH_RM_RECURSIVE
+     ")" LEASH_CMD_END "|" R"(\brm\s[^;&|\n]*--no-preserve-root)" ")"},
+    {"sudoers_write", Category::kPrivEsc,
+     "(" LEASH_WRITE_TO(LEASH_SUDOERS) "|" R"(\bvisudo(?:\s+-f\s*\S+)?)" LEASH_CMD_END
+     "|" R"(\bNOPASSWD\s*:)" ")"},
+    {"passwd_write", Category::kPrivEsc,
+     "(" LEASH_WRITE_TO(LEASH_PASSWD_FILES) "|" R"(\b(?:vipw|vigr|chpasswd))" LEASH_CMD_END
+     "|" R"(\b(?:useradd|usermod)\s[^;&|\n]*-u\s*0)" LEASH_CMD_END ")"},
+    {"sudo_group", Category::kPrivEsc,
+     R"(\b((?:usermod|gpasswd|adduser|useradd)\s[^;&|\n]*\b(?:sudo|wheel|root|docker))\b)"},
+};
+
+RE2::Options PatternOptions(int64_t max_mem) {
+  RE2::Options options;
+  options.set_log_errors(false);
+  options.set_max_mem(max_mem);
+  return options;
+}
+
+// Compiled once per process (a constant pattern); accept functions are plain function
+// pointers, so they reach it here rather than through the Inspector.
+const re2::RE2& NonSecretKey() {
+  static const re2::RE2* const re = new re2::RE2(kNonSecretKey, PatternOptions(int64_t{1} << 20));
+  return *re;
+}
+
+bool GenericSecret(absl::string_view text, Groups g) {
+  return !re2::RE2::PartialMatch(re2::StringPiece(g[1].data(), g[1].size()), NonSecretKey()) &&
+         GenericValueLooksSecret(g[2]);
+}
+
+size_t Offset(absl::string_view text, absl::string_view part) {
+  return static_cast<size_t>(part.data() - text.data());
+}
+
+// Debian's RE2 has its own StringPiece, as Debian's Abseil has its own string_view.
+re2::StringPiece Piece(absl::string_view s) { return re2::StringPiece(s.data(), s.size()); }
+absl::string_view View(re2::StringPiece s) { return absl::string_view(s.data(), s.size()); }
+
+}  // namespace
+
+class Inspector::Set {
+ public:
+  // The DFA of the whole set gets a generous budget: when it runs out, RE2 gives up on the
+  // set and every detector is run on its own instead (slower, never wrong).
+  Set() : set_(PatternOptions(int64_t{256} << 20), RE2::UNANCHORED) {}
+  re2::RE2::Set set_;
+};
+
+absl::string_view CategoryName(Category category) {
+  switch (category) {
+    case Category::kSecrets:
+      return "secrets";
+    case Category::kPii:
+      return "pii";
+    case Category::kPrivEsc:
+      return "priv_esc";
+  }
+  return "unknown";
+}
+
+Inspector::Inspector() = default;
+Inspector::~Inspector() = default;
+
+absl::StatusOr<std::unique_ptr<const Inspector>> Inspector::Create() {
+  std::unique_ptr<Inspector> inspector(new Inspector());
+  inspector->set_ = std::make_unique<Set>();
+  for (const Spec& spec : kSpecs) {
+    Detector detector;
+    detector.info = DetectorInfo{spec.name, spec.category};
+    detector.re = std::make_unique<re2::RE2>(spec.pattern, PatternOptions(int64_t{32} << 20));
+    if (!detector.re->ok()) {
+      return absl::InternalError(absl::StrCat("tool-input detector ", spec.name,
+                                              " does not compile: ", detector.re->error()));
+    }
+    if (detector.re->NumberOfCapturingGroups() < spec.span_group) {
+      return absl::InternalError(
+          absl::StrCat("tool-input detector ", spec.name, " lacks capture group ", spec.span_group));
+    }
+    detector.span_group = spec.span_group;
+    detector.accept = spec.accept;
+    std::string error;
+    if (inspector->set_->set_.Add(spec.pattern, &error) < 0) {
+      return absl::InternalError(
+          absl::StrCat("tool-input detector ", spec.name, " does not compile in the set: ", error));
+    }
+    if (absl::string_view(spec.name) == "generic_secret") {
+      inspector->generic_secret_ = static_cast<int>(inspector->detectors_.size());
+    }
+    inspector->detectors_.push_back(std::move(detector));
+  }
+  if (!inspector->set_->set_.Compile()) {
+    return absl::InternalError("tool-input detectors do not compile as a set (out of memory)");
+  }
+  // Key names that carry a secret, as the last word of the key: "password", "api_key",
+  // "apiKey", "x-api-key", "client_secret", "accessToken", "Authorization". "max_tokens",
+  // "tokenizer", "token_type" and "author" do not end in one.
+  inspector->secret_key_ = std::make_unique<re2::RE2>(
+      R"((?i)(?:api[_-]?key|apikey|secret|token|passw(?:or)?d|pwd|credentials?|access[_-]?key|private[_-]?key|auth|authorization|cookie)$)",
+      PatternOptions(int64_t{8} << 20));
+  if (!inspector->secret_key_->ok() || !NonSecretKey().ok()) {
+    return absl::InternalError("tool-input key patterns do not compile");
+  }
+  return std::unique_ptr<const Inspector>(std::move(inspector));
+}
+
+int Inspector::FindDetector(absl::string_view name) const {
+  for (int i = 0; i < num_detectors(); ++i) {
+    if (detectors_[i].info.name == name) return i;
+  }
+  return -1;
+}
+
+std::vector<int> Inspector::Hits(absl::string_view text) const {
+  std::vector<int> hits;
+  re2::RE2::Set::ErrorInfo error;
+  if (!set_->set_.Match(Piece(text), &hits, &error) && error.kind != re2::RE2::Set::kNoError) {
+    // The set's DFA ran out of memory (or RE2 is inconsistent): decide with every detector.
+    hits.clear();
+    for (int i = 0; i < num_detectors(); ++i) hits.push_back(i);
+  }
+  std::sort(hits.begin(), hits.end());
+  return hits;
+}
+
+void Inspector::MatchDetector(int d, absl::string_view text,
+                              std::vector<DetectorMatch>* out) const {
+  const Detector& detector = detectors_[d];
+  const int ngroups = detector.re->NumberOfCapturingGroups() + 1;
+  re2::StringPiece pieces[8];
+  absl::string_view groups[8];
+  size_t pos = 0;
+  while (pos <= text.size() &&
+         detector.re->Match(Piece(text), pos, text.size(), RE2::UNANCHORED, pieces, ngroups)) {
+    for (int g = 0; g < ngroups; ++g) groups[g] = View(pieces[g]);
+    const absl::string_view whole = groups[0];
+    absl::string_view span = groups[detector.span_group];
+    const size_t whole_end = Offset(text, whole) + whole.size();
+    pos = whole_end > pos ? whole_end : pos + 1;
+    if (span.data() == nullptr || span.empty()) continue;
+    if (detector.accept != nullptr &&
+        !detector.accept(text, absl::Span<const absl::string_view>(groups, ngroups))) {
+      continue;
+    }
+    if (detector.info.category == Category::kPrivEsc) {
+      // A command phrase is shown without the separator that ended it.
+      while (!span.empty() && absl::string_view(" \t\r\n;&|)`").find(span.back()) !=
+                                  absl::string_view::npos) {
+        span.remove_suffix(1);
+      }
+    }
+    out->push_back(DetectorMatch{d, Offset(text, span), Offset(text, span) + span.size()});
+  }
+}
+
+void Inspector::Resolve(std::vector<DetectorMatch>* matches) const {
+  // Secret/PII: by priority (detector order), drop a match overlapping one already kept.
+  std::vector<DetectorMatch> sensitive, kept;
+  for (const DetectorMatch& m : *matches) {
+    (IsSensitive(detectors_[m.detector].info.category) ? sensitive : kept).push_back(m);
+  }
+  std::stable_sort(sensitive.begin(), sensitive.end(),
+                   [](const DetectorMatch& a, const DetectorMatch& b) {
+                     return a.detector != b.detector ? a.detector < b.detector
+                                                     : a.begin < b.begin;
+                   });
+  const size_t first_sensitive = kept.size();
+  for (const DetectorMatch& m : sensitive) {
+    bool overlaps = false;
+    for (size_t i = first_sensitive; i < kept.size() && !overlaps; ++i) {
+      overlaps = m.begin < kept[i].end && kept[i].begin < m.end;
+    }
+    if (!overlaps) kept.push_back(m);
+  }
+  std::sort(kept.begin(), kept.end(), [](const DetectorMatch& a, const DetectorMatch& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.detector < b.detector;
+  });
+  *matches = std::move(kept);
+}
+
+std::vector<DetectorMatch> Inspector::Inspect(absl::string_view text) const {
+  std::vector<DetectorMatch> matches;
+  for (int d : Hits(text)) MatchDetector(d, text, &matches);
+  Resolve(&matches);
+  return matches;
+}
+
+std::vector<BatchMatch> Inspector::InspectBatch(absl::Span<const absl::string_view> texts) const {
+  std::vector<BatchMatch> out;
+  if (texts.empty()) return out;
+  // One buffer: every text followed by '\n'. starts[i] is where text i begins.
+  std::vector<size_t> starts;
+  starts.reserve(texts.size() + 1);
+  size_t total = 0;
+  for (absl::string_view t : texts) total += t.size() + 1;
+  std::string joined;
+  joined.reserve(total);
+  for (absl::string_view t : texts) {
+    starts.push_back(joined.size());
+    joined.append(t.data(), t.size());
+    joined.push_back('\n');
+  }
+  starts.push_back(joined.size());
+  const std::vector<int> hits = Hits(joined);
+  if (hits.empty()) return out;
+
+  // For each detector that hit: find the texts its matches start in (a match that starts on
+  // the '\n' before a text belongs to that text: it consumed the separator as its leading
+  // context), then match that text alone, so results equal Inspect()'s.
+  std::vector<std::vector<DetectorMatch>> per_text(texts.size());
+  for (int d : hits) {
+    const re2::RE2& re = *detectors_[d].re;
+    size_t pos = 0;
+    re2::StringPiece whole;
+    while (pos < joined.size() &&
+           re.Match(joined, pos, joined.size(), RE2::UNANCHORED, &whole, 1)) {
+      const size_t at = static_cast<size_t>(whole.data() - joined.data());
+      size_t i = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), at) -
+                                     starts.begin()) - 1;
+      if (i < texts.size() && at == starts[i + 1] - 1) ++i;  // the separator after text i
+      if (i >= texts.size()) break;
+      MatchDetector(d, texts[i], &per_text[i]);
+      // Continue on the separator after text i: it is the next text's leading context.
+      // (It lies past `at`: a match starting on it was given to the next text above.)
+      pos = starts[i + 1] - 1;
+    }
+  }
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (per_text[i].empty()) continue;
+    Resolve(&per_text[i]);
+    for (const DetectorMatch& m : per_text[i]) out.push_back(BatchMatch{i, m});
+  }
+  return out;
+}
+
+std::optional<DetectorMatch> Inspector::InspectKeyedValue(absl::string_view key,
+                                                          absl::string_view value) const {
+  // Cheap checks first: most values are short or contain spaces.
+  absl::string_view token = absl::StripAsciiWhitespace(value);
+  if (token.size() < 8) return std::nullopt;
+  for (absl::string_view scheme : {"Bearer ", "bearer ", "Basic ", "basic ", "Token ", "token "}) {
+    if (absl::StartsWith(token, scheme)) {
+      token.remove_prefix(scheme.size());
+      token = absl::StripLeadingAsciiWhitespace(token);
+      break;
+    }
+  }
+  if (token.size() < 8 || token.size() > 4096) return std::nullopt;
+  for (char c : token) {
+    if (absl::ascii_isspace(c)) return std::nullopt;
+  }
+  if (!re2::RE2::PartialMatch(Piece(key), *secret_key_) ||
+      re2::RE2::PartialMatch(Piece(key), NonSecretKey())) {
+    return std::nullopt;
+  }
+  if (!GenericValueLooksSecret(token)) return std::nullopt;
+  const size_t begin = Offset(value, token);
+  return DetectorMatch{generic_secret_, begin, begin + token.size()};
+}
+
+double ShannonEntropy(absl::string_view text) {
+  if (text.empty()) return 0;
+  int counts[256] = {};
+  for (unsigned char c : text) ++counts[c];
+  double entropy = 0;
+  const double n = static_cast<double>(text.size());
+  for (int count : counts) {
+    if (count == 0) continue;
+    const double p = count / n;
+    entropy -= p * std::log2(p);
+  }
+  return entropy;
+}
+
+bool IsPlaceholder(absl::string_view value) {
+  if (value.empty()) return true;
+  if (std::all_of(value.begin(), value.end(), [&](char c) { return c == value[0]; })) return true;
+  const std::string lower = absl::AsciiStrToLower(value);
+  for (absl::string_view word :
+       {"redacted", "xxxx", "****", "....", "<", ">", "${", "{{", "%s", "example",
+        "placeholder", "changeme", "change_me", "change-me", "your_", "your-", "yourapi",
+        "yourtoken", "yoursecret", "yourpassword", "dummy", "sample", "fake", "insert_",
+        "insert-", "replace_", "replace-", "replaceme", "todo", "fixme", "secret_here",
+        "key_here", "token_here", "_here"}) {
+    if (absl::StrContains(lower, word)) return true;
+  }
+  for (absl::string_view word : {"password", "passwd", "secret", "token", "none", "null", "nil",
+                                 "undefined", "true", "false", "empty", "hunter2"}) {
+    if (lower == word) return true;
+  }
+  return false;
+}
+
+bool LuhnValid(absl::string_view digits) {
+  if (digits.empty()) return false;
+  int sum = 0;
+  bool twice = false;
+  for (auto it = digits.rbegin(); it != digits.rend(); ++it) {
+    if (!absl::ascii_isdigit(*it)) return false;
+    int d = *it - '0';
+    if (twice) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+    twice = !twice;
+  }
+  return sum % 10 == 0;
+}
+
+}  // namespace leash::tools
