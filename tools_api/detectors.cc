@@ -56,8 +56,8 @@ bool HasLower(absl::string_view s) {
 
 bool NotPlaceholder(absl::string_view text, Groups g) { return !IsPlaceholder(g[1]); }
 
-// Real OpenAI/Slack keys are random base62: digits and both cases. "sk-learn-contrib-..."
-// and "xoxb-your-token-here" are words.
+// Real OpenAI/Anthropic/Slack keys are random base62/base64url: digits and both cases.
+// "sk-learn-contrib-...", "sk-ant-api03-sk-ant-api03-..." and "xoxb-your-token-here" are not.
 bool RandomLooking(absl::string_view text, Groups g) {
   return HasDigit(g[1]) && HasUpper(g[1]) && HasLower(g[1]) && !IsPlaceholder(g[1]);
 }
@@ -190,7 +190,7 @@ const Spec kSpecs[] = {
      R"((-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\z)))",
      PemHasBody},
     {"anthropic_api_key", Category::kSecrets, R"(\b(sk-ant-[a-z]{2,12}[0-9]{2}-[A-Za-z0-9_-]{32,}))",
-     NotPlaceholder},
+     RandomLooking},
     {"openai_api_key", Category::kSecrets,
      R"(\b(sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}))", RandomLooking},
     {"github_token", Category::kSecrets,

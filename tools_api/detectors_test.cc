@@ -78,6 +78,8 @@ std::vector<Case> Cases() {
       {"anthropic key", "anthropic_api_key", "ANTHROPIC_API_KEY=" + kAnthropic, kAnthropic},
       {"anthropic prefix alone", "anthropic_api_key", "keys start with sk-ant-api03-", ""},
       {"anthropic key too short", "anthropic_api_key", "sk-ant-api03-abcDEF123", ""},
+      {"anthropic prefix repeated is not random", "anthropic_api_key",
+       "sk-ant-api03-sk-ant-api03-sk-ant-api03-sk-ant-api03-sk-ant-api03", ""},
       // --- openai_api_key ---
       {"openai project key", "openai_api_key", "key " + kOpenAi + " end", kOpenAi},
       {"openai legacy key", "openai_api_key", kOpenAiLegacy, kOpenAiLegacy},
