@@ -15,7 +15,9 @@
 namespace leash::tools {
 namespace {
 
-using Groups = absl::Span<const absl::string_view>;
+// An accept function sees the whole match in *span, may narrow it to the sensitive part,
+// and says whether it is a finding.
+using AcceptFn = bool (*)(absl::string_view text, absl::string_view* span);
 
 // --- Pattern pieces -----------------------------------------------------------------------
 
@@ -54,20 +56,28 @@ bool HasLower(absl::string_view s) {
   return std::any_of(s.begin(), s.end(), [](char c) { return absl::ascii_islower(c); });
 }
 
-bool NotPlaceholder(absl::string_view text, Groups g) { return !IsPlaceholder(g[1]); }
+bool NotPlaceholder(absl::string_view text, absl::string_view* span) {
+  return !IsPlaceholder(*span);
+}
 
 // Real OpenAI/Anthropic/Slack keys are random base62/base64url: digits and both cases.
 // "sk-learn-contrib-...", "sk-ant-api03-sk-ant-api03-..." and "xoxb-your-token-here" are not.
-bool RandomLooking(absl::string_view text, Groups g) {
-  return HasDigit(g[1]) && HasUpper(g[1]) && HasLower(g[1]) && !IsPlaceholder(g[1]);
+bool RandomLooking(absl::string_view text, absl::string_view* span) {
+  return HasDigit(*span) && HasUpper(*span) && HasLower(*span) && !IsPlaceholder(*span);
 }
-bool SlackLooking(absl::string_view text, Groups g) {
-  return HasDigit(g[1]) && !IsPlaceholder(g[1]);
+bool SlackLooking(absl::string_view text, absl::string_view* span) {
+  return HasDigit(*span) && !IsPlaceholder(*span);
+}
+
+// google_api_key's match ends with the character after the key (or the text's end).
+bool GoogleKey(absl::string_view text, absl::string_view* span) {
+  if (span->size() > 39) span->remove_suffix(span->size() - 39);
+  return !IsPlaceholder(*span);
 }
 
 // A PEM block with a body of a few characters is documentation ("<your key here>", "...").
-bool PemHasBody(absl::string_view text, Groups g) {
-  absl::string_view block = g[1];
+bool PemHasBody(absl::string_view text, absl::string_view* span) {
+  absl::string_view block = *span;
   const size_t header_end = block.find("-----", 5);
   if (header_end == absl::string_view::npos) return false;
   absl::string_view body = block.substr(header_end + 5);
@@ -112,12 +122,12 @@ bool GenericValueLooksSecret(absl::string_view value) {
 constexpr char kNonSecretKey[] =
     R"((?i)(?:page|next|prev|previous|sync|continuation|cursor|resume|start)[_.-]?token$)";
 
-bool GenericSecret(absl::string_view text, Groups g);  // needs the compiled key pattern
+bool GenericSecret(absl::string_view text, absl::string_view* span);  // defined below
 
 // Email: not an scp-style remote (git@github.com:org/repo), not a reserved example domain
 // (RFC 2606), not an image name with a density suffix (icon@2x.png).
-bool RealEmail(absl::string_view text, Groups g) {
-  absl::string_view email = g[1];
+bool RealEmail(absl::string_view text, absl::string_view* span) {
+  absl::string_view email = *span;
   const size_t end = email.data() + email.size() - text.data();
   if (end < text.size() && text[end] == ':') return false;
   const std::string domain = absl::AsciiStrToLower(email.substr(email.find('@') + 1));
@@ -135,9 +145,9 @@ bool RealEmail(absl::string_view text, Groups g) {
 
 // Card numbers: 13-19 digits, a known issuer prefix, a valid Luhn checksum, and not one of
 // the issuers' published test numbers.
-bool CardNumber(absl::string_view text, Groups g) {
+bool CardNumber(absl::string_view text, absl::string_view* span) {
   std::string digits;
-  for (char c : g[1]) {
+  for (char c : *span) {
     if (absl::ascii_isdigit(c)) digits.push_back(c);
   }
   if (digits.size() < 13 || digits.size() > 19 || !LuhnValid(digits)) return false;
@@ -163,8 +173,8 @@ bool CardNumber(absl::string_view text, Groups g) {
 
 // US social security numbers that can be issued: area not 000, 666 or 9xx, group not 00,
 // serial not 0000, and not the well-known advertising/example numbers.
-bool Ssn(absl::string_view text, Groups g) {
-  absl::string_view ssn = g[1];
+bool Ssn(absl::string_view text, absl::string_view* span) {
+  absl::string_view ssn = *span;
   absl::string_view area = ssn.substr(0, 3), group = ssn.substr(4, 2), serial = ssn.substr(7);
   if (area == "000" || area == "666" || area[0] == '9') return false;
   if (group == "00" || serial == "0000") return false;
@@ -174,12 +184,19 @@ bool Ssn(absl::string_view text, Groups g) {
   return true;
 }
 
+// What a command phrase is shown without: the separator that ended it.
+constexpr char kTrimCommand[] = " \t\r\n;&|)`";
+// For a command word, a closing quote is a separator too ('sudo').
+constexpr char kTrimWord[] = " \t\r\n;&|)`'\"";
+
 struct Spec {
   const char* name;
   Category category;
+  // Matched for its whole extent only (no submatches: RE2 then needs its DFAs alone, never
+  // the slower NFA, however long the match); capture groups in it only document the span.
   const char* pattern;
-  bool (*accept)(absl::string_view, Groups) = nullptr;
-  int span_group = 1;
+  AcceptFn accept = nullptr;
+  const char* trim = nullptr;  // trailing characters dropped from the span
 };
 
 // Order is priority: where two secret/PII matches overlap, the earlier detector wins, so the
@@ -201,26 +218,27 @@ const Spec kSpecs[] = {
     {"aws_access_key_id", Category::kSecrets,
      R"(\b((?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16})\b)", NotPlaceholder},
     {"google_api_key", Category::kSecrets, R"(\b(AIza[0-9A-Za-z_-]{35})(?:[^0-9A-Za-z_-]|$))",
-     NotPlaceholder},
+     GoogleKey},
     {"stripe_live_key", Category::kSecrets, R"(\b((?:sk|rk)_live_[0-9A-Za-z]{24,247})\b)",
      NotPlaceholder},
     {"jwt", Category::kSecrets,
      R"(\b(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}))"},
     {"generic_secret", Category::kSecrets,
      R"((?i)([a-z0-9_.-]*(?:api[_-]?key|apikey|secret|token|passw(?:or)?d|pwd|credentials?|access[_-]?key|private[_-]?key|auth))["']?\s*[:=]\s*["']?(?:bearer\s+|basic\s+|token\s+)?([A-Za-z0-9+/=_.~!@#%^*-]{8,})(?:["'\s,;&)}\]]|$))",
-     GenericSecret, 2},
+     GenericSecret},
     // --- pii ---
     {"email", Category::kPii,
      R"(\b([A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24})\b)", RealEmail},
     {"credit_card", Category::kPii, R"(\b((?:[0-9][ -]?){12,18}[0-9])\b)", CardNumber},
     {"us_ssn", Category::kPii, R"(\b([0-9]{3}-[0-9]{2}-[0-9]{4})\b)", Ssn},
     // --- priv_esc ---
-    {"sudo", Category::kPrivEsc, LEASH_CMD("sudo")},
-    {"su", Category::kPrivEsc, LEASH_CMD("su")},
-    {"pkexec", Category::kPrivEsc, LEASH_CMD("pkexec")},
-    {"doas", Category::kPrivEsc, LEASH_CMD("doas")},
+    {"sudo", Category::kPrivEsc, LEASH_CMD("sudo"), nullptr, kTrimWord},
+    {"su", Category::kPrivEsc, LEASH_CMD("su"), nullptr, kTrimWord},
+    {"pkexec", Category::kPrivEsc, LEASH_CMD("pkexec"), nullptr, kTrimWord},
+    {"doas", Category::kPrivEsc, LEASH_CMD("doas"), nullptr, kTrimWord},
     {"setuid_chmod", Category::kPrivEsc,
-     R"(\b(chmod\s+(?:-[A-Za-z]+\s+|--[a-z-]+(?:=\S*)?\s+)*(?:(?:[ugoa]*[-+=][rwxXst]*,)*[ugoa]*[+=][rwxXt]*s[rwxXst]*(?:,[ugoa]*[-+=][rwxXst]*)*|0*[2-7][0-7]{3}))(?:[\s;&|)'"`]|$))"},
+     R"(\b(chmod\s+(?:-[A-Za-z]+\s+|--[a-z-]+(?:=\S*)?\s+)*(?:(?:[ugoa]*[-+=][rwxXst]*,)*[ugoa]*[+=][rwxXt]*s[rwxXst]*(?:,[ugoa]*[-+=][rwxXst]*)*|0*[2-7][0-7]{3}))(?:[\s;&|)'"`]|$))",
+     nullptr, kTrimWord},
     {"setuid_call", Category::kPrivEsc, R"(\b(set(?:e|re|res|fs)?[ug]id\s*\())"},
     {"setcap_privileged", Category::kPrivEsc,
      R"(\b(setcap\s[^;&|\n]*(?i:cap_(?:setuid|setgid|sys_admin|dac_override|dac_read_search|sys_ptrace|sys_module|chown|fowner))))"},
@@ -252,9 +270,38 @@ const re2::RE2& NonSecretKey() {
   return *re;
 }
 
-bool GenericSecret(absl::string_view text, Groups g) {
-  return !re2::RE2::PartialMatch(re2::StringPiece(g[1].data(), g[1].size()), NonSecretKey()) &&
-         GenericValueLooksSecret(g[2]);
+bool IsValueChar(char c) {
+  return absl::ascii_isalnum(c) || absl::string_view("+/=_.~!@#%^*-").find(c) != absl::string_view::npos;
+}
+
+// generic_secret's match is `key ["']? [:=] ["']? [scheme ] value <terminator>`; the key holds
+// no ':' or '=', so the first one separates. The span is the value.
+bool GenericSecret(absl::string_view text, absl::string_view* span) {
+  const absl::string_view m = *span;
+  const size_t sep = m.find_first_of(":=");
+  if (sep == absl::string_view::npos) return false;
+  absl::string_view key = m.substr(0, sep);
+  while (!key.empty() && (absl::ascii_isspace(key.back()) || key.back() == '"' || key.back() == '\'')) {
+    key.remove_suffix(1);
+  }
+  absl::string_view rest = absl::StripLeadingAsciiWhitespace(m.substr(sep + 1));
+  if (!rest.empty() && (rest.front() == '"' || rest.front() == '\'')) rest.remove_prefix(1);
+  for (absl::string_view scheme : {"bearer", "basic", "token"}) {
+    if (rest.size() > scheme.size() && absl::StartsWithIgnoreCase(rest, scheme) &&
+        absl::ascii_isspace(rest[scheme.size()])) {
+      rest = absl::StripLeadingAsciiWhitespace(rest.substr(scheme.size()));
+      break;
+    }
+  }
+  size_t n = 0;
+  while (n < rest.size() && IsValueChar(rest[n])) ++n;
+  const absl::string_view value = rest.substr(0, n);
+  if (re2::RE2::PartialMatch(re2::StringPiece(key.data(), key.size()), NonSecretKey()) ||
+      !GenericValueLooksSecret(value)) {
+    return false;
+  }
+  *span = value;
+  return true;
 }
 
 size_t Offset(absl::string_view text, absl::string_view part) {
@@ -301,12 +348,10 @@ absl::StatusOr<std::unique_ptr<const Inspector>> Inspector::Create() {
       return absl::InternalError(absl::StrCat("tool-input detector ", spec.name,
                                               " does not compile: ", detector.re->error()));
     }
-    if (detector.re->NumberOfCapturingGroups() < spec.span_group) {
-      return absl::InternalError(
-          absl::StrCat("tool-input detector ", spec.name, " lacks capture group ", spec.span_group));
-    }
-    detector.span_group = spec.span_group;
     detector.accept = spec.accept;
+    detector.trim = spec.trim != nullptr ? spec.trim
+                    : spec.category == Category::kPrivEsc ? kTrimCommand
+                                                          : "";
     std::string error;
     if (inspector->set_->set_.Add(spec.pattern, &error) < 0) {
       return absl::InternalError(
@@ -354,29 +399,18 @@ std::vector<int> Inspector::Hits(absl::string_view text) const {
 void Inspector::MatchDetector(int d, absl::string_view text,
                               std::vector<DetectorMatch>* out) const {
   const Detector& detector = detectors_[d];
-  const int ngroups = detector.re->NumberOfCapturingGroups() + 1;
-  re2::StringPiece pieces[8];
-  absl::string_view groups[8];
+  re2::StringPiece whole;
   size_t pos = 0;
   while (pos <= text.size() &&
-         detector.re->Match(Piece(text), pos, text.size(), RE2::UNANCHORED, pieces, ngroups)) {
-    for (int g = 0; g < ngroups; ++g) groups[g] = View(pieces[g]);
-    const absl::string_view whole = groups[0];
-    absl::string_view span = groups[detector.span_group];
-    const size_t whole_end = Offset(text, whole) + whole.size();
-    pos = whole_end > pos ? whole_end : pos + 1;
-    if (span.data() == nullptr || span.empty()) continue;
-    if (detector.accept != nullptr &&
-        !detector.accept(text, absl::Span<const absl::string_view>(groups, ngroups))) {
-      continue;
+         detector.re->Match(Piece(text), pos, text.size(), RE2::UNANCHORED, &whole, 1)) {
+    absl::string_view span = View(whole);
+    const size_t end = Offset(text, span) + span.size();
+    pos = end > pos ? end : pos + 1;
+    if (detector.accept != nullptr && !detector.accept(text, &span)) continue;
+    while (!span.empty() && detector.trim.find(span.back()) != absl::string_view::npos) {
+      span.remove_suffix(1);
     }
-    if (detector.info.category == Category::kPrivEsc) {
-      // A command phrase is shown without the separator that ended it.
-      while (!span.empty() && absl::string_view(" \t\r\n;&|)`").find(span.back()) !=
-                                  absl::string_view::npos) {
-        span.remove_suffix(1);
-      }
-    }
+    if (span.empty()) continue;
     out->push_back(DetectorMatch{d, Offset(text, span), Offset(text, span) + span.size()});
   }
 }
@@ -429,29 +463,40 @@ std::vector<BatchMatch> Inspector::InspectBatch(absl::Span<const absl::string_vi
     joined.push_back('\n');
   }
   starts.push_back(joined.size());
-  const std::vector<int> hits = Hits(joined);
-  if (hits.empty()) return out;
 
-  // For each detector that hit: find the texts its matches start in (a match that starts on
-  // the '\n' before a text belongs to that text: it consumed the separator as its leading
-  // context), then match that text alone, so results equal Inspect()'s.
+  // The set runs over chunks of whole texts, so a detector that hits is then run only over
+  // the chunks it hit, not over every byte of the call. Findings are sparse: most chunks hit
+  // nothing, and the set's one DFA pass is all the work they cost.
   std::vector<std::vector<DetectorMatch>> per_text(texts.size());
-  for (int d : hits) {
-    const re2::RE2& re = *detectors_[d].re;
-    size_t pos = 0;
-    re2::StringPiece whole;
-    while (pos < joined.size() &&
-           re.Match(joined, pos, joined.size(), RE2::UNANCHORED, &whole, 1)) {
-      const size_t at = static_cast<size_t>(whole.data() - joined.data());
-      size_t i = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), at) -
-                                     starts.begin()) - 1;
-      if (i < texts.size() && at == starts[i + 1] - 1) ++i;  // the separator after text i
-      if (i >= texts.size()) break;
-      MatchDetector(d, texts[i], &per_text[i]);
-      // Continue on the separator after text i: it is the next text's leading context.
-      // (It lies past `at`: a match starting on it was given to the next text above.)
-      pos = starts[i + 1] - 1;
+  for (size_t first = 0; first < texts.size();) {
+    size_t last = first + 1;  // chunk = texts [first, last)
+    while (last < texts.size() && starts[last] - starts[first] < kChunkBytes) ++last;
+    const absl::string_view chunk(joined.data() + starts[first], starts[last] - starts[first]);
+    for (int d : Hits(chunk)) {
+      // Find the texts the detector's matches start in (a match that starts on the '\n'
+      // before a text belongs to that text: it took the separator as leading context), then
+      // match that text alone, so results equal Inspect()'s.
+      // The chunk is the text searched (not the whole buffer), as for the set: \z and $ then
+      // hold at its end, as they do at each text's own end.
+      const re2::RE2& re = *detectors_[d].re;
+      const re2::StringPiece piece = Piece(chunk);
+      const size_t base = starts[first];
+      size_t pos = 0;
+      re2::StringPiece whole;
+      while (pos < chunk.size() &&
+             re.Match(piece, pos, chunk.size(), RE2::UNANCHORED, &whole, 1)) {
+        const size_t at = base + static_cast<size_t>(whole.data() - chunk.data());
+        size_t i = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), at) -
+                                       starts.begin()) - 1;
+        if (i < texts.size() && at == starts[i + 1] - 1) ++i;  // the separator after text i
+        if (i >= last) break;
+        MatchDetector(d, texts[i], &per_text[i]);
+        // Continue on the separator after text i: it is the next text's leading context.
+        // (It lies past `at`: a match starting on it was given to the next text above.)
+        pos = starts[i + 1] - 1 - base;
+      }
     }
+    first = last;
   }
   for (size_t i = 0; i < texts.size(); ++i) {
     if (per_text[i].empty()) continue;
@@ -461,11 +506,25 @@ std::vector<BatchMatch> Inspector::InspectBatch(absl::Span<const absl::string_vi
   return out;
 }
 
-std::optional<DetectorMatch> Inspector::InspectKeyedValue(absl::string_view key,
-                                                          absl::string_view value) const {
-  // Cheap checks first: most values are short or contain spaces.
+bool Inspector::MayBeKeyedSecret(absl::string_view value) {
+  return value.size() >= 8 && value.size() <= 4096 + 16;
+}
+
+bool Inspector::MayBeSecretKey(absl::string_view key) {
+  // The last letters of secret_key_'s words: (api)key, secret, token, passwd/pwd,
+  // credential(s), auth, authorization, cookie.
+  return !key.empty() &&
+         absl::string_view("ytndslhe").find(absl::ascii_tolower(key.back())) !=
+             absl::string_view::npos;
+}
+
+bool Inspector::IsSecretKey(absl::string_view key) const {
+  return re2::RE2::PartialMatch(Piece(key), *secret_key_) &&
+         !re2::RE2::PartialMatch(Piece(key), NonSecretKey());
+}
+
+std::optional<DetectorMatch> Inspector::InspectSecretKeyValue(absl::string_view value) const {
   absl::string_view token = absl::StripAsciiWhitespace(value);
-  if (token.size() < 8) return std::nullopt;
   for (absl::string_view scheme : {"Bearer ", "bearer ", "Basic ", "basic ", "Token ", "token "}) {
     if (absl::StartsWith(token, scheme)) {
       token.remove_prefix(scheme.size());
@@ -477,13 +536,15 @@ std::optional<DetectorMatch> Inspector::InspectKeyedValue(absl::string_view key,
   for (char c : token) {
     if (absl::ascii_isspace(c)) return std::nullopt;
   }
-  if (!re2::RE2::PartialMatch(Piece(key), *secret_key_) ||
-      re2::RE2::PartialMatch(Piece(key), NonSecretKey())) {
-    return std::nullopt;
-  }
   if (!GenericValueLooksSecret(token)) return std::nullopt;
   const size_t begin = Offset(value, token);
   return DetectorMatch{generic_secret_, begin, begin + token.size()};
+}
+
+std::optional<DetectorMatch> Inspector::InspectKeyedValue(absl::string_view key,
+                                                          absl::string_view value) const {
+  if (!MayBeKeyedSecret(value) || !MayBeSecretKey(key) || !IsSecretKey(key)) return std::nullopt;
+  return InspectSecretKeyValue(value);
 }
 
 double ShannonEntropy(absl::string_view text) {

@@ -60,6 +60,8 @@ struct BatchMatch {
 };
 
 // The compiled detectors. Immutable after Create; every method is const and thread-safe.
+// InspectBatch runs the set over chunks of whole texts (about 8 KiB each) and then each
+// detector that hit only over the chunks it hit.
 class Inspector {
  public:
   // Compiles every detector. Fails (Internal) only if a built-in pattern does not compile,
@@ -87,14 +89,29 @@ class Inspector {
   std::optional<DetectorMatch> InspectKeyedValue(absl::string_view key,
                                                  absl::string_view value) const;
 
+  // The two halves of InspectKeyedValue, for callers that see the same keys many times and
+  // remember IsSecretKey's answer: whether `key` names a secret, and whether `value` (of
+  // such a key) is one.
+  bool IsSecretKey(absl::string_view key) const;
+  std::optional<DetectorMatch> InspectSecretKeyValue(absl::string_view value) const;
+  // Whether `value` could be a keyed secret at all (length, one token): a check that reads
+  // little, to make before IsSecretKey.
+  static bool MayBeKeyedSecret(absl::string_view value);
+  // Whether `key` ends in a letter some secret key name ends in: a check that reads one
+  // byte, to make before IsSecretKey (or a cache of it).
+  static bool MayBeSecretKey(absl::string_view key);
+
  private:
   struct Detector {
     DetectorInfo info;
     std::unique_ptr<re2::RE2> re;
-    int span_group = 1;  // capture group holding the reported span
-    // Extra checks on a regex match: entropy floor, placeholder words, Luhn, ...
-    bool (*accept)(absl::string_view text, absl::Span<const absl::string_view> groups) = nullptr;
+    // Extra checks on a match (entropy floor, placeholder words, Luhn, ...); may narrow the
+    // span to the sensitive part.
+    bool (*accept)(absl::string_view text, absl::string_view* span) = nullptr;
+    absl::string_view trim;  // trailing characters dropped from the span
   };
+  // InspectBatch runs the detector set over chunks of about this many bytes of whole texts.
+  static constexpr size_t kChunkBytes = 2 * 1024;
   class Set;
 
   Inspector();

@@ -403,6 +403,31 @@ TEST(BatchTest, BatchEqualsOneTextAtATime) {
   }
 }
 
+// Across chunk boundaries too: the set runs over ~8 KiB chunks of whole texts.
+TEST(BatchTest, BatchEqualsOneTextAtATimeAcrossChunks) {
+  const Inspector& inspector = TheInspector();
+  std::vector<std::string> texts;
+  int n = 0;
+  for (const Case& c : Cases()) {
+    texts.push_back(std::string(500 + 997 * (n++ % 9), 'f'));
+    texts.push_back(c.text);
+    texts.push_back(c.text + " " + c.text);
+  }
+  std::vector<absl::string_view> views(texts.begin(), texts.end());
+  const std::vector<BatchMatch> batch = inspector.InspectBatch(views);
+  std::vector<BatchMatch> single;
+  for (size_t i = 0; i < views.size(); ++i) {
+    for (const DetectorMatch& m : inspector.Inspect(views[i])) single.push_back({i, m});
+  }
+  ASSERT_EQ(batch.size(), single.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    EXPECT_EQ(batch[i].text, single[i].text) << i;
+    EXPECT_EQ(batch[i].match.detector, single[i].match.detector) << i;
+    EXPECT_EQ(batch[i].match.begin, single[i].match.begin) << i;
+    EXPECT_EQ(batch[i].match.end, single[i].match.end) << i;
+  }
+}
+
 TEST(BatchTest, NothingFoundInPlainText) {
   const Inspector& inspector = TheInspector();
   std::vector<absl::string_view> views = {"read_file", "path", "/home/fido/work/notes.md",

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -86,7 +87,7 @@ bool IsIdentifier(absl::string_view key) {
                      [](char c) { return absl::ascii_isalnum(c) || c == '_'; });
 }
 
-std::vector<const Entry*> SortedEntries(const Struct& s);
+absl::InlinedVector<const Entry*, 16> SortedEntries(const Struct& s);
 
 // Which texts of the inputs are inspected, and how each is reached.
 enum class Role { kKey, kValue, kArgv };
@@ -104,7 +105,9 @@ struct Text {
   // The key or string inside the inputs this text is (null for an argv line): masked
   // renderings are keyed by it.
   const std::string* owner = nullptr;
-  const std::string* member_key = nullptr;  // the key a string value is the value of
+  // The key a string value is the value of (a view taken while the key is in cache).
+  absl::string_view member_key;
+  bool has_member_key = false;
   int argv = -1;                            // index into argv element bounds, for kArgv
 };
 
@@ -113,14 +116,16 @@ class Walker {
   absl::Status Walk(const Value& value, int node, int depth, const std::string* member_key) {
     switch (value.kind_case()) {
       case Value::kStringValue:
-        texts_.push_back(
-            Text{value.string_value(), node, Role::kValue, &value.string_value(), member_key});
+        texts_.push_back(Text{value.string_value(), node, Role::kValue, &value.string_value(),
+                              member_key != nullptr ? absl::string_view(*member_key)
+                                                    : absl::string_view(),
+                              member_key != nullptr});
         return absl::OkStatus();
       case Value::kStructValue: {
         if (depth >= kMaxInputDepth) return TooDeep(node);
         for (const Entry* entry : SortedEntries(value.struct_value())) {
           const int child = AddNode(PathNode{node, &entry->first, 0});
-          texts_.push_back(Text{entry->first, child, Role::kKey, &entry->first});
+          texts_.push_back(Text{entry->first, child, Role::kKey, &entry->first, absl::string_view(), false});
           if (absl::Status s = Walk(entry->second, child, depth + 1, &entry->first); !s.ok()) {
             return s;
           }
@@ -200,7 +205,7 @@ class Walker {
       line += element.string_value();
     }
     bounds.push_back(line.size());
-    texts_.push_back(Text{line, node, Role::kArgv, nullptr, nullptr,
+    texts_.push_back(Text{line, node, Role::kArgv, nullptr, absl::string_view(), false,
                           static_cast<int>(argv_bounds_.size()) - 1});
   }
 
@@ -216,8 +221,8 @@ class Walker {
   std::vector<std::vector<size_t>> argv_bounds_;
 };
 
-std::vector<const Entry*> SortedEntries(const Struct& s) {
-  std::vector<const Entry*> entries;
+absl::InlinedVector<const Entry*, 16> SortedEntries(const Struct& s) {
+  absl::InlinedVector<const Entry*, 16> entries;
   entries.reserve(s.fields().size());
   for (const auto& entry : s.fields()) entries.push_back(&entry);
   std::sort(entries.begin(), entries.end(),
@@ -311,15 +316,26 @@ absl::Status TooDeepInputs() {
       "tool's arguments"));
 }
 
-absl::StatusOr<Value> ParseInputsJson(absl::string_view json) {
+absl::Status ParseJsonInto(absl::string_view json, Value* value) {
   if (JsonTextDepth(json) > kMaxInputDepth) return TooDeepInputs();
-  Value value;
   const auto status = google::protobuf::util::JsonStringToMessage(
-      google::protobuf::StringPiece(json.data(), json.size()), &value);
+      google::protobuf::StringPiece(json.data(), json.size()), value);
   if (!status.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("inputs_json is not valid JSON: ", std::string(status.message())));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Value> ParseInputsJson(absl::string_view json) {
+  Value value;
+  if (absl::Status s = ParseJsonInto(json, &value); !s.ok()) return s;
+  return value;
+}
+
+absl::StatusOr<Value*> ParseInputsJson(absl::string_view json, google::protobuf::Arena* arena) {
+  Value* value = google::protobuf::Arena::CreateMessage<Value>(arena);
+  if (absl::Status s = ParseJsonInto(json, value); !s.ok()) return s;
   return value;
 }
 
@@ -387,17 +403,30 @@ absl::StatusOr<int> SerializedValueDepth(absl::string_view bytes) {
   }
 }
 
-absl::StatusOr<Value> ParseInputsValue(absl::string_view bytes) {
-  Value value;
+absl::Status ParseValueInto(absl::string_view bytes, Value* value) {
   google::protobuf::io::CodedInputStream input(reinterpret_cast<const uint8_t*>(bytes.data()),
                                                static_cast<int>(bytes.size()));
   input.SetRecursionLimit(kValueRecursionLimit);
-  if (value.ParseFromCodedStream(&input) && input.ConsumedEntireMessage()) return value;
+  if (value->ParseFromCodedStream(&input) && input.ConsumedEntireMessage()) {
+    return absl::OkStatus();
+  }
   // Say why: too deep (the common, deliberate case) or simply not a Value.
   absl::StatusOr<int> depth = SerializedValueDepth(bytes);
   if (depth.ok() && *depth > kMaxInputDepth) return TooDeepInputs();
   return absl::InvalidArgumentError(
       "inputs are not a valid google.protobuf.Value (malformed protobuf or invalid UTF-8)");
+}
+
+absl::StatusOr<Value> ParseInputsValue(absl::string_view bytes) {
+  Value value;
+  if (absl::Status s = ParseValueInto(bytes, &value); !s.ok()) return s;
+  return value;
+}
+
+absl::StatusOr<Value*> ParseInputsValue(absl::string_view bytes, google::protobuf::Arena* arena) {
+  Value* value = google::protobuf::Arena::CreateMessage<Value>(arena);
+  if (absl::Status s = ParseValueInto(bytes, value); !s.ok()) return s;
+  return value;
 }
 
 absl::StatusOr<InputsReport> InspectInputs(const Inspector& inspector, const Value& inputs) {
@@ -422,10 +451,18 @@ absl::StatusOr<InputsReport> InspectInputs(const Inspector& inspector, const Val
     return per_text[it->second];
   };
   for (const BatchMatch& m : found) matches_of(m.text).push_back(m.match);
+  // Keys repeat ("path", "cmd", ...): each distinct key is judged once.
+  absl::flat_hash_map<absl::string_view, bool> secret_key;
   for (size_t i = 0; i < texts.size(); ++i) {
     const Text& t = texts[i];
-    if (t.role != Role::kValue || t.member_key == nullptr) continue;
-    std::optional<DetectorMatch> keyed = inspector.InspectKeyedValue(*t.member_key, t.text);
+    if (t.role != Role::kValue || !t.has_member_key || !Inspector::MayBeKeyedSecret(t.text) ||
+        !Inspector::MayBeSecretKey(t.member_key)) {
+      continue;
+    }
+    auto [known, inserted] = secret_key.try_emplace(t.member_key, false);
+    if (inserted) known->second = inspector.IsSecretKey(t.member_key);
+    if (!known->second) continue;
+    std::optional<DetectorMatch> keyed = inspector.InspectSecretKeyValue(t.text);
     if (!keyed) continue;
     auto it = slot.find(i);
     bool covered = false;

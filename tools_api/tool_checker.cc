@@ -103,19 +103,21 @@ ToolCheckResult ToolChecker::Check(const engine::CompiledPolicy& policy, absl::s
                      "send smaller inputs"));
     return result;
   }
-  google::protobuf::Value value;
+  google::protobuf::Arena arena;
+  google::protobuf::Value* value = google::protobuf::Arena::CreateMessage<google::protobuf::Value>(&arena);
   if (format != InputsFormat::kNone) {
-    absl::StatusOr<google::protobuf::Value> parsed =
-        format == InputsFormat::kJson ? ParseInputsJson(inputs) : ParseInputsValue(inputs);
+    absl::StatusOr<google::protobuf::Value*> parsed = format == InputsFormat::kJson
+                                                          ? ParseInputsJson(inputs, &arena)
+                                                          : ParseInputsValue(inputs, &arena);
     if (!parsed.ok()) {
       result.decision = Block(absl::StrCat("tools: ", name, " refused: ", parsed.status().message()));
       return result;
     }
-    value = std::move(*parsed);
+    value = *parsed;
   } else {
-    value.set_null_value(google::protobuf::NULL_VALUE);
+    value->set_null_value(google::protobuf::NULL_VALUE);
   }
-  return Inspect(policy, name, std::move(registry), value);
+  return Inspect(policy, name, std::move(registry), *value);
 }
 
 ToolCheckResult ToolChecker::CheckValue(const engine::CompiledPolicy& policy,
