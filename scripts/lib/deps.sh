@@ -8,6 +8,10 @@ LEASH_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nftables iptables iproute2 util-linux passwd procps
   python3 python3-grpcio
+  # tools_api: Python stubs generated at test time (python3-grpc-tools), and
+  # google/rpc/status.proto for CheckTool's error details (shipped, unchanged from
+  # googleapis, in golang-github-gogo-googleapis-dev).
+  python3-grpc-tools golang-github-gogo-googleapis-dev
 )
 
 leash_install_deps() {

@@ -1,0 +1,384 @@
+// The CheckTool service over a real gRPC server on a Unix socket under TEST_TMPDIR: answers
+// and decision records in-process, over-deep and malformed requests answered as blocks (not
+// INTERNAL), and the same API driven from separate processes — the C++ client and a Python
+// client whose stubs are generated at test time.
+#include "tools_api/tools_service.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "engine/compiled_policy.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/descriptor.h"
+#include "google/rpc/status.pb.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "gtest/gtest.h"
+#include "leash/v1/tools.grpc.pb.h"
+#include "test/fixtures/subprocess.h"
+#include "tools_api/check_tool_request_view.pb.h"
+#include "tools_api/testing/service_harness.h"
+
+namespace leash::tools {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kGhp = absl::StrCat("ghp_", "R8dKq2ZfT0wLx7NvB4mYc1HsJ9pEa6GuW3oV");
+constexpr uint64_t kRandomBits = 0x123456789abcdefULL;
+const absl::Time kNow = absl::FromUnixSeconds(1795000000);
+constexpr char kGoogleapis[] = "/usr/share/gocode/src/github.com/gogo/googleapis";
+
+std::shared_ptr<const engine::CompiledPolicy> Policy(uint64_t max_input_bytes = 1 << 20) {
+  leash::v1::Config config;
+  leash::v1::ToolsPolicy& tools = *config.mutable_tools();
+  tools.set_mode(leash::v1::MODE_WHITELIST);
+  tools.mutable_allow()->add_entries("shell");
+  tools.mutable_allow()->add_entries("read_file");
+  tools.set_max_input_bytes(max_input_bytes);
+  return std::make_shared<const engine::CompiledPolicy>(engine::CompiledPolicy::Compile(config));
+}
+
+// A host's lookup: the caller's own account is uid 1000; a few named accounts cover the
+// other cases.
+absl::StatusOr<ToolSubject> Lookup(const grpc::ServerContextBase& context,
+                                   const std::string& account) {
+  if (context.peer().empty()) return absl::InternalError("no peer");
+  if (account.empty()) return ToolSubject{1000, Policy()};
+  if (account == "leash-small") return ToolSubject{1001, Policy(64)};
+  if (account == "leash-broken") return ToolSubject{1002, nullptr, engine::FailMode::kClosed};
+  if (account == "leash-broken-open") return ToolSubject{1003, nullptr, engine::FailMode::kOpen};
+  return absl::NotFoundError(absl::StrCat("no leashed account '", account,
+                                          "'; CheckToolRequest.account names a leash-* account"));
+}
+
+class ToolsServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ToolsServiceOptions options;
+    options.lookup = Lookup;
+    options.sink = &sink_;
+    options.clock = [] { return kNow; };
+    options.random_bits = [] { return kRandomBits; };
+    auto harness = testing::ServiceHarness::Start(std::getenv("TEST_TMPDIR"), std::move(options));
+    ASSERT_TRUE(harness.ok()) << harness.status();
+    harness_ = std::move(*harness);
+    channel_ = grpc::CreateChannel(harness_->target(), grpc::InsecureChannelCredentials());
+    stub_ = leash::v1::Tools::NewStub(channel_);
+  }
+
+  grpc::Status Call(const leash::v1::CheckToolRequest& request,
+                    leash::v1::CheckToolResponse* response,
+                    grpc::ClientContext* context = nullptr) {
+    grpc::ClientContext local;
+    if (context == nullptr) context = &local;
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    return stub_->CheckTool(context, request, response);
+  }
+
+  // Sends raw request bytes, as a client whose messages the typed stubs could not build would.
+  grpc::Status CallRaw(const std::string& request_bytes) {
+    grpc::GenericStub stub(channel_);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    grpc::Slice slice(request_bytes);
+    grpc::ByteBuffer request(&slice, 1), response;
+    grpc::Status status;
+    absl::Notification done;
+    stub.UnaryCall(&context, "/leash.v1.Tools/CheckTool", grpc::StubOptions(), &request,
+                   &response, [&](grpc::Status s) {
+                     status = std::move(s);
+                     done.Notify();
+                   });
+    done.WaitForNotification();
+    return status;
+  }
+
+  // The response a blocked call carries in its rich error details.
+  static leash::v1::CheckToolResponse Details(const grpc::Status& status) {
+    google::rpc::Status details;
+    leash::v1::CheckToolResponse response;
+    EXPECT_TRUE(details.ParseFromString(status.error_details()));
+    EXPECT_EQ(details.code(), status.error_code());
+    EXPECT_EQ(details.message(), status.error_message());
+    EXPECT_EQ(details.details_size(), 1);
+    if (details.details_size() == 1) {
+      EXPECT_TRUE(details.details(0).UnpackTo(&response));
+    }
+    return response;
+  }
+
+  // Waits (bounded) for `n` records: the service answers before it logs.
+  std::vector<leash::v1::DecisionRecord> Records(size_t n) {
+    EXPECT_TRUE(leash::testing::WaitFor([&] { return sink_.size() >= n; }, absl::Seconds(10)));
+    return sink_.records();
+  }
+
+  testing::CollectingSink sink_;
+  std::unique_ptr<testing::ServiceHarness> harness_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<leash::v1::Tools::Stub> stub_;
+};
+
+leash::v1::CheckToolRequest Request(const std::string& name, const std::string& inputs_json,
+                                    const std::string& account = "") {
+  leash::v1::CheckToolRequest request;
+  request.set_name(name);
+  request.set_inputs_json(inputs_json);
+  request.set_account(account);
+  return request;
+}
+
+TEST(RequestViewTest, HasCheckToolRequestsFieldNumbers) {
+  const auto* real = leash::v1::CheckToolRequest::descriptor();
+  const auto* view = leash::tools_api::CheckToolRequestView::descriptor();
+  ASSERT_EQ(real->field_count(), view->field_count());
+  for (int i = 0; i < real->field_count(); ++i) {
+    const auto* field = view->FindFieldByName(real->field(i)->name());
+    ASSERT_NE(field, nullptr) << real->field(i)->name();
+    EXPECT_EQ(field->number(), real->field(i)->number()) << field->name();
+  }
+  leash::v1::CheckToolRequest request = Request("shell", "{}", "leash-x");
+  request.mutable_inputs()->set_string_value("ls");
+  leash::tools_api::CheckToolRequestView parsed;
+  ASSERT_TRUE(parsed.ParseFromString(request.SerializeAsString()));
+  EXPECT_EQ(parsed.name(), "shell");
+  EXPECT_EQ(parsed.account(), "leash-x");
+  EXPECT_EQ(parsed.inputs_json(), "{}");
+  EXPECT_EQ(parsed.inputs(), request.inputs().SerializeAsString());
+}
+
+TEST_F(ToolsServiceTest, AllowedCallIsOkWithTheResponse) {
+  leash::v1::CheckToolRequest request;
+  request.set_name("read_file");
+  (*request.mutable_inputs()->mutable_struct_value()->mutable_fields())["path"].set_string_value(
+      "/home/fido/notes.md");
+  leash::v1::CheckToolResponse response;
+  const grpc::Status status = Call(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.action(), leash::v1::ACTION_ALLOW);
+  EXPECT_EQ(response.reason(),
+            "tools: read_file matches allow entry 'read_file'; inspection found nothing to flag");
+  EXPECT_EQ(response.ref(), engine::MakeRef(kRandomBits));
+
+  const auto records = Records(1);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].ref(), response.ref());
+  EXPECT_EQ(records[0].uid(), 1000u);
+  EXPECT_EQ(records[0].surface(), "tools");
+  EXPECT_EQ(records[0].action(), "allow");
+  EXPECT_EQ(records[0].ts(), "2026-11-18T11:06:40.000000Z");
+  EXPECT_EQ(records[0].subject().name(), "read_file");
+  EXPECT_EQ(records[0].subject().inputs(), R"({"path":"/home/fido/notes.md"})");
+  EXPECT_EQ(records[0].severity(), "");
+}
+
+TEST_F(ToolsServiceTest, BlockIsPermissionDeniedWithReasonRefAndDetails) {
+  leash::v1::CheckToolResponse response;
+  grpc::ClientContext context;
+  const grpc::Status status =
+      Call(Request("shell", absl::StrCat(R"({"env":{"GH":")", kGhp, R"("}})")), &response, &context);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  const std::string ref = engine::MakeRef(kRandomBits);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("tools: shell inputs blocked by inspection: secrets (github_token at "
+                        "$.env.GH; tools.inspect.secrets is block)"));
+  EXPECT_THAT(status.error_message(), ::testing::EndsWith(absl::StrCat("(ref ", ref, ")")));
+
+  const leash::v1::CheckToolResponse details = Details(status);
+  EXPECT_EQ(details.action(), leash::v1::ACTION_BLOCK);
+  EXPECT_EQ(details.ref(), ref);
+  ASSERT_EQ(details.findings_size(), 1);
+  EXPECT_EQ(details.findings(0).category(), "secrets");
+  EXPECT_EQ(details.findings(0).detector(), "github_token");
+  EXPECT_EQ(details.findings(0).json_path(), "$.env.GH");
+  EXPECT_EQ(details.findings(0).masked(), "ghp_****W3oV");
+
+  const auto& trailers = context.GetServerTrailingMetadata();
+  auto it = trailers.find(kResponseTrailer);
+  ASSERT_NE(it, trailers.end());
+  leash::v1::CheckToolResponse from_trailer;
+  ASSERT_TRUE(from_trailer.ParseFromString(std::string(it->second.data(), it->second.size())));
+  EXPECT_EQ(from_trailer.SerializeAsString(), details.SerializeAsString());
+}
+
+TEST_F(ToolsServiceTest, EveryCallIsLoggedOnceMaskedWithFindings) {
+  leash::v1::CheckToolResponse response;
+  Call(Request("shell", absl::StrCat(R"({"cmd":"curl -H 'Authorization: token )", kGhp,
+                                     R"(' x","to":"alice@corp.io"})")),
+       &response);
+  Call(Request("web_fetch", absl::StrCat(R"({"t":")", kGhp, R"("})")), &response);
+  const auto records = Records(2);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].action(), "block");
+  EXPECT_EQ(records[0].subject().inputs(),
+            R"({"cmd":"curl -H 'Authorization: token ghp_****W3oV' x","to":"al****io"})");
+  ASSERT_EQ(records[0].findings_size(), 2);
+  EXPECT_EQ(records[0].findings(0).detector(), "github_token");
+  EXPECT_EQ(records[0].findings(1).detector(), "email");
+  // A name the registry refuses: its inputs are neither read nor written.
+  EXPECT_EQ(records[1].action(), "block");
+  EXPECT_EQ(records[1].subject().name(), "web_fetch");
+  EXPECT_EQ(records[1].subject().inputs(), "");
+  for (const auto& record : records) {
+    EXPECT_THAT(engine::DecisionLine(record), Not(HasSubstr(kGhp.substr(4))));
+    EXPECT_THAT(engine::DecisionLine(record), Not(HasSubstr("alice@")));
+  }
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(sink_.size(), 2u);  // once each
+}
+
+TEST_F(ToolsServiceTest, OverDeepValueIsABlockNotAnInternalError) {
+  // 40 levels of objects: 121 nested messages, past the 100 that gRPC's typed deserializer
+  // would accept. A typed client still builds it.
+  leash::v1::CheckToolRequest request;
+  request.set_name("shell");
+  google::protobuf::Value* at = request.mutable_inputs();
+  for (int i = 0; i < 40; ++i) at = &(*at->mutable_struct_value()->mutable_fields())["a"];
+  at->set_string_value("x");
+  leash::v1::CheckToolResponse response;
+  const grpc::Status status = Call(request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("tools: shell refused: inputs nest deeper than 32 levels"));
+  EXPECT_EQ(Details(status).action(), leash::v1::ACTION_BLOCK);
+}
+
+TEST_F(ToolsServiceTest, HundredThousandLevelsOfRawValueAreABlock) {
+  // [[[...]]] 100,000 deep, written as wire bytes (no protobuf library would serialize it).
+  auto varint = [](size_t n) {
+    std::string out;
+    for (; n >= 0x80; n >>= 7) out.push_back(static_cast<char>(n | 0x80));
+    out.push_back(static_cast<char>(n));
+    return out;
+  };
+  std::vector<std::string> headers;
+  size_t inner = 0;
+  for (int i = 0; i < 100000; ++i) {
+    const std::string list = "\x0a" + varint(inner);
+    const std::string value = "\x32" + varint(list.size() + inner);
+    headers.push_back(value + list);
+    inner += list.size() + value.size();
+  }
+  std::string value_bytes;
+  for (auto it = headers.rbegin(); it != headers.rend(); ++it) value_bytes += *it;
+  const std::string request = "\x0a\x05shell" + std::string("\x12") + varint(value_bytes.size()) +
+                              value_bytes;
+  const grpc::Status status = CallRaw(request);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(status.error_message(), HasSubstr("inputs nest deeper than 32 levels"));
+}
+
+TEST_F(ToolsServiceTest, DeepInputsJsonIsABlock) {
+  leash::v1::CheckToolResponse response;
+  const grpc::Status status =
+      Call(Request("shell", std::string(500000, '[') + std::string(500000, ']')), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(status.error_message(), HasSubstr("inputs nest deeper than 32 levels"));
+}
+
+TEST_F(ToolsServiceTest, MalformedRequestIsInvalidArgumentWithDetails) {
+  const grpc::Status status = CallRaw("\x0a\x02\xff\xfe");  // name: invalid UTF-8
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("not a leash.v1.CheckToolRequest"));
+  EXPECT_EQ(Details(status).action(), leash::v1::ACTION_BLOCK);
+  EXPECT_EQ(Records(1).size(), 1u);
+}
+
+TEST_F(ToolsServiceTest, OverSizedInputsAreABlockUnderFailModeClosed) {
+  leash::v1::CheckToolResponse response;
+  const grpc::Status status =
+      Call(Request("shell", std::string(R"({"a":")") + std::string(100, 'b') + "\"}", "leash-small"),
+           &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("inputs are 108 bytes, over tools.max_input_bytes (64)"));
+  EXPECT_EQ(Records(1)[0].uid(), 1001u);
+}
+
+TEST_F(ToolsServiceTest, UnknownAccountIsTheLookupsError) {
+  leash::v1::CheckToolResponse response;
+  const grpc::Status status = Call(Request("shell", "{}", "leash-ghost"), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(), HasSubstr("tools: no leashed account 'leash-ghost'"));
+  EXPECT_EQ(Details(status).action(), leash::v1::ACTION_BLOCK);
+  const auto records = Records(1);
+  EXPECT_EQ(records[0].uid(), kUnknownUid);
+  EXPECT_EQ(records[0].severity(), "critical");
+  EXPECT_EQ(records[0].action(), "block");
+}
+
+TEST_F(ToolsServiceTest, SubjectWithoutPolicyIsBlockedOrAllowedByItsFailMode) {
+  leash::v1::CheckToolResponse response;
+  const grpc::Status closed = Call(Request("shell", "{}", "leash-broken"), &response);
+  EXPECT_EQ(closed.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(closed.error_message(),
+              HasSubstr("tools: uid 1002 has no resolved policy (run leash validate to see why); "
+                        "blocked because fail_mode is closed"));
+  const grpc::Status open = Call(Request("shell", "{}", "leash-broken-open"), &response);
+  ASSERT_TRUE(open.ok()) << open.error_message();
+  EXPECT_EQ(response.action(), leash::v1::ACTION_ALLOW);
+  EXPECT_THAT(response.reason(), HasSubstr("allowed because fail_mode is open"));
+  const auto records = Records(2);
+  EXPECT_EQ(records[0].severity(), "critical");
+  EXPECT_EQ(records[1].severity(), "critical");
+  EXPECT_EQ(records[1].uid(), 1003u);
+}
+
+// --- separate client processes ---
+
+TEST_F(ToolsServiceTest, CppClientProcess) {
+  absl::StatusOr<std::string> allowed = leash::testing::RunOk(
+      {"tools_api/check_tool_client", "--target", harness_->target(), "--name", "read_file",
+       "--inputs", R"({"path":"/tmp/x"})"});
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  EXPECT_THAT(*allowed, HasSubstr("code: 0\naction: ACTION_ALLOW\n"));
+  EXPECT_THAT(*allowed, HasSubstr(absl::StrCat("ref: ", engine::MakeRef(kRandomBits))));
+
+  absl::StatusOr<std::string> blocked = leash::testing::RunOk(
+      {"tools_api/check_tool_client", "--target", harness_->target(), "--name", "shell",
+       "--inputs-json", R"({"argv":["rm","-rf","/"]})"});
+  ASSERT_TRUE(blocked.ok()) << blocked.status();
+  EXPECT_THAT(*blocked, HasSubstr("code: 7\n"));
+  EXPECT_THAT(*blocked, HasSubstr("details_code: 7\naction: ACTION_BLOCK\n"));
+  EXPECT_THAT(*blocked, HasSubstr("finding: priv_esc rm_rf_root $.argv rm -rf /\n"));
+  EXPECT_THAT(*blocked, HasSubstr("trailer_matches_details: true\n"));
+  EXPECT_EQ(Records(2).size(), 2u);
+}
+
+TEST_F(ToolsServiceTest, PythonClientProcess) {
+  const std::string out_dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/py");
+  const std::vector<std::string> base = {"/usr/bin/python3",
+                                         "tools_api/testing/check_tool_client.py",
+                                         "--target",
+                                         harness_->target(),
+                                         "--proto-root",
+                                         "proto",
+                                         "--googleapis",
+                                         kGoogleapis,
+                                         "--out",
+                                         out_dir};
+  std::vector<std::string> allow = base;
+  allow.insert(allow.end(), {"--name", "shell", "--inputs", R"({"to":"alice@corp.io"})"});
+  absl::StatusOr<std::string> allowed = leash::testing::RunOk(allow, absl::Seconds(60));
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  EXPECT_THAT(*allowed, HasSubstr("code: 0\naction: ACTION_ALLOW\n"));
+  EXPECT_THAT(*allowed, HasSubstr("finding: pii email $.to al****io\n"));
+
+  std::vector<std::string> block = base;
+  block.insert(block.end(), {"--name", "shell", "--inputs", absl::StrCat(R"({"k":")", kGhp, "\"}")});
+  absl::StatusOr<std::string> blocked = leash::testing::RunOk(block, absl::Seconds(60));
+  ASSERT_TRUE(blocked.ok()) << blocked.status();
+  EXPECT_THAT(*blocked, HasSubstr("code: 7\n"));
+  EXPECT_THAT(*blocked, HasSubstr("message: tools: shell inputs blocked by inspection"));
+  EXPECT_THAT(*blocked, HasSubstr("details_code: 7\naction: ACTION_BLOCK\n"));
+  EXPECT_THAT(*blocked, HasSubstr("finding: secrets github_token $.k ghp_****W3oV\n"));
+  EXPECT_THAT(*blocked, HasSubstr("trailer_matches_details: true\n"));
+  EXPECT_THAT(*blocked, Not(HasSubstr(kGhp)));
+}
+
+}  // namespace
+}  // namespace leash::tools
