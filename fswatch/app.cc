@@ -4,6 +4,7 @@
 #include <linux/capability.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -61,6 +62,14 @@ absl::StatusOr<std::string> ReadProcFile(const char* path) {
   }
   close(fd);
   return text;
+}
+
+uint64_t RandomBits() {
+  uint64_t bits = 0;
+  if (getrandom(&bits, sizeof(bits), GRND_NONBLOCK) != sizeof(bits)) {
+    bits = static_cast<uint64_t>(absl::GetCurrentTimeNanos()) * 0x9e3779b97f4a7c15ULL;
+  }
+  return bits;
 }
 
 bool HasCapSysAdmin() {
@@ -350,15 +359,20 @@ int FswatchMain(int argc, char** argv) {
     }
     for (const std::string& added : report->added) Say(absl::StrCat("marked ", added));
     for (const std::string& removed : report->removed) Say(absl::StrCat("unmarked ", removed));
+    if (verbose) {
+      for (const std::string& excluded : report->excluded) {
+        Say(absl::StrCat("not marked (by design): ", excluded));
+      }
+    }
     for (const std::string& problem : verbose ? report->problems : report->new_problems) {
-      Say(absl::StrCat("not marked: ", problem));
+      Say(absl::StrCat("NOT WATCHED: ", problem));
     }
     for (const std::string& problem : report->new_problems) {
       engine::Decision decision;
       decision.verdict = engine::Verdict::kAllow;
       decision.reason = absl::StrCat("filesystem not watched: ", problem);
       leash::v1::DecisionRecord record = engine::MakeDecisionRecord(
-          absl::Now(), engine::MakeRef(static_cast<uint64_t>(absl::GetCurrentTimeNanos())),
+          absl::Now(), engine::MakeRef(RandomBits()),
           kUnknownUid, leash::v1::SURFACE_FILESYSTEM, decision, leash::v1::Subject());
       record.set_severity("critical");
       log->Record(std::move(record));

@@ -115,11 +115,11 @@ MarkPlan PlanMarks(const sidecar::SubjectMap& map, const std::vector<MountEntry>
     if (first == nullptr) continue;
     const std::string name = absl::StrCat(first->mount_point, " (", first->fstype, ", ", device, ")");
     if (!why.empty()) {
-      plan.not_marked.push_back(absl::StrCat(name, ": ", why));
+      plan.excluded.push_back(absl::StrCat(name, ": ", why));
       continue;
     }
     if (!options.only_under.empty() && (!all_under || device == root_device)) {
-      plan.not_marked.push_back(
+      plan.excluded.push_back(
           absl::StrCat(name, ": has a mount outside --mark-only-under=", options.only_under));
       continue;
     }

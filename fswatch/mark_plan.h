@@ -40,8 +40,10 @@ struct MarkOptions {
 struct MarkPlan {
   // Filesystem ("major:minor") -> the mount point used to mark it.
   std::map<std::string, std::string> marks;
-  // Filesystems the map needs but that are not marked, each with why ("/sys (sysfs): ...").
-  std::vector<std::string> not_marked;
+  // Filesystems the map needs but that are left unmarked by design, each with why
+  // ("/proc (proc, 0:20): procfs is never marked ..."): procfs, autofs, and under only_under
+  // everything outside it.
+  std::vector<std::string> excluded;
   // Whether some subject needs every filesystem.
   bool every_filesystem = false;
 };

@@ -19,7 +19,7 @@ absl::StatusOr<MarkReport> Marker::Reconcile(const sidecar::SubjectMap& map) {
 
   MarkReport report;
   report.every_filesystem = plan.every_filesystem;
-  report.problems = plan.not_marked;
+  report.excluded = plan.excluded;
   std::set<std::string> present;
   for (const MountEntry& mount : *mounts) present.insert(mount.device);
 

@@ -22,8 +22,10 @@ namespace leash::fswatch {
 struct MarkReport {
   std::vector<std::string> added;
   std::vector<std::string> removed;
-  // Filesystems that should be marked and are not ("<mount> (<type>, <dev>): <why>"), every
-  // one of them, and the subset not reported by an earlier call.
+  // Left unmarked by design (mark_plan.h).
+  std::vector<std::string> excluded;
+  // Filesystems that should be marked and could not be ("<mount> (<dev>): <why>"), every one
+  // of them, and the subset not reported by an earlier call.
   std::vector<std::string> problems;
   std::vector<std::string> new_problems;
   bool every_filesystem = false;

@@ -120,6 +120,7 @@ void FakeFanotifySource::Release(const FanEvent& event) {
 }
 
 int FakeFanotifySource::CredsOf(const FanEvent& event, Creds& out) {
+  if (on_creds_) on_creds_(event.fd);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = events_.find(event.fd);
   if (it == events_.end()) return EBADF;

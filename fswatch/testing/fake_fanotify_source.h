@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -55,6 +56,9 @@ class FakeFanotifySource : public FanotifySource {
   void FailMark(const std::string& path, int error);
 
   void set_identity_method(IdentityMethod method) { method_ = method; }
+  // Called (without the fake's lock) at the start of every CredsOf, on the loop's thread:
+  // lets a test hold the loop in the middle of a batch.
+  void set_on_creds(std::function<void(int fd)> hook) { on_creds_ = std::move(hook); }
 
   int ReadEvents(absl::Span<FanEvent> out, int timeout_ms) override;
   int Respond(const FanEvent& event, bool allow) override;
@@ -76,6 +80,7 @@ class FakeFanotifySource : public FanotifySource {
   std::set<std::string> marks_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int> mark_failures_ ABSL_GUARDED_BY(mu_);
   IdentityMethod method_ = IdentityMethod::kPidfdInfo;
+  std::function<void(int fd)> on_creds_;
 };
 
 }  // namespace leash::fswatch::testing
