@@ -40,6 +40,8 @@ namespace leash::fswatch {
 namespace {
 
 constexpr char kFaultEnv[] = "LEASH_FSWATCH_TEST_FAULT";
+// The source name test/fixtures/tmpfs.h gives its mounts.
+constexpr char kTestTmpfsSource[] = "leash-test";
 
 // stderr, for the operator (the journal under leashd). Never called by the event loop.
 void Say(const std::string& text) { dprintf(2, "leash-fswatch: %s\n", text.c_str()); }
@@ -86,12 +88,14 @@ absl::Status CheckTestMountGuard(const std::string& dir) {
   absl::StatusOr<std::vector<MountEntry>> mounts = ParseMountInfo(*text);
   if (!mounts.ok()) return mounts.status();
   for (const MountEntry& mount : *mounts) {
-    if (mount.mount_point == dir && mount.fstype == "tmpfs") return absl::OkStatus();
+    if (mount.mount_point == dir && mount.fstype == "tmpfs" && mount.source == kTestTmpfsSource) {
+      return absl::OkStatus();
+    }
   }
   return absl::FailedPreconditionError(absl::StrCat(
-      "--mark-only-under=", dir,
-      " is not the mount point of a tmpfs; a test-only start (--initial-map) marks only a "
-      "tmpfs mounted for the test (test/fixtures/tmpfs.h), never a real filesystem"));
+      "--mark-only-under=", dir, " is not the mount point of a tmpfs mounted for a test (type "
+      "tmpfs, source '", kTestTmpfsSource, "', as test/fixtures/tmpfs.h mounts it); a test-only "
+      "start (--initial-map) never marks a real filesystem"));
 }
 
 struct Loop {

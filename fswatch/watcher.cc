@@ -74,8 +74,8 @@ const char* IdentityMethodName(IdentityMethod method) {
     case IdentityMethod::kPidfdInfo:
       return "pidfd (ioctl PIDFD_GET_INFO on the event's pidfd: no /proc read, no PID-reuse race)";
     case IdentityMethod::kProcStatusPidfdChecked:
-      return "/proc/<pid>/status checked against the event's pidfd (no PID-reuse race; kernel "
-             "has FAN_REPORT_PIDFD but not PIDFD_GET_INFO)";
+      return "/proc/<pid>/status checked against the event's pidfd (no PID-reuse race; "
+             "PIDFD_GET_INFO not available or not chosen)";
     case IdentityMethod::kProcStatus:
       return "/proc/<pid>/status (the spec's way; a PID recycled between the event and the read "
              "is attributed to its new owner: kernel lacks FAN_REPORT_PIDFD)";
