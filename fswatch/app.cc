@@ -100,8 +100,20 @@ absl::Status CheckTestMountGuard(const std::string& dir) {
 
 struct Loop {
   std::atomic<bool> stop{false};
+  std::atomic<pid_t> tid{0};
   std::atomic<int> failed_errno{0};
+  std::atomic<bool> done{false};
   std::thread thread;
+
+  // Stops the loop, which may be parked in a blocking read: the kick signal ends that read.
+  void StopAndJoin() {
+    stop.store(true);
+    while (!done.load()) {
+      syscall(SYS_tgkill, getpid(), tid.load(), Watchdog::KickSignal());
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    thread.join();
+  }
 };
 
 }  // namespace
@@ -345,16 +357,19 @@ int FswatchMain(int argc, char** argv) {
   Loop loop;
   loop.thread = std::thread([&] {
     pthread_setname_np(pthread_self(), "fsw-loop");
+    loop.tid.store(static_cast<pid_t>(syscall(SYS_gettid)));
     while (!loop.stop.load(std::memory_order_relaxed)) {
       const int rc = watcher->RunOnce(1000);
       if (rc < 0) {
         loop.failed_errno.store(-rc);
-        return;
+        break;
       }
     }
+    loop.done.store(true);
   });
-  auto watchdog = std::make_unique<Watchdog>(
-      [w = watcher.get()] { return w->last_pass_ns(); }, kWatchdogSeconds, kExitWatchdog);
+  while (loop.tid.load() == 0) std::this_thread::yield();
+  auto watchdog = std::make_unique<Watchdog>([w = watcher.get()] { return w->last_pass_ns(); },
+                                             loop.tid.load(), kWatchdogSeconds, kExitWatchdog);
 
   auto report_marks = [&](const absl::StatusOr<MarkReport>& report, bool verbose) {
     if (!report.ok()) {
@@ -418,8 +433,7 @@ int FswatchMain(int argc, char** argv) {
                        first.message()));
       feed->Stop();
       watchdog.reset();
-      loop.stop.store(true);
-      loop.thread.join();
+      loop.StopAndJoin();
       return kExitStartFailed;
     }
   }
@@ -476,8 +490,7 @@ int FswatchMain(int argc, char** argv) {
   rescan_cv.notify_all();
   rescan.join();
   watchdog.reset();
-  loop.stop.store(true);
-  loop.thread.join();
+  loop.StopAndJoin();
   group.reset();
   Say(absl::StrCat("stopped: ", watcher->events_answered(), " events answered, ", log->lost(),
                    " records lost, ", watcher->overflows(), " queue overflows"));

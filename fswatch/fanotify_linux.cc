@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <linux/fanotify.h>
-#include <poll.h>
 #include <sys/fanotify.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -106,7 +105,7 @@ int ReadProcStatusCreds(pid_t pid, Creds& out) {
 
 absl::StatusOr<std::unique_ptr<FanotifyLinux>> FanotifyLinux::Open(
     IdentityPreference preference) {
-  const unsigned base = FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK | FAN_UNLIMITED_QUEUE;
+  const unsigned base = FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_UNLIMITED_QUEUE;
   const unsigned event_flags = O_RDONLY | O_LARGEFILE | O_CLOEXEC | O_NONBLOCK;
   int fd = fanotify_init(base | FAN_REPORT_PIDFD, event_flags);
   bool pidfds = fd >= 0;
@@ -148,14 +147,9 @@ int FanotifyLinux::ReadEvents(absl::Span<FanEvent> out, int timeout_ms) {
   // than `out` holds.
   const size_t want = out.size() * sizeof(fanotify_event_metadata);
   if (buffer_.size() != want) buffer_.resize(want);  // first pass only: sized before marks
-  ssize_t n = read(fd_, buffer_.data(), buffer_.size());
-  if (n < 0 && errno == EAGAIN) {
-    pollfd p{fd_, POLLIN, 0};
-    const int ready = poll(&p, 1, timeout_ms);
-    if (ready < 0) return errno == EINTR ? 0 : -errno;
-    if (ready == 0) return 0;
-    n = read(fd_, buffer_.data(), buffer_.size());
-  }
+  // Blocking: one syscall per wake-up. A signal (leash-fswatch's once-a-second kick) ends the
+  // wait with EINTR, which is a pass with no events.
+  const ssize_t n = read(fd_, buffer_.data(), buffer_.size());
   if (n < 0) return (errno == EAGAIN || errno == EINTR) ? 0 : -errno;
 
   size_t count = 0;

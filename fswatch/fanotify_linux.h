@@ -1,6 +1,6 @@
 // The real FanotifySource: one fanotify group (FAN_CLASS_CONTENT, FAN_UNLIMITED_QUEUE,
 // FAN_REPORT_PIDFD where the kernel has it), read without blocking, answered one write per
-// event.
+// event. The group is read blocking (see FanotifySource::ReadEvents).
 //
 // Why each flag:
 // - FAN_UNLIMITED_QUEUE: when a bounded queue is full the kernel drops the event and the open

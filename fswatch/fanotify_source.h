@@ -77,8 +77,11 @@ class FanotifySource {
  public:
   virtual ~FanotifySource() = default;
 
-  // Reads what the group has, waiting up to `timeout_ms` when nothing is pending. Returns the
-  // number of events put in `out` (0 on timeout or when interrupted), or -errno.
+  // Reads what the group has, waiting when nothing is pending: up to `timeout_ms` where the
+  // source can time out (the fake), or until a signal interrupts the wait (the real group is
+  // read blocking, one syscall per wake-up like the bare kernel round trip; leash-fswatch
+  // interrupts it every second so the loop makes a pass for the watchdog). Returns the number
+  // of events put in `out` (0 on timeout or when interrupted), or -errno.
   virtual int ReadEvents(absl::Span<FanEvent> out, int timeout_ms) = 0;
 
   // Answers a permission event (FAN_ALLOW / FAN_DENY). Returns 0 or an errno.

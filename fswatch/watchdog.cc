@@ -20,6 +20,7 @@ namespace {
 std::atomic<int> g_dumped{0};
 
 int DumpSignal() { return SIGRTMIN + 4; }
+void KickHandler(int) {}  // only to end a blocking read with EINTR
 
 // Async-signal context: only write(2), backtrace (already loaded) and plain arithmetic.
 void DumpHandler(int) {
@@ -49,6 +50,8 @@ void SleepMs(int ms) {
 
 }  // namespace
 
+int Watchdog::KickSignal() { return SIGRTMIN + 5; }
+
 absl::Status Watchdog::Prepare() {
   // The first backtrace() loads libgcc_s: do it now, while an open cannot wait on the loop.
   void* frames[4];
@@ -59,6 +62,13 @@ absl::Status Watchdog::Prepare() {
   sigemptyset(&action.sa_mask);
   if (sigaction(DumpSignal(), &action, nullptr) != 0) {
     return absl::ErrnoToStatus(errno, "sigaction for the watchdog's stack-dump signal");
+  }
+  struct sigaction kick {};
+  kick.sa_handler = KickHandler;
+  kick.sa_flags = 0;  // no SA_RESTART: the read must return
+  sigemptyset(&kick.sa_mask);
+  if (sigaction(KickSignal(), &kick, nullptr) != 0) {
+    return absl::ErrnoToStatus(errno, "sigaction for the loop's wake-up signal");
   }
   return absl::OkStatus();
 }
@@ -102,8 +112,9 @@ void Watchdog::Fire(const char* why, int exit_code) {
   _exit(exit_code);
 }
 
-Watchdog::Watchdog(std::function<int64_t()> last_pass_ns, int limit_seconds, int exit_code)
-    : last_pass_ns_(std::move(last_pass_ns)), limit_seconds_(limit_seconds),
+Watchdog::Watchdog(std::function<int64_t()> last_pass_ns, pid_t loop_tid, int limit_seconds,
+                   int exit_code)
+    : last_pass_ns_(std::move(last_pass_ns)), loop_tid_(loop_tid), limit_seconds_(limit_seconds),
       exit_code_(exit_code) {
   thread_ = std::thread([this] { Run(); });
 }
@@ -116,8 +127,10 @@ Watchdog::~Watchdog() {
 void Watchdog::Run() {
   pthread_setname_np(pthread_self(), "fsw-watchdog");
   const int64_t limit_ns = static_cast<int64_t>(limit_seconds_) * 1000000000;
+  int ticks = 0;
   while (!stop_.load()) {
     SleepMs(250);
+    if (++ticks % 4 == 0 && loop_tid_ > 0) syscall(SYS_tgkill, getpid(), loop_tid_, KickSignal());
     const int64_t idle = MonotonicNs() - last_pass_ns_();
     if (idle > limit_ns) {
       char why[96];

@@ -13,6 +13,8 @@
 #include <functional>
 #include <thread>
 
+#include <sys/types.h>
+
 #include "absl/status/status.h"
 
 namespace leash::fswatch {
@@ -23,10 +25,17 @@ class Watchdog {
   // marks go on and before any other thread starts.
   static absl::Status Prepare();
 
-  // Starts the watchdog thread: once a second it compares CLOCK_MONOTONIC with
-  // `last_pass_ns()` and fires when the loop has made no pass for `limit_seconds`.
-  Watchdog(std::function<int64_t()> last_pass_ns, int limit_seconds, int exit_code);
+  // Starts the watchdog thread: it compares CLOCK_MONOTONIC with `last_pass_ns()` and fires
+  // when the loop has made no pass for `limit_seconds`. Once a second it also interrupts the
+  // loop thread `loop_tid` with a no-op signal, so a loop parked in a blocking read of an idle
+  // group makes a pass; a loop stuck anywhere a signal cannot reach (a killable kernel wait)
+  // makes none, and that is what the watchdog is for.
+  Watchdog(std::function<int64_t()> last_pass_ns, pid_t loop_tid, int limit_seconds,
+           int exit_code);
   ~Watchdog();
+
+  // The no-op signal that ends the loop's blocking read.
+  static int KickSignal();
 
   // Dumps every thread's stack to stderr and _exit()s with `exit_code`. Never returns.
   [[noreturn]] static void Fire(const char* why, int exit_code);
@@ -35,6 +44,7 @@ class Watchdog {
   void Run();
 
   std::function<int64_t()> last_pass_ns_;
+  const pid_t loop_tid_;
   const int limit_seconds_;
   const int exit_code_;
   std::atomic<bool> stop_{false};

@@ -4,8 +4,10 @@
 // What the callers get, and why it is built this way:
 // - Record() never waits: it claims a cell with one compare-and-swap, moves the record in, and
 //   publishes it; a full ring is a counted drop, not a wait ("writing never blocks a decision").
-//   Waking the writer is a futex wake only when the writer said it is asleep, a non-blocking
-//   syscall. Nothing the producer does can wait on the writer, on the descriptor or on a lock.
+//   While records keep coming the writer polls the ring every millisecond, so a producer makes
+//   no syscall at all; only a writer idle for a while goes to sleep and asks to be woken, and
+//   the wake is a non-blocking futex syscall. Nothing the producer does can wait on the
+//   writer, on the descriptor or on a lock.
 // - The writer renders each record as one line and writes whole lines only (several lines per
 //   write(2), never a line split across two), so concurrent writers sharing the descriptor
 //   (O_APPEND) interleave by line. On a pipe a batch stays within PIPE_BUF for the same reason.
@@ -120,7 +122,10 @@ class AsyncDecisionLog::Impl {
     cell->record = std::move(record);
     cell->sequence.store(pos + 1, std::memory_order_release);
     queued_.fetch_add(1, std::memory_order_release);
-    Wake();
+    // Pairs with the writer's store of writer_sleeping_ then load of the cell: either it sees
+    // this record, or we see it asleep and wake it.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (writer_sleeping_.load(std::memory_order_relaxed)) Wake();
   }
 
   uint64_t lost() const { return lost_.load(std::memory_order_relaxed); }
@@ -134,12 +139,10 @@ class AsyncDecisionLog::Impl {
   }
 
  private:
-  // Non-blocking: a futex wake is issued only when the writer said it is (about to be) asleep.
+  // Non-blocking.
   void Wake() {
     wake_seq_.fetch_add(1, std::memory_order_seq_cst);
-    if (writer_sleeping_.load(std::memory_order_seq_cst)) {
-      Futex(&wake_seq_, FUTEX_WAKE_PRIVATE, 1, nullptr);
-    }
+    Futex(&wake_seq_, FUTEX_WAKE_PRIVATE, 1, nullptr);
   }
 
   // Pops one record for the single consumer; false when the next cell is not published yet.
@@ -201,6 +204,9 @@ class AsyncDecisionLog::Impl {
     std::string batch;
     uint64_t reported_lost = 0;
     bool fd_failed = false;
+    // Empty polls since the last record; after kBusyPolls the writer sleeps until woken.
+    int idle_polls = 0;
+    constexpr int kBusyPolls = 50;
     for (;;) {
       const uint32_t seen = wake_seq_.load(std::memory_order_seq_cst);
       uint64_t taken = 0;
@@ -228,8 +234,18 @@ class AsyncDecisionLog::Impl {
         flush_requested_.store(false, std::memory_order_relaxed);
         flush_cv_.notify_all();
       }
-      if (taken > 0) continue;
+      if (taken > 0) {
+        idle_polls = 0;
+        continue;
+      }
       if (stop_.load(std::memory_order_seq_cst)) break;
+      if (idle_polls < kBusyPolls) {
+        // Records came recently: poll again in a millisecond, asking nobody to wake us.
+        ++idle_polls;
+        const timespec poll_period{0, 1000 * 1000};
+        Futex(&wake_seq_, FUTEX_WAIT_PRIVATE, seen, &poll_period);
+        continue;
+      }
 
       writer_sleeping_.store(true, std::memory_order_seq_cst);
       // Re-check after announcing sleep: a producer that published before the announcement
