@@ -27,9 +27,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "controlplane/sidecar_api/decision_log.h"
+#include "controlplane/sidecar_api/policy_subscriber.h"
 #include "engine/path_entry.h"
 #include "fswatch/fanotify_linux.h"
-#include "fswatch/map_feed.h"
 #include "fswatch/marker.h"
 #include "fswatch/mountinfo.h"
 #include "fswatch/subject_map.h"
@@ -233,13 +233,6 @@ int FswatchMain(int argc, char** argv) {
         "permission events need it. Run leash-fswatch as root (leashd spawns it so)");
     return kExitRefused;
   }
-  const StreamFeedFactory stream_feed = RegisteredStreamFeed();
-  if (flags.initial_map.empty() && stream_feed == nullptr) {
-    Say("cannot start: this build has no PolicyStream subscriber linked in "
-        "(//fswatch:stream_feed needs controlplane/sidecar_api's PolicySubscriber); only the "
-        "test-only --initial-map start is available");
-    return kExitStartFailed;
-  }
   if (!flags.initial_map.empty()) {
     if (absl::Status guard = CheckTestMountGuard(flags.mark_only_under); !guard.ok()) {
       Say(absl::StrCat("refusing to start: ", guard.message()));
@@ -423,15 +416,21 @@ int FswatchMain(int argc, char** argv) {
     heartbeat.set_queue_overflows(watcher->overflows());
   };
 
-  std::unique_ptr<MapFeed> feed;
+  // The map: leashd's over PolicyStream (applied and acked on the subscriber's thread, with
+  // heartbeats carrying the counters), or the test-only file.
+  std::unique_ptr<sidecar::PolicySubscriber> subscriber;
   if (initial_map != nullptr) {
     apply(initial_map, initial_version);
   } else {
-    feed = stream_feed(flags.socket_path, apply, stats);
-    if (absl::Status first = feed->Start(absl::Seconds(30)); !first.ok()) {
+    sidecar::SubscriberOptions subscriber_options;
+    subscriber_options.socket_path = flags.socket_path;
+    subscriber_options.kind = leash::v1::SIDECAR_KIND_FSWATCH;
+    subscriber = std::make_unique<sidecar::PolicySubscriber>(subscriber_options, apply, stats);
+    subscriber->Start();
+    if (absl::Status first = subscriber->WaitForFirstMap(absl::Seconds(30)); !first.ok()) {
       Say(absl::StrCat("cannot start: no map from leashd at ", flags.socket_path, ": ",
                        first.message()));
-      feed->Stop();
+      subscriber->Stop();
       watchdog.reset();
       loop.StopAndJoin();
       return kExitStartFailed;
@@ -482,7 +481,7 @@ int FswatchMain(int argc, char** argv) {
 
   // Shutdown: no new maps, no re-scan, the watchdog off before the loop stops making passes,
   // then the group closed (every pending event is answered allow by the kernel).
-  if (feed != nullptr) feed->Stop();
+  if (subscriber != nullptr) subscriber->Stop();
   {
     std::lock_guard<std::mutex> lock(rescan_mu);
     rescan_stop = true;

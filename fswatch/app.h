@@ -1,6 +1,7 @@
 // leash-fswatch's process: flags, the refusals (kernel, capability), the order things start in
 // (everything the event loop needs is made before the first mark goes on), and its exit codes,
-// which leashd's supervisor reads.
+// which leashd's supervisor reads. The map comes from leashd over PolicyStream
+// (leash::sidecar::PolicySubscriber), or from a file in the test-only --initial-map start.
 #pragma once
 
 #include <string>

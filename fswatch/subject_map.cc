@@ -7,7 +7,6 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "engine/compiled_policy.h"
 
 namespace leash::fswatch {
 
@@ -20,22 +19,8 @@ absl::StatusOr<sidecar::SubjectMapPtr> SubjectMapFromUpdate(
   }
   auto map = std::make_shared<sidecar::SubjectMap>();
   for (const leash::v1::SubjectPolicy& wire : update.subjects()) {
-    sidecar::SubjectEntry entry;
-    entry.uid = wire.uid();
-    entry.account = wire.account();
-    entry.port = static_cast<uint16_t>(wire.port());
-    if (wire.has_policy()) {
-      entry.policy = std::make_shared<const engine::CompiledPolicy>(
-          engine::CompiledPolicy::Compile(wire.policy()));
-    } else {
-      // "A UID that is in the map with no resolved policy ... every one of its events is
-      // denied (or allowed under fail_mode: open)". Anything but "open" is closed.
-      entry.no_policy_reason = wire.has_no_policy() ? wire.no_policy().reason()
-                                                    : "neither a policy nor no_policy was sent";
-      entry.no_policy_fail_mode = wire.has_no_policy() && wire.no_policy().fail_mode() == "open"
-                                      ? engine::FailMode::kOpen
-                                      : engine::FailMode::kClosed;
-    }
+    // The same conversion the PolicyStream subscriber makes.
+    sidecar::SubjectEntry entry = sidecar::MakeSubjectEntry(wire);
     if (!map->emplace(entry.uid, std::move(entry)).second) {
       return absl::InvalidArgumentError(absl::StrCat("uid ", wire.uid(), " (", wire.account(),
                                                      ") is listed twice in the map"));

@@ -1,7 +1,6 @@
-// The UID -> policy map from its wire form (a full leash.v1.PolicyUpdate): each subject's
-// policy compiled once, a subject sent as no_policy kept with its reason and fail_mode.
-// Used for the test-only --initial-map start; the PolicyStream subscriber builds the same map
-// from the stream.
+// The UID -> policy map from a file holding a full leash.v1.PolicyUpdate, for the test-only
+// --initial-map start. Each subject is converted as the PolicyStream subscriber converts it
+// (sidecar::MakeSubjectEntry).
 #pragma once
 
 #include <string>

@@ -27,8 +27,11 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "controlplane/policy_stream_service.h"
+#include "grpcpp/grpcpp.h"
 #include "test/fixtures/root.h"
 #include "test/fixtures/subprocess.h"
+#include "test/fixtures/temp_dir.h"
 #include "test/fixtures/test_account.h"
 #include "test/fixtures/tmpfs.h"
 #include "test/fswatch/harness.h"
@@ -504,6 +507,68 @@ TEST_F(FswatchRootTest, ABlockedLogSinkDoesNotDelayAnswers) {
   // More records than the queue (8192) and the pipe (64 KiB) hold: some were lost, counted.
   EXPECT_THAT(err, ::testing::Not(HasSubstr(" 0 records lost"))) << err;
   close(pipe_fds[0]);
+}
+
+TEST_F(FswatchRootTest, MapsFromLeashdOverPolicyStreamAreAckedOnlyOnceInForce) {
+  // The real PolicyStream service (leashd's half) on a Unix socket; leash-fswatch started as
+  // leashd starts it, with --socket (confined to the test's tmpfs all the same).
+  absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create("fsw");
+  ASSERT_TRUE(dir.ok());
+  const std::string socket = (*dir)->Join("s");
+  controlplane::PolicyStreamService service;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  const TestAccount& a = *g_accounts->a;
+  const leash::v1::PolicyUpdate standard = StandardMap();
+  std::vector<leash::v1::SubjectPolicy> subjects(standard.subjects().begin(),
+                                                 standard.subjects().end());
+  const uint64_t v1 = service.Publish(subjects);
+
+  const std::string err_path = work_ + "/stream.stderr";
+  const std::string log_path = work_ + "/stream.jsonl";
+  const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+  ASSERT_GE(log_fd, 0);
+  absl::StatusOr<Background> watcher = Background::Start(
+      {kFswatchBinary, "--socket=" + socket, absl::StrCat("--decision-log-fd=", log_fd),
+       "--mark-only-under=" + tmpfs_->path()},
+      err_path);
+  close(log_fd);
+  ASSERT_TRUE(watcher.ok());
+  ASSERT_TRUE(service.WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, v1, absl::Seconds(20)).ok())
+      << ReadFileOrEmpty(err_path);
+  // Acked means in force, marks included: the very next open is judged.
+  EXPECT_EQ(Probe(a, {"open", T("z/file")}), kEperm);
+
+  // lfs-a's whitelist widened to T/z: once acked, the same open is allowed.
+  leash::v1::SubjectPolicy widened = Subject(a.uid(), "lfs-a", MODE_WHITELIST,
+                                             {T("a"), T("bin"), T("z")}, {}, MODE_WHITELIST,
+                                             {"true"}, {});
+  const uint64_t v2 = service.Publish({widened});
+  ASSERT_TRUE(service.WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, v2, absl::Seconds(20)).ok());
+  EXPECT_EQ(Probe(a, {"open", T("z/file")}), "ok");
+  // And set to no policy (subjects are never removed): denied again.
+  const uint64_t v3 = service.Publish({NoPolicySubject(a.uid(), "lfs-a", "closed")});
+  ASSERT_TRUE(service.WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, v3, absl::Seconds(20)).ok());
+  EXPECT_EQ(Probe(a, {"open", T("a/file")}), kEperm);
+  // Heartbeats carry the counters.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return service.State(leash::v1::SIDECAR_KIND_FSWATCH).heartbeat.events() >= 3;
+      },
+      absl::Seconds(10)));
+  EXPECT_TRUE(service.State(leash::v1::SIDECAR_KIND_FSWATCH).last_ack_error.empty())
+      << service.State(leash::v1::SIDECAR_KIND_FSWATCH).last_ack_error;
+
+  watcher->Signal(SIGTERM);
+  absl::StatusOr<int> status = watcher->Wait(absl::Seconds(10));
+  ASSERT_TRUE(status.ok());
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << ReadFileOrEmpty(err_path);
+  service.Shutdown();
+  server->Shutdown();
+  EXPECT_EQ(LinesFor(ReadFileOrEmpty(log_path), a.uid(), T("z/file")).size(), 2u);
 }
 
 TEST_F(FswatchRootTest, RefusesWithoutCapSysAdmin) {
