@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <thread>
 #include <utility>
@@ -40,6 +41,23 @@ uint64_t SplitMix64(uint64_t x) {
 }
 
 constexpr absl::string_view kDeletedSuffix = " (deleted)";
+
+// The record's ts, as engine::MakeDecisionRecord writes it ("%Y-%m-%dT%H:%M:%E6SZ", UTC), with
+// the date and time formatted once a second rather than on every record of the hot path.
+std::string Timestamp() {
+  timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  thread_local int64_t cached_second = -1;
+  thread_local std::string prefix;
+  if (now.tv_sec != cached_second) {
+    prefix = absl::FormatTime("%Y-%m-%dT%H:%M:%S", absl::FromUnixSeconds(now.tv_sec),
+                              absl::UTCTimeZone());
+    cached_second = now.tv_sec;
+  }
+  char micros[24];
+  snprintf(micros, sizeof(micros), ".%06ldZ", static_cast<long>(now.tv_nsec / 1000));
+  return absl::StrCat(prefix, micros);
+}
 
 // Whether the subject could have made a second name for this file itself. With
 // fs.protected_hardlinks on (Debian's default) the kernel lets an account hard-link only a file
@@ -310,8 +328,15 @@ Decision Watcher::Judge(const FanEvent& event, const sidecar::SubjectEntry& entr
 
 void Watcher::Log(uint32_t uid, leash::v1::Surface surface, const Decision& decision,
                   leash::v1::Subject subject, bool critical) {
-  leash::v1::DecisionRecord record = engine::MakeDecisionRecord(
-      absl::Now(), engine::MakeRef(NextRandom()), uid, surface, decision, std::move(subject));
+  // engine::MakeDecisionRecord's fields, with the cheaper timestamp.
+  leash::v1::DecisionRecord record;
+  record.set_ts(Timestamp());
+  record.set_ref(engine::MakeRef(NextRandom()));
+  record.set_uid(uid);
+  record.set_surface(std::string(engine::SurfaceName(surface)));
+  record.set_action(std::string(engine::VerdictName(decision.verdict)));
+  record.set_reason(decision.reason);
+  *record.mutable_subject() = std::move(subject);
   if (critical) record.set_severity("critical");
   log_.Record(std::move(record));
 }

@@ -168,6 +168,11 @@ TEST_P(DecisionTableTest, AnswersAndLogs) {
   EXPECT_EQ(records[0].action(), c.allow ? "allow" : "block");
   EXPECT_EQ(records[0].surface(), c.mask == FAN_OPEN_EXEC_PERM ? "commands" : "filesystem");
   EXPECT_THAT(records[0].reason(), HasSubstr(c.reason_fragment)) << c.rule;
+  // The same shape engine::MakeDecisionRecord gives ts: 2026-11-29T21:33:20.123456Z.
+  EXPECT_EQ(records[0].ts().size(), 27u) << records[0].ts();
+  EXPECT_EQ(records[0].ts().back(), 'Z');
+  EXPECT_EQ(records[0].ts()[19], '.');
+  EXPECT_EQ(records[0].ref().size(), 8u);
   if (c.mask == FAN_OPEN_EXEC_PERM) {
     EXPECT_EQ(records[0].subject().binary(), c.path);
   } else {

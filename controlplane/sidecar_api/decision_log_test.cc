@@ -175,6 +175,56 @@ TEST(AsyncDecisionLog, ManyProducersEachRecordWrittenExactlyOnce) {
   EXPECT_EQ(refs.size(), static_cast<size_t>(kThreads * kPerThread));
 }
 
+TEST(AsyncDecisionLog, EveryLineIsExactlyWhatEngineDecisionLineWrites) {
+  // The writer renders plain records itself (fast) and the rest with engine::DecisionLine;
+  // either way the line must be DecisionLine's, byte for byte.
+  const std::string path = absl::StrCat(getenv("TEST_TMPDIR"), "/exact.jsonl");
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  const std::vector<std::string> strings = {
+      "", "plain /path/x", "quote \" in", "back\\slash", "tab\tnew\nline", "<tag>&amp;",
+      "a=b", "caf\xc3\xa9", "it's 'quoted'", std::string("nul\0byte", 8), "\x7f del",
+      "u2028\xe2\x80\xa8"};
+  std::vector<leash::v1::DecisionRecord> records;
+  uint64_t seed = 12345;
+  auto next = [&] {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<size_t>(seed >> 33);
+  };
+  for (int i = 0; i < 600; ++i) {
+    leash::v1::DecisionRecord r;
+    r.set_ts(i % 3 ? "2026-11-29T21:33:20.000000Z" : strings[next() % strings.size()]);
+    r.set_ref(absl::StrCat("ref", i));
+    r.set_uid(static_cast<uint32_t>(next() % 3 == 0 ? 0 : next()));
+    r.set_surface(next() % 2 ? "filesystem" : "");
+    r.set_action(next() % 2 ? "block" : "allow");
+    r.set_reason(strings[next() % strings.size()]);
+    if (next() % 4 != 0) {
+      leash::v1::Subject* s = r.mutable_subject();
+      if (next() % 2) s->set_path(strings[next() % strings.size()]);
+      if (next() % 3 == 0) s->set_binary(strings[next() % strings.size()]);
+      if (next() % 5 == 0) s->set_port(static_cast<uint32_t>(next() % 65536));
+      if (next() % 5 == 0) s->set_domain(strings[next() % strings.size()]);
+    }
+    if (next() % 7 == 0) r.set_severity("critical");
+    if (next() % 11 == 0) r.add_findings()->set_category("secrets");
+    records.push_back(r);
+  }
+  {
+    AsyncDecisionLog log(fd, 1024);
+    for (const auto& r : records) log.Record(r);
+    log.Flush();
+    ASSERT_EQ(log.lost(), 0u);
+  }
+  const int in = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(in, 0);
+  const std::string written = ReadAll(in);
+  close(in);
+  std::string expected;
+  for (const auto& r : records) expected += engine::DecisionLine(r);
+  EXPECT_EQ(written, expected);
+}
+
 TEST(AsyncDecisionLog, ABrokenPipeNeitherKillsTheProcessNorReachesTheCaller) {
   int pipe_fds[2];
   ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
