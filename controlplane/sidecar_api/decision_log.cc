@@ -1,0 +1,397 @@
+// AsyncDecisionLog: a bounded lock-free ring (Dmitry Vyukov's bounded MPMC queue, used here
+// with many producers and one consumer) between the deciding threads and one writer thread.
+//
+// What the callers get, and why it is built this way:
+// - Record() never waits: it claims a cell with one compare-and-swap, moves the record in, and
+//   publishes it; a full ring is a counted drop, not a wait ("writing never blocks a decision").
+//   While records keep coming the writer polls the ring every millisecond, so a producer makes
+//   no syscall at all; only a writer idle for a while goes to sleep and asks to be woken, and
+//   the wake is a non-blocking futex syscall. Nothing the producer does can wait on the
+//   writer, on the descriptor or on a lock.
+// - The writer renders each record as one line and writes whole lines only (several lines per
+//   write(2), never a line split across two), so concurrent writers sharing the descriptor
+//   (O_APPEND) interleave by line. On a pipe a batch stays within PIPE_BUF for the same reason.
+// - Lost records are reported by the writer itself, as a critical record, as soon as it has
+//   drained what was queued: "the count of lost records is itself written as a critical record
+//   once there is room".
+// - SIGPIPE is blocked on the writer thread only, so a reader that went away turns into EPIPE
+//   (counted) instead of killing the process that holds the fanotify group.
+#include "controlplane/sidecar_api/decision_log.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cerrno>
+#include <climits>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace leash::sidecar {
+namespace {
+
+// One cell of the ring. `sequence` says whose turn the cell is: equal to the position a
+// producer may fill, or position + 1 once filled for the consumer.
+struct Cell {
+  std::atomic<uint64_t> sequence{0};
+  leash::v1::DecisionRecord record;
+};
+
+size_t RoundUpToPowerOfTwo(size_t n) {
+  size_t p = 2;
+  while (p < n && p < (size_t{1} << 30)) p <<= 1;
+  return p;
+}
+
+long Futex(std::atomic<uint32_t>* word, int op, uint32_t value, const timespec* timeout) {
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
+}
+
+// Whether `text` can be written between JSON quotes as it is, the way protobuf's JSON printer
+// writes it: printable ASCII without the characters it escapes (or might: '<', '>', '&', '=').
+bool Plain(const std::string& text) {
+  for (const char c : text) {
+    if (c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' ||
+        c == '=') {
+      return false;
+    }
+  }
+  return true;
+}
+
+void AddString(std::string& out, const char* key, const std::string& value, bool& first) {
+  if (value.empty()) return;  // proto3 JSON leaves default values out
+  out += first ? "\"" : ",\"";
+  first = false;
+  out += key;
+  out += "\":\"";
+  out += value;
+  out += '"';
+}
+
+// engine::DecisionLine, byte for byte, for the records a sidecar writes on its hot path (plain
+// strings, no findings) without protobuf's reflective JSON printer, which costs several
+// microseconds a record on the writer's core. Anything else takes engine::DecisionLine.
+std::string RenderLine(const leash::v1::DecisionRecord& r) {
+  const leash::v1::Subject& s = r.subject();
+  if (r.findings_size() > 0 || !Plain(r.ts()) || !Plain(r.ref()) || !Plain(r.surface()) ||
+      !Plain(r.action()) || !Plain(r.reason()) || !Plain(r.severity()) || !Plain(s.domain()) ||
+      !Plain(s.ip()) || !Plain(s.path()) || !Plain(s.binary()) || !Plain(s.name()) ||
+      !Plain(s.inputs())) {
+    return engine::DecisionLine(r);
+  }
+  std::string out;
+  out.reserve(160 + r.reason().size() + s.path().size() + s.binary().size());
+  out += '{';
+  bool first = true;
+  AddString(out, "ts", r.ts(), first);
+  AddString(out, "ref", r.ref(), first);
+  if (r.uid() != 0) {
+    out += first ? "\"uid\":" : ",\"uid\":";
+    first = false;
+    out += std::to_string(r.uid());
+  }
+  AddString(out, "surface", r.surface(), first);
+  AddString(out, "action", r.action(), first);
+  AddString(out, "reason", r.reason(), first);
+  if (r.has_subject()) {
+    out += first ? "\"subject\":{" : ",\"subject\":{";
+    first = false;
+    bool inner = true;
+    AddString(out, "domain", s.domain(), inner);
+    AddString(out, "ip", s.ip(), inner);
+    if (s.port() != 0) {
+      out += inner ? "\"port\":" : ",\"port\":";
+      inner = false;
+      out += std::to_string(s.port());
+    }
+    AddString(out, "path", s.path(), inner);
+    AddString(out, "binary", s.binary(), inner);
+    AddString(out, "name", s.name(), inner);
+    AddString(out, "inputs", s.inputs(), inner);
+    out += '}';
+  }
+  AddString(out, "severity", r.severity(), first);
+  out += "}\n";
+  return out;
+}
+
+uint64_t RandomBits() {
+  uint64_t bits = 0;
+  // getrandom(2) rather than a device file: the writer of a fanotify sidecar must not open
+  // files. A short read leaves the time mixed in below, which is enough for a ref.
+  if (getrandom(&bits, sizeof(bits), GRND_NONBLOCK) != sizeof(bits)) bits = 0;
+  return bits ^ static_cast<uint64_t>(absl::GetCurrentTimeNanos());
+}
+
+}  // namespace
+
+class AsyncDecisionLog::Impl {
+ public:
+  Impl(int fd, size_t capacity)
+      : fd_(fd), mask_(RoundUpToPowerOfTwo(capacity) - 1), cells_(mask_ + 1) {
+    for (size_t i = 0; i <= mask_; ++i) cells_[i].sequence.store(i, std::memory_order_relaxed);
+    struct stat st;
+    // Lines written in one write(2) to a pipe are only kept whole up to PIPE_BUF.
+    batch_limit_ = (fstat(fd_, &st) == 0 && S_ISFIFO(st.st_mode)) ? PIPE_BUF : 64 * 1024;
+    writer_ = std::thread([this] { WriterLoop(); });
+  }
+
+  // Asks the writer to write what is queued and stop. Returns false when it has not finished
+  // within `timeout` (its descriptor blocks: a pipe nobody reads); the thread is then detached
+  // and this Impl must be leaked, since the thread still uses it.
+  bool Stop(std::chrono::milliseconds timeout) {
+    stop_.store(true, std::memory_order_seq_cst);
+    Wake();
+    std::unique_lock<std::mutex> lock(flush_mu_);
+    if (!flush_cv_.wait_for(lock, timeout, [&] { return writer_done_; })) {
+      lock.unlock();
+      writer_.detach();
+      return false;
+    }
+    lock.unlock();
+    writer_.join();
+    if (fd_ >= 0) close(fd_);
+    return true;
+  }
+
+  void Record(leash::v1::DecisionRecord record) {
+    uint64_t pos = enqueue_pos_.load(std::memory_order_relaxed);
+    Cell* cell;
+    for (;;) {
+      cell = &cells_[pos & mask_];
+      const uint64_t seq = cell->sequence.load(std::memory_order_acquire);
+      const int64_t diff = static_cast<int64_t>(seq) - static_cast<int64_t>(pos);
+      if (diff == 0) {
+        if (enqueue_pos_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) break;
+      } else if (diff < 0) {
+        // Full: the cell still holds a record from one lap ago.
+        lost_.fetch_add(1, std::memory_order_relaxed);
+        return;
+      } else {
+        pos = enqueue_pos_.load(std::memory_order_relaxed);
+      }
+    }
+    cell->record = std::move(record);
+    cell->sequence.store(pos + 1, std::memory_order_release);
+    queued_.fetch_add(1, std::memory_order_release);
+    // Pairs with the writer's store of writer_sleeping_ then load of the cell: either it sees
+    // this record, or we see it asleep and wake it.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (writer_sleeping_.load(std::memory_order_relaxed)) Wake();
+  }
+
+  uint64_t lost() const { return lost_.load(std::memory_order_relaxed); }
+
+  void Flush() {
+    const uint64_t target = queued_.load(std::memory_order_acquire);
+    std::unique_lock<std::mutex> lock(flush_mu_);
+    flush_requested_.store(true, std::memory_order_seq_cst);
+    Wake();
+    flush_cv_.wait(lock, [&] { return handled_ >= target || writer_done_; });
+  }
+
+ private:
+  // Non-blocking.
+  void Wake() {
+    wake_seq_.fetch_add(1, std::memory_order_seq_cst);
+    Futex(&wake_seq_, FUTEX_WAKE_PRIVATE, 1, nullptr);
+  }
+
+  // Pops one record for the single consumer; false when the next cell is not published yet.
+  bool Pop(leash::v1::DecisionRecord& out) {
+    Cell& cell = cells_[dequeue_pos_ & mask_];
+    const uint64_t seq = cell.sequence.load(std::memory_order_acquire);
+    if (static_cast<int64_t>(seq) - static_cast<int64_t>(dequeue_pos_ + 1) < 0) return false;
+    out = std::move(cell.record);
+    cell.record.Clear();
+    cell.sequence.store(dequeue_pos_ + mask_ + 1, std::memory_order_release);
+    ++dequeue_pos_;
+    return true;
+  }
+
+  // Writes `buffer` whole (retrying short writes and EINTR; waiting for a non-blocking
+  // descriptor). Returns false when the descriptor fails for good.
+  bool WriteAll(const std::string& buffer) {
+    size_t done = 0;
+    while (done < buffer.size()) {
+      const ssize_t n = write(fd_, buffer.data() + done, buffer.size() - done);
+      if (n > 0) {
+        done += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        pollfd p{fd_, POLLOUT, 0};
+        poll(&p, 1, 100);
+        if (stop_.load(std::memory_order_relaxed) && !(p.revents & POLLOUT)) return false;
+        continue;
+      }
+      const int error = n < 0 ? errno : EIO;
+      if (!write_error_reported_) {
+        write_error_reported_ = true;
+        // stderr is already open; this opens nothing.
+        dprintf(2, "leash decision log: write to fd %d failed (errno %d); records are lost\n",
+                fd_, error);
+      }
+      // A pending SIGPIPE for this thread (blocked here) is consumed so it never reaches
+      // another thread later.
+      sigset_t pipe_set;
+      sigemptyset(&pipe_set);
+      sigaddset(&pipe_set, SIGPIPE);
+      const timespec zero{0, 0};
+      while (sigtimedwait(&pipe_set, nullptr, &zero) == SIGPIPE) {
+      }
+      return false;
+    }
+    return true;
+  }
+
+  void WriterLoop() {
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, nullptr);
+
+    leash::v1::DecisionRecord record;
+    std::string batch;
+    uint64_t reported_lost = 0;
+    bool fd_failed = false;
+    // Empty polls since the last record; after kBusyPolls the writer sleeps until woken.
+    int idle_polls = 0;
+    constexpr int kBusyPolls = 50;
+    for (;;) {
+      const uint32_t seen = wake_seq_.load(std::memory_order_seq_cst);
+      uint64_t taken = 0;
+      while (Pop(record)) {
+        ++taken;
+        std::string line = RenderLine(record);
+        if (!batch.empty() && batch.size() + line.size() > batch_limit_) {
+          if (!fd_failed && !WriteAll(batch)) fd_failed = true;
+          batch.clear();
+        }
+        batch += line;
+      }
+      const uint64_t lost_now = lost_.load(std::memory_order_relaxed);
+      if (lost_now != reported_lost) {
+        batch += RenderLine(LostRecord(lost_now - reported_lost, lost_now));
+        reported_lost = lost_now;
+      }
+      if (!batch.empty()) {
+        if (!fd_failed && !WriteAll(batch)) fd_failed = true;
+        batch.clear();
+      }
+      if (taken > 0 || flush_requested_.load(std::memory_order_seq_cst)) {
+        std::lock_guard<std::mutex> lock(flush_mu_);
+        handled_ += taken;
+        flush_requested_.store(false, std::memory_order_relaxed);
+        flush_cv_.notify_all();
+      }
+      if (taken > 0) {
+        idle_polls = 0;
+        continue;
+      }
+      if (stop_.load(std::memory_order_seq_cst)) break;
+      if (idle_polls < kBusyPolls) {
+        // Records came recently: poll again in a millisecond, asking nobody to wake us.
+        ++idle_polls;
+        const timespec poll_period{0, 1000 * 1000};
+        Futex(&wake_seq_, FUTEX_WAIT_PRIVATE, seen, &poll_period);
+        continue;
+      }
+
+      writer_sleeping_.store(true, std::memory_order_seq_cst);
+      // Re-check after announcing sleep: a producer that published before the announcement
+      // is seen here; one after it sees writer_sleeping_ and wakes us; the futex compares
+      // wake_seq_ against `seen` so a wake in between is not lost. The timeout is a backstop.
+      if (!HasPublished() && !stop_.load(std::memory_order_seq_cst) &&
+          !flush_requested_.load(std::memory_order_seq_cst)) {
+        const timespec timeout{0, 200 * 1000 * 1000};
+        Futex(&wake_seq_, FUTEX_WAIT_PRIVATE, seen, &timeout);
+      }
+      writer_sleeping_.store(false, std::memory_order_seq_cst);
+    }
+    std::lock_guard<std::mutex> lock(flush_mu_);
+    writer_done_ = true;
+    flush_cv_.notify_all();
+  }
+
+  bool HasPublished() const {
+    const Cell& cell = cells_[dequeue_pos_ & mask_];
+    return cell.sequence.load(std::memory_order_acquire) == dequeue_pos_ + 1;
+  }
+
+  leash::v1::DecisionRecord LostRecord(uint64_t since_last, uint64_t total) {
+    leash::v1::DecisionRecord lost;
+    lost.set_ts(absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone()));
+    lost.set_ref(engine::MakeRef(RandomBits()));
+    lost.set_action("lost");
+    lost.set_severity("critical");
+    lost.set_reason(absl::StrCat("decision log: ", since_last,
+                                 " records lost because the queue was full (", total,
+                                 " since start); every decision was still answered"));
+    return lost;
+  }
+
+  const int fd_;
+  const size_t mask_;
+  std::vector<Cell> cells_;
+  size_t batch_limit_ = PIPE_BUF;
+
+  alignas(64) std::atomic<uint64_t> enqueue_pos_{0};
+  alignas(64) uint64_t dequeue_pos_ = 0;  // writer thread only
+  alignas(64) std::atomic<uint64_t> queued_{0};
+  std::atomic<uint64_t> lost_{0};
+  std::atomic<uint32_t> wake_seq_{0};
+  std::atomic<bool> writer_sleeping_{false};
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> flush_requested_{false};
+  bool write_error_reported_ = false;  // writer thread only
+
+  // Flush() only: producers never touch these.
+  std::mutex flush_mu_;
+  std::condition_variable flush_cv_;
+  uint64_t handled_ = 0;
+  bool writer_done_ = false;
+
+  std::thread writer_;
+};
+
+AsyncDecisionLog::AsyncDecisionLog(int fd, size_t capacity)
+    : impl_(std::make_unique<Impl>(fd, capacity)) {}
+
+AsyncDecisionLog::~AsyncDecisionLog() {
+  // A writer stuck on a descriptor nobody drains must not hold up the caller's shutdown: after
+  // a bounded wait the writer is left running on its (leaked) state.
+  if (!impl_->Stop(std::chrono::seconds(2))) {
+    dprintf(2, "leash decision log: writer still blocked on its descriptor at shutdown; "
+               "records still queued are lost\n");
+    (void)impl_.release();
+  }
+}
+
+void AsyncDecisionLog::Record(leash::v1::DecisionRecord record) {
+  impl_->Record(std::move(record));
+}
+
+uint64_t AsyncDecisionLog::lost() const { return impl_->lost(); }
+
+void AsyncDecisionLog::Flush() { impl_->Flush(); }
+
+}  // namespace leash::sidecar

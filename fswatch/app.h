@@ -1,0 +1,53 @@
+// leash-fswatch's process: flags, the refusals (kernel, capability), the order things start in
+// (everything the event loop needs is made before the first mark goes on), and its exit codes,
+// which leashd's supervisor reads. The map comes from leashd over PolicyStream
+// (leash::sidecar::PolicySubscriber), or from a file in the test-only --initial-map start.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace leash::fswatch {
+
+// Exit codes.
+inline constexpr int kExitStopped = 0;        // SIGTERM/SIGINT: stopped cleanly
+inline constexpr int kExitUsage = 2;          // bad flags
+inline constexpr int kExitRefused = 3;        // kernel < 5.0, no CAP_SYS_ADMIN, no fanotify
+inline constexpr int kExitStartFailed = 4;    // no starting map, bad log descriptor, ...
+inline constexpr int kExitWatchdog = 5;       // the event loop stalled; the watchdog fired
+inline constexpr int kExitLoopFailed = 6;     // reading the fanotify group failed
+
+inline constexpr int kWatchdogSeconds = 10;   // spec: "if the loop stops for 10 seconds"
+inline constexpr int kRescanSeconds = 5;      // spec: marks "re-scanned every 5 s"
+
+struct Flags {
+  // leashd's admin socket (PolicyStream).
+  std::string socket_path = "/run/leash/leash.sock";
+  // Test-only start: the starting map from a file (a serialized leash.v1.PolicyUpdate)
+  // instead of leashd. Requires mark_only_under.
+  std::string initial_map;
+  // Where decision records go; -1: stdout.
+  int decision_log_fd = -1;
+  // Marks only filesystems mounted at or below this directory (tests: their tmpfs).
+  std::string mark_only_under;
+  // "best" (PIDFD_GET_INFO where the kernel has it) or "proc-status".
+  std::string identity = "best";
+  // Honour LEASH_FSWATCH_TEST_FAULT (test-only fault hooks).
+  bool test_faults = false;
+};
+
+// Parses argv[1..]. InvalidArgument naming the flag and the fix.
+absl::StatusOr<Flags> ParseFlags(const std::vector<std::string>& args);
+
+// OK when `release` (uname -r) is Linux >= 5.0, which FAN_OPEN_EXEC_PERM needs.
+absl::Status CheckKernelRelease(absl::string_view release);
+
+std::string Usage();
+
+// The whole process. Returns the exit code.
+int FswatchMain(int argc, char** argv);
+
+}  // namespace leash::fswatch

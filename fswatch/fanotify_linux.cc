@@ -1,0 +1,303 @@
+#include "fswatch/fanotify_linux.h"
+
+#include <fcntl.h>
+#include <linux/fanotify.h>
+#include <sys/fanotify.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "fswatch/proc_status.h"
+
+namespace leash::fswatch {
+namespace {
+
+// Debian 12's kernel headers predate these (Linux 6.8 and 6.13); the values are the kernel's
+// uapi ones.
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x00004000U
+#endif
+constexpr long kSysStatmount = 457;  // x86_64, Linux >= 6.8
+constexpr long kSysPidfdOpen = 434;
+constexpr long kSysPidfdSendSignal = 424;
+
+struct MntIdReq {
+  uint32_t size;
+  uint32_t spare;
+  uint64_t mnt_id;
+  uint64_t param;
+};
+constexpr uint32_t kMntIdReqSizeVer0 = 24;
+constexpr uint64_t kStatmountSbBasic = 0x1;
+
+// include/uapi/linux/pidfd.h, Linux 6.13 (PIDFD_INFO_SIZE_VER0 = 64 bytes).
+struct PidfdInfo {
+  uint64_t mask;
+  uint64_t cgroupid;
+  uint32_t pid;
+  uint32_t tgid;
+  uint32_t ppid;
+  uint32_t ruid;
+  uint32_t rgid;
+  uint32_t euid;
+  uint32_t egid;
+  uint32_t suid;
+  uint32_t sgid;
+  uint32_t fsuid;
+  uint32_t fsgid;
+  int32_t exit_code;
+};
+static_assert(sizeof(PidfdInfo) == 64, "PIDFD_INFO_SIZE_VER0");
+constexpr uint64_t kPidfdInfoCreds = 1ULL << 1;
+#define LEASH_PIDFD_GET_INFO _IOWR(0xFF, 11, PidfdInfo)
+
+int64_t CoarseMonotonicSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return ts.tv_sec;
+}
+
+bool PidfdInfoWorks() {
+  const int pidfd = static_cast<int>(syscall(kSysPidfdOpen, getpid(), 0));
+  if (pidfd < 0) return false;
+  PidfdInfo info{};
+  info.mask = kPidfdInfoCreds;
+  const bool works = ioctl(pidfd, LEASH_PIDFD_GET_INFO, &info) == 0 && info.tgid == static_cast<uint32_t>(getpid());
+  close(pidfd);
+  return works;
+}
+
+bool StatmountWorks() {
+  struct statx stx;
+  if (statx(AT_FDCWD, "/", AT_NO_AUTOMOUNT, STATX_MNT_ID_UNIQUE, &stx) != 0) return false;
+  if (!(stx.stx_mask & STATX_MNT_ID_UNIQUE)) return false;
+  MntIdReq req{kMntIdReqSizeVer0, 0, stx.stx_mnt_id, kStatmountSbBasic};
+  alignas(8) char buffer[1024];
+  return syscall(kSysStatmount, &req, buffer, sizeof(buffer), 0) == 0;
+}
+
+}  // namespace
+
+int ReadProcStatusCreds(pid_t pid, Creds& out) {
+  char path[32];
+  snprintf(path, sizeof(path), "/proc/%d/status", static_cast<int>(pid));
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? ESRCH : errno;
+  // The Uid and Gid lines come within the first kilobyte; 4 KiB holds the whole file's head.
+  char text[4096];
+  size_t len = 0;
+  while (len < sizeof(text)) {
+    const ssize_t n = read(fd, text + len, sizeof(text) - len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    len += static_cast<size_t>(n);
+  }
+  close(fd);
+  return ParseProcStatusCreds(text, len, out);
+}
+
+absl::StatusOr<std::unique_ptr<FanotifyLinux>> FanotifyLinux::Open(
+    IdentityPreference preference) {
+  const unsigned base = FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_UNLIMITED_QUEUE;
+  const unsigned event_flags = O_RDONLY | O_LARGEFILE | O_CLOEXEC | O_NONBLOCK;
+  int fd = fanotify_init(base | FAN_REPORT_PIDFD, event_flags);
+  bool pidfds = fd >= 0;
+  if (fd < 0 && errno == EINVAL) {
+    // Kernels before 5.15 have no FAN_REPORT_PIDFD.
+    fd = fanotify_init(base, event_flags);
+  }
+  if (fd < 0) {
+    const int error = errno;
+    if (error == EPERM) {
+      return absl::PermissionDeniedError(
+          "fanotify_init: EPERM: leash-fswatch needs CAP_SYS_ADMIN (run it as root, as leashd "
+          "does)");
+    }
+    if (error == ENOSYS) {
+      return absl::UnimplementedError(
+          "fanotify_init: ENOSYS: this kernel has no fanotify (CONFIG_FANOTIFY); leash-fswatch "
+          "needs Linux >= 5.0 with CONFIG_FANOTIFY_ACCESS_PERMISSIONS");
+    }
+    return absl::ErrnoToStatus(error, "fanotify_init(FAN_CLASS_CONTENT)");
+  }
+  IdentityMethod identity = IdentityMethod::kProcStatus;
+  if (pidfds) {
+    identity = preference == IdentityPreference::kBest && PidfdInfoWorks()
+                   ? IdentityMethod::kPidfdInfo
+                   : IdentityMethod::kProcStatusPidfdChecked;
+  }
+  const MountCheck check = StatmountWorks() ? MountCheck::kStatmount : MountCheck::kNone;
+  return std::unique_ptr<FanotifyLinux>(new FanotifyLinux(fd, identity, check));
+}
+
+FanotifyLinux::FanotifyLinux(int fd, IdentityMethod identity, MountCheck mount_check)
+    : fd_(fd), identity_(identity), mount_check_(mount_check) {}
+
+FanotifyLinux::~FanotifyLinux() { close(fd_); }
+
+int FanotifyLinux::ReadEvents(absl::Span<FanEvent> out, int timeout_ms) {
+  // Every event is at least one metadata record long, so this buffer never yields more events
+  // than `out` holds.
+  const size_t want = out.size() * sizeof(fanotify_event_metadata);
+  if (buffer_.size() != want) buffer_.resize(want);  // first pass only: sized before marks
+  // Blocking: one syscall per wake-up. A signal (leash-fswatch's once-a-second kick) ends the
+  // wait with EINTR, which is a pass with no events.
+  const ssize_t n = read(fd_, buffer_.data(), buffer_.size());
+  if (n < 0) return (errno == EAGAIN || errno == EINTR) ? 0 : -errno;
+
+  size_t count = 0;
+  const char* at = buffer_.data();
+  ssize_t left = n;
+  auto* meta = reinterpret_cast<const fanotify_event_metadata*>(at);
+  while (FAN_EVENT_OK(meta, left) && count < out.size()) {
+    if (meta->vers != FANOTIFY_METADATA_VERSION) return -EPROTO;
+    FanEvent& event = out[count++];
+    event.mask = meta->mask;
+    event.fd = meta->fd;
+    event.pid = meta->pid;
+    event.pidfd = FanEvent::kNoPidfd;
+    // Info records follow the metadata up to event_len.
+    size_t offset = meta->metadata_len;
+    while (offset + sizeof(fanotify_event_info_header) <= meta->event_len) {
+      const auto* header = reinterpret_cast<const fanotify_event_info_header*>(
+          reinterpret_cast<const char*>(meta) + offset);
+      if (header->len == 0) break;
+      if (header->info_type == FAN_EVENT_INFO_TYPE_PIDFD &&
+          offset + sizeof(fanotify_event_info_pidfd) <= meta->event_len) {
+        event.pidfd = reinterpret_cast<const fanotify_event_info_pidfd*>(header)->pidfd;
+        if (event.pidfd == FAN_EPIDFD) event.pidfd = FanEvent::kPidfdGone;
+      }
+      offset += header->len;
+    }
+    meta = FAN_EVENT_NEXT(meta, left);
+  }
+  return static_cast<int>(count);
+}
+
+int FanotifyLinux::Respond(const FanEvent& event, bool allow) {
+  fanotify_response response{};
+  response.fd = event.fd;
+  response.response = allow ? FAN_ALLOW : FAN_DENY;
+  for (;;) {
+    const ssize_t n = write(fd_, &response, sizeof(response));
+    if (n == static_cast<ssize_t>(sizeof(response))) return 0;
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 ? errno : EIO;
+  }
+}
+
+void FanotifyLinux::Release(const FanEvent& event) {
+  if (event.fd >= 0) close(event.fd);
+  if (event.pidfd >= 0) close(event.pidfd);
+}
+
+int FanotifyLinux::CredsOf(const FanEvent& event, Creds& out) {
+  if (event.pidfd == FanEvent::kPidfdGone) return ESRCH;
+  if (identity_ == IdentityMethod::kPidfdInfo && event.pidfd >= 0) {
+    PidfdInfo info{};
+    info.mask = kPidfdInfoCreds;
+    if (ioctl(event.pidfd, LEASH_PIDFD_GET_INFO, &info) != 0) return errno;
+    if (!(info.mask & kPidfdInfoCreds)) return ENODATA;
+    out.ruid = info.ruid;
+    out.euid = info.euid;
+    out.fsuid = info.fsuid;
+    out.rgid = info.rgid;
+    return 0;
+  }
+  if (const int error = ReadProcStatusCreds(event.pid, out); error != 0) return error;
+  if (identity_ == IdentityMethod::kProcStatusPidfdChecked && event.pidfd >= 0) {
+    // The pidfd pins the process the event came from: if it is still alive after the read,
+    // the PID we read cannot have been handed to another process in between.
+    if (syscall(kSysPidfdSendSignal, event.pidfd, 0, nullptr, 0) != 0) return ESRCH;
+  }
+  return 0;
+}
+
+int FanotifyLinux::PathOf(const FanEvent& event, char* buffer, size_t capacity, size_t& len) {
+  if (event.fd < 0) return EBADF;
+  char link[40];
+  snprintf(link, sizeof(link), "/proc/self/fd/%d", event.fd);
+  const ssize_t n = readlink(link, buffer, capacity);
+  if (n < 0) return errno;
+  if (static_cast<size_t>(n) >= capacity) return ENAMETOOLONG;
+  len = static_cast<size_t>(n);
+  return 0;
+}
+
+bool FanotifyLinux::MountIsOurs(uint64_t unique_id, bool& ours) {
+  const int64_t now = CoarseMonotonicSeconds();
+  if (now != ours_cache_epoch_) {
+    ours_cache_.fill(0);
+    ours_cache_epoch_ = now;
+  }
+  uint64_t& slot = ours_cache_[unique_id % ours_cache_.size()];
+  if (slot == unique_id) {
+    ours = true;
+    return true;
+  }
+  MntIdReq req{kMntIdReqSizeVer0, 0, unique_id, kStatmountSbBasic};
+  alignas(8) char result[1024];
+  if (syscall(kSysStatmount, &req, result, sizeof(result), 0) == 0) {
+    slot = unique_id;
+    ours = true;
+    return true;
+  }
+  if (errno == ENOENT) {
+    ours = false;
+    return true;
+  }
+  return false;
+}
+
+int FanotifyLinux::FactsOf(const FanEvent& event, FileFacts& out) {
+  if (event.fd < 0) return EBADF;
+  struct statx stx;
+  // AT_STATX_DONT_SYNC: cached attributes only, so a network or FUSE filesystem is never asked.
+  const unsigned mask = STATX_TYPE | STATX_MODE | STATX_NLINK | STATX_UID | STATX_GID |
+                        (mount_check_ == MountCheck::kStatmount ? STATX_MNT_ID_UNIQUE : 0);
+  if (statx(event.fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, mask, &stx) != 0) {
+    return errno;
+  }
+  out.regular = S_ISREG(stx.stx_mode);
+  out.nlink = stx.stx_nlink;
+  out.uid = stx.stx_uid;
+  out.gid = stx.stx_gid;
+  out.mode = stx.stx_mode;
+  out.mount = FileFacts::Mount::kUnknown;
+  if (mount_check_ == MountCheck::kStatmount) {
+    bool ours = false;
+    if (!(stx.stx_mask & STATX_MNT_ID_UNIQUE) || !MountIsOurs(stx.stx_mnt_id, ours)) {
+      // Could not tell: treated as another namespace's (judged under fail_mode), not as ours.
+      out.mount = FileFacts::Mount::kForeign;
+    } else {
+      out.mount = ours ? FileFacts::Mount::kOurs : FileFacts::Mount::kForeign;
+    }
+  }
+  return 0;
+}
+
+absl::Status FanotifyLinux::MarkFilesystem(const std::string& path) {
+  if (fanotify_mark(fd_, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_OPEN_PERM | FAN_OPEN_EXEC_PERM,
+                    AT_FDCWD, path.c_str()) != 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("fanotify_mark(FAN_MARK_FILESYSTEM) ", path));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FanotifyLinux::UnmarkFilesystem(const std::string& path) {
+  if (fanotify_mark(fd_, FAN_MARK_REMOVE | FAN_MARK_FILESYSTEM,
+                    FAN_OPEN_PERM | FAN_OPEN_EXEC_PERM, AT_FDCWD, path.c_str()) != 0) {
+    return absl::ErrnoToStatus(errno,
+                               absl::StrCat("fanotify_mark(FAN_MARK_REMOVE) ", path));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace leash::fswatch

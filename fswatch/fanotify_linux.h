@@ -1,0 +1,79 @@
+// The real FanotifySource: one fanotify group (FAN_CLASS_CONTENT, FAN_UNLIMITED_QUEUE,
+// FAN_REPORT_PIDFD where the kernel has it), read without blocking, answered one write per
+// event. The group is read blocking (see FanotifySource::ReadEvents).
+//
+// Why each flag:
+// - FAN_UNLIMITED_QUEUE: when a bounded queue is full the kernel drops the event and the open
+//   goes ahead unjudged, so an agent with enough threads parked in opens could overflow the
+//   queue and walk past the watcher. Unlimited, a permission event always waits for an answer.
+// - FAN_REPORT_PIDFD (kernel >= 5.15): a pidfd with each event names the process for good, so
+//   the UID read from it cannot belong to a recycled PID.
+// - event_f_flags O_NONBLOCK: the kernel opens the file again for the watcher; a FIFO opened
+//   for writing by the agent would otherwise make that open wait for a writer that is itself
+//   waiting for the watcher's answer.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fswatch/fanotify_source.h"
+
+namespace leash::fswatch {
+
+enum class IdentityPreference {
+  kBest,       // PIDFD_GET_INFO when the kernel has it, else the pidfd-checked /proc read
+  kProcStatus, // /proc/<pid>/status even where pidfds exist (tests the fallback for real)
+};
+
+// How the loop tells a mount of its own namespace from another namespace's.
+enum class MountCheck {
+  // statx(STATX_MNT_ID_UNIQUE) + statmount(2) (kernel >= 6.8): statmount only finds mounts of
+  // the caller's namespace, and unique mount ids are never reused.
+  kStatmount,
+  // Not available: paths are judged as reported (a bind mount made in another namespace can
+  // then present a denied file under an allowed name).
+  kNone,
+};
+
+class FanotifyLinux : public FanotifySource {
+ public:
+  // Makes the group. PermissionDenied without CAP_SYS_ADMIN; Unimplemented where the kernel
+  // has no fanotify permission events.
+  static absl::StatusOr<std::unique_ptr<FanotifyLinux>> Open(IdentityPreference preference);
+  ~FanotifyLinux() override;
+
+  int group_fd() const { return fd_; }
+  MountCheck mount_check() const { return mount_check_; }
+
+  int ReadEvents(absl::Span<FanEvent> out, int timeout_ms) override;
+  int Respond(const FanEvent& event, bool allow) override;
+  void Release(const FanEvent& event) override;
+  int CredsOf(const FanEvent& event, Creds& out) override;
+  int PathOf(const FanEvent& event, char* buffer, size_t capacity, size_t& len) override;
+  int FactsOf(const FanEvent& event, FileFacts& out) override;
+  IdentityMethod identity_method() const override { return identity_; }
+  absl::Status MarkFilesystem(const std::string& path) override;
+  absl::Status UnmarkFilesystem(const std::string& path) override;
+
+ private:
+  FanotifyLinux(int fd, IdentityMethod identity, MountCheck mount_check);
+  bool MountIsOurs(uint64_t unique_id, bool& ours);
+
+  const int fd_;
+  const IdentityMethod identity_;
+  const MountCheck mount_check_;
+  std::vector<char> buffer_;
+  // Loop thread only: unique ids of mounts confirmed to be in our namespace, forgotten every
+  // second so a mount lazily unmounted since is not trusted for long.
+  std::array<uint64_t, 64> ours_cache_{};
+  int64_t ours_cache_epoch_ = 0;
+};
+
+// Reads the creds of `pid` from /proc/<pid>/status into `out` without allocating.
+int ReadProcStatusCreds(pid_t pid, Creds& out);
+
+}  // namespace leash::fswatch

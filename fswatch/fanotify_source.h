@@ -1,0 +1,114 @@
+// The narrow kernel interface the watcher's event loop and marker stand on: read permission
+// events, answer them, learn who raised one and which file it is about, and put marks on
+// filesystems. fanotify_linux.h is the real one; testing/fake_fanotify_source.h is a stateful
+// fake for unit tests of the logic above it.
+//
+// Per-event calls return 0 or an errno and never allocate, because the event loop calls them
+// while every opener on a marked filesystem waits for it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+
+namespace leash::fswatch {
+
+// One event as read from the group.
+struct FanEvent {
+  // FAN_OPEN_PERM, FAN_OPEN_EXEC_PERM or FAN_Q_OVERFLOW (see kind()).
+  uint64_t mask = 0;
+  // The event's file descriptor (FAN_NOFD on overflow). Owned until Release().
+  int fd = -1;
+  // The acting process (thread-group id).
+  pid_t pid = 0;
+  // A pidfd for `pid` when the group reports them: >= 0; kNoPidfd when the group does not
+  // report pidfds; kPidfdGone when the kernel could not make one (the process is exiting).
+  int pidfd = -1;
+
+  static constexpr int kNoPidfd = -1;
+  static constexpr int kPidfdGone = -2;
+
+  enum class Kind { kOpen, kExec, kOverflow, kOther };
+  Kind kind() const;
+};
+
+// The credentials that matter for attributing an event to a subject.
+struct Creds {
+  uint32_t ruid = 0;
+  uint32_t euid = 0;
+  uint32_t fsuid = 0;
+  uint32_t rgid = 0;
+};
+
+// What the loop needs to know about the event's file beyond its path.
+struct FileFacts {
+  bool regular = false;
+  uint32_t nlink = 1;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint32_t mode = 0;
+  // Whether the file was opened through a mount of the watcher's own mount namespace. When it
+  // was not (a bind mount made in an unshared namespace, an overlayfs layer), the path the
+  // kernel reports is the one seen from that namespace, which the opener chose.
+  enum class Mount { kOurs, kForeign, kUnknown };
+  Mount mount = Mount::kUnknown;
+};
+
+// How the acting UID is learned. Said at start.
+enum class IdentityMethod {
+  // ioctl(pidfd, PIDFD_GET_INFO) (kernel >= 6.13): no /proc read, no PID-reuse race.
+  kPidfdInfo,
+  // /proc/<pid>/status, then the event's pidfd is checked to still name a live process, so the
+  // PID read cannot have been recycled in between (kernels with FAN_REPORT_PIDFD, >= 5.15).
+  kProcStatusPidfdChecked,
+  // /proc/<pid>/status alone (the spec's way): a PID recycled between the event and the read
+  // is attributed to whoever holds it now.
+  kProcStatus,
+};
+
+const char* IdentityMethodName(IdentityMethod method);
+
+class FanotifySource {
+ public:
+  virtual ~FanotifySource() = default;
+
+  // Reads what the group has, waiting when nothing is pending: up to `timeout_ms` where the
+  // source can time out (the fake), or until a signal interrupts the wait (the real group is
+  // read blocking, one syscall per wake-up like the bare kernel round trip; leash-fswatch
+  // interrupts it every second so the loop makes a pass for the watchdog). Returns the number
+  // of events put in `out` (0 on timeout or when interrupted), or -errno.
+  virtual int ReadEvents(absl::Span<FanEvent> out, int timeout_ms) = 0;
+
+  // Answers a permission event (FAN_ALLOW / FAN_DENY). Returns 0 or an errno.
+  virtual int Respond(const FanEvent& event, bool allow) = 0;
+
+  // Closes the event's descriptors. Call once per event, after Respond.
+  virtual void Release(const FanEvent& event) = 0;
+
+  // The acting process's credentials, by the method in force. Returns 0 or an errno
+  // (ESRCH: the process is gone).
+  virtual int CredsOf(const FanEvent& event, Creds& out) = 0;
+
+  // The path of the event's file as the watcher's mount namespace names it (readlink of
+  // /proc/self/fd/N; may end in " (deleted)"). Writes it to `buffer` and its length to `len`.
+  // Returns 0, or ENAMETOOLONG when it does not fit, or another errno.
+  virtual int PathOf(const FanEvent& event, char* buffer, size_t capacity, size_t& len) = 0;
+
+  // Facts about the event's file, from cached attributes (never a call into a filesystem's
+  // server, so a FUSE daemon cannot stall the loop). Returns 0 or an errno.
+  virtual int FactsOf(const FanEvent& event, FileFacts& out) = 0;
+
+  virtual IdentityMethod identity_method() const = 0;
+
+  // Marks the filesystem that holds `path` (FAN_MARK_FILESYSTEM) for open and exec permission
+  // events, or removes that mark. Not called by the event loop.
+  virtual absl::Status MarkFilesystem(const std::string& path) = 0;
+  virtual absl::Status UnmarkFilesystem(const std::string& path) = 0;
+};
+
+}  // namespace leash::fswatch

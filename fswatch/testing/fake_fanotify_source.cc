@@ -1,0 +1,172 @@
+#include "fswatch/testing/fake_fanotify_source.h"
+
+#include <sys/fanotify.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace leash::fswatch::testing {
+
+int FakeFanotifySource::Push(FakeEvent event) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int fd = next_fd_++;
+  queue_.emplace_back(fd, event.mask);
+  events_[fd] = std::move(event);
+  return fd;
+}
+
+int FakeFanotifySource::PushOpen(pid_t pid, uint32_t uid, std::string path) {
+  FakeEvent event;
+  event.mask = FAN_OPEN_PERM;
+  event.pid = pid;
+  event.creds = Creds{uid, uid, uid, uid};
+  event.path = std::move(path);
+  event.facts.regular = true;
+  event.facts.nlink = 1;
+  event.facts.uid = 0;
+  event.facts.mode = S_IFREG | 0644;
+  event.facts.mount = FileFacts::Mount::kOurs;
+  return Push(std::move(event));
+}
+
+int FakeFanotifySource::PushExec(pid_t pid, uint32_t uid, std::string path) {
+  FakeEvent event;
+  event.mask = FAN_OPEN_EXEC_PERM;
+  event.pid = pid;
+  event.creds = Creds{uid, uid, uid, uid};
+  event.path = std::move(path);
+  event.facts.regular = true;
+  event.facts.mode = S_IFREG | 0755;
+  event.facts.mount = FileFacts::Mount::kOurs;
+  return Push(std::move(event));
+}
+
+void FakeFanotifySource::PushOverflow() {
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_.emplace_back(FAN_NOFD, FAN_Q_OVERFLOW);
+}
+
+std::vector<Answer> FakeFanotifySource::answers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return answers_;
+}
+
+bool FakeFanotifySource::AnswerFor(int fd, bool& allow) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int found = 0;
+  for (const Answer& answer : answers_) {
+    if (answer.fd != fd) continue;
+    ++found;
+    allow = answer.allow;
+  }
+  return found == 1;
+}
+
+size_t FakeFanotifySource::pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.size();
+}
+
+bool FakeFanotifySource::AllReleasedOnce() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [fd, event] : events_) {
+    auto it = released_.find(fd);
+    if (it == released_.end() || it->second != 1) return false;
+  }
+  return true;
+}
+
+std::set<std::string> FakeFanotifySource::marked() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return marks_;
+}
+
+void FakeFanotifySource::FailMark(const std::string& path, int error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  mark_failures_[path] = error;
+}
+
+int FakeFanotifySource::ReadEvents(absl::Span<FanEvent> out, int timeout_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  while (n < out.size() && !queue_.empty()) {
+    const auto [fd, mask] = queue_.front();
+    queue_.pop_front();
+    FanEvent& event = out[n++];
+    event.mask = mask;
+    event.fd = fd;
+    event.pidfd = FanEvent::kNoPidfd;
+    auto it = events_.find(fd);
+    event.pid = it == events_.end() ? 0 : it->second.pid;
+  }
+  return static_cast<int>(n);
+}
+
+int FakeFanotifySource::Respond(const FanEvent& event, bool allow) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = events_.find(event.fd);
+  if (it == events_.end()) return ENOENT;
+  if (released_.count(event.fd)) return EBADF;  // answering after release is a bug
+  answers_.push_back(Answer{event.fd, allow});
+  return it->second.respond_error;
+}
+
+void FakeFanotifySource::Release(const FanEvent& event) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (event.fd >= 0) ++released_[event.fd];
+}
+
+int FakeFanotifySource::CredsOf(const FanEvent& event, Creds& out) {
+  if (on_creds_) on_creds_(event.fd);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = events_.find(event.fd);
+  if (it == events_.end()) return EBADF;
+  if (it->second.creds_error != 0) return it->second.creds_error;
+  out = it->second.creds;
+  return 0;
+}
+
+int FakeFanotifySource::PathOf(const FanEvent& event, char* buffer, size_t capacity,
+                               size_t& len) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = events_.find(event.fd);
+  if (it == events_.end()) return EBADF;
+  if (released_.count(event.fd)) return EBADF;
+  if (it->second.path_error != 0) return it->second.path_error;
+  if (it->second.path.size() >= capacity) return ENAMETOOLONG;
+  memcpy(buffer, it->second.path.data(), it->second.path.size());
+  len = it->second.path.size();
+  return 0;
+}
+
+int FakeFanotifySource::FactsOf(const FanEvent& event, FileFacts& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = events_.find(event.fd);
+  if (it == events_.end()) return EBADF;
+  if (it->second.facts_error != 0) return it->second.facts_error;
+  out = it->second.facts;
+  return 0;
+}
+
+absl::Status FakeFanotifySource::MarkFilesystem(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto failure = mark_failures_.find(path);
+  if (failure != mark_failures_.end()) {
+    return absl::ErrnoToStatus(failure->second, absl::StrCat("fanotify_mark ", path));
+  }
+  marks_.insert(path);
+  return absl::OkStatus();
+}
+
+absl::Status FakeFanotifySource::UnmarkFilesystem(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (marks_.erase(path) == 0) {
+    return absl::NotFoundError(absl::StrCat("no mark on ", path));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace leash::fswatch::testing

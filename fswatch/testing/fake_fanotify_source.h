@@ -1,0 +1,86 @@
+// A stateful fake of FanotifySource for unit tests of the watcher's logic: tests queue
+// synthetic events, each with the process credentials, path and file facts the kernel would
+// report, and then read back the answers given, the descriptors released and the marks held.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "fswatch/fanotify_source.h"
+
+namespace leash::fswatch::testing {
+
+struct FakeEvent {
+  uint64_t mask = 0;
+  pid_t pid = 1000;
+  // Identity as the kernel would report it; creds_error != 0 makes CredsOf fail.
+  Creds creds;
+  int creds_error = 0;
+  std::string path;
+  int path_error = 0;
+  FileFacts facts;
+  int facts_error = 0;
+  int respond_error = 0;
+};
+
+struct Answer {
+  int fd = -1;
+  bool allow = false;
+};
+
+class FakeFanotifySource : public FanotifySource {
+ public:
+  FakeFanotifySource() = default;
+
+  // Queues an event and returns the fd it will carry.
+  int Push(FakeEvent event);
+  int PushOpen(pid_t pid, uint32_t uid, std::string path);
+  int PushExec(pid_t pid, uint32_t uid, std::string path);
+  void PushOverflow();
+
+  std::vector<Answer> answers() const;
+  // The answer given for `fd`; fails the test (returns false) if none or more than one.
+  bool AnswerFor(int fd, bool& allow) const;
+  size_t pending() const;
+  // Every fd handed out was released exactly once.
+  bool AllReleasedOnce() const;
+  std::set<std::string> marked() const;
+  // Makes the next MarkFilesystem(path) fail with `error`.
+  void FailMark(const std::string& path, int error);
+
+  void set_identity_method(IdentityMethod method) { method_ = method; }
+  // Called (without the fake's lock) at the start of every CredsOf, on the loop's thread:
+  // lets a test hold the loop in the middle of a batch.
+  void set_on_creds(std::function<void(int fd)> hook) { on_creds_ = std::move(hook); }
+
+  int ReadEvents(absl::Span<FanEvent> out, int timeout_ms) override;
+  int Respond(const FanEvent& event, bool allow) override;
+  void Release(const FanEvent& event) override;
+  int CredsOf(const FanEvent& event, Creds& out) override;
+  int PathOf(const FanEvent& event, char* buffer, size_t capacity, size_t& len) override;
+  int FactsOf(const FanEvent& event, FileFacts& out) override;
+  IdentityMethod identity_method() const override { return method_; }
+  absl::Status MarkFilesystem(const std::string& path) override;
+  absl::Status UnmarkFilesystem(const std::string& path) override;
+
+ private:
+  mutable std::mutex mu_;
+  int next_fd_ ABSL_GUARDED_BY(mu_) = 100;
+  std::deque<std::pair<int, uint64_t>> queue_ ABSL_GUARDED_BY(mu_);  // fd, mask
+  std::map<int, FakeEvent> events_ ABSL_GUARDED_BY(mu_);
+  std::vector<Answer> answers_ ABSL_GUARDED_BY(mu_);
+  std::map<int, int> released_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> marks_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int> mark_failures_ ABSL_GUARDED_BY(mu_);
+  IdentityMethod method_ = IdentityMethod::kPidfdInfo;
+  std::function<void(int fd)> on_creds_;
+};
+
+}  // namespace leash::fswatch::testing

@@ -1,0 +1,350 @@
+#include "fswatch/watcher.h"
+
+#include <linux/limits.h>
+#include <sys/fanotify.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <chrono>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "engine/compiled_policy.h"
+
+namespace leash::fswatch {
+namespace {
+
+using engine::Decision;
+using engine::FailDecision;
+using engine::FailMode;
+using engine::Verdict;
+using leash::v1::SURFACE_COMMANDS;
+using leash::v1::SURFACE_FILESYSTEM;
+
+int64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+constexpr absl::string_view kDeletedSuffix = " (deleted)";
+
+// The record's ts, as engine::MakeDecisionRecord writes it ("%Y-%m-%dT%H:%M:%E6SZ", UTC), with
+// the date and time formatted once a second rather than on every record of the hot path.
+std::string Timestamp() {
+  timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  thread_local int64_t cached_second = -1;
+  thread_local std::string prefix;
+  if (now.tv_sec != cached_second) {
+    prefix = absl::FormatTime("%Y-%m-%dT%H:%M:%S", absl::FromUnixSeconds(now.tv_sec),
+                              absl::UTCTimeZone());
+    cached_second = now.tv_sec;
+  }
+  char micros[24];
+  snprintf(micros, sizeof(micros), ".%06ldZ", static_cast<long>(now.tv_nsec / 1000));
+  return absl::StrCat(prefix, micros);
+}
+
+// Whether the subject could have made a second name for this file itself. With
+// fs.protected_hardlinks on (Debian's default) the kernel lets an account hard-link only a file
+// it owns, or one it may both read and write. Group access is counted whatever the file's group,
+// since the subject's supplementary groups are not known here: closed, not open.
+bool SubjectCouldHaveLinked(const FileFacts& facts, const Creds& creds, bool protected_hardlinks) {
+  if (!protected_hardlinks) return true;
+  if (facts.uid == creds.ruid) return true;
+  const bool other_rw = (facts.mode & S_IROTH) && (facts.mode & S_IWOTH);
+  const bool group_rw = (facts.mode & S_IRGRP) && (facts.mode & S_IWGRP);
+  return other_rw || group_rw;
+}
+
+// Whether the policy denies any path at all (whitelist, or a deny entry): only then can a
+// second name of a file lead somewhere the policy would refuse.
+bool FilesystemDeniesSomething(const engine::CompiledPolicy& policy) {
+  const leash::v1::SurfacePolicy& fs = policy.config().filesystem();
+  return fs.mode() != leash::v1::MODE_BLACKLIST || fs.deny().entries_size() > 0;
+}
+
+}  // namespace
+
+FanEvent::Kind FanEvent::kind() const {
+  if (mask & FAN_Q_OVERFLOW) return Kind::kOverflow;
+  if (mask & FAN_OPEN_EXEC_PERM) return Kind::kExec;
+  if (mask & FAN_OPEN_PERM) return Kind::kOpen;
+  return Kind::kOther;
+}
+
+const char* IdentityMethodName(IdentityMethod method) {
+  switch (method) {
+    case IdentityMethod::kPidfdInfo:
+      return "pidfd (ioctl PIDFD_GET_INFO on the event's pidfd: no /proc read, no PID-reuse race)";
+    case IdentityMethod::kProcStatusPidfdChecked:
+      return "/proc/<pid>/status checked against the event's pidfd (no PID-reuse race; "
+             "PIDFD_GET_INFO not available or not chosen)";
+    case IdentityMethod::kProcStatus:
+      return "/proc/<pid>/status (the spec's way; a PID recycled between the event and the read "
+             "is attributed to its new owner: kernel lacks FAN_REPORT_PIDFD)";
+  }
+  return "unknown";
+}
+
+Watcher::Watcher(FanotifySource& source, engine::DecisionSink& log, WatcherOptions options)
+    : source_(source), log_(log), options_(std::move(options)), batch_(options_.batch_size) {
+  rng_state_ = static_cast<uint64_t>(MonotonicNs()) ^ (static_cast<uint64_t>(options_.self_pid) << 32);
+  last_pass_ns_.store(MonotonicNs(), std::memory_order_relaxed);
+}
+
+Watcher::~Watcher() { delete state_.load(std::memory_order_acquire); }
+
+sidecar::SubjectMapPtr Watcher::map() const {
+  std::lock_guard<std::mutex> lock(publish_mu_);
+  return published_;
+}
+
+void Watcher::Publish(sidecar::SubjectMapPtr map, uint64_t version) {
+  std::lock_guard<std::mutex> lock(publish_mu_);
+  auto* next = new State;
+  next->map = map;
+  next->version = version;
+  next->all_open = true;
+  for (const auto& [uid, entry] : *map) {
+    const FailMode mode =
+        entry.policy == nullptr ? entry.no_policy_fail_mode : entry.policy->fail_mode();
+    if (mode != FailMode::kOpen) next->all_open = false;
+  }
+
+  const State* old = state_.exchange(next, std::memory_order_seq_cst);
+  // The loop loads the pointer only after making its epoch odd, so an even epoch seen here
+  // means it will load the new one; an odd one means waiting for that batch to end.
+  const uint64_t epoch = loop_epoch_.load(std::memory_order_seq_cst);
+  if (epoch & 1) {
+    while (loop_epoch_.load(std::memory_order_seq_cst) == epoch) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+  delete old;
+  version_.store(version, std::memory_order_release);
+
+  // "logged critical once": each UID that has no policy now and had one (or was absent) before.
+  for (const auto& [uid, entry] : *map) {
+    if (entry.policy != nullptr) continue;
+    if (published_ != nullptr) {
+      auto it = published_->find(uid);
+      if (it != published_->end() && it->second.policy == nullptr) continue;
+    }
+    const Decision decision =
+        FailDecision(entry.no_policy_fail_mode, SURFACE_FILESYSTEM,
+                     absl::StrCat("subject ", entry.account, " has no policy (",
+                                  entry.no_policy_reason,
+                                  "); every filesystem and exec event it raises is judged so"));
+    Log(uid, SURFACE_FILESYSTEM, decision, leash::v1::Subject(), /*critical=*/true);
+  }
+  published_ = std::move(map);
+}
+
+int Watcher::RunOnce(int timeout_ms) {
+  const int n = source_.ReadEvents(absl::MakeSpan(batch_), timeout_ms);
+  last_pass_ns_.store(MonotonicNs(), std::memory_order_relaxed);
+  if (n <= 0) return n;
+  loop_epoch_.fetch_add(1, std::memory_order_seq_cst);
+  const State* state = state_.load(std::memory_order_seq_cst);
+  for (int i = 0; i < n; ++i) {
+    if (state == nullptr) {
+      // No map yet means no marks yet, so nothing should arrive; whatever does is not ours to
+      // judge.
+      if (batch_[i].kind() == FanEvent::Kind::kOpen || batch_[i].kind() == FanEvent::Kind::kExec) {
+        Answer(batch_[i], true);
+      }
+      source_.Release(batch_[i]);
+      continue;
+    }
+    Handle(batch_[i], *state);
+  }
+  loop_epoch_.fetch_add(1, std::memory_order_seq_cst);
+  return 0;
+}
+
+void Watcher::Answer(const FanEvent& event, bool allow) {
+  const int error = source_.Respond(event, allow);
+  events_.fetch_add(1, std::memory_order_relaxed);
+  if (error != 0) {
+    answer_errors_.fetch_add(1, std::memory_order_relaxed);
+    Decision decision;
+    decision.verdict = allow ? Verdict::kAllow : Verdict::kBlock;
+    decision.reason = absl::StrCat("fanotify: answering the event of pid ", event.pid,
+                                   " failed (errno ", error, ")");
+    Log(kUnknownUid, SURFACE_FILESYSTEM, decision, leash::v1::Subject(), /*critical=*/true);
+  }
+}
+
+void Watcher::Handle(const FanEvent& event, const State& state) {
+  const FanEvent::Kind kind = event.kind();
+  if (kind == FanEvent::Kind::kOverflow) {
+    overflows_.fetch_add(1, std::memory_order_relaxed);
+    source_.Release(event);
+    Decision decision;
+    decision.verdict = Verdict::kAllow;
+    decision.reason =
+        "fanotify: the kernel's event queue overflowed; events were lost (permission events are "
+        "never dropped while the queue is unlimited, so this should not happen)";
+    Log(kUnknownUid, SURFACE_FILESYSTEM, decision, leash::v1::Subject(), /*critical=*/true);
+    return;
+  }
+  if (kind == FanEvent::Kind::kOther) {
+    source_.Release(event);
+    return;
+  }
+  const leash::v1::Surface surface = kind == FanEvent::Kind::kExec ? SURFACE_COMMANDS
+                                                                   : SURFACE_FILESYSTEM;
+  // The watcher's own threads (the log writer, the subscriber, the marker) are answered at
+  // once: nobody else would answer them.
+  if (event.pid == options_.self_pid) {
+    Answer(event, true);
+    source_.Release(event);
+    return;
+  }
+
+  Creds creds;
+  const int identity_error = source_.CredsOf(event, creds);
+  if (identity_error != 0) {
+    // Not knowing whose event this is, it is judged under the strictest fail_mode of the map.
+    // ESRCH: the process is gone and nobody waits for the answer.
+    Answer(event, state.all_open);
+    source_.Release(event);
+    if (identity_error != ESRCH) {
+      const Decision decision = FailDecision(
+          state.all_open ? FailMode::kOpen : FailMode::kClosed, surface,
+          absl::StrCat("cannot identify the process (pid ", event.pid, ", errno ",
+                       identity_error, ")"));
+      Log(kUnknownUid, surface, decision, leash::v1::Subject(), /*critical=*/true);
+    }
+    return;
+  }
+
+  auto it = state.map->find(creds.ruid);
+  if (it == state.map->end()) {
+    Answer(event, true);  // not a subject: the fast path
+    source_.Release(event);
+    return;
+  }
+  const sidecar::SubjectEntry& entry = it->second;
+
+  if (entry.policy == nullptr) {
+    const Decision decision =
+        FailDecision(entry.no_policy_fail_mode, surface,
+                     absl::StrCat("subject has no policy (", entry.no_policy_reason, ")"));
+    if (options_.fault_stall_on_subject_event) {
+      for (;;) pause();  // test-only: hold the event and stop the loop
+    }
+    Answer(event, decision.allowed());
+    // The path only for the record, after the answer.
+    leash::v1::Subject subject;
+    char path[PATH_MAX + 1];
+    size_t len = 0;
+    if (source_.PathOf(event, path, sizeof(path), len) == 0) {
+      (surface == SURFACE_COMMANDS ? *subject.mutable_binary() : *subject.mutable_path())
+          .assign(path, len);
+    }
+    source_.Release(event);
+    Log(creds.ruid, surface, decision, std::move(subject), /*critical=*/false);
+    return;
+  }
+  if (!entry.policy->config().enforcers().filesystem()) {
+    Answer(event, true);  // the subject's filesystem/commands enforcer is switched off
+    source_.Release(event);
+    return;
+  }
+
+  if (options_.fault_stall_on_subject_event) {
+    for (;;) pause();  // test-only: hold the event and stop the loop
+  }
+  leash::v1::Subject subject;
+  const Decision decision = Judge(event, entry, creds, subject);
+  Answer(event, decision.allowed());
+  source_.Release(event);
+  Log(creds.ruid, surface, decision, std::move(subject), /*critical=*/false);
+}
+
+Decision Watcher::Judge(const FanEvent& event, const sidecar::SubjectEntry& entry,
+                        const Creds& creds, leash::v1::Subject& subject) {
+  const engine::CompiledPolicy& policy = *entry.policy;
+  const bool exec = event.kind() == FanEvent::Kind::kExec;
+  const leash::v1::Surface surface = exec ? SURFACE_COMMANDS : SURFACE_FILESYSTEM;
+
+  char buffer[PATH_MAX + 1];
+  size_t len = 0;
+  if (const int error = source_.PathOf(event, buffer, sizeof(buffer), len); error != 0) {
+    return FailDecision(policy.fail_mode(), surface,
+                        absl::StrCat("cannot read the path of the opened file (errno ", error,
+                                     ")"));
+  }
+  absl::string_view path(buffer, len);
+  FileFacts facts;
+  if (const int error = source_.FactsOf(event, facts); error != 0) {
+    (exec ? *subject.mutable_binary() : *subject.mutable_path()) = std::string(path);
+    return FailDecision(policy.fail_mode(), surface,
+                        absl::StrCat("cannot stat ", path, " (errno ", error, ")"));
+  }
+  // An unlinked file is named "<its last name> (deleted)"; judge it by that name. A file
+  // that really is called "x (deleted)" still has links and keeps its name.
+  if (facts.nlink == 0 && absl::EndsWith(path, kDeletedSuffix)) {
+    path.remove_suffix(kDeletedSuffix.size());
+  }
+  (exec ? *subject.mutable_binary() : *subject.mutable_path()) = std::string(path);
+
+  if (facts.mount == FileFacts::Mount::kForeign) {
+    return FailDecision(
+        policy.fail_mode(), surface,
+        absl::StrCat(path,
+                     " was opened through a mount of another mount namespace (a bind mount "
+                     "or overlay made after unshare), where its path is the opener's choice"));
+  }
+
+  Decision decision = exec ? policy.DecideCommand(path) : policy.DecidePath(path);
+  if (!exec && decision.allowed() && facts.regular && facts.nlink > 1 &&
+      FilesystemDeniesSomething(policy) &&
+      SubjectCouldHaveLinked(facts, creds, options_.protected_hardlinks)) {
+    decision.verdict = Verdict::kBlock;
+    decision.reason = absl::StrCat(
+        "filesystem: ", path, " has ", facts.nlink,
+        " names and the subject could have made the others itself; a hard link has no single "
+        "real path, and its other names (which the policy may deny) cannot be seen");
+  }
+  return decision;
+}
+
+void Watcher::Log(uint32_t uid, leash::v1::Surface surface, const Decision& decision,
+                  leash::v1::Subject subject, bool critical) {
+  // engine::MakeDecisionRecord's fields, with the cheaper timestamp.
+  leash::v1::DecisionRecord record;
+  record.set_ts(Timestamp());
+  record.set_ref(engine::MakeRef(NextRandom()));
+  record.set_uid(uid);
+  record.set_surface(std::string(engine::SurfaceName(surface)));
+  record.set_action(std::string(engine::VerdictName(decision.verdict)));
+  record.set_reason(decision.reason);
+  *record.mutable_subject() = std::move(subject);
+  if (critical) record.set_severity("critical");
+  log_.Record(std::move(record));
+}
+
+uint64_t Watcher::NextRandom() {
+  // Lock-free and good enough for a ref; called from the loop and from publishers.
+  static std::atomic<uint64_t> counter{0};
+  return SplitMix64(rng_state_ + counter.fetch_add(1, std::memory_order_relaxed));
+}
+
+}  // namespace leash::fswatch

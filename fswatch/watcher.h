@@ -1,0 +1,126 @@
+// The watcher's event loop and the decision it makes for each permission event.
+//
+// Per event (the spec's order, with the answer always before the log):
+//   the watcher's own process -> allow at once;
+//   the acting UID (the real UID, see below) not in the map -> allow, no record (the fast path:
+//     "an unmapped UID is not a misconfiguration, it is the overwhelming majority of events");
+//   in the map with no policy -> deny, or allow under that entry's no_policy fail_mode;
+//   in the map with a policy -> the file's path, then DecideCommand for an exec and DecidePath
+//     for an open, against that UID's own policy; anything that stops the watcher from
+//     deciding (no path, a mount of another namespace, ...) -> that subject's fail_mode.
+//   Answer FAN_ALLOW / FAN_DENY, release the descriptors, then hand the record to the log.
+//
+// Who the subject is: the REAL UID of the acting process. A setuid-root program the agent
+// runs (sudo, passwd, a setuid copy it was given) keeps the agent's real UID while its
+// effective and filesystem UIDs become root's; judging by euid/fsuid would let any such
+// program read on the agent's behalf as an unconfined root. An unprivileged process cannot
+// change its real UID to anything but its own, so the agent cannot leave its real UID without
+// a program that does it for it (su/sudo after authentication), which the commands policy is
+// there to deny. The credentials are the thread-group leader's (what a pidfd names).
+//
+// Map updates: Publish() swaps in an immutable snapshot with one atomic pointer store; the loop
+// takes no lock, ever. The old snapshot is freed, and Publish() returns, only once the loop is
+// past the batch that might still be using it, so "returned" means "every event answered from
+// now on is judged by the new map" — the moment a version may be acked.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "controlplane/sidecar_api/policy_subscriber.h"
+#include "engine/decision.h"
+#include "engine/decision_record.h"
+#include "fswatch/fanotify_source.h"
+#include "leash/v1/policy_stream.pb.h"
+
+namespace leash::fswatch {
+
+// The UID written on records about an event whose process could not be identified.
+inline constexpr uint32_t kUnknownUid = 0xFFFFFFFFu;
+
+struct WatcherOptions {
+  pid_t self_pid = 0;
+  // fs.protected_hardlinks as read at start: with it on, an account can hard-link only files
+  // it owns or may read and write.
+  bool protected_hardlinks = true;
+  // Test-only fault (honoured only under --test-faults): the loop stops for good at the first
+  // event of a mapped subject, before answering it, so the watchdog can be shown to fire.
+  bool fault_stall_on_subject_event = false;
+  // Events read per pass.
+  size_t batch_size = 128;
+};
+
+class Watcher {
+ public:
+  Watcher(FanotifySource& source, engine::DecisionSink& log, WatcherOptions options);
+  ~Watcher();
+  Watcher(const Watcher&) = delete;
+  Watcher& operator=(const Watcher&) = delete;
+
+  // Puts `map` in force. Returns once no event will be judged by the previous map. Writes a
+  // critical record for each UID that newly has no policy. Thread-safe; not for the loop.
+  void Publish(sidecar::SubjectMapPtr map, uint64_t version);
+
+  // The version in force (0: none).
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  // The map in force (null before the first Publish). Not for the loop.
+  sidecar::SubjectMapPtr map() const;
+
+  // One pass of the loop: reads what is pending (waiting up to `timeout_ms`) and answers all of
+  // it. Returns 0, or -errno when reading from the group failed. Only one thread calls it.
+  int RunOnce(int timeout_ms);
+
+  // CLOCK_MONOTONIC nanoseconds at the start of the last pass, for the watchdog.
+  int64_t last_pass_ns() const { return last_pass_ns_.load(std::memory_order_relaxed); }
+
+  // Heartbeat counters: events answered, records lost, queue overflows since start.
+  uint64_t events_answered() const { return events_.load(std::memory_order_relaxed); }
+  uint64_t overflows() const { return overflows_.load(std::memory_order_relaxed); }
+  uint64_t answer_errors() const { return answer_errors_.load(std::memory_order_relaxed); }
+
+ private:
+  struct State {
+    sidecar::SubjectMapPtr map;
+    uint64_t version = 0;
+    // Whether every subject is under fail_mode open (then an event whose process cannot be
+    // identified is allowed; otherwise it is denied).
+    bool all_open = false;
+  };
+
+  void Handle(const FanEvent& event, const State& state);
+  // Judges a mapped subject's event. Sets `subject` to what the record shows.
+  engine::Decision Judge(const FanEvent& event, const sidecar::SubjectEntry& entry,
+                         const Creds& creds, leash::v1::Subject& subject);
+  void Answer(const FanEvent& event, bool allow);
+  void Log(uint32_t uid, leash::v1::Surface surface, const engine::Decision& decision,
+           leash::v1::Subject subject, bool critical);
+  uint64_t NextRandom();
+
+  FanotifySource& source_;
+  engine::DecisionSink& log_;
+  const WatcherOptions options_;
+
+  std::atomic<const State*> state_{nullptr};
+  // Odd while the loop is inside a batch (holding a State*), even between batches.
+  std::atomic<uint64_t> loop_epoch_{0};
+  std::atomic<uint64_t> version_{0};
+  mutable std::mutex publish_mu_;  // serializes publishers; the loop never takes it
+  sidecar::SubjectMapPtr published_ ABSL_GUARDED_BY(publish_mu_);
+
+  std::atomic<int64_t> last_pass_ns_{0};
+  std::atomic<uint64_t> events_{0};
+  std::atomic<uint64_t> overflows_{0};
+  std::atomic<uint64_t> answer_errors_{0};
+
+  std::vector<FanEvent> batch_;  // loop thread only
+  uint64_t rng_state_ = 0;       // set once at construction
+};
+
+}  // namespace leash::fswatch

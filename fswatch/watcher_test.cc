@@ -1,0 +1,565 @@
+// The watcher's decision core, driven through the fake fanotify source: who is judged, by which
+// policy, on what path, what happens when something cannot be known, that every event is
+// answered once and released once, and that a published map is in force when Publish returns.
+#include "fswatch/watcher.h"
+
+#include <sys/fanotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cerrno>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "engine/compiled_policy.h"
+#include "fswatch/testing/fake_fanotify_source.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace leash::fswatch {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::FakeEvent;
+using testing::FakeFanotifySource;
+
+constexpr pid_t kSelf = 4242;
+constexpr uint32_t kWhite = 2001;    // whitelist filesystem + commands, fail_mode closed
+constexpr uint32_t kBlack = 2002;    // blacklist filesystem + commands, fail_mode open
+constexpr uint32_t kNoPolicy = 2003; // no policy, closed
+constexpr uint32_t kNoPolicyOpen = 2004;
+constexpr uint32_t kEnforcerOff = 2005;
+constexpr uint32_t kUnmapped = 3000;
+
+class RecordingSink : public engine::DecisionSink {
+ public:
+  void Record(leash::v1::DecisionRecord record) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    records_.push_back(std::move(record));
+  }
+  std::vector<leash::v1::DecisionRecord> records() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return records_;
+  }
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    records_.clear();
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<leash::v1::DecisionRecord> records_;
+};
+
+leash::v1::Config WhitelistConfig() {
+  leash::v1::Config config;
+  config.set_fail_mode("closed");
+  config.mutable_filesystem()->set_mode(leash::v1::MODE_WHITELIST);
+  config.mutable_filesystem()->mutable_allow()->add_entries("/t/ok");
+  config.mutable_filesystem()->mutable_deny()->add_entries("/t/ok/secret");
+  config.mutable_commands()->set_mode(leash::v1::MODE_WHITELIST);
+  config.mutable_commands()->mutable_allow()->add_entries("true");
+  config.mutable_commands()->mutable_allow()->add_entries("/t/bin/ok");
+  return config;
+}
+
+leash::v1::Config BlacklistConfig() {
+  leash::v1::Config config;
+  config.set_fail_mode("open");
+  config.mutable_filesystem()->set_mode(leash::v1::MODE_BLACKLIST);
+  config.mutable_filesystem()->mutable_deny()->add_entries("/t/no");
+  config.mutable_commands()->set_mode(leash::v1::MODE_BLACKLIST);
+  config.mutable_commands()->mutable_deny()->add_entries("ssh");
+  return config;
+}
+
+sidecar::SubjectEntry WithPolicy(uint32_t uid, const leash::v1::Config& config) {
+  sidecar::SubjectEntry entry;
+  entry.uid = uid;
+  entry.account = "lfs-" + std::to_string(uid);
+  entry.policy =
+      std::make_shared<const engine::CompiledPolicy>(engine::CompiledPolicy::Compile(config));
+  return entry;
+}
+
+sidecar::SubjectEntry WithoutPolicy(uint32_t uid, engine::FailMode mode) {
+  sidecar::SubjectEntry entry;
+  entry.uid = uid;
+  entry.account = "lfs-" + std::to_string(uid);
+  entry.no_policy_reason = "dangling profile 'gone'";
+  entry.no_policy_fail_mode = mode;
+  return entry;
+}
+
+sidecar::SubjectMapPtr StandardMap() {
+  auto map = std::make_shared<sidecar::SubjectMap>();
+  (*map)[kWhite] = WithPolicy(kWhite, WhitelistConfig());
+  (*map)[kBlack] = WithPolicy(kBlack, BlacklistConfig());
+  (*map)[kNoPolicy] = WithoutPolicy(kNoPolicy, engine::FailMode::kClosed);
+  (*map)[kNoPolicyOpen] = WithoutPolicy(kNoPolicyOpen, engine::FailMode::kOpen);
+  leash::v1::Config off = WhitelistConfig();
+  off.mutable_enforcers()->set_filesystem(false);
+  (*map)[kEnforcerOff] = WithPolicy(kEnforcerOff, off);
+  return map;
+}
+
+class WatcherTest : public ::testing::Test {
+ protected:
+  WatcherTest() : watcher_(source_, sink_, Options()) {
+    watcher_.Publish(StandardMap(), 1);
+    sink_.Clear();  // the no-policy announcements; tested on their own below
+  }
+  static WatcherOptions Options() {
+    WatcherOptions options;
+    options.self_pid = kSelf;
+    return options;
+  }
+  // Runs the loop until nothing is pending.
+  void Drain() {
+    while (source_.pending() > 0) ASSERT_EQ(watcher_.RunOnce(0), 0);
+  }
+  bool Allowed(int fd) {
+    bool allow = false;
+    EXPECT_TRUE(source_.AnswerFor(fd, allow)) << "fd " << fd << " not answered exactly once";
+    return allow;
+  }
+  void TearDown() override { EXPECT_TRUE(source_.AllReleasedOnce()); }
+
+  FakeFanotifySource source_;
+  RecordingSink sink_;
+  Watcher watcher_;
+};
+
+struct Case {
+  const char* rule;
+  uint64_t mask;
+  uint32_t uid;
+  const char* path;
+  bool allow;
+  const char* reason_fragment;  // nullptr: no record expected
+};
+
+class DecisionTableTest : public WatcherTest, public ::testing::WithParamInterface<Case> {};
+
+TEST_P(DecisionTableTest, AnswersAndLogs) {
+  const Case& c = GetParam();
+  FakeEvent event;
+  event.mask = c.mask;
+  event.pid = 1234;
+  event.creds = Creds{c.uid, c.uid, c.uid, c.uid};
+  event.path = c.path;
+  event.facts.regular = true;
+  event.facts.mode = S_IFREG | 0644;
+  event.facts.mount = FileFacts::Mount::kOurs;
+  const int fd = source_.Push(event);
+  Drain();
+  EXPECT_EQ(Allowed(fd), c.allow) << c.rule;
+  const auto records = sink_.records();
+  if (c.reason_fragment == nullptr) {
+    EXPECT_TRUE(records.empty()) << c.rule << ": " << records.front().reason();
+    return;
+  }
+  ASSERT_EQ(records.size(), 1u) << c.rule;
+  EXPECT_EQ(records[0].uid(), c.uid);
+  EXPECT_EQ(records[0].action(), c.allow ? "allow" : "block");
+  EXPECT_EQ(records[0].surface(), c.mask == FAN_OPEN_EXEC_PERM ? "commands" : "filesystem");
+  EXPECT_THAT(records[0].reason(), HasSubstr(c.reason_fragment)) << c.rule;
+  // The same shape engine::MakeDecisionRecord gives ts: 2026-11-29T21:33:20.123456Z.
+  EXPECT_EQ(records[0].ts().size(), 27u) << records[0].ts();
+  EXPECT_EQ(records[0].ts().back(), 'Z');
+  EXPECT_EQ(records[0].ts()[19], '.');
+  EXPECT_EQ(records[0].ref().size(), 8u);
+  if (c.mask == FAN_OPEN_EXEC_PERM) {
+    EXPECT_EQ(records[0].subject().binary(), c.path);
+  } else {
+    EXPECT_EQ(records[0].subject().path(), c.path);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rules, DecisionTableTest,
+    ::testing::Values(
+        Case{"unmapped uid is allowed and not logged", FAN_OPEN_PERM, kUnmapped, "/t/no/x", true,
+             nullptr},
+        Case{"root is an unmapped uid", FAN_OPEN_PERM, 0, "/t/no/x", true, nullptr},
+        Case{"whitelist allows a listed path", FAN_OPEN_PERM, kWhite, "/t/ok/a", true,
+             "matches allow entry '/t/ok'"},
+        Case{"whitelist denies an unlisted path", FAN_OPEN_PERM, kWhite, "/t/other", false,
+             "not in allow list"},
+        Case{"deny wins over allow", FAN_OPEN_PERM, kWhite, "/t/ok/secret/k", false,
+             "matches deny entry '/t/ok/secret'"},
+        Case{"exec is judged as a command by basename", FAN_OPEN_EXEC_PERM, kWhite,
+             "/t/bin/true", true, "matches allow entry 'true'"},
+        Case{"exec is judged as a command by path", FAN_OPEN_EXEC_PERM, kWhite, "/t/bin/ok",
+             true, "matches allow entry '/t/bin/ok'"},
+        Case{"exec of an unlisted binary is denied under a commands whitelist",
+             FAN_OPEN_EXEC_PERM, kWhite, "/t/bin/ssh", false, "not in allow list"},
+        Case{"an open is not judged by the commands policy", FAN_OPEN_PERM, kWhite,
+             "/t/bin/true", false, "filesystem: /t/bin/true not in allow list"},
+        Case{"blacklist allows what it does not list", FAN_OPEN_PERM, kBlack, "/t/ok/a", true,
+             "not in deny list (blacklist)"},
+        Case{"blacklist denies a listed path", FAN_OPEN_PERM, kBlack, "/t/no/s", false,
+             "matches deny entry '/t/no'"},
+        Case{"command blacklist denies by name anywhere", FAN_OPEN_EXEC_PERM, kBlack,
+             "/opt/x/ssh", false, "matches deny entry 'ssh'"},
+        Case{"a renamed binary evades a command blacklist (the spec's open gap)",
+             FAN_OPEN_EXEC_PERM, kBlack, "/t/bin/not-ssh", true, "not in deny list"},
+        Case{"no policy is denied under fail_mode closed", FAN_OPEN_PERM, kNoPolicy, "/t/ok/a",
+             false, "has no policy (dangling profile 'gone'); blocked because fail_mode is closed"},
+        Case{"no policy is denied on exec too", FAN_OPEN_EXEC_PERM, kNoPolicy, "/t/bin/true",
+             false, "has no policy"},
+        Case{"no policy is allowed under fail_mode open", FAN_OPEN_PERM, kNoPolicyOpen,
+             "/t/no/s", true, "allowed because fail_mode is open"},
+        Case{"a subject with the filesystem enforcer off is not judged", FAN_OPEN_PERM,
+             kEnforcerOff, "/t/other", true, nullptr}),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      std::string name;
+      for (const char* c = info.param.rule; *c; ++c) {
+        name.push_back(isalnum(static_cast<unsigned char>(*c)) ? *c : '_');
+      }
+      return name;
+    });
+
+TEST_F(WatcherTest, OwnProcessIsAllowedWithoutIdentifyingIt) {
+  FakeEvent event;
+  event.mask = FAN_OPEN_PERM;
+  event.pid = kSelf;
+  event.creds_error = EIO;  // would show up as a denial if identity were consulted
+  event.path = "/t/other";
+  const int fd = source_.Push(event);
+  Drain();
+  EXPECT_TRUE(Allowed(fd));
+  EXPECT_TRUE(sink_.records().empty());
+}
+
+TEST_F(WatcherTest, TheRealUidIdentifiesTheSubjectNotTheEffectiveOne) {
+  // The agent running a setuid-root program: ruid stays the agent's.
+  FakeEvent setuid_root = {};
+  setuid_root.mask = FAN_OPEN_PERM;
+  setuid_root.creds = Creds{kWhite, 0, 0, kWhite};
+  setuid_root.path = "/t/other";
+  setuid_root.facts.mount = FileFacts::Mount::kOurs;
+  const int denied = source_.Push(setuid_root);
+  // Root acting with the agent's effective UID is root's business, not the agent's.
+  FakeEvent root_as_agent = setuid_root;
+  root_as_agent.creds = Creds{0, kWhite, kWhite, 0};
+  const int allowed = source_.Push(root_as_agent);
+  Drain();
+  EXPECT_FALSE(Allowed(denied));
+  EXPECT_TRUE(Allowed(allowed));
+  ASSERT_EQ(sink_.records().size(), 1u);
+  EXPECT_EQ(sink_.records()[0].uid(), kWhite);
+}
+
+TEST_F(WatcherTest, UnidentifiableProcessIsDeniedUnlessEveryoneIsOpen) {
+  FakeEvent event;
+  event.mask = FAN_OPEN_PERM;
+  event.creds_error = EMFILE;
+  event.path = "/t/ok/a";
+  const int fd = source_.Push(event);
+  FakeEvent gone = event;
+  gone.creds_error = ESRCH;
+  const int gone_fd = source_.Push(gone);
+  Drain();
+  EXPECT_FALSE(Allowed(fd));
+  EXPECT_FALSE(Allowed(gone_fd));
+  // A vanished process is nobody to tell; a failure to identify a live one is critical.
+  const auto records = sink_.records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].uid(), kUnknownUid);
+  EXPECT_EQ(records[0].severity(), "critical");
+  EXPECT_THAT(records[0].reason(), HasSubstr("cannot identify the process"));
+
+  auto open_only = std::make_shared<sidecar::SubjectMap>();
+  (*open_only)[kNoPolicyOpen] = WithoutPolicy(kNoPolicyOpen, engine::FailMode::kOpen);
+  watcher_.Publish(open_only, 2);
+  const int fd2 = source_.Push(event);
+  Drain();
+  EXPECT_TRUE(Allowed(fd2));
+}
+
+TEST_F(WatcherTest, UnreadablePathFollowsTheSubjectsFailMode) {
+  FakeEvent event;
+  event.mask = FAN_OPEN_PERM;
+  event.creds = Creds{kWhite, kWhite, kWhite, kWhite};
+  event.path_error = ENAMETOOLONG;
+  const int closed = source_.Push(event);
+  event.creds = Creds{kBlack, kBlack, kBlack, kBlack};
+  const int open = source_.Push(event);
+  Drain();
+  EXPECT_FALSE(Allowed(closed));
+  EXPECT_TRUE(Allowed(open));
+  const auto records = sink_.records();
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_THAT(records[0].reason(), HasSubstr("cannot read the path"));
+  EXPECT_THAT(records[0].reason(), HasSubstr("blocked because fail_mode is closed"));
+  EXPECT_THAT(records[1].reason(), HasSubstr("allowed because fail_mode is open"));
+}
+
+TEST_F(WatcherTest, OpenThroughAnotherNamespacesMountIsNotJudgedByItsPath) {
+  // The agent bind-mounted /t/no over /t/ok in its own namespace: the kernel reports the path
+  // it chose. The path says "allowed"; the mount says "not ours".
+  FakeEvent event;
+  event.mask = FAN_OPEN_PERM;
+  event.creds = Creds{kWhite, kWhite, kWhite, kWhite};
+  event.path = "/t/ok/s";
+  event.facts.regular = true;
+  event.facts.mount = FileFacts::Mount::kForeign;
+  const int fd = source_.Push(event);
+  Drain();
+  EXPECT_FALSE(Allowed(fd));
+  ASSERT_EQ(sink_.records().size(), 1u);
+  EXPECT_THAT(sink_.records()[0].reason(), HasSubstr("mount of another mount namespace"));
+}
+
+TEST_F(WatcherTest, UnlinkedFileIsJudgedByItsLastName) {
+  FakeEvent event;
+  event.mask = FAN_OPEN_PERM;
+  event.creds = Creds{kBlack, kBlack, kBlack, kBlack};
+  event.path = "/t/no/s (deleted)";
+  event.facts.regular = true;
+  event.facts.nlink = 0;
+  event.facts.mount = FileFacts::Mount::kOurs;
+  const int deleted = source_.Push(event);
+  // A file that really is named "... (deleted)" keeps its name.
+  event.path = "/t/x (deleted)";
+  event.facts.nlink = 1;
+  const int named = source_.Push(event);
+  Drain();
+  EXPECT_FALSE(Allowed(deleted));
+  EXPECT_TRUE(Allowed(named));
+  EXPECT_EQ(sink_.records()[0].subject().path(), "/t/no/s");
+  EXPECT_EQ(sink_.records()[1].subject().path(), "/t/x (deleted)");
+}
+
+struct HardLinkCase {
+  const char* rule;
+  uint32_t subject;
+  uint32_t owner;
+  uint32_t mode;
+  bool protected_hardlinks;
+  bool allow;
+};
+
+class HardLinkTest : public ::testing::TestWithParam<HardLinkCase> {};
+
+TEST_P(HardLinkTest, SecondNamesTheSubjectCouldHaveMadeAreDenied) {
+  const HardLinkCase& c = GetParam();
+  FakeFanotifySource source;
+  RecordingSink sink;
+  WatcherOptions options;
+  options.self_pid = kSelf;
+  options.protected_hardlinks = c.protected_hardlinks;
+  Watcher watcher(source, sink, options);
+  watcher.Publish(StandardMap(), 1);
+  FakeEvent event;
+  event.mask = FAN_OPEN_PERM;
+  event.creds = Creds{c.subject, c.subject, c.subject, c.subject};
+  event.path = "/t/ok/link";  // allowed by name for both subjects
+  event.facts.regular = true;
+  event.facts.nlink = 2;
+  event.facts.uid = c.owner;
+  event.facts.gid = c.owner;
+  event.facts.mode = S_IFREG | c.mode;
+  event.facts.mount = FileFacts::Mount::kOurs;
+  const int fd = source.Push(event);
+  while (source.pending() > 0) ASSERT_EQ(watcher.RunOnce(0), 0);
+  bool allow = false;
+  ASSERT_TRUE(source.AnswerFor(fd, allow));
+  EXPECT_EQ(allow, c.allow) << c.rule;
+  if (!c.allow) {
+    EXPECT_THAT(sink.records().back().reason(), HasSubstr("has 2 names"));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rules, HardLinkTest,
+    ::testing::Values(
+        HardLinkCase{"own file with two names under a whitelist", kWhite, kWhite, 0600, true,
+                     false},
+        HardLinkCase{"own file with two names under a blacklist with deny entries", kBlack,
+                     kBlack, 0600, true, false},
+        HardLinkCase{"root file the subject may only read could not have been linked by it",
+                     kWhite, 0, 0644, true, true},
+        HardLinkCase{"world read-write file could have been linked", kWhite, 0, 0666, true,
+                     false},
+        HardLinkCase{"group read-write file could have been linked", kWhite, 0, 0660, true,
+                     false},
+        HardLinkCase{"without protected_hardlinks any file could have been linked", kWhite, 0,
+                     0644, false, false}),
+    [](const ::testing::TestParamInfo<HardLinkCase>& info) {
+      std::string name;
+      for (const char* c = info.param.rule; *c; ++c) {
+        name.push_back(isalnum(static_cast<unsigned char>(*c)) ? *c : '_');
+      }
+      return name;
+    });
+
+TEST_F(WatcherTest, OverflowIsCountedAndReportedCritical) {
+  source_.PushOverflow();
+  Drain();
+  EXPECT_EQ(watcher_.overflows(), 1u);
+  ASSERT_EQ(sink_.records().size(), 1u);
+  EXPECT_EQ(sink_.records()[0].severity(), "critical");
+  EXPECT_THAT(sink_.records()[0].reason(), HasSubstr("queue overflowed"));
+}
+
+TEST_F(WatcherTest, FailedAnswerIsCountedAndReported) {
+  FakeEvent event;
+  event.mask = FAN_OPEN_PERM;
+  event.creds = Creds{kUnmapped, kUnmapped, kUnmapped, kUnmapped};
+  event.respond_error = ENOENT;
+  source_.Push(event);
+  Drain();
+  EXPECT_EQ(watcher_.answer_errors(), 1u);
+  EXPECT_THAT(sink_.records().back().reason(), HasSubstr("failed (errno 2)"));
+}
+
+TEST_F(WatcherTest, EveryEventIsAnsweredOnceAndCounted) {
+  std::vector<int> fds;
+  for (int i = 0; i < 1000; ++i) {
+    fds.push_back(source_.PushOpen(100 + i, i % 2 ? kWhite : kUnmapped, "/t/ok/f"));
+  }
+  Drain();
+  for (int fd : fds) EXPECT_TRUE(Allowed(fd));
+  EXPECT_EQ(watcher_.events_answered(), 1000u);
+  EXPECT_EQ(sink_.records().size(), 500u);  // only the mapped subject's decisions
+}
+
+TEST(WatcherPublish, NoPolicySubjectIsAnnouncedCriticalOnceNotOnEveryMap) {
+  FakeFanotifySource source;
+  RecordingSink sink;
+  WatcherOptions options;
+  options.self_pid = kSelf;
+  Watcher watcher(source, sink, options);
+  watcher.Publish(StandardMap(), 1);
+  auto critical = [&] {
+    int n = 0;
+    for (const auto& record : sink.records()) n += record.severity() == "critical";
+    return n;
+  };
+  EXPECT_EQ(critical(), 2);  // kNoPolicy and kNoPolicyOpen
+  EXPECT_THAT(sink.records()[0].reason(), HasSubstr("has no policy (dangling profile 'gone')"));
+  watcher.Publish(StandardMap(), 2);
+  EXPECT_EQ(critical(), 2);
+  // kWhite loses its policy: announced; the others are not repeated.
+  auto map = std::make_shared<sidecar::SubjectMap>(*StandardMap());
+  (*map)[kWhite] = WithoutPolicy(kWhite, engine::FailMode::kClosed);
+  watcher.Publish(map, 3);
+  EXPECT_EQ(critical(), 3);
+  EXPECT_EQ(sink.records().back().uid(), kWhite);
+  EXPECT_EQ(watcher.version(), 3u);
+}
+
+TEST(WatcherPublish, AMapIsInForceWhenPublishReturns) {
+  // The loop runs flat out on one thread while another publishes alternating maps; an event
+  // queued after Publish returns must be judged by that map, every time.
+  FakeFanotifySource source;
+  RecordingSink sink;
+  WatcherOptions options;
+  options.self_pid = kSelf;
+  Watcher watcher(source, sink, options);
+  auto allowing = std::make_shared<sidecar::SubjectMap>();
+  (*allowing)[kWhite] = WithPolicy(kWhite, WhitelistConfig());
+  auto denying = std::make_shared<sidecar::SubjectMap>();
+  (*denying)[kWhite] = WithoutPolicy(kWhite, engine::FailMode::kClosed);
+  watcher.Publish(allowing, 1);
+
+  std::atomic<bool> stop{false};
+  std::thread loop([&] {
+    while (!stop.load()) ASSERT_EQ(watcher.RunOnce(0), 0);
+  });
+  for (int round = 0; round < 300; ++round) {
+    const bool allow = round % 2 == 0;
+    watcher.Publish(allow ? allowing : denying, 2 + round);
+    const int fd = source.PushOpen(99, kWhite, "/t/ok/f");
+    bool answered = false;
+    bool given = false;
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (!answered && absl::Now() < deadline) {
+      answered = source.AnswerFor(fd, given);
+      if (!answered) std::this_thread::yield();
+    }
+    ASSERT_TRUE(answered) << "round " << round;
+    ASSERT_EQ(given, allow) << "round " << round << ": judged by the previous map";
+  }
+  stop.store(true);
+  loop.join();
+  EXPECT_TRUE(source.AllReleasedOnce());
+}
+
+TEST(WatcherPublish, PublishWaitsForTheBatchThatMayStillUseTheOldMap) {
+  // The loop has read an event and taken the old map, and is held inside the batch. Publish
+  // must not return (and must not free the old map) until that batch is over; the event it
+  // holds is answered under the old map before Publish returns, never after.
+  FakeFanotifySource source;
+  RecordingSink sink;
+  WatcherOptions options;
+  options.self_pid = kSelf;
+  Watcher watcher(source, sink, options);
+  auto allowing = std::make_shared<sidecar::SubjectMap>();
+  (*allowing)[kWhite] = WithPolicy(kWhite, WhitelistConfig());
+  auto denying = std::make_shared<sidecar::SubjectMap>();
+  (*denying)[kWhite] = WithoutPolicy(kWhite, engine::FailMode::kClosed);
+  watcher.Publish(allowing, 1);
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool in_batch = false, release = false;
+  source.set_on_creds([&](int) {
+    std::unique_lock<std::mutex> lock(mu);
+    in_batch = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  });
+  const int held = source.PushOpen(7, kWhite, "/t/ok/f");
+  std::thread loop([&] { ASSERT_EQ(watcher.RunOnce(0), 0); });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return in_batch; });
+  }
+  std::atomic<bool> returned{false};
+  std::thread publisher([&] {
+    watcher.Publish(denying, 2);
+    returned.store(true);
+  });
+  // Give a wrong Publish every chance to return early.
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_FALSE(returned.load()) << "Publish returned while the loop still held the old map";
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  loop.join();
+  publisher.join();
+  bool allow = false;
+  ASSERT_TRUE(source.AnswerFor(held, allow));
+  EXPECT_TRUE(allow);  // judged by the map it was read under
+  source.set_on_creds(nullptr);
+  const int after = source.PushOpen(7, kWhite, "/t/ok/f");
+  ASSERT_EQ(watcher.RunOnce(0), 0);
+  ASSERT_TRUE(source.AnswerFor(after, allow));
+  EXPECT_FALSE(allow);
+}
+
+TEST(WatcherPublish, EventsBeforeAnyMapAreAllowed) {
+  FakeFanotifySource source;
+  RecordingSink sink;
+  WatcherOptions options;
+  options.self_pid = kSelf;
+  Watcher watcher(source, sink, options);
+  const int fd = source.PushOpen(5, kWhite, "/t/other");
+  ASSERT_EQ(watcher.RunOnce(0), 0);
+  bool allow = false;
+  ASSERT_TRUE(source.AnswerFor(fd, allow));
+  EXPECT_TRUE(allow);
+  EXPECT_TRUE(source.AllReleasedOnce());
+}
+
+}  // namespace
+}  // namespace leash::fswatch

@@ -1,0 +1,270 @@
+// open()+close() per second on a test tmpfs, all in one run, as root:
+//   (a) no watcher
+//   (b) a minimal fanotify listener that answers FAN_ALLOW and nothing else (the floor)
+//   (b') the same listener also reading each event's UID as leash-fswatch does (pidfd +
+//        PIDFD_GET_INFO): the kernel cost of identity alone
+//   (c) leash-fswatch, opener's UID not in the map (the fast path)
+//   (d) leash-fswatch, opener's UID mapped to a 1,000-entry filesystem whitelist (every open
+//       judged and logged to a file)
+// each with 1 and with 4 concurrent opener processes, several rounds, medians printed with the
+// ratios c/b and d/b against the targets (c within 10% of b, d within 25%).
+//
+//   bazel run -c opt //test/fswatch:fswatch_benchmark -- [--seconds=2] [--rounds=3]
+//
+// Marks only the tmpfs it mounts (leash-fswatch with --mark-only-under; the minimal listener
+// marks that tmpfs alone).
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <linux/fanotify.h>
+#include <sys/fanotify.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "test/fixtures/subprocess.h"
+#include "test/fixtures/test_account.h"
+#include "test/fixtures/tmpfs.h"
+#include "test/fswatch/harness.h"
+
+namespace leash::testing {
+namespace {
+
+double Now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// PIDFD_GET_INFO (Linux 6.13), as leash-fswatch declares it.
+struct PidfdInfo {
+  uint64_t mask, cgroupid;
+  uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+  int32_t exit_code;
+};
+#define BENCH_PIDFD_GET_INFO _IOWR(0xFF, 11, PidfdInfo)
+
+// The floor: a listener that answers FAN_ALLOW to everything and does nothing else. Runs in
+// a child process (like leash-fswatch). Returns its pid once the mark is on. With
+// `with_pidfd` it also learns each event's UID the way leash-fswatch does (FAN_REPORT_PIDFD,
+// PIDFD_GET_INFO, close): the identity cost alone, to show where (c)'s time goes.
+pid_t StartMinimalListener(const std::string& tmpfs, bool with_pidfd) {
+  int ready[2];
+  if (pipe(ready) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid != 0) {
+    close(ready[1]);
+    char c;
+    if (read(ready[0], &c, 1) != 1) {
+      close(ready[0]);
+      return -1;
+    }
+    close(ready[0]);
+    return pid;
+  }
+  const int fd = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC | (with_pidfd ? FAN_REPORT_PIDFD : 0),
+                               O_RDONLY | O_LARGEFILE | O_CLOEXEC);
+  if (fd < 0 || fanotify_mark(fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM,
+                              FAN_OPEN_PERM | FAN_OPEN_EXEC_PERM, AT_FDCWD, tmpfs.c_str()) != 0) {
+    _exit(1);
+  }
+  (void)!write(ready[1], "r", 1);
+  alignas(fanotify_event_metadata) char buffer[4096];
+  for (;;) {
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n <= 0) continue;
+    auto* meta = reinterpret_cast<fanotify_event_metadata*>(buffer);
+    ssize_t left = n;
+    while (FAN_EVENT_OK(meta, left)) {
+      if (with_pidfd && meta->event_len > meta->metadata_len) {
+        const auto* info = reinterpret_cast<const fanotify_event_info_pidfd*>(
+            reinterpret_cast<const char*>(meta) + meta->metadata_len);
+        if (info->pidfd >= 0) {
+          PidfdInfo creds{};
+          creds.mask = 1ULL << 1;
+          (void)ioctl(info->pidfd, BENCH_PIDFD_GET_INFO, &creds);
+          close(info->pidfd);
+        }
+      }
+      fanotify_response response{meta->fd, FAN_ALLOW};
+      (void)!write(fd, &response, sizeof(response));
+      close(meta->fd);
+      meta = FAN_EVENT_NEXT(meta, left);
+    }
+  }
+}
+
+// `openers` processes, each as `uid`, open+close `path` for `seconds`; returns opens/second.
+double MeasureOpens(const std::string& path, uid_t uid, gid_t gid, int openers, double seconds) {
+  int go[2], results[2];
+  if (pipe(go) != 0 || pipe(results) != 0) return -1;
+  std::vector<pid_t> children;
+  for (int i = 0; i < openers; ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(go[1]);
+      close(results[0]);
+      if (setgroups(0, nullptr) != 0 || setresgid(gid, gid, gid) != 0 ||
+          setresuid(uid, uid, uid) != 0) {
+        _exit(1);
+      }
+      char c;
+      if (read(go[0], &c, 1) < 0) _exit(1);  // EOF (0) is the start signal
+      long count = 0;
+      const double end = Now() + seconds;
+      for (;;) {
+        for (int k = 0; k < 256; ++k) {
+          const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+          if (fd >= 0) close(fd);
+          ++count;
+        }
+        if (Now() >= end) break;
+      }
+      (void)!write(results[1], &count, sizeof(count));
+      _exit(0);
+    }
+    children.push_back(pid);
+  }
+  close(go[0]);
+  close(results[1]);
+  usleep(100 * 1000);  // every opener parked on the pipe
+  const double start = Now();
+  close(go[1]);  // EOF: all start at once
+  long total = 0;
+  for (int i = 0; i < openers; ++i) {
+    long count = 0;
+    if (read(results[0], &count, sizeof(count)) == sizeof(count)) total += count;
+  }
+  const double elapsed = Now() - start;
+  close(results[0]);
+  for (pid_t pid : children) waitpid(pid, nullptr, 0);
+  return total / elapsed;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int Main(int argc, char** argv) {
+  double seconds = 2;
+  int rounds = 3;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--seconds=", 0) == 0) absl::SimpleAtod(arg.substr(10), &seconds);
+    if (arg.rfind("--rounds=", 0) == 0) absl::SimpleAtoi(arg.substr(9), &rounds);
+  }
+  if (geteuid() != 0) {
+    fprintf(stderr, "fswatch_benchmark must run as root (fanotify, tmpfs, test accounts)\n");
+    return 2;
+  }
+  auto tmpfs = TmpfsMount::Create();
+  auto mapped = TestAccount::Create("lfs-bench-m");
+  auto unmapped = TestAccount::Create("lfs-bench-u");
+  if (!tmpfs.ok() || !mapped.ok() || !unmapped.ok()) {
+    fprintf(stderr, "setup failed: %s %s %s\n", std::string(tmpfs.status().message()).c_str(),
+            std::string(mapped.status().message()).c_str(),
+            std::string(unmapped.status().message()).c_str());
+    return 1;
+  }
+  char work[] = "/tmp/leash-fsw-bench-XXXXXX";  // the root filesystem: never marked here
+  if (mkdtemp(work) == nullptr) return 1;
+  const std::string t = (*tmpfs)->path();
+
+  // A 1,000-entry whitelist; the file opened is under entry 500.
+  leash::v1::PolicyUpdate map;
+  map.set_version(1);
+  map.set_full(true);
+  std::vector<std::string> allow;
+  mkdir((t + "/w").c_str(), 0755);
+  for (int i = 0; i < 1000; ++i) {
+    const std::string dir = absl::StrCat(t, "/w/e", i);
+    mkdir(dir.c_str(), 0755);
+    allow.push_back(dir);
+  }
+  const std::string file = t + "/w/e500/f";
+  if (!WriteFile(file, "x").ok()) return 1;
+  *map.add_subjects() = Subject((*mapped)->uid(), "lfs-bench-m", leash::v1::MODE_WHITELIST, allow,
+                                {}, leash::v1::MODE_WHITELIST, {"true"}, {});
+
+  const uid_t mu = (*mapped)->uid(), uu = (*unmapped)->uid();
+  const gid_t mg = (*mapped)->gid(), ug = (*unmapped)->gid();
+  std::map<std::string, std::vector<double>> results;
+  for (int round = 0; round < rounds; ++round) {
+    for (int k : {1, 4}) results[absl::StrCat("a", k)].push_back(MeasureOpens(file, uu, ug, k, seconds));
+    for (const bool pidfd : {false, true}) {
+      const pid_t listener = StartMinimalListener(t, pidfd);
+      if (listener < 0) return 1;
+      for (int k : {1, 4}) {
+        results[absl::StrCat(pidfd ? "p" : "b", k)].push_back(MeasureOpens(file, uu, ug, k, seconds));
+      }
+      kill(listener, SIGKILL);
+      waitpid(listener, nullptr, 0);
+    }
+
+    WatcherStart start;
+    start.map = map;
+    start.tmpfs = t;
+    start.work_dir = work;
+    start.name = absl::StrCat("bench", round);
+    absl::StatusOr<WatcherProcess> watcher = StartWatcher(start);
+    if (!watcher.ok()) {
+      fprintf(stderr, "%s\n", std::string(watcher.status().message()).c_str());
+      return 1;
+    }
+    for (int k : {1, 4}) results[absl::StrCat("c", k)].push_back(MeasureOpens(file, uu, ug, k, seconds));
+    for (int k : {1, 4}) results[absl::StrCat("d", k)].push_back(MeasureOpens(file, mu, mg, k, seconds));
+    watcher->process->Signal(SIGTERM);
+    watcher->process->Wait(absl::Seconds(10)).IgnoreError();
+    const std::string err = watcher->Stderr();
+    const size_t stopped = err.find("stopped:");
+    fprintf(stderr, "round %d: leash-fswatch %s", round + 1,
+            stopped == std::string::npos ? "(no summary)\n" : err.substr(stopped).c_str());
+  }
+
+  printf("\nopen()+close() per second on a tmpfs, median of %d rounds of %.1f s\n", rounds, seconds);
+  printf("%-58s %14s %14s\n", "", "1 opener", "4 openers");
+  const std::pair<const char*, const char*> rows[] = {
+      {"a", "(a) no watcher"},
+      {"b", "(b) minimal listener (FAN_ALLOW only)"},
+      {"p", "(b') minimal listener + pidfd identity (no decision)"},
+      {"c", "(c) leash-fswatch, unmapped UID"},
+      {"d", "(d) leash-fswatch, mapped UID, 1,000-entry whitelist"}};
+  for (const auto& [key, label] : rows) {
+    printf("%-58s %14.0f %14.0f\n", label, Median(results[absl::StrCat(key, 1)]),
+           Median(results[absl::StrCat(key, 4)]));
+  }
+  bool met = true;
+  for (int k : {1, 4}) {
+    const double b = Median(results[absl::StrCat("b", k)]);
+    const double c = Median(results[absl::StrCat("c", k)]) / b;
+    const double d = Median(results[absl::StrCat("d", k)]) / b;
+    const double us_b = 1e6 / b * k;
+    printf("%d opener(s): b'/b = %.3f   ", k, Median(results[absl::StrCat("p", k)]) / b);
+    printf("c/b = %.3f (target >= 0.90: %s)   d/b = %.3f (target >= 0.75: %s)   "
+           "per-open latency b %.1f us, c %.1f us, d %.1f us\n",
+           c, c >= 0.90 ? "met" : "MISSED", d, d >= 0.75 ? "met" : "MISSED", us_b, us_b / c,
+           us_b / d);
+    met = met && c >= 0.90 && d >= 0.75;
+  }
+  Run({"rm", "-rf", work}).IgnoreError();
+  return met ? 0 : 3;
+}
+
+}  // namespace
+}  // namespace leash::testing
+
+int main(int argc, char** argv) { return leash::testing::Main(argc, argv); }
