@@ -162,6 +162,11 @@ HttpRequestHostResult ParseHttpRequestHost(absl::string_view bytes, bool final) 
       }
       return Result(ParseState::kNeedMore);
     }
+    if (pos > kMaxPeekBytes) {
+      // The proxy never peeks further; the answer must not depend on how much was handed in.
+      return Result(ParseState::kTooLarge,
+                    absl::StrCat("HTTP request head longer than ", kMaxPeekBytes, " bytes"));
+    }
     if (line.empty()) break;
     if (line[0] == ' ' || line[0] == '\t') {
       return Result(ParseState::kMalformed, "HTTP header folded over lines (obs-fold)");

@@ -187,6 +187,12 @@ ClientHelloResult ParseClientHello(absl::string_view bytes, bool final) {
       return Malformed(absl::StrCat("TLS record of ", record_length, " bytes"));
     }
     if (bytes.size() - pos - kRecordHeader < record_length) break;
+    if (pos + kRecordHeader + record_length > kMaxPeekBytes) {
+      // The proxy never peeks further; the answer must not depend on how much was handed in.
+      result.state = ParseState::kTooLarge;
+      result.error = absl::StrCat("no complete ClientHello in the first ", kMaxPeekBytes, " bytes");
+      return result;
+    }
     handshake.append(bytes.data() + pos + kRecordHeader, record_length);
     pos += kRecordHeader + record_length;
   }
