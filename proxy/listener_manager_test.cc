@@ -27,6 +27,7 @@
 #include "proxy/testing/fake_original_dst.h"
 #include "proxy/testing/loop_thread.h"
 #include "proxy/testing/recording_sink.h"
+#include "proxy/testing/upstream_server.h"
 
 namespace leash::proxy {
 namespace {
@@ -50,64 +51,7 @@ SocketAddress LocalAddress(int fd) {
   return out;
 }
 
-// A real TCP server: greets each connection with "SERVER <its address>\n", echoes what it
-// reads until EOF, then closes its side.
-class Upstream {
- public:
-  explicit Upstream(const SocketAddress& want) {
-    fd_ = socket(Family(want), SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const int one = 1;
-    setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_storage storage;
-    const socklen_t length = ToSockaddr(want, &storage);
-    ok_ = bind(fd_, reinterpret_cast<sockaddr*>(&storage), length) == 0 && listen(fd_, 512) == 0;
-    address_ = LocalAddress(fd_);
-    thread_ = std::thread([this] { AcceptLoop(); });
-  }
-  ~Upstream() {
-    stop_ = true;
-    thread_.join();
-    for (std::thread& t : connections_) t.join();
-    close(fd_);
-  }
-  bool ok() const { return ok_; }
-  const SocketAddress& address() const { return address_; }
-  int accepted() const { return accepted_.load(); }
-
- private:
-  void AcceptLoop() {
-    while (!stop_) {
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, 20) <= 0) continue;
-      const int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c < 0) continue;
-      ++accepted_;
-      connections_.emplace_back([this, c] { Serve(c); });
-    }
-  }
-  void Serve(int c) {
-    const std::string greeting = absl::StrCat("SERVER ", FormatSocketAddress(address_), "\n");
-    send(c, greeting.data(), greeting.size(), MSG_NOSIGNAL);
-    char buffer[16384];
-    while (!stop_) {
-      pollfd p{c, POLLIN, 0};
-      if (poll(&p, 1, 20) <= 0) continue;
-      const ssize_t n = read(c, buffer, sizeof(buffer));
-      if (n <= 0) break;
-      send(c, buffer, n, MSG_NOSIGNAL);
-    }
-    shutdown(c, SHUT_WR);
-    close(c);
-  }
-
-  int fd_ = -1;
-  bool ok_ = false;
-  SocketAddress address_;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> accepted_{0};
-  std::thread thread_;
-  std::vector<std::thread> connections_;
-};
+using Upstream = testing::UpstreamServer;
 
 // What reading a client socket came to.
 struct Reply {
