@@ -49,24 +49,23 @@ EventLoop::~EventLoop() {
   close(epoll_fd_);
 }
 
-absl::Status EventLoop::Add(int fd, uint32_t events, Handler* handler, unsigned tag) {
+absl::Status EventLoop::Control(int op, int fd, uint32_t events, Handler* handler, unsigned tag) {
   epoll_event event{};
   event.events = events;
   event.data.u64 = Token(handler, tag);
-  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event) != 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("epoll_ctl ADD fd ", fd));
+  if (epoll_ctl(epoll_fd_, op, fd, &event) != 0) {
+    return absl::ErrnoToStatus(
+        errno, absl::StrCat("epoll_ctl ", op == EPOLL_CTL_ADD ? "ADD" : "MOD", " fd ", fd));
   }
   return absl::OkStatus();
 }
 
+absl::Status EventLoop::Add(int fd, uint32_t events, Handler* handler, unsigned tag) {
+  return Control(EPOLL_CTL_ADD, fd, events, handler, tag);
+}
+
 absl::Status EventLoop::Modify(int fd, uint32_t events, Handler* handler, unsigned tag) {
-  epoll_event event{};
-  event.events = events;
-  event.data.u64 = Token(handler, tag);
-  if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &event) != 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("epoll_ctl MOD fd ", fd));
-  }
-  return absl::OkStatus();
+  return Control(EPOLL_CTL_MOD, fd, events, handler, tag);
 }
 
 void EventLoop::Remove(int fd) { epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr); }

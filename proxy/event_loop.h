@@ -89,6 +89,7 @@ class EventLoop {
 
  private:
   EventLoop(int epoll_fd, int wake_fd) : epoll_fd_(epoll_fd), wake_fd_(wake_fd) {}
+  absl::Status Control(int op, int fd, uint32_t events, Handler* handler, unsigned tag);
   void RunPosted();
   void FireTimers();
 

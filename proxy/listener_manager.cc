@@ -61,10 +61,13 @@ BindResult BindListener(const std::string& ip_text, uint16_t port) {
                                 : ""));
     return result;
   }
-  sockaddr_storage bound{};
-  socklen_t bound_length = sizeof(bound);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &bound_length);
-  FromSockaddr(reinterpret_cast<sockaddr*>(&bound), bound_length, &result.address);
+  absl::StatusOr<SocketAddress> bound = LocalAddressOf(fd);
+  if (!bound.ok()) {
+    close(fd);
+    result.status = bound.status();
+    return result;
+  }
+  result.address = *bound;
   result.fd = fd;
   return result;
 }

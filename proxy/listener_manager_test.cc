@@ -42,14 +42,7 @@ constexpr uint32_t kUidB = 61002;
 engine::IpAddress Ip(const std::string& text) { return *engine::ParseIpAddress(text); }
 SocketAddress Addr(const std::string& ip, uint16_t port) { return SocketAddress{Ip(ip), port}; }
 
-SocketAddress LocalAddress(int fd) {
-  sockaddr_storage storage{};
-  socklen_t length = sizeof(storage);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length);
-  SocketAddress out;
-  FromSockaddr(reinterpret_cast<sockaddr*>(&storage), length, &out);
-  return out;
-}
+SocketAddress LocalAddress(int fd) { return LocalAddressOf(fd).value(); }
 
 using Upstream = testing::UpstreamServer;
 

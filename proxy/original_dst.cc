@@ -15,16 +15,13 @@
 namespace leash::proxy {
 
 absl::StatusOr<SocketAddress> KernelOriginalDst::Read(int fd) const {
-  sockaddr_storage local{};
-  socklen_t local_length = sizeof(local);
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_length) != 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("getsockname on fd ", fd));
-  }
+  absl::StatusOr<SocketAddress> local = LocalAddressOf(fd);
+  if (!local.ok()) return local.status();
   sockaddr_storage original{};
   socklen_t length = sizeof(original);
   int rc;
   const char* option;
-  if (local.ss_family == AF_INET6) {
+  if (local->ip.family == engine::IpAddress::Family::kV6) {
     option = "IP6T_SO_ORIGINAL_DST";
     rc = getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &original, &length);
   } else {
@@ -33,14 +30,8 @@ absl::StatusOr<SocketAddress> KernelOriginalDst::Read(int fd) const {
   }
   if (rc != 0) {
     const int error = errno;
-    SocketAddress peer;
-    sockaddr_storage peer_storage{};
-    socklen_t peer_length = sizeof(peer_storage);
-    std::string who = "unknown peer";
-    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer_storage), &peer_length) == 0 &&
-        FromSockaddr(reinterpret_cast<sockaddr*>(&peer_storage), peer_length, &peer)) {
-      who = FormatSocketAddress(peer);
-    }
+    absl::StatusOr<SocketAddress> peer = PeerAddressOf(fd);
+    const std::string who = peer.ok() ? FormatSocketAddress(*peer) : "unknown peer";
     return absl::ErrnoToStatus(error, absl::StrCat("getsockopt ", option, " for the connection from ",
                                                    who, " (no redirect recorded for it)"));
   }

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -53,6 +54,28 @@ bool FromSockaddr(const sockaddr* address, socklen_t length, SocketAddress* out)
   }
   return false;
 }
+
+namespace {
+
+absl::StatusOr<SocketAddress> AddressOf(int fd, bool local) {
+  sockaddr_storage storage{};
+  socklen_t length = sizeof(storage);
+  const int rc = local ? getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length)
+                       : getpeername(fd, reinterpret_cast<sockaddr*>(&storage), &length);
+  const char* call = local ? "getsockname" : "getpeername";
+  if (rc != 0) return absl::ErrnoToStatus(errno, absl::StrCat(call, " on fd ", fd));
+  SocketAddress out;
+  if (!FromSockaddr(reinterpret_cast<sockaddr*>(&storage), length, &out)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(call, " on fd ", fd, ": address family ", storage.ss_family, " is not IP"));
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<SocketAddress> LocalAddressOf(int fd) { return AddressOf(fd, /*local=*/true); }
+absl::StatusOr<SocketAddress> PeerAddressOf(int fd) { return AddressOf(fd, /*local=*/false); }
 
 int Family(const SocketAddress& address) {
   return address.ip.family == engine::IpAddress::Family::kV4 ? AF_INET : AF_INET6;

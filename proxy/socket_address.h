@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "engine/ip_address.h"
 
 namespace leash::proxy {
@@ -34,6 +35,11 @@ socklen_t ToSockaddr(const SocketAddress& address, sockaddr_storage* storage);
 // Reads an AF_INET / AF_INET6 sockaddr; an IPv4-mapped IPv6 address comes back as IPv4 so a
 // comparison never depends on which socket family reported it. False for other families.
 bool FromSockaddr(const sockaddr* address, socklen_t length, SocketAddress* out);
+
+// The local (getsockname) or remote (getpeername) address of socket `fd`. Errors carry the
+// errno and the descriptor.
+absl::StatusOr<SocketAddress> LocalAddressOf(int fd);
+absl::StatusOr<SocketAddress> PeerAddressOf(int fd);
 
 // The address family constant for `address` (AF_INET or AF_INET6).
 int Family(const SocketAddress& address);

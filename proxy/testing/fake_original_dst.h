@@ -4,8 +4,6 @@
 // connection it tracked but did not redirect (a direct connection to the listener).
 #pragma once
 
-#include <sys/socket.h>
-
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
@@ -27,25 +25,15 @@ class FakeOriginalDst final : public OriginalDstReader {
   }
 
   absl::StatusOr<SocketAddress> Read(int fd) const override {
-    sockaddr_storage storage{};
-    socklen_t length = sizeof(storage);
-    SocketAddress peer;
-    if (getpeername(fd, reinterpret_cast<sockaddr*>(&storage), &length) != 0 ||
-        !FromSockaddr(reinterpret_cast<sockaddr*>(&storage), length, &peer)) {
-      return absl::InternalError("fake original dst: getpeername failed");
+    absl::StatusOr<SocketAddress> peer = PeerAddressOf(fd);
+    if (!peer.ok()) return peer.status();
+    {
+      absl::MutexLock lock(&mu_);
+      if (auto it = errors_.find(*peer); it != errors_.end()) return it->second;
+      if (auto it = by_client_.find(*peer); it != by_client_.end()) return it->second;
     }
-    absl::MutexLock lock(&mu_);
-    if (auto it = errors_.find(peer); it != errors_.end()) return it->second;
-    if (auto it = by_client_.find(peer); it != by_client_.end()) return it->second;
     // Not redirected: a direct connection reports the address it reached (the listener's).
-    sockaddr_storage local{};
-    socklen_t local_length = sizeof(local);
-    SocketAddress self;
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_length) != 0 ||
-        !FromSockaddr(reinterpret_cast<sockaddr*>(&local), local_length, &self)) {
-      return absl::InternalError("fake original dst: getsockname failed");
-    }
-    return self;
+    return LocalAddressOf(fd);
   }
 
  private:

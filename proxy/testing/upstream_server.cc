@@ -15,10 +15,7 @@ UpstreamServer::UpstreamServer(const SocketAddress& want) {
   sockaddr_storage storage;
   const socklen_t length = ToSockaddr(want, &storage);
   ok_ = bind(fd_, reinterpret_cast<sockaddr*>(&storage), length) == 0 && listen(fd_, 4096) == 0;
-  sockaddr_storage bound{};
-  socklen_t bound_length = sizeof(bound);
-  getsockname(fd_, reinterpret_cast<sockaddr*>(&bound), &bound_length);
-  FromSockaddr(reinterpret_cast<sockaddr*>(&bound), bound_length, &address_);
+  if (absl::StatusOr<SocketAddress> bound = LocalAddressOf(fd_); bound.ok()) address_ = *bound;
   thread_ = std::thread([this] { AcceptLoop(); });
 }
 
