@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -258,7 +259,12 @@ void Connection::ConnectNext() {
       continue;
     }
     state_ = State::kConnecting;
-    if (context_->loop->Add(upstream_fd_, EPOLLOUT | EPOLLET, this, kUpstreamTag).ok()) return;
+    if (!context_->loop->Add(upstream_fd_, EPOLLOUT | EPOLLET, this, kUpstreamTag).ok()) continue;
+    // To a local or nearby host the handshake has often completed by the time connect()
+    // returns: go on now rather than one loop pass later (connect-to-first-byte).
+    pollfd ready{upstream_fd_, POLLOUT, 0};
+    if (poll(&ready, 1, 0) == 1) OnConnected();
+    return;
   }
   // No address could be reached. The decision was an allow (logged); the client gets a reset.
   Close(/*reset=*/true);
@@ -278,17 +284,18 @@ void Connection::OnConnected() {
 
 void Connection::StartSplicing() {
   context_->loop->CancelTimer(&timer_);
-  pending_.reset();
   state_ = State::kSplicing;
   SetNoDelay(client_fd_);
   if (!context_->loop->Modify(client_fd_, kSpliceEvents, this, kClientTag).ok() ||
       !context_->loop->Modify(upstream_fd_, kSpliceEvents, this, kUpstreamTag).ok()) {
     Close(/*reset=*/true);
-    return;
+  } else if (Pump(to_upstream_, client_fd_, upstream_fd_)) {
+    // The peeked bytes were still queued on the client socket: they went first, untouched.
+    Pump(to_client_, upstream_fd_, client_fd_);
   }
-  // The peeked bytes are still queued on the client socket: they go first, untouched.
-  if (!Pump(to_upstream_, client_fd_, upstream_fd_)) return;
-  Pump(to_client_, upstream_fd_, client_fd_);
+  // The connection may have finished above; it is deleted only after this batch of events.
+  LogPendingOnce();  // the answer first, then the log
+  pending_.reset();
 }
 
 bool Connection::AcquirePipe(Direction& direction) {

@@ -43,6 +43,10 @@ void RaiseDescriptorLimit() {
   }
   limit.rlim_cur = limit.rlim_max;
   setrlimit(RLIMIT_NOFILE, &limit);
+  getrlimit(RLIMIT_NOFILE, &limit);
+  // Said once at start so a full table (connections refused and logged) is no surprise.
+  std::cerr << "leash-proxy: descriptor limit " << limit.rlim_cur << " (about "
+            << limit.rlim_cur / 2 << " idle connections)\n";
 }
 
 }  // namespace
