@@ -5,7 +5,7 @@
 //                                    is answered one byte as soon as it sends anything.
 //   bulk <ip:port> <seconds>         sends for <seconds>, prints "bytes=N seconds=S"
 //   latency <ip:port> <count> <host> <count> sequential connect -> HTTP request with Host
-//                                    <host> -> first byte; prints "p50_us=A p99_us=B"
+//                                    <host> -> first byte; prints "us=<each sample>"
 //   hold <ip:port> <count> <host> <seconds>
 //                                    opens <count> connections, each answered once, prints
 //                                    "held N" and keeps them open <seconds>
@@ -170,9 +170,10 @@ int Latency(const sockaddr_in& address, int count, const std::string& host) {
     micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
     close(fd);
   }
-  std::sort(micros.begin(), micros.end());
-  std::printf("p50_us=%.1f p99_us=%.1f\n", micros[micros.size() / 2],
-              micros[micros.size() * 99 / 100]);
+  // Every sample, so a caller can pool rounds measured at different moments.
+  std::printf("us=");
+  for (size_t i = 0; i < micros.size(); ++i) std::printf(i ? ",%.1f" : "%.1f", micros[i]);
+  std::printf("\n");
   return 0;
 }
 
