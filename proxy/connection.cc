@@ -1,0 +1,416 @@
+#include "proxy/connection.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "engine/network_entry.h"
+#include "proxy/peek_limits.h"
+
+namespace leash::proxy {
+namespace {
+
+constexpr unsigned kClientTag = 0;
+constexpr unsigned kUpstreamTag = 1;
+constexpr uint32_t kSpliceEvents = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+
+leash::v1::Subject NetworkSubjectProto(const std::string& domain, const SocketAddress& address) {
+  leash::v1::Subject subject;
+  subject.set_domain(domain);
+  subject.set_ip(engine::FormatIpAddress(address.ip));
+  subject.set_port(address.port);
+  return subject;
+}
+
+void SetNoDelay(int fd) {
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+}  // namespace
+
+void Connection::Start(ProxyContext* context, int client_fd, uint32_t uid,
+                       std::shared_ptr<const engine::CompiledPolicy> policy,
+                       const SocketAddress& original_dst) {
+  auto* connection = new Connection(context, client_fd, uid, std::move(policy), original_dst);
+  if (absl::Status added = context->loop->Add(client_fd, EPOLLIN | EPOLLRDHUP | EPOLLET,
+                                              connection, kClientTag);
+      !added.ok()) {
+    connection->Close(/*reset=*/true);
+    return;
+  }
+  context->loop->ArmTimer(&connection->timer_, context->loop->now() + context->options.peek_timeout,
+                          connection);
+  // Most clients send their hello with the handshake's last ACK: try before waiting.
+  connection->Peek(/*final=*/false, /*timed_out=*/false);
+}
+
+Connection::Connection(ProxyContext* context, int client_fd, uint32_t uid,
+                       std::shared_ptr<const engine::CompiledPolicy> policy,
+                       const SocketAddress& original_dst)
+    : context_(context),
+      client_fd_(client_fd),
+      uid_(uid),
+      original_dst_(original_dst),
+      policy_(std::move(policy)) {
+  context_->counters.active.fetch_add(1, std::memory_order_relaxed);
+  next_ = context_->connections;
+  if (next_ != nullptr) next_->prev_ = this;
+  context_->connections = this;
+}
+
+void Connection::CloseAll(ProxyContext* context) {
+  while (context->connections != nullptr) context->connections->Close(/*reset=*/true);
+}
+
+Connection::~Connection() { context_->counters.active.fetch_sub(1, std::memory_order_relaxed); }
+
+void Connection::OnEvents(uint32_t events, unsigned tag) {
+  switch (state_) {
+    case State::kPeeking:
+      if (tag != kClientTag) return;
+      if (events & EPOLLERR) {
+        Close(/*reset=*/true);  // the client is gone before saying anything: nothing to decide
+        return;
+      }
+      Peek(/*final=*/(events & (EPOLLRDHUP | EPOLLHUP)) != 0, /*timed_out=*/false);
+      return;
+    case State::kResolving:
+      return;  // client bytes wait in its socket; they are spliced once connected
+    case State::kConnecting:
+      if (tag == kUpstreamTag) OnConnected();
+      return;
+    case State::kSplicing: {
+      const bool readable = events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
+      const bool writable = events & (EPOLLOUT | EPOLLHUP | EPOLLERR);
+      if (tag == kClientTag) {
+        if (readable && !Pump(to_upstream_, client_fd_, upstream_fd_)) return;
+        if (writable) Pump(to_client_, upstream_fd_, client_fd_);
+      } else {
+        if (readable && !Pump(to_client_, upstream_fd_, client_fd_)) return;
+        if (writable) Pump(to_upstream_, client_fd_, upstream_fd_);
+      }
+      return;
+    }
+    case State::kClosed:
+      return;
+  }
+}
+
+void Connection::OnTimer() {
+  switch (state_) {
+    case State::kPeeking:
+      Peek(/*final=*/true, /*timed_out=*/true);
+      return;
+    case State::kResolving: {
+      context_->resolver->Cancel(pending_->name, this);
+      engine::Decision blocked;
+      blocked.reason = absl::StrCat(pending_->decision.reason, "; resolving ", pending_->name,
+                                    " took longer than ",
+                                    absl::FormatDuration(context_->options.connect_timeout));
+      Block(std::move(blocked), pending_->subject, pending_->ref);
+      return;
+    }
+    case State::kConnecting:
+      // Allowed and logged already; the upstream never answered. Reset like a refusal.
+      Close(/*reset=*/true);
+      return;
+    default:
+      return;
+  }
+}
+
+void Connection::Peek(bool final, bool timed_out) {
+  ssize_t n = recv(client_fd_, context_->scratch.get(), kMaxPeekBytes, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0) {
+    if (errno != EAGAIN && errno != EINTR) {
+      Close(/*reset=*/true);  // reset by the client before a decision
+      return;
+    }
+    n = 0;
+  } else if (n == 0) {
+    final = true;  // EOF: nothing more will come
+  }
+  const PeekResult peek =
+      PeekDestinationName(absl::string_view(context_->scratch.get(), static_cast<size_t>(n)), final);
+  if (peek.outcome == PeekOutcome::kNeedMore) return;
+  context_->loop->CancelTimer(&timer_);
+  Decide(peek, timed_out);
+}
+
+void Connection::Decide(const PeekResult& peek, bool timed_out) {
+  context_->loop->Modify(client_fd_, EPOLLRDHUP | EPOLLET, this, kClientTag).IgnoreError();
+  auto pending = std::make_unique<Pending>();
+  pending->ref = NewRef(context_);
+  engine::NetworkSubject subject;
+  subject.ip = original_dst_.ip;
+  subject.port = original_dst_.port;
+  if (peek.outcome == PeekOutcome::kName) subject.domain = engine::NormalizeHost(peek.domain);
+  pending->subject = NetworkSubjectProto(subject.domain, original_dst_);
+
+  if (peek.outcome == PeekOutcome::kUnreadable) {
+    // The connection says it carries a name (a TLS hello, an HTTP request) and it cannot be
+    // read: no decision can be reached, so the subject's fail_mode answers.
+    pending->decision = engine::FailDecision(
+        policy_->fail_mode(), leash::v1::SURFACE_NETWORK,
+        absl::StrCat("destination name unreadable (", peek.detail, ") for ",
+                     FormatSocketAddress(original_dst_)));
+  } else {
+    pending->decision = policy_->DecideNetwork(subject);
+    if (peek.outcome == PeekOutcome::kName) {
+      absl::StrAppend(&pending->decision.reason, "; name from ", peek.detail);
+    } else {
+      absl::StrAppend(&pending->decision.reason, "; no name read (",
+                      timed_out ? absl::StrCat("nothing sent within ",
+                                               absl::FormatDuration(context_->options.peek_timeout))
+                                : peek.detail,
+                      "), decided on the address");
+    }
+  }
+  if (!pending->decision.allowed()) {
+    Block(pending->decision, pending->subject, pending->ref);
+    return;
+  }
+  if (pending->decision.matched_on == engine::MatchedOn::kDomain) {
+    // Allowed on the name: connect only to an address the proxy resolves for that name, never
+    // to the one the agent supplied (which a forged SNI or Host would otherwise unlock).
+    pending->name = subject.domain;
+    pending_ = std::move(pending);
+    state_ = State::kResolving;
+    context_->loop->ArmTimer(&timer_, context_->loop->now() + context_->options.connect_timeout,
+                             this);
+    if (std::optional<ResolveResult> cached = context_->resolver->Resolve(pending_->name, this)) {
+      OnResolved(*cached);
+    }
+    return;
+  }
+  // Allowed on the address (or in blacklist mode): the original destination was what was
+  // judged, so it is where the connection goes.
+  pending->targets.push_back(original_dst_);
+  pending_ = std::move(pending);
+  policy_.reset();
+  context_->loop->ArmTimer(&timer_, context_->loop->now() + context_->options.connect_timeout,
+                           this);
+  ConnectNext();
+  LogPendingOnce();
+}
+
+void Connection::OnResolved(const ResolveResult& result) {
+  if (state_ != State::kResolving) return;
+  Pending& pending = *pending_;
+  if (!result.status.ok()) {
+    engine::Decision blocked;
+    blocked.reason = absl::StrCat(pending.decision.reason, "; ", result.status.message(),
+                                  " (the proxy connects only to an address it resolved)");
+    Block(std::move(blocked), pending.subject, pending.ref);
+    return;
+  }
+  // Every resolved address is judged too, so a deny entry on an address (or a network) still
+  // holds when the name that led there is allowed.
+  std::string denied;
+  for (const engine::IpAddress& address : result.addresses) {
+    engine::NetworkSubject subject;
+    subject.domain = pending.name;
+    subject.ip = address;
+    subject.port = original_dst_.port;
+    const engine::Decision again = policy_->DecideNetwork(subject);
+    if (again.allowed()) {
+      pending.targets.push_back(SocketAddress{address, original_dst_.port});
+    } else if (denied.empty()) {
+      denied = again.reason;
+    }
+  }
+  if (pending.targets.empty()) {
+    engine::Decision blocked;
+    blocked.reason = absl::StrCat(pending.decision.reason, "; every address ", pending.name,
+                                  " resolved to is blocked (", denied, ")");
+    Block(std::move(blocked), pending.subject, pending.ref);
+    return;
+  }
+  absl::StrAppend(&pending.decision.reason, "; connecting to ",
+                  FormatSocketAddress(pending.targets.front()), " as resolved by the proxy");
+  policy_.reset();
+  ConnectNext();
+  LogPendingOnce();
+}
+
+void Connection::ConnectNext() {
+  Pending& pending = *pending_;
+  while (pending.next_target < pending.targets.size()) {
+    const SocketAddress& target = pending.targets[pending.next_target++];
+    if (upstream_fd_ >= 0) {
+      close(upstream_fd_);
+      upstream_fd_ = -1;
+    }
+    upstream_fd_ = socket(Family(target), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (upstream_fd_ < 0) continue;
+    SetNoDelay(upstream_fd_);
+    sockaddr_storage storage;
+    const socklen_t length = ToSockaddr(target, &storage);
+    if (connect(upstream_fd_, reinterpret_cast<sockaddr*>(&storage), length) != 0 &&
+        errno != EINPROGRESS) {
+      continue;
+    }
+    state_ = State::kConnecting;
+    if (!context_->loop->Add(upstream_fd_, EPOLLOUT | EPOLLET, this, kUpstreamTag).ok()) continue;
+    // To a local or nearby host the handshake has often completed by the time connect()
+    // returns: go on now rather than one loop pass later (connect-to-first-byte).
+    pollfd ready{upstream_fd_, POLLOUT, 0};
+    if (poll(&ready, 1, 0) == 1) OnConnected();
+    return;
+  }
+  // No address could be reached. The decision was an allow (logged); the client gets a reset.
+  Close(/*reset=*/true);
+}
+
+void Connection::OnConnected() {
+  int error = 0;
+  socklen_t length = sizeof(error);
+  if (getsockopt(upstream_fd_, SOL_SOCKET, SO_ERROR, &error, &length) != 0) error = errno;
+  if (error != 0) {
+    context_->loop->Remove(upstream_fd_);
+    ConnectNext();
+    return;
+  }
+  StartSplicing();
+}
+
+void Connection::StartSplicing() {
+  context_->loop->CancelTimer(&timer_);
+  state_ = State::kSplicing;
+  SetNoDelay(client_fd_);
+  if (!context_->loop->Modify(client_fd_, kSpliceEvents, this, kClientTag).ok() ||
+      !context_->loop->Modify(upstream_fd_, kSpliceEvents, this, kUpstreamTag).ok()) {
+    Close(/*reset=*/true);
+  } else if (Pump(to_upstream_, client_fd_, upstream_fd_)) {
+    // The peeked bytes were still queued on the client socket: they went first, untouched.
+    Pump(to_client_, upstream_fd_, client_fd_);
+  }
+  // The connection may have finished above; it is deleted only after this batch of events.
+  LogPendingOnce();  // the answer first, then the log
+  pending_.reset();
+}
+
+bool Connection::AcquirePipe(Direction& direction) {
+  if (!context_->free_pipes.empty()) {
+    std::tie(direction.pipe_read, direction.pipe_write) = context_->free_pipes.back();
+    context_->free_pipes.pop_back();
+    return true;
+  }
+  int fds[2];
+  if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) return false;
+  if (context_->options.pipe_size > 0) fcntl(fds[1], F_SETPIPE_SZ, context_->options.pipe_size);
+  direction.pipe_read = fds[0];
+  direction.pipe_write = fds[1];
+  return true;
+}
+
+void Connection::ReleasePipe(Direction& direction) {
+  if (direction.pipe_read < 0) return;
+  if (direction.in_pipe == 0 && context_->free_pipes.size() < context_->max_free_pipes) {
+    context_->free_pipes.emplace_back(direction.pipe_read, direction.pipe_write);
+  } else {
+    close(direction.pipe_read);
+    close(direction.pipe_write);
+  }
+  direction.pipe_read = direction.pipe_write = -1;
+  direction.in_pipe = 0;
+}
+
+bool Connection::Pump(Direction& direction, int src, int dst) {
+  if (state_ != State::kSplicing) return false;
+  while (true) {
+    if (direction.in_pipe > 0) {
+      const ssize_t n = splice(direction.pipe_read, nullptr, dst, nullptr, direction.in_pipe,
+                               SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (n > 0) {
+        direction.in_pipe -= static_cast<uint32_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) return true;  // dst full: EPOLLOUT resumes
+      Close(/*reset=*/true);                       // EPIPE / ECONNRESET: abort both sides
+      return false;
+    }
+    if (direction.eof) {
+      if (!direction.shut) {
+        // Half-close carried across: the other direction keeps flowing.
+        shutdown(dst, SHUT_WR);
+        direction.shut = true;
+        ReleasePipe(direction);
+        if (to_upstream_.shut && to_client_.shut) {
+          Close(/*reset=*/false);
+          return false;
+        }
+      }
+      return true;
+    }
+    if (direction.pipe_read < 0 && !AcquirePipe(direction)) {
+      Close(/*reset=*/true);
+      return false;
+    }
+    const ssize_t n = splice(src, nullptr, direction.pipe_write, nullptr, context_->pipe_capacity,
+                             SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    if (n > 0) {
+      direction.in_pipe += static_cast<uint32_t>(n);
+      continue;
+    }
+    if (n == 0) {
+      direction.eof = true;
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN) {
+      ReleasePipe(direction);  // idle: hold no pipe
+      return true;
+    }
+    Close(/*reset=*/true);
+    return false;
+  }
+}
+
+void Connection::Block(engine::Decision decision, leash::v1::Subject subject, std::string ref) {
+  decision.verdict = engine::Verdict::kBlock;
+  Close(/*reset=*/true);  // the answer first
+  LogDecision(context_, uid_, decision, std::move(subject), ref, /*critical=*/false);
+}
+
+void Connection::LogPendingOnce() {
+  if (pending_ == nullptr || pending_->logged) return;
+  pending_->logged = true;
+  LogDecision(context_, uid_, pending_->decision, pending_->subject, pending_->ref,
+              /*critical=*/false);
+}
+
+void Connection::Close(bool reset) {
+  if (state_ == State::kClosed) return;
+  if (state_ == State::kResolving && pending_ != nullptr) {
+    context_->resolver->Cancel(pending_->name, this);
+  }
+  state_ = State::kClosed;
+  (prev_ != nullptr ? prev_->next_ : context_->connections) = next_;
+  if (next_ != nullptr) next_->prev_ = prev_;
+  prev_ = next_ = nullptr;
+  context_->loop->CancelTimer(&timer_);
+  if (reset) {
+    ResetAndClose(client_fd_);
+    if (upstream_fd_ >= 0) ResetAndClose(upstream_fd_);
+  } else {
+    close(client_fd_);
+    if (upstream_fd_ >= 0) close(upstream_fd_);
+  }
+  client_fd_ = upstream_fd_ = -1;
+  // A pipe with bytes still in it is closed, not pooled.
+  ReleasePipe(to_upstream_);
+  ReleasePipe(to_client_);
+  context_->loop->DeleteSoon(this);
+}
+
+}  // namespace leash::proxy

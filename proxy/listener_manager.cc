@@ -1,0 +1,349 @@
+#include "proxy/listener_manager.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "proxy/connection.h"
+#include "proxy/peek_limits.h"
+
+namespace leash::proxy {
+namespace {
+
+constexpr unsigned kV4Tag = 0;
+constexpr unsigned kV6Tag = 1;
+constexpr int kBacklog = 4096;
+constexpr int kAcceptsPerWake = 64;
+
+struct BindResult {
+  int fd = -1;
+  SocketAddress address;
+  absl::Status status;
+  bool unavailable = false;  // the address family/address does not exist on this host
+};
+
+BindResult BindListener(const std::string& ip_text, uint16_t port) {
+  BindResult result;
+  std::optional<engine::IpAddress> ip = engine::ParseIpAddress(ip_text);
+  if (!ip) {
+    result.status = absl::InvalidArgumentError(absl::StrCat("bad listen address ", ip_text));
+    return result;
+  }
+  SocketAddress wanted{*ip, port};
+  const int fd = socket(Family(wanted), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    result.unavailable = errno == EAFNOSUPPORT;
+    result.status = absl::ErrnoToStatus(errno, absl::StrCat("socket for ", FormatSocketAddress(wanted)));
+    return result;
+  }
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (Family(wanted) == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+  sockaddr_storage storage;
+  const socklen_t length = ToSockaddr(wanted, &storage);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&storage), length) != 0 || listen(fd, kBacklog) != 0) {
+    const int error = errno;
+    close(fd);
+    result.unavailable = error == EADDRNOTAVAIL && Family(wanted) == AF_INET6;
+    result.status = absl::ErrnoToStatus(
+        error, absl::StrCat("cannot listen on ", FormatSocketAddress(wanted),
+                            error == EADDRINUSE
+                                ? " (another process holds the port; `ss -ltnp` shows which)"
+                                : ""));
+    return result;
+  }
+  absl::StatusOr<SocketAddress> bound = LocalAddressOf(fd);
+  if (!bound.ok()) {
+    close(fd);
+    result.status = bound.status();
+    return result;
+  }
+  result.address = *bound;
+  result.fd = fd;
+  return result;
+}
+
+}  // namespace
+
+struct ListenerManager::Listener final : public EventLoop::Handler, public EventLoop::Deletable {
+  struct Socket {
+    int fd = -1;
+    SocketAddress address;
+  };
+  ListenerManager* manager = nullptr;
+  uint32_t uid = 0;
+  uint16_t port = 0;
+  Socket sockets[2];  // [kV4Tag], [kV6Tag]
+  bool v6_unavailable = false;
+  // The map in force and this UID's entry in it (null: not in the map).
+  sidecar::SubjectMapPtr map;
+  const sidecar::SubjectEntry* entry = nullptr;
+  // Non-empty: the listener could not be put fully in force; every connection is refused.
+  std::string failure;
+
+  void OnEvents(uint32_t /*events*/, unsigned tag) override { manager->Accept(this, tag); }
+};
+
+ListenerManager::ListenerManager(EventLoop* loop, const OriginalDstReader* original_dst,
+                                 Resolver* resolver, engine::DecisionSink* sink,
+                                 ProxyOptions options) {
+  // splice(2) has no MSG_NOSIGNAL: a peer that vanished mid-splice must be an EPIPE to handle,
+  // not a SIGPIPE that ends the process. Process-wide, so set once here for every user.
+  signal(SIGPIPE, SIG_IGN);
+  context_.loop = loop;
+  context_.original_dst = original_dst;
+  context_.resolver = resolver;
+  context_.sink = sink;
+  context_.options = std::move(options);
+  context_.scratch = std::make_unique<char[]>(kMaxPeekBytes);
+  context_.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int fds[2];
+  if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) == 0) {
+    if (context_.options.pipe_size > 0) fcntl(fds[1], F_SETPIPE_SZ, context_.options.pipe_size);
+    const int capacity = fcntl(fds[1], F_GETPIPE_SZ);
+    if (capacity > 0) context_.pipe_capacity = static_cast<size_t>(capacity);
+    context_.free_pipes.emplace_back(fds[0], fds[1]);
+  }
+}
+
+ListenerManager::~ListenerManager() {
+  for (auto& [read_fd, write_fd] : context_.free_pipes) {
+    close(read_fd);
+    close(write_fd);
+  }
+  if (context_.reserve_fd >= 0) close(context_.reserve_fd);
+}
+
+leash::v1::PolicyAck ListenerManager::Apply(sidecar::SubjectMapPtr map, uint64_t version) {
+  leash::v1::PolicyAck ack;
+  context_.loop->RunSync([&] { ApplyOnLoop(map, version, &ack); });
+  return ack;
+}
+
+void ListenerManager::ApplyOnLoop(const sidecar::SubjectMapPtr& map, uint64_t version,
+                                  leash::v1::PolicyAck* ack) {
+  ack->set_version(version);
+  std::vector<std::pair<uint32_t, std::string>> failures;
+  for (const auto& [uid, entry] : *map) {
+    std::unique_ptr<Listener>& slot = listeners_[uid];
+    if (slot == nullptr) {
+      slot = std::make_unique<Listener>();
+      slot->manager = this;
+      slot->uid = uid;
+      slot->port = entry.port;
+    }
+    Listener& listener = *slot;
+    if (listener.port != entry.port) {
+      // A port is an account's for its life; a new one means ports.json changed under us.
+      // Move: the new port's listener, the old one closed (its connections carry on).
+      CloseListener(&listener);
+      listener.port = entry.port;
+    }
+    listener.map = map;
+    listener.entry = &entry;
+    std::vector<std::string> errors;
+    if (entry.port == 0 && !context_.options.allow_port_zero) {
+      errors.push_back("port 0 is not a proxy port (ports.json gave this account none)");
+    } else {
+      const std::string* addresses[2] = {&context_.options.ipv4_address,
+                                         &context_.options.ipv6_address};
+      for (unsigned tag : {kV4Tag, kV6Tag}) {
+        Listener::Socket& socket = listener.sockets[tag];
+        if (socket.fd >= 0 || (tag == kV6Tag && listener.v6_unavailable)) continue;
+        BindResult bound = BindListener(*addresses[tag], listener.port);
+        if (bound.unavailable) {
+          // No IPv6 on this host: no ::1 to bind, and no IPv6 traffic to redirect either.
+          listener.v6_unavailable = true;
+          if (!ipv6_unavailable_reported_) {
+            ipv6_unavailable_reported_ = true;
+            std::cerr << "leash-proxy: IPv6 is not available here (" << bound.status.message()
+                      << "); listeners are IPv4 only\n";
+          }
+          continue;
+        }
+        if (!bound.status.ok()) {
+          errors.push_back(std::string(bound.status.message()));
+          continue;
+        }
+        if (absl::Status added = context_.loop->Add(bound.fd, EPOLLIN, &listener, tag);
+            !added.ok()) {
+          close(bound.fd);
+          errors.push_back(std::string(added.message()));
+          continue;
+        }
+        socket.fd = bound.fd;
+        socket.address = bound.address;
+      }
+    }
+    listener.failure = absl::StrJoin(errors, "; ");
+    if (!errors.empty()) failures.emplace_back(uid, listener.failure);
+  }
+  for (auto& [uid, listener] : listeners_) {
+    if (map->find(uid) == map->end()) {
+      // leashd never drops a subject (it sends no_policy), but a map without it still means
+      // it has no policy here: refuse, never fall back to anything.
+      listener->map = map;
+      listener->entry = nullptr;
+    }
+  }
+  listener_addresses_.clear();
+  for (auto& [uid, listener] : listeners_) {
+    for (const Listener::Socket& socket : listener->sockets) {
+      if (socket.fd >= 0) listener_addresses_[socket.address] = uid;
+    }
+  }
+  std::sort(failures.begin(), failures.end());
+  std::vector<std::string> messages;
+  for (const auto& [uid, message] : failures) {
+    ack->add_failed_uids(uid);
+    const sidecar::SubjectEntry& entry = map->at(uid);
+    messages.push_back(absl::StrCat("uid ", uid, entry.account.empty() ? "" : " (" + entry.account + ")",
+                                    ": ", message));
+  }
+  ack->set_error(absl::StrJoin(messages, "; "));
+}
+
+void ListenerManager::CloseListener(Listener* listener) {
+  for (Listener::Socket& socket : listener->sockets) {
+    if (socket.fd < 0) continue;
+    context_.loop->Remove(socket.fd);
+    close(socket.fd);
+    listener_addresses_.erase(socket.address);
+    socket.fd = -1;
+  }
+}
+
+void ListenerManager::Shutdown() {
+  context_.loop->RunSync([this] {
+    for (auto& [uid, listener] : listeners_) {
+      CloseListener(listener.get());
+      // An event already fetched for it may still be delivered in this batch.
+      context_.loop->DeleteSoon(listener.release());
+    }
+    listeners_.clear();
+    listener_addresses_.clear();
+    Connection::CloseAll(&context_);
+  });
+}
+
+std::vector<SocketAddress> ListenerManager::ListenerAddresses(uint32_t uid) {
+  std::vector<SocketAddress> out;
+  context_.loop->RunSync([&] {
+    auto it = listeners_.find(uid);
+    if (it == listeners_.end()) return;
+    for (const Listener::Socket& socket : it->second->sockets) {
+      if (socket.fd >= 0) out.push_back(socket.address);
+    }
+  });
+  return out;
+}
+
+void ListenerManager::Accept(Listener* listener, unsigned tag) {
+  const int listen_fd = listener->sockets[tag].fd;
+  for (int i = 0; i < kAcceptsPerWake; ++i) {
+    const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+      context_.counters.accepted.fetch_add(1, std::memory_order_relaxed);
+      Handle(listener, tag, fd);
+      continue;
+    }
+    if (errno == EINTR || errno == ECONNABORTED) continue;
+    if ((errno == EMFILE || errno == ENFILE) && context_.reserve_fd >= 0) {
+      // Out of descriptors: free the spare, take the connection off the queue, reset it and
+      // say so — otherwise it would sit in the backlog and wake the loop forever.
+      close(context_.reserve_fd);
+      const int dropped = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (dropped >= 0) {
+        RefuseCritical(dropped, listener->uid,
+                       "the proxy is out of file descriptors; raise its RLIMIT_NOFILE", nullptr);
+      }
+      context_.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+      continue;
+    }
+    return;  // EAGAIN, or an error the next wake will see again
+  }
+}
+
+void ListenerManager::Handle(Listener* listener, unsigned tag, int fd) {
+  const uint32_t uid = listener->uid;
+  absl::StatusOr<SocketAddress> original = context_.original_dst->Read(fd);
+  if (!original.ok()) {
+    RefuseCritical(fd, uid,
+                   absl::StrCat("original destination unreadable (", original.status().message(),
+                                "): the connection cannot be shown to have been redirected; "
+                                "refused without consulting a policy"),
+                   nullptr);
+    return;
+  }
+  const std::string destination = FormatSocketAddress(*original);
+  if (*original == listener->sockets[tag].address) {
+    RefuseCritical(fd, uid,
+                   absl::StrCat("connection was not redirected: its destination ", destination,
+                                " is this listener's own address (a direct connection to the "
+                                "proxy); refused without consulting a policy"),
+                   &*original);
+    return;
+  }
+  if (auto other = listener_addresses_.find(*original); other != listener_addresses_.end()) {
+    RefuseCritical(fd, uid,
+                   absl::StrCat("destination ", destination, " is the proxy listener of uid ",
+                                other->second,
+                                ": one subject aiming at another's listener; refused without "
+                                "consulting a policy"),
+                   &*original);
+    return;
+  }
+  if (context_.counters.active.load(std::memory_order_relaxed) >=
+      context_.options.max_connections) {
+    RefuseCritical(fd, uid,
+                   absl::StrCat("the proxy already holds its maximum of ",
+                                context_.options.max_connections, " connections"),
+                   &*original);
+    return;
+  }
+  if (!listener->failure.empty()) {
+    RefuseCritical(fd, uid,
+                   absl::StrCat("uid ", uid, "'s listener is not fully in force (",
+                                listener->failure, "); every connection is refused"),
+                   &*original);
+    return;
+  }
+  if (listener->entry == nullptr || listener->entry->policy == nullptr) {
+    const std::string why = listener->entry == nullptr
+                                ? "not in the policy map"
+                                : (listener->entry->no_policy_reason.empty()
+                                       ? "no resolved policy"
+                                       : listener->entry->no_policy_reason);
+    RefuseCritical(fd, uid,
+                   absl::StrCat("uid ", uid, " has no policy (", why,
+                                "): every connection on its listener is refused"),
+                   &*original);
+    return;
+  }
+  Connection::Start(&context_, fd, uid, listener->entry->policy, *original);
+}
+
+void ListenerManager::RefuseCritical(int fd, uint32_t uid, const std::string& reason,
+                                     const SocketAddress* original_dst) {
+  ResetAndClose(fd);  // the answer first
+  engine::Decision decision;
+  decision.verdict = engine::Verdict::kBlock;
+  decision.reason = absl::StrCat("network: ", reason);
+  leash::v1::Subject subject;
+  if (original_dst != nullptr) {
+    subject.set_ip(engine::FormatIpAddress(original_dst->ip));
+    subject.set_port(original_dst->port);
+  }
+  LogDecision(&context_, uid, decision, std::move(subject), NewRef(&context_), /*critical=*/true);
+}
+
+}  // namespace leash::proxy

@@ -1,0 +1,75 @@
+// The proxy's listeners, one per subject UID, kept in step with the UID -> policy map leashd
+// sends over PolicyStream. The spec: "The proxy opens a listener per leashed UID, on that UID's
+// own proxy port, and each listener carries only that subject's resolved policy. So the port a
+// connection arrives on is what identifies the subject."
+//
+// Apply() is the PolicySubscriber's ApplyFn: it opens a listener (127.0.0.1 and ::1) for each
+// new UID, leaves existing listeners and their connections untouched, swaps each listener's
+// policy, and acks with the UIDs whose listener would not bind. A UID with a listener but no
+// policy — sent as no_policy, or gone from the map — keeps its listener and refuses every
+// connection, logged under its own UID.
+//
+// Before any policy is consulted, a connection is refused (critical, no policy) when its
+// original destination cannot be read, is the accepting listener's own address (a direct
+// connection), or is the address of any listener of this proxy (one agent aiming at another's
+// port: the kernel redirected it to its own listener, where it is refused and logged under the
+// attempting UID).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "controlplane/sidecar_api/policy_subscriber.h"
+#include "engine/decision_record.h"
+#include "leash/v1/policy_stream.pb.h"
+#include "proxy/event_loop.h"
+#include "proxy/original_dst.h"
+#include "proxy/proxy_context.h"
+#include "proxy/resolver.h"
+#include "proxy/socket_address.h"
+
+namespace leash::proxy {
+
+class ListenerManager {
+ public:
+  // Every pointer must outlive the manager; `sink` may be null (nothing logged).
+  ListenerManager(EventLoop* loop, const OriginalDstReader* original_dst, Resolver* resolver,
+                  engine::DecisionSink* sink, ProxyOptions options);
+  // Shutdown() must have run.
+  ~ListenerManager();
+
+  // Puts `map` in force and returns the ack for `version`: failed_uids and error name each UID
+  // whose listener would not bind (that UID is refused until a later map binds it). Runs on
+  // the event loop (it must be running); returns once the map is in force. Thread-safe.
+  leash::v1::PolicyAck Apply(sidecar::SubjectMapPtr map, uint64_t version);
+
+  // Closes every listener and connection. Thread-safe; the loop must be running.
+  void Shutdown();
+
+  // The addresses `uid`'s listener is bound to (empty if none). Thread-safe.
+  std::vector<SocketAddress> ListenerAddresses(uint32_t uid);
+
+  const ProxyCounters& counters() const { return context_.counters; }
+
+ private:
+  struct Listener;
+  void ApplyOnLoop(const sidecar::SubjectMapPtr& map, uint64_t version,
+                   leash::v1::PolicyAck* ack);
+  void Accept(Listener* listener, unsigned tag);
+  void Handle(Listener* listener, unsigned tag, int fd);
+  void RefuseCritical(int fd, uint32_t uid, const std::string& reason,
+                      const SocketAddress* original_dst);
+  void CloseListener(Listener* listener);
+
+  ProxyContext context_;
+  // Loop thread only.
+  absl::flat_hash_map<uint32_t, std::unique_ptr<Listener>> listeners_;
+  // Every address a listener of this proxy is bound to, and whose it is.
+  absl::flat_hash_map<SocketAddress, uint32_t> listener_addresses_;
+  bool ipv6_unavailable_reported_ = false;
+};
+
+}  // namespace leash::proxy

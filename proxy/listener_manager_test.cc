@@ -1,0 +1,563 @@
+// The listener manager and the whole decision path, for real on loopback sockets, with only the
+// kernel's original-destination lookup faked (the redirect itself is tested in test/proxy/ in a
+// network namespace). Upstreams are real TCP servers on 127.0.0.x that greet with their own
+// address, so a test sees exactly where a connection went.
+#include "proxy/listener_manager.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+#include "proxy/testing/client_hello_builder.h"
+#include "proxy/testing/fake_original_dst.h"
+#include "proxy/testing/loop_thread.h"
+#include "proxy/testing/recording_sink.h"
+#include "proxy/testing/upstream_server.h"
+
+namespace leash::proxy {
+namespace {
+
+using sidecar::SubjectEntry;
+using sidecar::SubjectMap;
+using sidecar::SubjectMapPtr;
+
+constexpr uint32_t kUidA = 61001;
+constexpr uint32_t kUidB = 61002;
+
+engine::IpAddress Ip(const std::string& text) { return *engine::ParseIpAddress(text); }
+SocketAddress Addr(const std::string& ip, uint16_t port) { return SocketAddress{Ip(ip), port}; }
+
+SocketAddress LocalAddress(int fd) { return LocalAddressOf(fd).value(); }
+
+using Upstream = testing::UpstreamServer;
+
+// What reading a client socket came to.
+struct Reply {
+  std::string line;     // up to and without '\n'
+  bool reset = false;   // ECONNRESET
+  bool eof = false;     // orderly close before a full line
+};
+
+Reply ReadLine(int fd) {
+  Reply reply;
+  char c;
+  while (true) {
+    const ssize_t n = recv(fd, &c, 1, 0);
+    if (n == 1) {
+      if (c == '\n') return reply;
+      reply.line.push_back(c);
+      continue;
+    }
+    if (n == 0) {
+      reply.eof = true;
+      return reply;
+    }
+    if (errno == EINTR) continue;
+    reply.reset = errno == ECONNRESET;
+    if (!reply.reset) reply.line = absl::StrCat("recv error: ", strerror(errno));
+    return reply;
+  }
+}
+
+std::string Http(const std::string& host) {
+  return absl::StrCat("GET / HTTP/1.1\r\nHost: ", host, "\r\n\r\n");
+}
+
+std::string Tls(const std::string& sni, bool ech = false) {
+  testing::ClientHelloSpec spec;
+  spec.sni = sni;
+  spec.ech = ech;
+  return testing::BuildClientHello(spec);
+}
+
+class ListenerManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ResolverOptions resolver_options;
+    resolver_options.threads = 2;
+    resolver_options.lookup = [this](const std::string& name) { return Lookup(name); };
+    resolver_ = std::make_unique<ThreadPoolResolver>(thread_.loop(), resolver_options);
+    ProxyOptions options;
+    options.allow_port_zero = true;
+    options.peek_timeout = absl::Milliseconds(200);
+    options.connect_timeout = absl::Seconds(3);
+    manager_ = std::make_unique<ListenerManager>(thread_.loop(), &fake_, resolver_.get(), &sink_,
+                                                 options);
+  }
+  void TearDown() override {
+    if (!release_slow_.HasBeenNotified()) release_slow_.Notify();
+    manager_->Shutdown();
+    manager_.reset();
+    resolver_.reset();
+  }
+
+  ResolveResult Lookup(const std::string& name) {
+    {
+      absl::MutexLock lock(&mu_);
+      looked_up_.push_back(name);
+    }
+    if (name == "slow.test") release_slow_.WaitForNotification();
+    ResolveResult result;
+    absl::MutexLock lock(&mu_);
+    auto it = dns_.find(name);
+    if (it == dns_.end()) {
+      result.status = absl::NotFoundError(absl::StrCat("no address for ", name));
+    } else {
+      result.addresses = it->second;
+    }
+    return result;
+  }
+  void SetDns(const std::string& name, std::vector<std::string> ips) {
+    absl::MutexLock lock(&mu_);
+    for (const std::string& ip : ips) dns_[name].push_back(Ip(ip));
+  }
+  std::vector<std::string> looked_up() {
+    absl::MutexLock lock(&mu_);
+    return looked_up_;
+  }
+
+  static SubjectEntry Subject(uint32_t uid, const std::string& config_text, uint16_t port = 0) {
+    SubjectEntry entry;
+    entry.uid = uid;
+    entry.account = absl::StrCat("lpx-", uid);
+    entry.port = port;
+    leash::v1::Config config;
+    EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(config_text, &config)) << config_text;
+    entry.policy = std::make_shared<const engine::CompiledPolicy>(engine::CompiledPolicy::Compile(config));
+    return entry;
+  }
+  static SubjectEntry NoPolicy(uint32_t uid, const std::string& reason) {
+    SubjectEntry entry;
+    entry.uid = uid;
+    entry.no_policy_reason = reason;
+    return entry;
+  }
+  static SubjectMapPtr Map(const std::vector<SubjectEntry>& entries) {
+    auto map = std::make_shared<SubjectMap>();
+    for (const SubjectEntry& entry : entries) (*map)[entry.uid] = entry;
+    return map;
+  }
+
+  leash::v1::PolicyAck Apply(const std::vector<SubjectEntry>& entries, uint64_t version = 1) {
+    return manager_->Apply(Map(entries), version);
+  }
+
+  SocketAddress Listener(uint32_t uid, engine::IpAddress::Family family = engine::IpAddress::Family::kV4) {
+    for (const SocketAddress& a : manager_->ListenerAddresses(uid)) {
+      if (a.ip.family == family) return a;
+    }
+    ADD_FAILURE() << "no listener for uid " << uid;
+    return SocketAddress{};
+  }
+
+  // Connects to `listener` as a client whose original destination reads as `original`
+  // (nullopt: not redirected, the fake reports the listener's own address).
+  int Connect(const SocketAddress& listener, std::optional<SocketAddress> original) {
+    const int fd = socket(Family(listener), SOCK_STREAM | SOCK_CLOEXEC, 0);
+    SocketAddress local{listener.ip, 0};
+    sockaddr_storage storage;
+    socklen_t length = ToSockaddr(local, &storage);
+    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&storage), length), 0);
+    if (original) fake_.Set(LocalAddress(fd), *original);
+    length = ToSockaddr(listener, &storage);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&storage), length), 0) << strerror(errno);
+    timeval timeout{5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    return fd;
+  }
+  static void Send(int fd, const std::string& bytes) {
+    ASSERT_EQ(send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+  }
+
+  // Sends `first` and reads a line. A refusal may reset the connection before the client sends
+  // anything (refusals that consult no policy happen at accept); then the send reports it.
+  static Reply SendAndRead(int fd, const std::string& first) {
+    if (!first.empty() && send(fd, first.data(), first.size(), MSG_NOSIGNAL) < 0) {
+      Reply reply;
+      reply.reset = errno == ECONNRESET;
+      if (!reply.reset) reply.line = absl::StrCat("send error: ", strerror(errno));
+      return reply;
+    }
+    return ReadLine(fd);
+  }
+
+  // Sends `first` on a connection with original destination `original` and returns what came back.
+  Reply Exchange(uint32_t uid, const SocketAddress& original, const std::string& first) {
+    const int fd = Connect(Listener(uid), original);
+    Reply reply = SendAndRead(fd, first);
+    close(fd);
+    return reply;
+  }
+
+  leash::v1::DecisionRecord NthRecord(size_t n) {
+    std::vector<leash::v1::DecisionRecord> records = sink_.WaitForCount(n + 1, absl::Seconds(5));
+    if (records.size() <= n) {
+      ADD_FAILURE() << "only " << records.size() << " decision records";
+      return {};
+    }
+    return records[n];
+  }
+
+  testing::LoopThread thread_;
+  testing::FakeOriginalDst fake_;
+  testing::RecordingSink sink_;
+  std::unique_ptr<ThreadPoolResolver> resolver_;
+  std::unique_ptr<ListenerManager> manager_;
+  absl::Notification release_slow_;
+  absl::Mutex mu_;
+  std::map<std::string, std::vector<engine::IpAddress>> dns_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> looked_up_ ABSL_GUARDED_BY(mu_);
+};
+
+constexpr char kAllowAllowedTest[] =
+    R"pb(network { mode: MODE_WHITELIST allow { entries: "allowed.test" } })pb";
+
+TEST_F(ListenerManagerTest, ApplyOpensAListenerPerUidAndAcksTheVersion) {
+  const leash::v1::PolicyAck ack =
+      Apply({Subject(kUidA, kAllowAllowedTest), Subject(kUidB, kAllowAllowedTest)}, 7);
+  EXPECT_EQ(ack.version(), 7u);
+  EXPECT_EQ(ack.failed_uids_size(), 0);
+  EXPECT_EQ(ack.error(), "");
+  EXPECT_EQ(Listener(kUidA).ip, Ip("127.0.0.1"));
+  EXPECT_EQ(Listener(kUidA, engine::IpAddress::Family::kV6).ip, Ip("::1"));
+  EXPECT_NE(Listener(kUidA).port, Listener(kUidB).port);
+}
+
+TEST_F(ListenerManagerTest, AListenerThatWillNotBindIsNamedInTheAck) {
+  Upstream squatter(Addr("127.0.0.1", 0));
+  ASSERT_TRUE(squatter.ok());
+  const leash::v1::PolicyAck ack =
+      Apply({Subject(kUidA, kAllowAllowedTest, squatter.address().port), Subject(kUidB, kAllowAllowedTest)}, 3);
+  ASSERT_EQ(ack.failed_uids_size(), 1);
+  EXPECT_EQ(ack.failed_uids(0), kUidA);
+  EXPECT_TRUE(absl::StrContains(ack.error(), absl::StrCat("uid ", kUidA, " (lpx-", kUidA, ")")))
+      << ack.error();
+  EXPECT_TRUE(absl::StrContains(ack.error(), absl::StrCat("cannot listen on 127.0.0.1:",
+                                                          squatter.address().port)))
+      << ack.error();
+  EXPECT_TRUE(absl::StrContains(ack.error(), "in use")) << ack.error();
+  // The half that did bind (::1) refuses: a failed UID is denied.
+  const SocketAddress v6 = Listener(kUidA, engine::IpAddress::Family::kV6);
+  Upstream upstream(Addr("::1", 0));
+  const int fd = Connect(v6, upstream.address());
+  EXPECT_TRUE(SendAndRead(fd, Http("allowed.test")).reset);
+  close(fd);
+  const leash::v1::DecisionRecord record = NthRecord(0);
+  EXPECT_EQ(record.severity(), "critical");
+  EXPECT_TRUE(absl::StrContains(record.reason(), "not fully in force")) << record.reason();
+}
+
+TEST_F(ListenerManagerTest, HttpHostAllowedReachesOnlyTheAddressTheProxyResolved) {
+  Upstream resolved(Addr("127.0.0.2", 0));
+  Upstream foreign(Addr("127.0.0.3", resolved.address().port));
+  ASSERT_TRUE(resolved.ok() && foreign.ok());
+  SetDns("allowed.test", {"127.0.0.2"});
+  Apply({Subject(kUidA, kAllowAllowedTest)});
+  // The agent aims at 127.0.0.3 while naming an allowed host: it reaches 127.0.0.2.
+  const Reply reply = Exchange(kUidA, foreign.address(), Http("allowed.test"));
+  EXPECT_EQ(reply.line, absl::StrCat("SERVER ", FormatSocketAddress(resolved.address())));
+  EXPECT_EQ(foreign.accepted(), 0);
+  const leash::v1::DecisionRecord record = NthRecord(0);
+  EXPECT_EQ(record.action(), "allow");
+  EXPECT_EQ(record.uid(), kUidA);
+  EXPECT_EQ(record.surface(), "network");
+  EXPECT_EQ(record.subject().domain(), "allowed.test");
+  EXPECT_EQ(record.subject().ip(), "127.0.0.3");
+  EXPECT_EQ(record.subject().port(), resolved.address().port);
+  EXPECT_EQ(record.ref().size(), 8u);
+  EXPECT_TRUE(absl::StrContains(record.reason(), "resolved by the proxy")) << record.reason();
+  EXPECT_TRUE(absl::StrContains(record.reason(), "HTTP Host header")) << record.reason();
+}
+
+TEST_F(ListenerManagerTest, TlsSniAllowedAndBlocked) {
+  Upstream resolved(Addr("127.0.0.2", 0));
+  SetDns("allowed.test", {"127.0.0.2"});
+  Apply({Subject(kUidA, kAllowAllowedTest)});
+  EXPECT_EQ(Exchange(kUidA, resolved.address(), Tls("allowed.test")).line,
+            absl::StrCat("SERVER ", FormatSocketAddress(resolved.address())));
+  const Reply blocked = Exchange(kUidA, resolved.address(), Tls("evil.test"));
+  EXPECT_TRUE(blocked.reset) << blocked.line;
+  const leash::v1::DecisionRecord record = NthRecord(1);
+  EXPECT_EQ(record.action(), "block");
+  EXPECT_EQ(record.severity(), "");
+  EXPECT_EQ(record.subject().domain(), "evil.test");
+  EXPECT_TRUE(absl::StrContains(record.reason(), "not in allow list")) << record.reason();
+  EXPECT_TRUE(absl::StrContains(record.reason(), "TLS SNI")) << record.reason();
+  EXPECT_EQ(resolved.accepted(), 1);
+}
+
+TEST_F(ListenerManagerTest, SniCaseAndTrailingDotAreNormalizedBeforeDecidingAndResolving) {
+  Upstream resolved(Addr("127.0.0.2", 0));
+  SetDns("allowed.test", {"127.0.0.2"});
+  Apply({Subject(kUidA, kAllowAllowedTest)});
+  EXPECT_EQ(Exchange(kUidA, resolved.address(), Tls("ALLOWED.Test.")).line,
+            absl::StrCat("SERVER ", FormatSocketAddress(resolved.address())));
+  EXPECT_EQ(looked_up(), std::vector<std::string>{"allowed.test"});
+  EXPECT_EQ(NthRecord(0).subject().domain(), "allowed.test");
+}
+
+TEST_F(ListenerManagerTest, IpLiteralSniIsDecidedOnTheDestinationAddress) {
+  Upstream target(Addr("127.0.0.4", 0));
+  Apply({Subject(kUidA, kAllowAllowedTest),
+         Subject(kUidB, R"pb(network { mode: MODE_WHITELIST allow { entries: "127.0.0.4" } })pb")});
+  // Naming an address in the SNI unlocks nothing a name entry allows.
+  EXPECT_TRUE(Exchange(kUidA, target.address(), Tls("127.0.0.4")).reset);
+  // An address entry allows it, and the connection goes to the original destination.
+  EXPECT_EQ(Exchange(kUidB, target.address(), Tls("127.0.0.4")).line,
+            absl::StrCat("SERVER ", FormatSocketAddress(target.address())));
+  EXPECT_TRUE(looked_up().empty());
+}
+
+TEST_F(ListenerManagerTest, NoSniAndEchOnlyAreDecidedOnTheAddress) {
+  Upstream target(Addr("127.0.0.4", 0));
+  Apply({Subject(kUidA, R"pb(network {
+                               mode: MODE_WHITELIST
+                               allow { entries: "allowed.test" entries: "127.0.0.4" }
+                             })pb")});
+  EXPECT_EQ(Exchange(kUidA, target.address(), Tls("")).line,
+            absl::StrCat("SERVER ", FormatSocketAddress(target.address())));
+  EXPECT_TRUE(absl::StrContains(NthRecord(0).reason(), "without SNI")) << NthRecord(0).reason();
+  // An ECH hello's outer SNI is not trusted as the name, even an allowed one.
+  Upstream elsewhere(Addr("127.0.0.5", 0));
+  EXPECT_TRUE(Exchange(kUidA, elsewhere.address(), Tls("allowed.test", /*ech=*/true)).reset);
+  EXPECT_TRUE(absl::StrContains(NthRecord(1).reason(), "ECH")) << NthRecord(1).reason();
+}
+
+TEST_F(ListenerManagerTest, AClientThatSendsNothingIsDecidedOnTheAddressAfterTheTimeout) {
+  Upstream banner(Addr("127.0.0.4", 0));  // speaks first
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_WHITELIST allow { entries: "127.0.0.4" } })pb")});
+  EXPECT_EQ(Exchange(kUidA, banner.address(), "").line,
+            absl::StrCat("SERVER ", FormatSocketAddress(banner.address())));
+  const leash::v1::DecisionRecord record = NthRecord(0);
+  EXPECT_EQ(record.action(), "allow");
+  EXPECT_TRUE(absl::StrContains(record.reason(), "nothing sent within 200ms")) << record.reason();
+}
+
+TEST_F(ListenerManagerTest, UnreadableHelloFollowsTheSubjectsFailMode) {
+  Upstream target(Addr("127.0.0.4", 0));
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb"),
+         Subject(kUidB, R"pb(fail_mode: "open" network { mode: MODE_WHITELIST })pb")});
+  const std::string broken = Tls("a.example").substr(0, 40);
+  // Closed (the default): a connection whose name cannot be read is refused, even in blacklist.
+  {
+    const int fd = Connect(Listener(kUidA), target.address());
+    Send(fd, broken);
+    shutdown(fd, SHUT_WR);  // no more bytes: the hello is final and incomplete
+    EXPECT_TRUE(ReadLine(fd).reset);
+    close(fd);
+  }
+  EXPECT_TRUE(absl::StrContains(NthRecord(0).reason(), "unreadable")) << NthRecord(0).reason();
+  EXPECT_EQ(NthRecord(0).action(), "block");
+  // Open: allowed to the original destination.
+  {
+    const int fd = Connect(Listener(kUidB), target.address());
+    Send(fd, broken);
+    shutdown(fd, SHUT_WR);
+    EXPECT_EQ(ReadLine(fd).line, absl::StrCat("SERVER ", FormatSocketAddress(target.address())));
+    close(fd);
+  }
+  EXPECT_EQ(NthRecord(1).action(), "allow");
+}
+
+TEST_F(ListenerManagerTest, ADirectConnectionIsRefusedAsCriticalWithoutPolicy) {
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  const SocketAddress listener = Listener(kUidA);
+  const int fd = Connect(listener, std::nullopt);  // not redirected
+  EXPECT_TRUE(SendAndRead(fd, Http("anything.test")).reset);
+  close(fd);
+  const leash::v1::DecisionRecord record = NthRecord(0);
+  EXPECT_EQ(record.uid(), kUidA);
+  EXPECT_EQ(record.action(), "block");
+  EXPECT_EQ(record.severity(), "critical");
+  EXPECT_EQ(record.subject().ip(), "127.0.0.1");
+  EXPECT_EQ(record.subject().port(), listener.port);
+  EXPECT_TRUE(absl::StrContains(record.reason(), "this listener's own address")) << record.reason();
+  EXPECT_TRUE(absl::StrContains(record.reason(), "without consulting a policy")) << record.reason();
+}
+
+TEST_F(ListenerManagerTest, AimingAtAnotherSubjectsListenerIsRefusedUnderTheAttemptingUid) {
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb"),
+         Subject(kUidB, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  // A's traffic to B's port was redirected to A's own listener.
+  EXPECT_TRUE(Exchange(kUidA, Listener(kUidB), Http("x.test")).reset);
+  const leash::v1::DecisionRecord record = NthRecord(0);
+  EXPECT_EQ(record.uid(), kUidA);
+  EXPECT_EQ(record.severity(), "critical");
+  EXPECT_TRUE(absl::StrContains(record.reason(), absl::StrCat("proxy listener of uid ", kUidB)))
+      << record.reason();
+}
+
+TEST_F(ListenerManagerTest, AnUnreadableOriginalDestinationIsRefused) {
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage storage;
+  socklen_t length = ToSockaddr(Addr("127.0.0.1", 0), &storage);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&storage), length), 0);
+  fake_.SetError(LocalAddress(fd), absl::NotFoundError("getsockopt SO_ORIGINAL_DST: No such file"));
+  length = ToSockaddr(Listener(kUidA), &storage);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&storage), length), 0);
+  EXPECT_TRUE(SendAndRead(fd, Http("x.test")).reset);
+  close(fd);
+  const leash::v1::DecisionRecord record = NthRecord(0);
+  EXPECT_EQ(record.severity(), "critical");
+  EXPECT_EQ(record.uid(), kUidA);
+  EXPECT_TRUE(absl::StrContains(record.reason(), "original destination unreadable")) << record.reason();
+  EXPECT_EQ(record.subject().ip(), "");
+}
+
+TEST_F(ListenerManagerTest, ASubjectWithNoPolicyGetsNothingThrough) {
+  Upstream target(Addr("127.0.0.4", 0));
+  Apply({NoPolicy(kUidA, "profile web-research is missing")});
+  EXPECT_TRUE(Exchange(kUidA, target.address(), Http("x.test")).reset);
+  const leash::v1::DecisionRecord record = NthRecord(0);
+  EXPECT_EQ(record.uid(), kUidA);
+  EXPECT_EQ(record.severity(), "critical");
+  EXPECT_TRUE(absl::StrContains(record.reason(), "profile web-research is missing")) << record.reason();
+  EXPECT_EQ(target.accepted(), 0);
+}
+
+TEST_F(ListenerManagerTest, AUidGoneFromTheMapKeepsItsListenerAndRefuses) {
+  Upstream target(Addr("127.0.0.4", 0));
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")}, 1);
+  const SocketAddress before = Listener(kUidA);
+  Apply({Subject(kUidB, R"pb(network { mode: MODE_BLACKLIST })pb")}, 2);
+  EXPECT_EQ(Listener(kUidA), before);
+  EXPECT_TRUE(Exchange(kUidA, target.address(), Http("x.test")).reset);
+  EXPECT_TRUE(absl::StrContains(NthRecord(0).reason(), "not in the policy map")) << NthRecord(0).reason();
+}
+
+TEST_F(ListenerManagerTest, ANewMapLeavesListenersAndOpenConnectionsUntouched) {
+  Upstream target(Addr("127.0.0.4", 0));
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_WHITELIST allow { entries: "127.0.0.4" } })pb")}, 1);
+  const SocketAddress before = Listener(kUidA);
+  const int open_fd = Connect(before, target.address());
+  Send(open_fd, Http("x.test"));
+  ASSERT_EQ(ReadLine(open_fd).line, absl::StrCat("SERVER ", FormatSocketAddress(target.address())));
+  // The policy changes to deny that address, and another subject arrives.
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_WHITELIST allow { entries: "127.0.0.9" } })pb"),
+         Subject(kUidB, kAllowAllowedTest)},
+        2);
+  EXPECT_EQ(Listener(kUidA), before);
+  // The open connection still flows (its request came back echoed).
+  EXPECT_EQ(ReadLine(open_fd).line, "GET / HTTP/1.1\r");
+  Send(open_fd, "ping\n");
+  std::string rest;
+  for (int i = 0; i < 3; ++i) rest = ReadLine(open_fd).line;  // Host, blank, ping
+  EXPECT_EQ(rest, "ping");
+  close(open_fd);
+  // A new connection is judged by the new policy.
+  EXPECT_TRUE(Exchange(kUidA, target.address(), Http("x.test")).reset);
+}
+
+TEST_F(ListenerManagerTest, ASlowNameStallsOnlyItsOwnConnection) {
+  Upstream slow_target(Addr("127.0.0.2", 0));
+  Upstream fast_target(Addr("127.0.0.4", 0));
+  SetDns("slow.test", {"127.0.0.2"});
+  Apply({Subject(kUidA, R"pb(network {
+                               mode: MODE_WHITELIST
+                               allow { entries: "slow.test" entries: "127.0.0.4" }
+                             })pb")});
+  const int slow_fd = Connect(Listener(kUidA), slow_target.address());
+  Send(slow_fd, Http("slow.test"));
+  // While slow.test is still resolving, other connections come and go.
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(Exchange(kUidA, fast_target.address(), Http("fast.test")).line,
+              absl::StrCat("SERVER ", FormatSocketAddress(fast_target.address())));
+  }
+  EXPECT_EQ(slow_target.accepted(), 0);
+  release_slow_.Notify();
+  EXPECT_EQ(ReadLine(slow_fd).line, absl::StrCat("SERVER ", FormatSocketAddress(slow_target.address())));
+  close(slow_fd);
+}
+
+TEST_F(ListenerManagerTest, ANameThatDoesNotResolveIsBlocked) {
+  Upstream target(Addr("127.0.0.4", 0));
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_WHITELIST allow { entries: "gone.test" } })pb")});
+  EXPECT_TRUE(Exchange(kUidA, target.address(), Http("gone.test")).reset);
+  const leash::v1::DecisionRecord record = NthRecord(0);
+  EXPECT_EQ(record.action(), "block");
+  EXPECT_TRUE(absl::StrContains(record.reason(), "no address for gone.test")) << record.reason();
+  EXPECT_EQ(target.accepted(), 0);
+}
+
+TEST_F(ListenerManagerTest, AResolvedAddressOnTheDenyListIsNotUsed) {
+  Upstream denied(Addr("127.0.0.2", 0));
+  Upstream allowed(Addr("127.0.0.4", denied.address().port));
+  SetDns("allowed.test", {"127.0.0.2", "127.0.0.4"});
+  Apply({Subject(kUidA, R"pb(network {
+                               mode: MODE_WHITELIST
+                               allow { entries: "allowed.test" }
+                               deny { entries: "127.0.0.2" }
+                             })pb")});
+  // (The agent's own destination is elsewhere: aiming at the denied address itself is
+  // blocked before any name is resolved.)
+  EXPECT_EQ(Exchange(kUidA, Addr("127.0.0.3", denied.address().port), Http("allowed.test")).line,
+            absl::StrCat("SERVER ", FormatSocketAddress(allowed.address())));
+  EXPECT_EQ(denied.accepted(), 0);
+  EXPECT_TRUE(Exchange(kUidA, denied.address(), Http("allowed.test")).reset);
+  EXPECT_TRUE(absl::StrContains(NthRecord(1).reason(), "matches deny entry '127.0.0.2'"))
+      << NthRecord(1).reason();
+}
+
+TEST_F(ListenerManagerTest, HalfCloseIsCarriedAcrossAndEveryByteArrives) {
+  Upstream target(Addr("127.0.0.4", 0));
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  const int fd = Connect(Listener(kUidA), target.address());
+  std::string payload = Http("x.test");
+  payload += std::string(3 << 20, 'z');  // more than a pipe holds
+  std::thread writer([&] {
+    send(fd, payload.data(), payload.size(), MSG_NOSIGNAL);
+    shutdown(fd, SHUT_WR);  // the upstream sees EOF, finishes its echo, then closes
+  });
+  std::string received;
+  char buffer[65536];
+  while (true) {
+    const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
+    if (n <= 0) {
+      EXPECT_EQ(n, 0) << "ended with " << strerror(errno);
+      break;
+    }
+    received.append(buffer, n);
+  }
+  writer.join();
+  close(fd);
+  const std::string greeting = absl::StrCat("SERVER ", FormatSocketAddress(target.address()), "\n");
+  ASSERT_EQ(received.size(), greeting.size() + payload.size());
+  EXPECT_EQ(received.substr(0, greeting.size()), greeting);
+  EXPECT_TRUE(received.substr(greeting.size()) == payload);
+}
+
+TEST_F(ListenerManagerTest, EveryConnectionIsDecidedOnceOnOneLoop) {
+  Upstream target(Addr("127.0.0.4", 0));
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_WHITELIST allow { entries: "127.0.0.4" } })pb")});
+  constexpr int kConnections = 200;
+  std::vector<int> fds;
+  for (int i = 0; i < kConnections; ++i) {
+    fds.push_back(Connect(Listener(kUidA), target.address()));
+    Send(fds.back(), i % 2 ? Http("h.test") : Tls("s.test"));
+  }
+  for (int fd : fds) {
+    EXPECT_EQ(ReadLine(fd).line, absl::StrCat("SERVER ", FormatSocketAddress(target.address())));
+  }
+  for (int fd : fds) close(fd);
+  EXPECT_EQ(sink_.WaitForCount(kConnections, absl::Seconds(5)).size(), static_cast<size_t>(kConnections));
+  EXPECT_EQ(manager_->counters().decided.load(), static_cast<uint64_t>(kConnections));
+}
+
+}  // namespace
+}  // namespace leash::proxy

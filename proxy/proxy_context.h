@@ -1,0 +1,81 @@
+// What every connection of one event loop shares: the loop, the kernel/resolver interfaces,
+// the decision sink, the options, a pool of empty pipes and the counters. Loop thread only,
+// except the atomic counters (read by the heartbeat).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "absl/time/time.h"
+#include "engine/decision_record.h"
+#include "proxy/event_loop.h"
+#include "proxy/original_dst.h"
+#include "proxy/resolver.h"
+
+namespace leash::proxy {
+
+class Connection;
+
+struct ProxyOptions {
+  // How long a new connection may send nothing before it is decided on its address alone
+  // (server-speaks-first protocols such as SSH or SMTP then wait this long once).
+  absl::Duration peek_timeout = absl::Seconds(1);
+  // Resolving a name and connecting upstream, together.
+  absl::Duration connect_timeout = absl::Seconds(10);
+  // Connections held at once; more are refused (reset) and logged.
+  size_t max_connections = 200000;
+  // Pipe capacity for splice (F_SETPIPE_SZ); 0 keeps the kernel default (64 KiB).
+  int pipe_size = 0;
+  // Where listeners bind (the redirect targets for locally generated traffic).
+  std::string ipv4_address = "127.0.0.1";
+  std::string ipv6_address = "::1";
+  // Unit tests: a subject on port 0 gets a kernel-chosen port. leashd never sends port 0, and
+  // without this it is refused as a bad port.
+  bool allow_port_zero = false;
+};
+
+struct ProxyCounters {
+  std::atomic<uint64_t> accepted{0};
+  std::atomic<uint64_t> decided{0};   // decision records written (allow + block)
+  std::atomic<uint64_t> allowed{0};
+  std::atomic<uint64_t> refused{0};   // blocks of every kind
+  std::atomic<uint64_t> active{0};    // connections held now
+};
+
+struct ProxyContext {
+  EventLoop* loop = nullptr;
+  const OriginalDstReader* original_dst = nullptr;
+  Resolver* resolver = nullptr;
+  engine::DecisionSink* sink = nullptr;
+  ProxyOptions options;
+  ProxyCounters counters;
+
+  // Loop thread only from here.
+  absl::BitGen rng;
+  // MSG_PEEK lands here; no connection keeps peeked bytes of its own.
+  std::unique_ptr<char[]> scratch;
+  // Empty pipes, reused so a connection holds a pipe only while bytes are in flight.
+  std::vector<std::pair<int, int>> free_pipes;
+  size_t max_free_pipes = 256;
+  size_t pipe_capacity = 65536;
+  // Every open connection (intrusive list through Connection), so a shutdown can close them.
+  Connection* connections = nullptr;
+  // A spare descriptor closed to accept-and-reset when the process runs out of descriptors.
+  int reserve_fd = -1;
+};
+
+// Writes one record (answer first, log after: callers reset or connect before calling this).
+void LogDecision(ProxyContext* context, uint32_t uid, const engine::Decision& decision,
+                 leash::v1::Subject subject, const std::string& ref, bool critical);
+
+// A fresh ref for a decision.
+std::string NewRef(ProxyContext* context);
+
+// Closes `fd` with a reset (SO_LINGER 0): the spec's network block.
+void ResetAndClose(int fd);
+
+}  // namespace leash::proxy

@@ -1,0 +1,43 @@
+// leash-proxy's process: flags, descriptor limit, the event loop thread, the resolver, the
+// listener manager, and the PolicyStream subscriber that feeds it — everything main does,
+// with the decision sink supplied by the caller (the binary passes
+// leash::sidecar::AsyncDecisionLog; test builds may pass a synchronous writer). The flags are
+// documented in proxy/main.cc.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "engine/decision_record.h"
+#include "proxy/proxy_context.h"
+
+namespace leash::proxy {
+
+struct ProxyFlags {
+  std::string admin_socket = "/run/leash/leash.sock";
+  int decision_log_fd = -1;
+  ProxyOptions options;
+  int resolver_threads = 4;
+  absl::Duration resolve_cache_ttl = absl::Seconds(30);
+};
+
+// Parses argv (after argv[0]). InvalidArgument names the flag and what it takes.
+absl::StatusOr<ProxyFlags> ParseProxyFlags(int argc, char** argv);
+
+// The flags' one-paragraph help.
+std::string ProxyUsage();
+
+// A sink writing to `fd` (taking ownership), and a count of records it lost (for heartbeats).
+struct SinkHandle {
+  std::unique_ptr<engine::DecisionSink> sink;
+  std::function<uint64_t()> lost;
+};
+using SinkFactory = std::function<SinkHandle(int fd)>;
+
+// Runs the proxy until SIGTERM or SIGINT; returns the process exit code. Errors go to stderr.
+int RunProxyMain(int argc, char** argv, const SinkFactory& make_sink);
+
+}  // namespace leash::proxy

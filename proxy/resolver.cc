@@ -1,0 +1,139 @@
+#include "proxy/resolver.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "proxy/socket_address.h"
+
+namespace leash::proxy {
+
+ResolveResult GetaddrinfoLookup(const std::string& name) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* list = nullptr;
+  const int rc = getaddrinfo(name.c_str(), nullptr, &hints, &list);
+  ResolveResult result;
+  if (rc != 0) {
+    const absl::string_view what = rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc);
+    // EAI_NONAME / EAI_NODATA: the name does not exist; anything else: the resolver failed.
+    result.status = (rc == EAI_NONAME || rc == EAI_NODATA)
+                        ? absl::NotFoundError(absl::StrCat("no address for ", name, ": ", what))
+                        : absl::UnavailableError(absl::StrCat("resolving ", name, ": ", what));
+    return result;
+  }
+  for (addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {
+    SocketAddress address;
+    if (!FromSockaddr(ai->ai_addr, ai->ai_addrlen, &address)) continue;
+    if (std::find(result.addresses.begin(), result.addresses.end(), address.ip) ==
+        result.addresses.end()) {
+      result.addresses.push_back(address.ip);
+    }
+  }
+  freeaddrinfo(list);
+  if (result.addresses.empty()) {
+    result.status = absl::NotFoundError(absl::StrCat("no IPv4 or IPv6 address for ", name));
+  }
+  return result;
+}
+
+ThreadPoolResolver::ThreadPoolResolver(EventLoop* loop, ResolverOptions options)
+    : loop_(loop), options_(std::move(options)) {
+  for (int i = 0; i < std::max(1, options_.threads); ++i) {
+    workers_.emplace_back([this] { Work(); });
+  }
+}
+
+ThreadPoolResolver::~ThreadPoolResolver() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& worker : workers_) worker.join();
+}
+
+std::optional<ResolveResult> ThreadPoolResolver::Resolve(const std::string& name,
+                                                         ResolveWaiter* waiter) {
+  auto it = cache_.find(name);
+  if (it != cache_.end()) {
+    Entry& entry = it->second;
+    if (entry.in_flight) {
+      entry.waiters.push_back(waiter);
+      return std::nullopt;
+    }
+    if (entry.expires > loop_->now()) return entry.result;
+  } else {
+    if (cache_.size() >= options_.max_cached_names) Evict();
+    it = cache_.emplace(name, Entry{}).first;
+  }
+  Entry& entry = it->second;
+  entry.in_flight = true;
+  entry.waiters.push_back(waiter);
+  ++lookups_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(name);
+  }
+  wake_.notify_one();
+  return std::nullopt;
+}
+
+void ThreadPoolResolver::Cancel(const std::string& name, ResolveWaiter* waiter) {
+  auto it = cache_.find(name);
+  if (it == cache_.end()) return;
+  auto& waiters = it->second.waiters;
+  waiters.erase(std::remove(waiters.begin(), waiters.end(), waiter), waiters.end());
+}
+
+void ThreadPoolResolver::Work() {
+  while (true) {
+    std::string name;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      name = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    ResolveResult result = options_.lookup(name);
+    loop_->Post([this, name = std::move(name), result = std::move(result)]() mutable {
+      Complete(name, std::move(result));
+    });
+  }
+}
+
+void ThreadPoolResolver::Complete(const std::string& name, ResolveResult result) {
+  auto it = cache_.find(name);
+  if (it == cache_.end()) return;
+  Entry& entry = it->second;
+  entry.in_flight = false;
+  entry.expires =
+      loop_->now() + (result.status.ok() ? options_.positive_ttl : options_.negative_ttl);
+  entry.result = std::move(result);
+  // A waiter may cancel another waiter or start a new lookup while being told: take the list.
+  std::vector<ResolveWaiter*> waiters;
+  waiters.swap(entry.waiters);
+  const ResolveResult answer = entry.result;
+  for (ResolveWaiter* waiter : waiters) waiter->OnResolved(answer);
+}
+
+void ThreadPoolResolver::Evict() {
+  const absl::Time now = loop_->now();
+  for (auto it = cache_.begin(); it != cache_.end();) {
+    auto next = std::next(it);
+    if (!it->second.in_flight && it->second.expires <= now) cache_.erase(it);
+    it = next;
+  }
+  // Still full of fresh answers: drop answers (never lookups in flight) until there is room.
+  for (auto it = cache_.begin(); it != cache_.end() && cache_.size() >= options_.max_cached_names;) {
+    auto next = std::next(it);
+    if (!it->second.in_flight) cache_.erase(it);
+    it = next;
+  }
+}
+
+}  // namespace leash::proxy

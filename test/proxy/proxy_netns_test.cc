@@ -1,0 +1,301 @@
+// leash-proxy end to end, as root, in a network namespace: three agent accounts (two policies
+// and one with none), the redirect rules, test hosts on a veth pair (192.0.2.11/.12 and
+// 2001:db8::11/::12, each serving ports 80 and 443), local services on loopback, leashd's real
+// PolicyStream service, and the real leash-proxy process. Every connection below is a real one made by a test account,
+// redirected by the kernel and judged by the proxy; SO_ORIGINAL_DST is the kernel's.
+#include <unistd.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "gtest/gtest.h"
+#include "proxy/testing/upstream_server.h"
+#include "test/fixtures/root.h"
+#include "test/proxy/testbed.h"
+
+namespace leash::testing {
+namespace {
+
+using proxy::testing::UpstreamServer;
+
+constexpr size_t kA = 0, kB = 1, kC = 2;
+constexpr uint16_t kPortA = 18001, kPortB = 18002, kPortC = 18003;
+constexpr char kPolicyA[] =
+    R"pb(network { mode: MODE_WHITELIST allow { entries: "allowed-a.test" } })pb";
+constexpr char kPolicyB[] =
+    R"pb(network { mode: MODE_WHITELIST allow { entries: "allowed-b.test" } })pb";
+
+class ProxyNetnsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (geteuid() != 0) return;  // each test fails on LEASH_REQUIRE_ROOT
+    setup_ = new absl::Status(SetUpBed());
+  }
+  static absl::Status SetUpBed() {
+    TestbedOptions options;
+    options.agents = {{"lpx-a", kPortA}, {"lpx-b", kPortB}, {"lpx-c", kPortC}};
+    options.v0_addresses = {"192.0.2.10/24", "2001:db8::10/64"};
+    options.v1_addresses = {"192.0.2.11/24", "192.0.2.12/24", "2001:db8::11/64", "2001:db8::12/64"};
+    options.hosts_file =
+        "192.0.2.11 allowed-a.test allowed-b.test\n2001:db8::11 allowed-a.test allowed-b.test\n";
+    options.proxy_flags = {"--peek-timeout=300ms"};
+    options.helpers = {"test/proxy/probe"};
+    absl::StatusOr<std::unique_ptr<ProxyTestbed>> bed = ProxyTestbed::Create(options);
+    if (!bed.ok()) return bed.status();
+    bed_ = bed->release();
+    {
+      absl::StatusOr<NetNamespace::Entered> entered = bed_->ns().Enter();
+      if (!entered.ok()) return entered.status();
+      servers_ = new std::vector<std::unique_ptr<UpstreamServer>>();
+      for (const char* ip : {"192.0.2.11", "192.0.2.12", "2001:db8::11", "2001:db8::12"}) {
+        for (uint16_t port : {80, 443}) {
+          servers_->push_back(std::make_unique<UpstreamServer>(
+              proxy::SocketAddress{*engine::ParseIpAddress(ip), port}));
+        }
+      }
+      for (uint16_t port : {9000, 18500}) {
+        servers_->push_back(std::make_unique<UpstreamServer>(
+            proxy::SocketAddress{*engine::ParseIpAddress("127.0.0.1"), port}));
+      }
+      for (const auto& server : *servers_) {
+        if (!server->ok()) {
+          return absl::InternalError(absl::StrCat("cannot serve ", server->Greeting()));
+        }
+      }
+    }
+    if (absl::Status started = bed_->StartProxy(); !started.ok()) return started;
+    return bed_->PublishAndWait({bed_->Subject(kA, kPolicyA), bed_->Subject(kB, kPolicyB),
+                                 bed_->NoPolicySubject(kC, "profile lpx-missing is missing")})
+        .status();
+  }
+  static void TearDownTestSuite() {
+    if (servers_ != nullptr) delete servers_;
+    if (bed_ != nullptr) delete bed_;
+    delete setup_;
+    servers_ = nullptr;
+    bed_ = nullptr;
+    setup_ = nullptr;
+  }
+
+  void SetUp() override {
+    LEASH_REQUIRE_ROOT();
+    ASSERT_NE(setup_, nullptr);
+    ASSERT_TRUE(setup_->ok()) << *setup_;
+    records_before_ = bed_->Records().size();
+  }
+
+  static UpstreamServer& Server(const std::string& greeting_address) {
+    for (const auto& server : *servers_) {
+      if (server->Greeting() == "SERVER " + greeting_address) return *server;
+    }
+    ADD_FAILURE() << "no server " << greeting_address;
+    return *servers_->front();
+  }
+
+  // What `probe` printed when run as `agent` (or root for agent == kRoot).
+  static constexpr size_t kRoot = 99;
+  std::string Probe(size_t agent, const std::string& target, const std::string& mode,
+                    const std::string& name = "") {
+    std::vector<std::string> argv = {bed_->Helper("probe"), target, mode};
+    if (!name.empty()) argv.push_back(name);
+    absl::StatusOr<RunResult> run = agent == kRoot ? bed_->RunAsRoot(argv) : bed_->RunAs(agent, argv);
+    if (!run.ok()) return run.status().ToString();
+    return std::string(absl::StripTrailingAsciiWhitespace(run->out));
+  }
+
+  // The first record written since this test began that `match` accepts (waits up to 5 s).
+  leash::v1::DecisionRecord Record(const std::function<bool(const leash::v1::DecisionRecord&)>& match) {
+    leash::v1::DecisionRecord found;
+    const bool ok = WaitFor(
+        [&] {
+          const std::vector<leash::v1::DecisionRecord> records = bed_->Records();
+          for (size_t i = records_before_; i < records.size(); ++i) {
+            if (match(records[i])) {
+              found = records[i];
+              return true;
+            }
+          }
+          return false;
+        },
+        absl::Seconds(5));
+    if (!ok) ADD_FAILURE() << "no matching decision record in " << bed_->decision_log_path();
+    return found;
+  }
+  leash::v1::DecisionRecord RecordFor(size_t agent, const std::string& domain, uint32_t port) {
+    const uint32_t uid = bed_->uid(agent);
+    return Record([&](const leash::v1::DecisionRecord& r) {
+      return r.uid() == uid && r.subject().domain() == domain && r.subject().port() == port;
+    });
+  }
+
+  static bool ReachedRealHost(const std::string& output, uint16_t port) {
+    return output == absl::StrCat("LINE SERVER 192.0.2.11:", port) ||
+           output == absl::StrCat("LINE SERVER [2001:db8::11]:", port);
+  }
+
+  static absl::Status* setup_;
+  static ProxyTestbed* bed_;
+  static std::vector<std::unique_ptr<UpstreamServer>>* servers_;
+  size_t records_before_ = 0;
+};
+
+absl::Status* ProxyNetnsTest::setup_ = nullptr;
+ProxyTestbed* ProxyNetnsTest::bed_ = nullptr;
+std::vector<std::unique_ptr<UpstreamServer>>* ProxyNetnsTest::servers_ = nullptr;
+
+TEST_F(ProxyNetnsTest, HttpByHostIsAllowedAndBlockedPerAccount) {
+  EXPECT_TRUE(ReachedRealHost(Probe(kA, "192.0.2.11:80", "http", "allowed-a.test"), 80));
+  EXPECT_EQ(Probe(kA, "192.0.2.11:80", "http", "allowed-b.test"), "RESET");
+  EXPECT_TRUE(ReachedRealHost(Probe(kB, "192.0.2.11:80", "http", "allowed-b.test"), 80));
+  EXPECT_EQ(Probe(kB, "192.0.2.11:80", "http", "allowed-a.test"), "RESET");
+
+  const leash::v1::DecisionRecord allowed = RecordFor(kA, "allowed-a.test", 80);
+  EXPECT_EQ(allowed.action(), "allow");
+  EXPECT_EQ(allowed.surface(), "network");
+  EXPECT_EQ(allowed.subject().ip(), "192.0.2.11");  // SO_ORIGINAL_DST, read from the kernel
+  const leash::v1::DecisionRecord blocked = RecordFor(kA, "allowed-b.test", 80);
+  EXPECT_EQ(blocked.action(), "block");
+  EXPECT_EQ(blocked.ref().size(), 8u);
+  EXPECT_TRUE(absl::StrContains(blocked.reason(), "not in allow list")) << blocked.reason();
+  EXPECT_EQ(RecordFor(kB, "allowed-b.test", 80).action(), "allow");
+  EXPECT_EQ(RecordFor(kB, "allowed-a.test", 80).action(), "block");
+}
+
+TEST_F(ProxyNetnsTest, HttpsBySniIsAllowedAndBlockedPerAccount) {
+  EXPECT_TRUE(ReachedRealHost(Probe(kA, "192.0.2.11:443", "tls", "allowed-a.test"), 443));
+  EXPECT_EQ(Probe(kA, "192.0.2.11:443", "tls", "allowed-b.test"), "RESET");
+  EXPECT_TRUE(ReachedRealHost(Probe(kB, "192.0.2.11:443", "tls", "allowed-b.test"), 443));
+  EXPECT_EQ(Probe(kB, "192.0.2.11:443", "tls", "allowed-a.test"), "RESET");
+  const leash::v1::DecisionRecord allowed = RecordFor(kA, "allowed-a.test", 443);
+  EXPECT_EQ(allowed.action(), "allow");
+  EXPECT_TRUE(absl::StrContains(allowed.reason(), "TLS SNI")) << allowed.reason();
+  EXPECT_EQ(RecordFor(kB, "allowed-a.test", 443).action(), "block");
+}
+
+TEST_F(ProxyNetnsTest, ARealTlsClientsHelloIsReadAndJudged) {
+  // curl's own ClientHello (OpenSSL). The upstream is no TLS server, so curl fails after the
+  // proxy let it through; what matters is the decision made on its SNI.
+  bed_->RunAs(kA, {"curl", "-sk", "--max-time", "5", "--resolve", "allowed-a.test:443:192.0.2.11",
+                   "https://allowed-a.test/"})
+      .IgnoreError();
+  bed_->RunAs(kA, {"curl", "-sk", "--max-time", "5", "--resolve", "allowed-b.test:443:192.0.2.11",
+                   "https://allowed-b.test/"})
+      .IgnoreError();
+  EXPECT_EQ(RecordFor(kA, "allowed-a.test", 443).action(), "allow");
+  EXPECT_EQ(RecordFor(kA, "allowed-b.test", 443).action(), "block");
+}
+
+TEST_F(ProxyNetnsTest, Ipv6IsJudgedTheSame) {
+  EXPECT_TRUE(ReachedRealHost(Probe(kA, "[2001:db8::11]:443", "tls", "allowed-a.test"), 443));
+  EXPECT_EQ(Probe(kA, "[2001:db8::11]:443", "tls", "allowed-b.test"), "RESET");
+  EXPECT_TRUE(ReachedRealHost(Probe(kB, "[2001:db8::11]:80", "http", "allowed-b.test"), 80));
+  EXPECT_EQ(Probe(kB, "[2001:db8::11]:80", "http", "allowed-a.test"), "RESET");
+  const leash::v1::DecisionRecord blocked = RecordFor(kA, "allowed-b.test", 443);
+  EXPECT_EQ(blocked.action(), "block");
+  EXPECT_EQ(blocked.subject().ip(), "2001:db8::11");  // IP6T_SO_ORIGINAL_DST
+}
+
+TEST_F(ProxyNetnsTest, SniSpoofingReachesOnlyTheAddressTheProxyResolved) {
+  const int foreign_before = Server("192.0.2.12:443").accepted() + Server("[2001:db8::12]:443").accepted() +
+                             Server("192.0.2.12:80").accepted();
+  // An allowed name aimed at a foreign address: the proxy connects to what allowed-a.test
+  // resolves to (192.0.2.11 / 2001:db8::11), never to .12.
+  EXPECT_TRUE(ReachedRealHost(Probe(kA, "192.0.2.12:443", "tls", "allowed-a.test"), 443));
+  EXPECT_TRUE(ReachedRealHost(Probe(kA, "[2001:db8::12]:443", "tls", "allowed-a.test"), 443));
+  EXPECT_TRUE(ReachedRealHost(Probe(kA, "192.0.2.12:80", "http", "allowed-a.test"), 80));
+  EXPECT_EQ(Server("192.0.2.12:443").accepted() + Server("[2001:db8::12]:443").accepted() +
+                Server("192.0.2.12:80").accepted(),
+            foreign_before);
+  const leash::v1::DecisionRecord record = Record([&](const leash::v1::DecisionRecord& r) {
+    return r.uid() == bed_->uid(kA) && r.subject().ip() == "192.0.2.12" && r.subject().port() == 443;
+  });
+  EXPECT_EQ(record.action(), "allow");
+  EXPECT_TRUE(absl::StrContains(record.reason(), "resolved by the proxy")) << record.reason();
+}
+
+TEST_F(ProxyNetnsTest, DirectConnectionsToListenersAreRefusedUnderTheAttemptingUid) {
+  // Its own listener, the other agent's (v4 and v6), then root (no rules) straight at A's.
+  EXPECT_EQ(Probe(kA, absl::StrCat("127.0.0.1:", kPortA), "http", "allowed-a.test"), "RESET");
+  EXPECT_EQ(Probe(kA, absl::StrCat("127.0.0.1:", kPortB), "http", "allowed-b.test"), "RESET");
+  EXPECT_EQ(Probe(kA, absl::StrCat("[::1]:", kPortB), "http", "allowed-b.test"), "RESET");
+  EXPECT_EQ(Probe(kRoot, absl::StrCat("127.0.0.1:", kPortA), "http", "allowed-a.test"), "RESET");
+
+  const uint32_t a = bed_->uid(kA);
+  auto critical_for = [&](const std::string& ip, uint32_t port, const std::string& fragment) {
+    return Record([&](const leash::v1::DecisionRecord& r) {
+      return r.uid() == a && r.severity() == "critical" && r.subject().ip() == ip &&
+             r.subject().port() == port && absl::StrContains(r.reason(), fragment);
+    });
+  };
+  EXPECT_EQ(critical_for("127.0.0.1", kPortA, "this listener's own address").action(), "block");
+  EXPECT_EQ(critical_for("127.0.0.1", kPortB, absl::StrCat("proxy listener of uid ", bed_->uid(kB)))
+                .action(),
+            "block");
+  EXPECT_EQ(critical_for("::1", kPortB, absl::StrCat("proxy listener of uid ", bed_->uid(kB))).action(),
+            "block");
+  // Nothing was ever logged under B for these.
+  for (const leash::v1::DecisionRecord& r : bed_->Records()) {
+    EXPECT_FALSE(r.uid() == bed_->uid(kB) && r.severity() == "critical") << r.reason();
+  }
+}
+
+TEST_F(ProxyNetnsTest, LoopbackToALocalServicePassesButNotInTheProxyRange) {
+  const int reserved_before = Server("127.0.0.1:18500").accepted();
+  EXPECT_EQ(Probe(kA, "127.0.0.1:9000", "http", "localhost"), "LINE SERVER 127.0.0.1:9000");
+  EXPECT_EQ(Probe(kA, "127.0.0.1:18500", "http", "localhost"), "RESET");
+  EXPECT_EQ(Server("127.0.0.1:18500").accepted(), reserved_before);
+  const leash::v1::DecisionRecord record = Record([&](const leash::v1::DecisionRecord& r) {
+    return r.uid() == bed_->uid(kA) && r.subject().port() == 18500;
+  });
+  EXPECT_EQ(record.action(), "block");
+  // The exempt local service was never seen by the proxy.
+  for (const leash::v1::DecisionRecord& r : bed_->Records()) EXPECT_NE(r.subject().port(), 9000u);
+}
+
+TEST_F(ProxyNetnsTest, AnAccountWithNoPolicyGetsNothingThrough) {
+  EXPECT_EQ(Probe(kC, "192.0.2.11:80", "http", "allowed-a.test"), "RESET");
+  EXPECT_EQ(Probe(kC, "192.0.2.11:443", "tls", "allowed-a.test"), "RESET");
+  EXPECT_EQ(Probe(kC, "[2001:db8::11]:443", "tls", "allowed-b.test"), "RESET");
+  const leash::v1::DecisionRecord record = Record([&](const leash::v1::DecisionRecord& r) {
+    return r.uid() == bed_->uid(kC) && r.subject().ip() == "2001:db8::11";
+  });
+  EXPECT_EQ(record.action(), "block");
+  EXPECT_EQ(record.severity(), "critical");
+  EXPECT_TRUE(absl::StrContains(record.reason(), "profile lpx-missing is missing")) << record.reason();
+}
+
+TEST_F(ProxyNetnsTest, APolicyChangeOverPolicyStreamTakesEffectInPlace) {
+  const pid_t pid = bed_->proxy_pid();
+  EXPECT_EQ(Probe(kB, "192.0.2.11:80", "http", "allowed-a.test"), "RESET");
+  ASSERT_TRUE(bed_->PublishAndWait({bed_->Subject(
+                  kB, R"pb(network {
+                             mode: MODE_WHITELIST
+                             allow { entries: "allowed-a.test" entries: "allowed-b.test" }
+                           })pb")})
+                  .ok());
+  EXPECT_TRUE(ReachedRealHost(Probe(kB, "192.0.2.11:80", "http", "allowed-a.test"), 80));
+  EXPECT_EQ(bed_->proxy_pid(), pid);
+  // A subject whose port is taken: the ack names it, and its old listener keeps refusing.
+  absl::StatusOr<uint64_t> version = bed_->PublishAndWait({[&] {
+    leash::v1::SubjectPolicy moved = bed_->Subject(kC, kPolicyA);
+    moved.set_port(9000);  // the local service holds 127.0.0.1:9000
+    return moved;
+  }()});
+  ASSERT_TRUE(version.ok()) << version.status();
+  const controlplane::SidecarState state = bed_->ProxyState();
+  ASSERT_EQ(state.failed_uids.size(), 1u);
+  EXPECT_EQ(state.failed_uids[0], bed_->uid(kC));
+  EXPECT_TRUE(absl::StrContains(state.last_ack_error, "127.0.0.1:9000")) << state.last_ack_error;
+  // Put both back.
+  ASSERT_TRUE(bed_->PublishAndWait({bed_->Subject(kB, kPolicyB),
+                                    bed_->NoPolicySubject(kC, "profile lpx-missing is missing")})
+                  .ok());
+}
+
+}  // namespace
+}  // namespace leash::testing
