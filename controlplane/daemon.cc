@@ -237,20 +237,24 @@ int RunDaemon(const DaemonOptions& given) {
   if (!admin.ok()) return Refuse(std::string(admin.status().message()));
   Say(absl::StrCat("admin socket ", options.admin_socket, " (root only)"));
 
-  auto sidecar_argv = [&](const std::string& binary) {
-    return std::vector<std::string>{binary, "--admin-socket=" + options.admin_socket,
-                                    "--decision-log-fd={log_fd}"};
-  };
-  for (const auto& [on, name, kind, binary] :
-       {std::tuple{filesystem_on, "leash-fswatch", leash::v1::SIDECAR_KIND_FSWATCH,
-                   options.fswatch_binary},
-        std::tuple{network_on, "leash-proxy", leash::v1::SIDECAR_KIND_PROXY,
-                   options.proxy_binary}}) {
+  // Both sidecars reach leashd on the admin socket and write decisions to the inherited log.
+  std::vector<std::string> fswatch_argv = {options.fswatch_binary,
+                                           "--socket=" + options.admin_socket,
+                                           "--decision-log-fd={log_fd}"};
+  if (!options.fswatch_mark_only_under.empty()) {
+    fswatch_argv.push_back("--mark-only-under=" + options.fswatch_mark_only_under);
+  }
+  const std::vector<std::string> proxy_argv = {options.proxy_binary,
+                                               "--admin-socket=" + options.admin_socket,
+                                               "--decision-log-fd={log_fd}"};
+  for (const auto& [on, name, kind, argv] :
+       {std::tuple{filesystem_on, "leash-fswatch", leash::v1::SIDECAR_KIND_FSWATCH, fswatch_argv},
+        std::tuple{network_on, "leash-proxy", leash::v1::SIDECAR_KIND_PROXY, proxy_argv}}) {
     if (!on) continue;
     SidecarSpec spec;
     spec.name = name;
     spec.kind = kind;
-    spec.argv = sidecar_argv(binary);
+    spec.argv = argv;
     spec.decision_log_fd = *log_fd;
     spec.heartbeat_timeout = options.heartbeat_timeout;
     if (absl::Status started = supervisor.Start(spec); !started.ok()) {

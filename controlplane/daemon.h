@@ -31,6 +31,9 @@ struct DaemonOptions {
   std::string proxy_binary;
   std::string fswatch_binary;
   std::string resolv_conf = "/etc/resolv.conf";
+  // Confines the watcher's fanotify marks to the mount at this directory (tests and demos on a
+  // tmpfs: a stalled listener on "/" would freeze the host). Empty: the policy decides.
+  std::string fswatch_mark_only_under;
   // "auto" (nftables, iptables only when nf_tables does not answer), "nftables", "iptables".
   std::string netfilter_backend = "auto";
   absl::Duration ack_timeout = absl::Seconds(10);

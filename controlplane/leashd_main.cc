@@ -2,7 +2,7 @@
 //   leashd [--config=/etc/leash/leash.yaml] [--state-dir=/var/lib/leash] [--run-dir=/run/leash]
 //          [--socket=<admin socket>] [--tools-socket=<path>] [--tools-group=<group>]
 //          [--proxy-binary=<path>] [--fswatch-binary=<path>] [--resolv-conf=<path>]
-//          [--netfilter=auto|nftables|iptables]
+//          [--netfilter=auto|nftables|iptables] [--fswatch-mark-only-under=<tmpfs dir>]
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
       options.fswatch_binary = value;
     } else if (name == "--resolv-conf") {
       options.resolv_conf = value;
+    } else if (name == "--fswatch-mark-only-under") {
+      options.fswatch_mark_only_under = value;
     } else if (name == "--netfilter") {
       options.netfilter_backend = value;
     } else {

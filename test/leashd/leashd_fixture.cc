@@ -1,0 +1,133 @@
+#include "test/leashd/leashd_fixture.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "grpcpp/grpcpp.h"
+
+namespace leash::testing {
+namespace {
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+std::string RunfilePath(const std::string& relative) {
+  char cwd[4096];
+  if (getcwd(cwd, sizeof(cwd)) == nullptr) return relative;
+  return absl::StrCat(cwd, "/", relative);
+}
+
+LeashdInstance::LeashdInstance(std::unique_ptr<TempDir> dir, Background process)
+    : dir_(std::move(dir)), process_(std::move(process)) {
+  config_ = dir_->Join("leash.yaml");
+  state_ = dir_->Join("state");
+  run_ = dir_->Join("run");
+  control_ = leash::v1::Control::NewStub(
+      grpc::CreateChannel("unix:" + admin_socket(), grpc::InsecureChannelCredentials()));
+}
+
+absl::StatusOr<std::unique_ptr<LeashdInstance>> LeashdInstance::Start(
+    const std::string& floor_yaml, const NetNamespace& ns, const std::string& mark_only_under) {
+  absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create("lid");
+  if (!dir.ok()) return dir.status();
+  // Other accounts reach the tools socket through these folders.
+  chmod((*dir)->path().c_str(), 0755);
+  mkdir((*dir)->Join("run").c_str(), 0755);
+  std::ofstream((*dir)->Join("leash.yaml")) << floor_yaml;
+  std::ofstream((*dir)->Join("resolv.conf")) << "nameserver 192.0.2.53\n";
+  const std::vector<std::string> argv = ns.ExecSharingMounts(
+      {RunfilePath("controlplane/leashd"), "--config=" + (*dir)->Join("leash.yaml"),
+       "--state-dir=" + (*dir)->Join("state"), "--run-dir=" + (*dir)->Join("run"),
+       "--resolv-conf=" + (*dir)->Join("resolv.conf"),
+       "--fswatch-mark-only-under=" + mark_only_under,
+       "--proxy-binary=" + RunfilePath("proxy/leash-proxy"),
+       "--fswatch-binary=" + RunfilePath("fswatch/leash-fswatch")});
+  absl::StatusOr<Background> process = Background::Start(argv, (*dir)->Join("leashd.log"));
+  if (!process.ok()) return process.status();
+  std::unique_ptr<LeashdInstance> instance(
+      new LeashdInstance(*std::move(dir), *std::move(process)));
+  const bool up = WaitFor(
+      [&] {
+        if (!instance->process_.Running()) return true;
+        return instance->Status().ok();
+      },
+      absl::Seconds(60));
+  if (!up || !instance->process_.Running()) {
+    return absl::UnavailableError(absl::StrCat("leashd did not come up:\n", instance->Log()));
+  }
+  return instance;
+}
+
+LeashdInstance::~LeashdInstance() {
+  if (!stopped_) Stop().IgnoreError();
+}
+
+absl::StatusOr<leash::v1::StatusResponse> LeashdInstance::Status() {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  leash::v1::StatusResponse response;
+  grpc::Status status = control_->GetStatus(&context, {}, &response);
+  if (!status.ok()) return absl::UnavailableError(status.error_message());
+  return response;
+}
+
+absl::Status LeashdInstance::Sighup() {
+  std::string text = ReadAll(run_ + "/leashd.pid");
+  int pid = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &pid) || pid <= 0) {
+    return absl::NotFoundError(absl::StrCat("no pid in ", run_, "/leashd.pid: '", text, "'"));
+  }
+  if (kill(pid, SIGHUP) != 0) return absl::ErrnoToStatus(errno, "kill -HUP");
+  return absl::OkStatus();
+}
+
+absl::Status LeashdInstance::WaitForPasses(uint64_t passes, absl::Duration timeout) {
+  uint64_t seen = 0;
+  const bool done = WaitFor(
+      [&] {
+        absl::StatusOr<leash::v1::StatusResponse> status = Status();
+        if (status.ok()) seen = status->reconcile_passes();
+        return seen >= passes;
+      },
+      timeout);
+  if (done) return absl::OkStatus();
+  return absl::DeadlineExceededError(
+      absl::StrCat("leashd ran ", seen, " passes, not ", passes, "\n", Log()));
+}
+
+absl::StatusOr<int> LeashdInstance::Stop(absl::Duration timeout) {
+  stopped_ = true;
+  process_.Signal(SIGTERM);
+  absl::StatusOr<int> status = process_.Wait(timeout);
+  if (!status.ok()) {
+    process_.Signal(SIGKILL);
+    process_.Wait(absl::Seconds(5)).IgnoreError();
+  }
+  return status;
+}
+
+absl::StatusOr<RunResult> LeashdInstance::Cli(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {RunfilePath("cli/leash"), "--config=" + config_,
+                                   "--socket=" + admin_socket()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Run(argv, absl::Seconds(120));
+}
+
+std::string LeashdInstance::Log() const { return ReadAll(dir_->Join("leashd.log")); }
+std::string LeashdInstance::Decisions() const { return ReadAll(decisions_path()); }
+
+}  // namespace leash::testing

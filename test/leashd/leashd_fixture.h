@@ -1,0 +1,63 @@
+// The real leashd for a test: its own config, state and run folders under a short /tmp path,
+// running in the test's network namespace (nft rules stay there) but in the test's mount
+// namespace, with its real sidecars, the watcher's marks confined to the test's tmpfs. Stopped
+// (SIGTERM, then SIGKILL) when the fixture goes.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "leash/v1/control.grpc.pb.h"
+#include "test/fixtures/netns.h"
+#include "test/fixtures/subprocess.h"
+#include "test/fixtures/temp_dir.h"
+
+namespace leash::testing {
+
+class LeashdInstance {
+ public:
+  // Writes `floor_yaml` as the config and starts leashd in `ns`, marks confined to
+  // `mark_only_under`. Returns once the admin socket answers GetStatus (or with leashd's log
+  // when it exits or does not answer in time).
+  static absl::StatusOr<std::unique_ptr<LeashdInstance>> Start(const std::string& floor_yaml,
+                                                               const NetNamespace& ns,
+                                                               const std::string& mark_only_under);
+  ~LeashdInstance();
+
+  leash::v1::Control::Stub& control() { return *control_; }
+  absl::StatusOr<leash::v1::StatusResponse> Status();
+  // Sends SIGHUP to leashd's main PID (from its pidfile, as Sentinel's non-systemd path does).
+  absl::Status Sighup();
+  // Waits until leashd has run at least `passes` reconcile passes.
+  absl::Status WaitForPasses(uint64_t passes, absl::Duration timeout = absl::Seconds(30));
+  // SIGTERM and wait; returns the exit status (the stop path releases every chain).
+  absl::StatusOr<int> Stop(absl::Duration timeout = absl::Seconds(20));
+  // `leash <args>` against this instance (config and socket filled in), as root.
+  absl::StatusOr<RunResult> Cli(const std::vector<std::string>& args);
+
+  std::string Log() const;
+  std::string Decisions() const;
+  const std::string& config_path() const { return config_; }
+  const std::string& state_dir() const { return state_; }
+  const std::string& run_dir() const { return run_; }
+  std::string admin_socket() const { return run_ + "/leash.sock"; }
+  std::string tools_socket() const { return run_ + "/tools.sock"; }
+  std::string decisions_path() const { return dir_->Join("decisions.jsonl"); }
+  pid_t pid() const { return process_.pid(); }
+
+ private:
+  LeashdInstance(std::unique_ptr<TempDir> dir, Background process);
+  std::unique_ptr<TempDir> dir_;
+  Background process_;
+  std::string config_, state_, run_;
+  std::unique_ptr<leash::v1::Control::Stub> control_;
+  bool stopped_ = false;
+};
+
+// Absolute path of a binary in this test's runfiles ("controlplane/leashd").
+std::string RunfilePath(const std::string& relative);
+
+}  // namespace leash::testing
