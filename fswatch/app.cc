@@ -32,6 +32,7 @@
 #include "fswatch/fanotify_linux.h"
 #include "fswatch/marker.h"
 #include "fswatch/mountinfo.h"
+#include "fswatch/read_file.h"
 #include "fswatch/subject_map.h"
 #include "fswatch/watchdog.h"
 #include "fswatch/watcher.h"
@@ -46,25 +47,7 @@ constexpr char kTestTmpfsSource[] = "leash-test";
 // stderr, for the operator (the journal under leashd). Never called by the event loop.
 void Say(const std::string& text) { dprintf(2, "leash-fswatch: %s\n", text.c_str()); }
 
-absl::StatusOr<std::string> ReadProcFile(const char* path) {
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("open ", path));
-  std::string text;
-  char buffer[16384];
-  for (;;) {
-    const ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int error = errno;
-      close(fd);
-      return absl::ErrnoToStatus(error, absl::StrCat("read ", path));
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  close(fd);
-  return text;
-}
+absl::StatusOr<std::string> ReadProcFile(const char* path) { return ReadWholeFile(path); }
 
 uint64_t RandomBits() {
   uint64_t bits = 0;

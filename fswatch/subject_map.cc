@@ -1,12 +1,9 @@
 #include "fswatch/subject_map.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "fswatch/read_file.h"
 
 namespace leash::fswatch {
 
@@ -30,24 +27,10 @@ absl::StatusOr<sidecar::SubjectMapPtr> SubjectMapFromUpdate(
 }
 
 absl::StatusOr<leash::v1::PolicyUpdate> ReadPolicyUpdateFile(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("open ", path));
-  std::string bytes;
-  char buffer[65536];
-  for (;;) {
-    const ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int error = errno;
-      close(fd);
-      return absl::ErrnoToStatus(error, absl::StrCat("read ", path));
-    }
-    if (n == 0) break;
-    bytes.append(buffer, static_cast<size_t>(n));
-  }
-  close(fd);
+  absl::StatusOr<std::string> bytes = ReadWholeFile(path);
+  if (!bytes.ok()) return bytes.status();
   leash::v1::PolicyUpdate update;
-  if (!update.ParseFromString(bytes)) {
+  if (!update.ParseFromString(*bytes)) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, " is not a serialized leash.v1.PolicyUpdate (binary protobuf); write it with "
               "PolicyUpdate::SerializeToString"));

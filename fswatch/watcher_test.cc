@@ -455,19 +455,36 @@ TEST(WatcherPublish, NoPolicySubjectIsAnnouncedCriticalOnceNotOnEveryMap) {
   EXPECT_EQ(watcher.version(), 3u);
 }
 
+// A watcher holding a map that allows kWhite /t/ok, and a second map denying it everything.
+struct SwapFixture {
+  SwapFixture() : watcher(source, sink, Options()) {
+    auto allow = std::make_shared<sidecar::SubjectMap>();
+    (*allow)[kWhite] = WithPolicy(kWhite, WhitelistConfig());
+    auto deny = std::make_shared<sidecar::SubjectMap>();
+    (*deny)[kWhite] = WithoutPolicy(kWhite, engine::FailMode::kClosed);
+    allowing = allow;
+    denying = deny;
+    watcher.Publish(allowing, 1);
+  }
+  static WatcherOptions Options() {
+    WatcherOptions options;
+    options.self_pid = kSelf;
+    return options;
+  }
+  FakeFanotifySource source;
+  RecordingSink sink;
+  Watcher watcher;
+  sidecar::SubjectMapPtr allowing, denying;
+};
+
 TEST(WatcherPublish, AMapIsInForceWhenPublishReturns) {
   // The loop runs flat out on one thread while another publishes alternating maps; an event
   // queued after Publish returns must be judged by that map, every time.
-  FakeFanotifySource source;
-  RecordingSink sink;
-  WatcherOptions options;
-  options.self_pid = kSelf;
-  Watcher watcher(source, sink, options);
-  auto allowing = std::make_shared<sidecar::SubjectMap>();
-  (*allowing)[kWhite] = WithPolicy(kWhite, WhitelistConfig());
-  auto denying = std::make_shared<sidecar::SubjectMap>();
-  (*denying)[kWhite] = WithoutPolicy(kWhite, engine::FailMode::kClosed);
-  watcher.Publish(allowing, 1);
+  SwapFixture f;
+  FakeFanotifySource& source = f.source;
+  Watcher& watcher = f.watcher;
+  const sidecar::SubjectMapPtr allowing = f.allowing;
+  const sidecar::SubjectMapPtr denying = f.denying;
 
   std::atomic<bool> stop{false};
   std::thread loop([&] {
@@ -496,16 +513,11 @@ TEST(WatcherPublish, PublishWaitsForTheBatchThatMayStillUseTheOldMap) {
   // The loop has read an event and taken the old map, and is held inside the batch. Publish
   // must not return (and must not free the old map) until that batch is over; the event it
   // holds is answered under the old map before Publish returns, never after.
-  FakeFanotifySource source;
-  RecordingSink sink;
-  WatcherOptions options;
-  options.self_pid = kSelf;
-  Watcher watcher(source, sink, options);
-  auto allowing = std::make_shared<sidecar::SubjectMap>();
-  (*allowing)[kWhite] = WithPolicy(kWhite, WhitelistConfig());
-  auto denying = std::make_shared<sidecar::SubjectMap>();
-  (*denying)[kWhite] = WithoutPolicy(kWhite, engine::FailMode::kClosed);
-  watcher.Publish(allowing, 1);
+  SwapFixture f;
+  FakeFanotifySource& source = f.source;
+  Watcher& watcher = f.watcher;
+  const sidecar::SubjectMapPtr allowing = f.allowing;
+  const sidecar::SubjectMapPtr denying = f.denying;
 
   std::mutex mu;
   std::condition_variable cv;
