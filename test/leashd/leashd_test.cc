@@ -1,0 +1,285 @@
+// leashd end to end (issue 4): the real daemon, its real sidecars and nft rules in a network
+// namespace, real leash-* test accounts discovered from passwd, the watcher confined to a test
+// tmpfs, driven through its Control RPCs and SIGHUP as an operator and Sentinel would.
+#include <sys/stat.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test/fixtures/netns.h"
+#include "test/fixtures/root.h"
+#include "test/fixtures/test_account.h"
+#include "test/fixtures/tmpfs.h"
+#include "test/grpc/reflection_client.h"
+#include "test/leashd/leashd_fixture.h"
+
+namespace leash::testing {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+// The floor every test starts from: network by name, the filesystem confined to the tmpfs.
+std::string Floor(const std::string& user, const std::string& fs) {
+  return absl::StrCat(
+      "user: ", user, "\nfail_mode: closed\n",
+      "network: { mode: whitelist, allow: [\"floor.example\"], deny: [] }\n",
+      "filesystem: { mode: blacklist, allow: [], deny: [\"", fs, "/secret\"] }\n",
+      "commands: { mode: blacklist, allow: [], deny: [\"", fs, "/bin/forbidden\"] }\n",
+      "tools: { mode: whitelist, allow: [\"read_file\"], deny: [] }\n",
+      "logging: { level: info, decisions: DECISIONS }\n");
+}
+
+class LeashdTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LEASH_REQUIRE_ROOT();
+    auto ns = NetNamespace::Create();
+    ASSERT_TRUE(ns.ok()) << ns.status();
+    ns_ = *std::move(ns);
+    auto fs = TmpfsMount::Create();
+    ASSERT_TRUE(fs.ok()) << fs.status();
+    fs_ = *std::move(fs);
+    auto user = TestAccount::Create("lctl-user");
+    ASSERT_TRUE(user.ok()) << user.status();
+    user_ = *std::move(user);
+  }
+
+  void AddAgents(std::initializer_list<const char*> names) {
+    for (const char* name : names) {
+      auto agent = TestAccount::Create(name);
+      ASSERT_TRUE(agent.ok()) << agent.status();
+      agents_[name] = *std::move(agent);
+    }
+  }
+
+  void StartLeashd() {
+    std::string floor = Floor(user_->name(), fs_->path());
+    // The decision log goes in the instance's own folder; it is only known once started, so
+    // the fixture's config is written with a placeholder the first start replaces.
+    auto probe = TempDir::Create("lid-log");
+    ASSERT_TRUE(probe.ok());
+    log_dir_ = *std::move(probe);
+    chmod(log_dir_->path().c_str(), 0755);
+    floor.replace(floor.find("DECISIONS"), 9, log_dir_->Join("decisions.jsonl"));
+    auto leashd = LeashdInstance::Start(floor, *ns_, fs_->path());
+    ASSERT_TRUE(leashd.ok()) << leashd.status();
+    leashd_ = *std::move(leashd);
+  }
+
+  leash::v1::StatusResponse Status() {
+    auto status = leashd_->Status();
+    EXPECT_TRUE(status.ok()) << status.status();
+    return status.ok() ? *status : leash::v1::StatusResponse();
+  }
+
+  std::map<std::string, leash::v1::SubjectStatus> Subjects() {
+    std::map<std::string, leash::v1::SubjectStatus> out;
+    const leash::v1::StatusResponse status = Status();
+    for (const auto& s : status.subjects()) out[s.account()] = s;
+    return out;
+  }
+
+  // Writes a profile file and saves it through the CLI.
+  RunResult SaveProfile(const std::string& name, const std::string& yaml,
+                        std::vector<std::string> extra = {}) {
+    const std::string path = log_dir_->Join(name + ".yaml");
+    std::ofstream(path) << yaml;
+    std::vector<std::string> args = {"profile", "save", name, "--from", path};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto result = leashd_->Cli(args);
+    EXPECT_TRUE(result.ok());
+    return result.ok() ? *result : RunResult();
+  }
+
+  RunResult Cli(const std::vector<std::string>& args) {
+    auto result = leashd_->Cli(args);
+    EXPECT_TRUE(result.ok());
+    return result.ok() ? *result : RunResult();
+  }
+
+  // The rule handles of one UID's redirect chain, as the kernel lists them: a re-applied chain
+  // gets new handles, an untouched one keeps its own.
+  std::string ChainHandles(uint32_t uid) {
+    auto listed = ns_->Run({"nft", "-a", "list", "chain", "ip", "leash", absl::StrCat("agent_", uid)});
+    if (!listed.ok() || listed->exit_code != 0) return "";
+    std::string handles;
+    for (absl::string_view line : absl::StrSplit(listed->out, '\n')) {
+      const size_t at = line.find("# handle ");
+      if (at != absl::string_view::npos) absl::StrAppend(&handles, line.substr(at + 9), ",");
+    }
+    return handles;
+  }
+
+  std::unique_ptr<NetNamespace> ns_;
+  std::unique_ptr<TmpfsMount> fs_;
+  std::unique_ptr<TestAccount> user_;
+  std::map<std::string, std::unique_ptr<TestAccount>> agents_;
+  std::unique_ptr<TempDir> log_dir_;
+  std::unique_ptr<LeashdInstance> leashd_;
+};
+
+TEST_F(LeashdTest, WithNoAgentAccountsTheConfiguredUserIsTheOneSubjectOn18443) {
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  leash::v1::StatusResponse status = Status();
+  ASSERT_EQ(status.subjects_size(), 1);
+  EXPECT_EQ(status.subjects(0).account(), user_->name());
+  EXPECT_EQ(status.subjects(0).port(), 18443u);
+  EXPECT_EQ(status.subjects(0).state(), "enforced");
+  EXPECT_TRUE(status.single_subject());
+  struct stat st;
+  EXPECT_NE(stat(leashd_->state_dir().c_str(), &st), 0)
+      << "a host with no agent accounts must not get /var/lib/leash";
+}
+
+TEST_F(LeashdTest, DiscoversTwoLeashAccountsEachResolvedSeparately) {
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a", "leash-it-b"}));
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  EXPECT_EQ(SaveProfile("pa", "network: { allow: [\"a.example\"] }\n").exit_code, 0);
+  EXPECT_EQ(SaveProfile("pb", "network: { allow: [\"b.example\"] }\n").exit_code, 0);
+  RunResult bind_a = Cli({"bind", "agent:leash-it-a", "pa", "--ack", "network.allow:a.example"});
+  ASSERT_EQ(bind_a.exit_code, 0) << bind_a.out;
+  RunResult bind_b = Cli({"bind", "agent:leash-it-b", "pb", "--ack", "network.allow:b.example"});
+  ASSERT_EQ(bind_b.exit_code, 0) << bind_b.out;
+
+  auto subjects = Subjects();
+  ASSERT_EQ(subjects.size(), 3u) << leashd_->Log();  // the configured user stays a subject
+  EXPECT_EQ(subjects["leash-it-a"].state(), "enforced");
+  EXPECT_THAT(subjects["leash-it-a"].profiles(), Contains("agent:leash-it-a=pa"));
+  EXPECT_THAT(subjects["leash-it-b"].profiles(), Contains("agent:leash-it-b=pb"));
+  // Each resolved separately: a.example for one, b.example for the other, the floor for both.
+  RunResult a_to_a = Cli({"check", "network", "a.example:443", "--account", "leash-it-a"});
+  RunResult a_to_b = Cli({"check", "network", "b.example:443", "--account", "leash-it-a"});
+  RunResult b_to_b = Cli({"check", "network", "b.example:443", "--account", "leash-it-b"});
+  EXPECT_EQ(a_to_a.exit_code, 0) << a_to_a.out;
+  EXPECT_EQ(a_to_b.exit_code, 1) << a_to_b.out;
+  EXPECT_EQ(b_to_b.exit_code, 0) << b_to_b.out;
+  // Each has its own chain and port.
+  EXPECT_NE(ChainHandles(agents_["leash-it-a"]->uid()), "");
+  EXPECT_NE(ChainHandles(agents_["leash-it-b"]->uid()), "");
+  EXPECT_NE(subjects["leash-it-a"].port(), subjects["leash-it-b"].port());
+}
+
+TEST_F(LeashdTest, DanglingProfileDeniesOnlyItsSubject) {
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a", "leash-it-b"}));
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  SaveProfile("pa", "network: { deny: [\"x.example\"] }\n");
+  ASSERT_EQ(Cli({"bind", "agent:leash-it-a", "pa"}).exit_code, 0);
+  SaveProfile("pb", "network: { deny: [\"y.example\"] }\n");
+  ASSERT_EQ(Cli({"bind", "agent:leash-it-b", "pb"}).exit_code, 0);
+  RunResult deleted = Cli({"profile", "delete", "pa"});
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.out;
+  auto subjects = Subjects();
+  EXPECT_EQ(subjects["leash-it-a"].state(), "no-policy") << subjects["leash-it-a"].detail();
+  EXPECT_THAT(subjects["leash-it-a"].detail(), HasSubstr("pa"));
+  EXPECT_EQ(subjects["leash-it-b"].state(), "enforced");
+  EXPECT_EQ(subjects[user_->name()].state(), "enforced");
+  // Denied, not unconfined: its chain is still there.
+  EXPECT_NE(ChainHandles(agents_["leash-it-a"]->uid()), "");
+}
+
+TEST_F(LeashdTest, SighupAfterOneBindingChangesReappliesOnlyThatSubject) {
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a", "leash-it-b"}));
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  SaveProfile("tight", "network: { deny: [\"t.example\"] }\n");
+  SaveProfile("tighter", "network: { deny: [\"t.example\", \"u.example\"] }\n");
+  ASSERT_EQ(Cli({"bind", "agent:leash-it-a", "tight"}).exit_code, 0);
+  ASSERT_EQ(Cli({"bind", "agent:leash-it-b", "tight"}).exit_code, 0);
+  const uint32_t a = agents_["leash-it-a"]->uid();
+  const uint32_t b = agents_["leash-it-b"]->uid();
+  const std::string a_before = ChainHandles(a);
+  const std::string b_before = ChainHandles(b);
+  ASSERT_NE(a_before, "");
+
+  // Written without a reconcile, then picked up by SIGHUP — Sentinel's path on a host
+  // without systemd (the pidfile under the run folder).
+  ASSERT_EQ(Cli({"bind", "agent:leash-it-a", "tighter", "--no-reconcile"}).exit_code, 0);
+  EXPECT_EQ(ChainHandles(a), a_before) << "--no-reconcile must leave the service unchanged";
+  const uint64_t passes = Status().reconcile_passes();
+  ASSERT_TRUE(leashd_->Sighup().ok());
+  ASSERT_TRUE(leashd_->WaitForPasses(passes + 1).ok());
+  leash::v1::StatusResponse status = Status();
+  ASSERT_EQ(status.last_reconcile().changes_size(), 1) << status.last_reconcile().DebugString();
+  EXPECT_EQ(status.last_reconcile().changes(0).account(), "leash-it-a");
+  EXPECT_EQ(status.last_reconcile().changes(0).change(), "reapplied");
+  EXPECT_NE(ChainHandles(a), a_before) << "the changed subject's chain was not re-applied";
+  EXPECT_EQ(ChainHandles(b), b_before) << "an unchanged subject was touched";
+}
+
+TEST_F(LeashdTest, CorruptPortMapChangesNothing) {
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  const uint32_t a = agents_["leash-it-a"]->uid();
+  const std::string before = ChainHandles(a);
+  const auto subjects_before = Subjects();
+  std::ofstream(leashd_->state_dir() + "/ports.json") << "{\"format\":1,";
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-b"}));
+  const uint64_t passes = Status().reconcile_passes();
+  ASSERT_TRUE(leashd_->Sighup().ok());
+  ASSERT_TRUE(leashd_->WaitForPasses(passes + 1).ok());
+  leash::v1::StatusResponse status = Status();
+  EXPECT_THAT(status.last_reconcile().error(), HasSubstr("is corrupt"));
+  EXPECT_THAT(status.last_reconcile().error(), HasSubstr("nothing was changed"));
+  EXPECT_EQ(status.subjects_size(), static_cast<int>(subjects_before.size()));
+  EXPECT_EQ(ChainHandles(a), before);
+  EXPECT_EQ(ChainHandles(agents_["leash-it-b"]->uid()), "") << "a new subject was onboarded";
+}
+
+TEST_F(LeashdTest, BurstOfTwentySighupsIsCoalesced) {
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  const uint64_t passes = Status().reconcile_passes();
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(leashd_->Sighup().ok());
+  ASSERT_TRUE(leashd_->WaitForPasses(passes + 1).ok());
+  absl::SleepFor(absl::Seconds(1));  // let any pass the burst could still cause start and end
+  const uint64_t ran = Status().reconcile_passes() - passes;
+  EXPECT_GE(ran, 1u);
+  EXPECT_LE(ran, 3u) << "20 SIGHUPs ran " << ran << " passes";
+}
+
+TEST_F(LeashdTest, NonRootClientIsRefusedOnTheAdminSocket) {
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  auto outsider = TestAccount::Create("lctl-outsider");
+  ASSERT_TRUE(outsider.ok());
+  auto probe = leash::testing::Run((*outsider)->AsUser(
+      {RunfilePath("controlplane/testing/admin_probe"), leashd_->admin_socket()}));
+  ASSERT_TRUE(probe.ok());
+  EXPECT_EQ(probe->exit_code, 1) << probe->out;
+  struct stat st;
+  ASSERT_EQ(stat(leashd_->admin_socket().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(st.st_uid, 0u);
+}
+
+TEST_F(LeashdTest, ReflectionListsTheServicesOnBothSockets) {
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  auto admin = ListServicesByReflection(leashd_->admin_socket());
+  ASSERT_TRUE(admin.ok()) << admin.status();
+  EXPECT_THAT(*admin, Contains("leash.v1.Control"));
+  EXPECT_THAT(*admin, Contains("leash.v1.PolicyStream"));
+  auto tools = ListServicesByReflection(leashd_->tools_socket());
+  ASSERT_TRUE(tools.ok()) << tools.status();
+  EXPECT_THAT(*tools, Contains("leash.v1.Tools"));
+  EXPECT_THAT(*tools, ::testing::Not(Contains("leash.v1.Control")));
+}
+
+TEST_F(LeashdTest, StopReleasesEveryChain) {
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  const uint32_t a = agents_["leash-it-a"]->uid();
+  ASSERT_NE(ChainHandles(a), "");
+  auto stopped = leashd_->Stop();
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_TRUE(WIFEXITED(*stopped) && WEXITSTATUS(*stopped) == 0) << leashd_->Log();
+  EXPECT_EQ(ChainHandles(a), "");
+  EXPECT_EQ(ChainHandles(user_->uid()), "");
+}
+
+}  // namespace
+}  // namespace leash::testing
