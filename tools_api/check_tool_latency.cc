@@ -2,7 +2,8 @@
 // (default 1,000/s for 10 s) to a ToolsService on a real gRPC server on a Unix socket, and
 // prints latency percentiles. Latency is measured from each call's scheduled send time, so a
 // slow call that delays the next ones is counted against them too (no coordinated omission).
-// One call in ten carries a secret and is blocked (PERMISSION_DENIED with details).
+// One call in ten (--blocked_every) carries a secret and is blocked (PERMISSION_DENIED with
+// details).
 // Target: p99 <= 1 ms at 1,000 calls/s.
 //
 //   bazel run -c opt //tools_api:check_tool_latency -- --rate=1000 --seconds=10
@@ -50,7 +51,7 @@ std::string Summary(const std::vector<double>& ms) {
 }
 
 int Main(int argc, char** argv) {
-  double rate = 1000, seconds = 10, warmup = 1;
+  double rate = 1000, seconds = 10, warmup = 1, blocked_every = 10;
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg = argv[i];
     auto value = [&](absl::string_view flag, double* out) {
@@ -58,8 +59,10 @@ int Main(int argc, char** argv) {
       return false;
     };
     if (!value("--rate=", &rate) && !value("--seconds=", &seconds) &&
-        !value("--warmup_seconds=", &warmup)) {
-      fprintf(stderr, "usage: check_tool_latency [--rate=1000] [--seconds=10] [--warmup_seconds=1]\n");
+        !value("--warmup_seconds=", &warmup) && !value("--blocked_every=", &blocked_every)) {
+      fprintf(stderr,
+              "usage: check_tool_latency [--rate=1000] [--seconds=10] [--warmup_seconds=1] "
+              "[--blocked_every=10 (0: none)]\n");
       return 2;
     }
   }
@@ -105,7 +108,8 @@ int Main(int argc, char** argv) {
       const absl::Time scheduled = start + absl::Seconds(k / rate);
       const absl::Duration wait = scheduled - absl::Now();
       if (wait > absl::ZeroDuration()) absl::SleepFor(wait);
-      const bool block = k % 10 == 9;
+      const long every = static_cast<long>(blocked_every);
+      const bool block = every > 0 && k % every == every - 1;
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
       leash::v1::CheckToolResponse response;
