@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tools_api/inputs.h"
+#include "tools_api/testing/fixtures.h"
 #include "tools_api/tool_checker.h"
 
 namespace leash::tools {
@@ -19,17 +20,11 @@ using ::testing::HasSubstr;
 
 constexpr size_t kMiB = 1 << 20;
 
-const ToolChecker& Checker() {
-  static const ToolChecker* const checker = new ToolChecker(ToolChecker::Create().value());
-  return *checker;
-}
+const ToolChecker& Checker() { return testing::SharedChecker(); }
 
 const engine::CompiledPolicy& Policy() {
-  static const engine::CompiledPolicy* const policy = [] {
-    leash::v1::Config config;
-    config.mutable_tools()->mutable_allow()->add_entries("shell");
-    return new engine::CompiledPolicy(engine::CompiledPolicy::Compile(config));
-  }();
+  static const engine::CompiledPolicy* const policy =
+      new engine::CompiledPolicy(testing::PolicyAllowing({"shell"}));
   return *policy;
 }
 
@@ -134,22 +129,7 @@ TEST(AdversaryShapeTest, OneMiBOfOpeningBracketsIsRefused) {
 
 TEST(AdversaryShapeTest, OneMiBOfNestedValueBytesIsRefused) {
   // Value{list_value{values: Value{...}}} repeated as deep as 1 MiB allows, as wire bytes.
-  std::string bytes;
-  auto varint = [](size_t n) {
-    std::string out;
-    for (; n >= 0x80; n >>= 7) out.push_back(static_cast<char>(n | 0x80));
-    out.push_back(static_cast<char>(n));
-    return out;
-  };
-  std::vector<std::string> headers;
-  size_t inner = 0;
-  while (inner < kMiB - 16) {
-    const std::string list = "\x0a" + varint(inner);
-    const std::string value = "\x32" + varint(list.size() + inner);
-    headers.push_back(value + list);
-    inner += list.size() + value.size();
-  }
-  for (auto it = headers.rbegin(); it != headers.rend(); ++it) bytes += *it;
+  const std::string bytes = testing::NestedListValueBytesUpTo(kMiB);
   const ToolCheckResult r =
       Checker().Check(Policy(), "shell", InputsFormat::kSerializedValue, bytes);
   EXPECT_FALSE(r.decision.allowed());

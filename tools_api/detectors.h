@@ -60,7 +60,7 @@ struct BatchMatch {
 };
 
 // The compiled detectors. Immutable after Create; every method is const and thread-safe.
-// InspectBatch runs the set over chunks of whole texts (about 8 KiB each) and then each
+// InspectBatch runs the set over chunks of whole texts (about 2 KiB each) and then each
 // detector that hit only over the chunks it hit.
 class Inspector {
  public:

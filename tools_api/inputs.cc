@@ -105,7 +105,8 @@ struct Text {
   // The key or string inside the inputs this text is (null for an argv line): masked
   // renderings are keyed by it.
   const std::string* owner = nullptr;
-  // The key a string value is the value of (a view taken while the key is in cache).
+  // The key a string value is the value of, when Inspector::MayBeSecretKey holds for it (a
+  // view taken while the key is in cache).
   absl::string_view member_key;
   bool has_member_key = false;
   int argv = -1;                            // index into argv element bounds, for kArgv
@@ -126,9 +127,9 @@ class Walker {
         for (const Entry* entry : SortedEntries(value.struct_value())) {
           const int child = AddNode(PathNode{node, &entry->first, 0});
           texts_.push_back(Text{entry->first, child, Role::kKey, &entry->first, absl::string_view(), false});
-          if (absl::Status s = Walk(entry->second, child, depth + 1, &entry->first); !s.ok()) {
-            return s;
-          }
+          // Whether the key could name a secret is read now, while the key is in cache.
+          const std::string* key = Inspector::MayBeSecretKey(entry->first) ? &entry->first : nullptr;
+          if (absl::Status s = Walk(entry->second, child, depth + 1, key); !s.ok()) return s;
         }
         return absl::OkStatus();
       }
@@ -455,8 +456,7 @@ absl::StatusOr<InputsReport> InspectInputs(const Inspector& inspector, const Val
   absl::flat_hash_map<absl::string_view, bool> secret_key;
   for (size_t i = 0; i < texts.size(); ++i) {
     const Text& t = texts[i];
-    if (t.role != Role::kValue || !t.has_member_key || !Inspector::MayBeKeyedSecret(t.text) ||
-        !Inspector::MayBeSecretKey(t.member_key)) {
+    if (t.role != Role::kValue || !t.has_member_key || !Inspector::MayBeKeyedSecret(t.text)) {
       continue;
     }
     auto [known, inserted] = secret_key.try_emplace(t.member_key, false);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "tools_api/testing/fixtures.h"
 #include "gtest/gtest.h"
 
 namespace leash::tools {
@@ -40,31 +41,7 @@ std::vector<std::string> Described(const InputsReport& report) {
   return out;
 }
 
-// A serialized Value of `depth` nested lists: [[[...]]].
-std::string NestedListBytes(int depth) {
-  auto varint = [](size_t n) {
-    std::string out;
-    while (n >= 0x80) {
-      out.push_back(static_cast<char>(n | 0x80));
-      n >>= 7;
-    }
-    out.push_back(static_cast<char>(n));
-    return out;
-  };
-  // From the inside out, keep only each level's header; the innermost Value is empty.
-  std::vector<std::string> headers;
-  size_t inner = 0;
-  for (int i = 0; i < depth; ++i) {
-    const std::string list_header = "\x0a" + varint(inner);  // ListValue.values
-    const size_t list_size = list_header.size() + inner;
-    const std::string value_header = "\x32" + varint(list_size);  // Value.list_value
-    headers.push_back(value_header + list_header);
-    inner = value_header.size() + list_size;
-  }
-  std::string bytes;
-  for (auto it = headers.rbegin(); it != headers.rend(); ++it) bytes += *it;
-  return bytes;
-}
+std::string NestedListBytes(int depth) { return testing::NestedListValueBytes(depth); }
 
 std::string NestedJson(int depth, const std::string& open, const std::string& close) {
   std::string json;

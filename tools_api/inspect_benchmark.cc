@@ -9,6 +9,7 @@
 #include "benchmark/benchmark.h"
 #include "engine/compiled_policy.h"
 #include "tools_api/inputs.h"
+#include "tools_api/testing/fixtures.h"
 #include "tools_api/testing/mixed_inputs.h"
 #include "tools_api/tool_checker.h"
 
@@ -17,20 +18,13 @@ namespace {
 
 constexpr size_t kMiB = 1 << 20;
 
-const ToolChecker& Checker() {
-  static const ToolChecker* const checker = new ToolChecker(ToolChecker::Create().value());
-  return *checker;
-}
+const ToolChecker& Checker() { return testing::SharedChecker(); }
 
+// The mixed input is 1 MiB as JSON; as a serialized Value it is ~8% larger, so the bound is
+// raised here to measure inspection rather than the size refusal.
 const engine::CompiledPolicy& Policy() {
-  static const engine::CompiledPolicy* const policy = [] {
-    leash::v1::Config config;
-    config.mutable_tools()->mutable_allow()->add_entries("agent");
-    // The mixed input is 1 MiB as JSON; as a serialized Value it is ~8% larger, so the bound
-    // is raised here to measure inspection rather than the size refusal.
-    config.mutable_tools()->set_max_input_bytes(4 << 20);
-    return new engine::CompiledPolicy(engine::CompiledPolicy::Compile(config));
-  }();
+  static const engine::CompiledPolicy* const policy =
+      new engine::CompiledPolicy(testing::PolicyAllowing({"agent"}, 4 << 20));
   return *policy;
 }
 

@@ -9,6 +9,7 @@
 #include "engine/compiled_policy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tools_api/testing/fixtures.h"
 
 namespace leash::tools {
 namespace {
@@ -19,10 +20,7 @@ using ::testing::Not;
 
 const std::string kGhp = absl::StrCat("ghp_", "R8dKq2ZfT0wLx7NvB4mYc1HsJ9pEa6GuW3oV");
 
-const ToolChecker& Checker() {
-  static const ToolChecker* const checker = new ToolChecker(ToolChecker::Create().value());
-  return *checker;
-}
+const ToolChecker& Checker() { return testing::SharedChecker(); }
 
 struct PolicyOptions {
   leash::v1::Mode mode = leash::v1::MODE_WHITELIST;

@@ -19,6 +19,7 @@
 #include "leash/v1/tools.grpc.pb.h"
 #include "test/fixtures/subprocess.h"
 #include "tools_api/check_tool_request_view.pb.h"
+#include "tools_api/testing/fixtures.h"
 #include "tools_api/testing/service_harness.h"
 
 namespace leash::tools {
@@ -249,22 +250,13 @@ TEST_F(ToolsServiceTest, OverDeepValueIsABlockNotAnInternalError) {
 
 TEST_F(ToolsServiceTest, HundredThousandLevelsOfRawValueAreABlock) {
   // [[[...]]] 100,000 deep, written as wire bytes (no protobuf library would serialize it).
+  const std::string value_bytes = testing::NestedListValueBytes(100000);
   auto varint = [](size_t n) {
     std::string out;
     for (; n >= 0x80; n >>= 7) out.push_back(static_cast<char>(n | 0x80));
     out.push_back(static_cast<char>(n));
     return out;
   };
-  std::vector<std::string> headers;
-  size_t inner = 0;
-  for (int i = 0; i < 100000; ++i) {
-    const std::string list = "\x0a" + varint(inner);
-    const std::string value = "\x32" + varint(list.size() + inner);
-    headers.push_back(value + list);
-    inner += list.size() + value.size();
-  }
-  std::string value_bytes;
-  for (auto it = headers.rbegin(); it != headers.rend(); ++it) value_bytes += *it;
   const std::string request = "\x0a\x05shell" + std::string("\x12") + varint(value_bytes.size()) +
                               value_bytes;
   const grpc::Status status = CallRaw(request);
