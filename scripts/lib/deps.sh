@@ -7,6 +7,7 @@ LEASH_PACKAGES=(
   libabsl-dev libyaml-cpp-dev libnftnl-dev libmnl-dev libre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nftables iproute2 util-linux passwd procps
+  systemd iptables libcap2-bin
   python3 python3-grpcio
 )
 
