@@ -7,9 +7,9 @@
 #
 #   install_test.sh LEASH [LEASHD LEASH_PROXY LEASH_FSWATCH]
 #
-# The throwaway root is a tmpfs in a private mount namespace holding overlays of the host's
-# /usr and /etc (so the real `leash` and useradd run in it with chroot) and a fresh /var,
-# /run and /home. The test account is made in the overlay's /etc/passwd, never the host's,
+# The throwaway root is a tmpfs in a private mount namespace holding an overlay of the host's
+# /usr and a copy of its /etc (so the real `leash` and useradd run in it with chroot) and a
+# fresh /var, /run and /home. The test account is made in the copy's /etc/passwd, never the host's,
 # and everything vanishes with the namespace, also on failure. Binaries not given are
 # replaced by stand-in scripts, which checks placement and modes but not that they run.
 set -euo pipefail
@@ -25,6 +25,7 @@ DESTS=(/usr/bin/leash /usr/lib/leash/leashd /usr/lib/leash/leash-proxy /usr/lib/
 
 work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/install_test.XXXXXX")
 mount -t tmpfs -o mode=0755 tmpfs "$work"
+SHOW_RELATIVE_TO=$work
 cleanup() {
   umount -R -l "$work" 2>/dev/null || true
   rmdir "$work" 2>/dev/null || true
@@ -70,11 +71,15 @@ make_root() {
       fail "/$link is not a symlink: this test expects a merged-/usr host (Debian 12)"
     fi
   done
-  for dir in usr etc; do
-    mkdir -p "$layer/$dir/upper" "$layer/$dir/work"
-    mount -t overlay overlay \
-      -o "lowerdir=/$dir,upperdir=$layer/$dir/upper,workdir=$layer/$dir/work" "$root/$dir"
-  done
+  mkdir -p "$layer/usr/upper" "$layer/usr/work"
+  mount -t overlay overlay -o "lowerdir=/usr,upperdir=$layer/usr/upper,workdir=$layer/usr/work" \
+    "$root/usr"
+  # /etc is copied, not overlaid: an overlay shows the host's /etc as it changes, including
+  # the *.lock files of a useradd running on the host at that moment (other tests make
+  # accounts), which then block the useradd in here. A copy is a snapshot; its locks are
+  # the host's and are dropped.
+  cp -a /etc/. "$root/etc/"
+  rm -f "$root"/etc/{passwd,group,shadow,gshadow,subuid,subgid}.lock "$root/etc/.pwd.lock"
   mount -t proc proc "$root/proc"
   mount --rbind /dev "$root/dev"
   # A host that has Leash installed must not leak into the throwaway root.
@@ -165,9 +170,13 @@ grep -q '^ExecReload=' "$unit" && fail "the unit has ExecReload=; systemctl relo
 grep -qx 'ExecStart=/usr/bin/leash' "$unit" || fail "ExecStart is not /usr/bin/leash"
 grep -qx 'ExecStopPost=/usr/bin/leash teardown' "$unit" || fail "no ExecStopPost=/usr/bin/leash teardown"
 grep -qx 'Restart=on-failure' "$unit" || fail "Restart= is not on-failure"
+# leashd's own rule for its sidecars, one level up: restart after each of 3 deaths in 10 min.
+grep -qx 'StartLimitIntervalSec=10min' "$unit" && grep -qx 'StartLimitBurst=4' "$unit" ||
+  fail "the start limit is not 4 starts in 10 minutes"
+grep -qx 'KillMode=mixed' "$unit" || fail "KillMode= is not mixed (SIGTERM to leashd alone)"
 grep -qE '^CapabilityBoundingSet=.*CAP_SYS_ADMIN' "$unit" && grep -qE '^CapabilityBoundingSet=.*CAP_NET_ADMIN' "$unit" ||
   fail "the unit's bounding set lacks CAP_SYS_ADMIN or CAP_NET_ADMIN"
-pass "unit: no ExecReload=, ExecStopPost=leash teardown, Restart=on-failure, bounding set"
+pass "unit: no ExecReload=, ExecStopPost=leash teardown, Restart=on-failure, 4 starts/10 min, KillMode=mixed, bounding set"
 
 # ========== 2. Upgrade over it: a hand-edited config with a wrong mode and owner, leashd's
 # state present, a wrong log-folder mode, new binaries, the opposite umask, no --user ==========
@@ -296,5 +305,59 @@ fi
 echo "$out" | grep -q "leash-proxy" && echo "$out" | grep -q "Nothing was installed" || fail "unclear refusal: $out"
 [ -z "$(ls -A "$E")" ] || fail "a failed install left files: $(ls -A "$E")"
 pass "a missing binary is named and nothing is installed"
+
+# ========== 7. Without --destdir, as on a real host: run inside a second throwaway root ==========
+# The scripts themselves run in the chroot, so the path an operator takes (leash init run
+# directly, no systemd here, leashd found by its pidfile) is the one exercised.
+echo "== 7. the host path (no --destdir), inside a second throwaway root"
+H=$work/host
+make_root "$H" "$work/layers-host"
+mkdir -p "$H/tmp/src/scripts/lib" "$H/tmp/src/packaging" "$H/tmp/bins"
+cp -L "$repo"/scripts/{install,uninstall,reload-policy} "$H/tmp/src/scripts/"
+cp -L "$repo"/scripts/lib/*.sh "$H/tmp/src/scripts/lib/"
+cp -L "$repo/packaging/leash.service" "$H/tmp/src/packaging/"
+cp "$work/v1/"* "$H/tmp/bins/"
+in_host() { chroot "$H" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
+if ! out=$(in_host /tmp/src/scripts/install --user "$user" --from /tmp/bins 2>&1); then
+  echo "$out" >&2
+  fail "scripts/install (no --destdir) failed inside the root"
+fi
+echo "$out" | sed 's/^/    | /'
+read -r huid hgid <<<"$(awk -F: -v n="$user" '$1 == n { print $3, $4 }' "$H/etc/passwd")"
+[ -n "$huid" ] || fail "the account was not created"
+for i in 0 1 2 3; do expect_stat "$H${DESTS[$i]}" "755 0 0"; done
+expect_stat "$H/lib/systemd/system/leash.service" "644 0 0"
+expect_stat "$H/etc/leash/leash.yaml" "640 0 $hgid"
+expect_stat "$H/var/log/leash" "750 0 0"
+expect_absent "$H/var/lib/leash"
+echo "$out" | grep -q "no systemd here" || fail "install did not say how to start the service without systemd"
+pass "no systemd: install says to start \`leash\` itself"
+
+# A leashd running (a stand-in named leashd holding /run/leash/leashd.pid, as leashd does):
+# an upgrade says it runs the old binaries; uninstall stops it with SIGTERM before removing.
+cat >"$H/tmp/leashd" <<'EOF'
+#!/bin/bash
+# STAND-IN for a running leashd: its PID in /run/leash/leashd.pid; SIGTERM stops it.
+mkdir -p /run/leash
+trap 'echo stopped >/run/leash/stopped; rm -f /run/leash/leashd.pid; exit 0' TERM
+echo $$ >/run/leash/leashd.pid
+while :; do sleep 0.05; done
+EOF
+chmod 0755 "$H/tmp/leashd"
+chroot "$H" /tmp/leashd &
+running=$!
+wait_for 10 test -s "$H/run/leash/leashd.pid"
+out=$(in_host /tmp/src/scripts/install --from /tmp/bins 2>&1) || fail "upgrade with leashd running failed: $out"
+echo "$out" | grep -q "leashd (pid $running) is running the previous binaries" ||
+  fail "the upgrade did not say leashd runs the previous binaries: $out"
+kill -0 "$running" || fail "the upgrade stopped leashd; it must leave that to the operator"
+pass "upgrade with leashd running: told, not restarted"
+out=$(in_host /tmp/src/scripts/uninstall 2>&1) || fail "uninstall failed: $out"
+echo "$out" | grep -q "stopping leashd (pid $running)" || fail "uninstall did not stop leashd: $out"
+wait "$running" 2>/dev/null || true
+[ -f "$H/run/leash/stopped" ] || fail "leashd was not stopped with SIGTERM (its stop path never ran)"
+pass "uninstall stopped leashd with SIGTERM before removing it"
+for path in "${DESTS[@]}" /lib/systemd/system/leash.service; do expect_absent "$H$path"; done
+expect_stat "$H/etc/leash/leash.yaml" "640 0 $hgid"
 
 echo "PASS"

@@ -47,18 +47,23 @@ wait_for() {
   done
 }
 
+# Paths in pass lines are shown relative to $SHOW_RELATIVE_TO when a test sets it.
+shown() {
+  echo "${1#"${SHOW_RELATIVE_TO:-}"}"
+}
+
 # expect_stat PATH "MODE UID GID": PATH's octal mode and numeric owner are exactly these.
 expect_stat() {
   local got
   got=$(stat -c '%a %u %g' "$1" 2>/dev/null) || fail "$1 does not exist"
   [ "$got" = "$2" ] || fail "$1: mode and owner are '$got', want '$2'"
-  pass "$1 $2"
+  pass "$(shown "$1") $2"
 }
 
 # expect_absent PATH
 expect_absent() {
   if [ -e "$1" ] || [ -L "$1" ]; then fail "$1 exists and should not"; fi
-  pass "$1 absent"
+  pass "$(shown "$1") absent"
 }
 
 # fingerprint PATH: content hash, mode, owner and mtime: equal fingerprints mean the file was
