@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # LEASHD_PID and LEASHD_WHY are for the caller
 # Finding the running leashd on a host without systemd: leashd writes its PID to
 # <run dir>/leashd.pid (default /run/leash). Sourced by scripts/reload-policy and
 # scripts/uninstall.

@@ -68,10 +68,10 @@ echo "unit: CapabilityBoundingSet=${unit_caps[*]} -> setpriv --bounding-set=$UNI
 # setpriv refuses one it does not know).
 eff=$(as_service "$UNIT_SET" "$probe" caps) || fail "setpriv refused the unit's set $UNIT_SET"
 mask=$(awk '{ print $2 }' <<<"$eff")
-decoded=$(capsh --decode="$mask" | sed 's/.*=//' | tr ',' '\n' | sort)
-wanted=$(for cap in "${unit_caps[@]}"; do tr '[:upper:]' '[:lower:]' <<<"$cap"; done | sort)
-[ "$decoded" = "$wanted" ] || fail "effective set under the unit is '$(echo $decoded)', want '$(echo $wanted)'"
-pass "a root process under the unit's bounding set has exactly: $(echo $decoded)"
+decoded=$(capsh --decode="$mask" | sed 's/.*=//' | tr ',' '\n' | sort | xargs)
+wanted=$(for cap in "${unit_caps[@]}"; do tr '[:upper:]' '[:lower:]' <<<"$cap"; done | sort | xargs)
+[ "$decoded" = "$wanted" ] || fail "effective set under the unit is '$decoded', want '$wanted'"
+pass "a root process under the unit's bounding set has exactly: $decoded"
 
 # --- leash-fswatch handling one permission event from the agent (see capability_probe.cc).
 # Sets ANSWER (the probe's key=value lines), AGENT_RC and AGENT_OUT. ---

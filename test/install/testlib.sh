@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the shell tests in test/install: failing loudly, the root rule, bounded waits, and
 # a private mount namespace so every mount a test makes goes away with it, even on SIGKILL.
 
