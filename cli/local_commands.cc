@@ -110,14 +110,21 @@ int RunInit(const Args& args, Io io) {
     io.err << "leash init: mkdir " << dir << ": " << std::strerror(errno) << "\n";
     return kExitRefused;
   }
-  absl::Status written = controlplane::WriteFloor(args.config_path, config, pw->pw_gid);
+  // Re-running init for the user the config already names (the installer does, on every
+  // upgrade) keeps the operator's file byte for byte — comments and layout included — and
+  // only re-states its mode and owner: "re-states it on upgrade so an existing box is repaired".
+  const bool keep = existed && current->user() == user;
+  absl::Status written = keep
+                             ? controlplane::RestateFloorPermissions(args.config_path, pw->pw_gid)
+                             : controlplane::WriteFloor(args.config_path, config, pw->pw_gid);
   if (!written.ok()) {
     io.err << "leash init: " << written.message() << "\n";
     return kExitRefused;
   }
   io.out << "leashed user: " << user << " (uid " << pw->pw_uid << ")"
          << (created ? ", account created" : "") << "\n"
-         << (existed ? "updated " : "wrote ") << args.config_path << " (0640 root:" << user
+         << (keep ? "kept " : existed ? "updated " : "wrote ") << args.config_path
+         << (keep ? " as it was, re-stated" : "") << " (0640 root:" << user
          << ": the leashed user reads it through the group and cannot rewrite it)\n"
          << "next: review it, `leash validate`, then start the service "
             "(systemctl enable --now leash.service); if it is already running, `leash restart`\n";
