@@ -24,8 +24,9 @@ bool Args::HasOption(const std::string& name) const {
 
 absl::StatusOr<Args> ParseArgs(int argc, const char* const* argv, const char* env_config) {
   // Flags that take a value, besides --config/-c and --ack.
-  static const std::set<std::string> kValued = {"from", "user", "tail", "inputs", "account",
-                                                "socket", "tools-socket"};
+  static const std::set<std::string> kValued = {"from",   "user",         "tail",
+                                                "inputs", "account",      "socket",
+                                                "tools-socket", "state-dir"};
   Args args;
   args.config_path = env_config != nullptr && *env_config != '\0'
                          ? env_config

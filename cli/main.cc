@@ -30,6 +30,7 @@ const std::map<std::string, Command>& Commands() {
       {"bindings", leash::cli::RunBindings},
       {"logs", leash::cli::RunLogs},
       {"restart", leash::cli::RunRestart},
+      {"teardown", leash::cli::RunTeardown},
   };
   return *commands;
 }
@@ -56,6 +57,10 @@ int main(int argc, char** argv) {
                                    : command == "help" ? ""
                                                        : command);
     return leash::cli::kExitOk;
+  }
+  if ((command == "tool" || command == "tools") && args->words.size() > 1 &&
+      args->words[1] == "check") {
+    return leash::cli::RunToolCheck(*args, io);
   }
   auto it = Commands().find(command);
   if (it != Commands().end()) return it->second(*args, io);

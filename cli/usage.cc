@@ -7,39 +7,95 @@ namespace {
 
 constexpr char kOverview[] = R"(leash: per-user enforcement for local AI agents
 
-usage: leash [global flags] <command> [args]
+usage: leash [global flags] [<command> [args]]
+  With no command, leash runs the service (it execs leashd; leash.service does this).
 
-commands:
-  validate                       load and judge the config; exit 1 on errors or criticals
-  check <surface> <subject>      dry-run one decision (network: host:port)
+commands (policy writes go through leashd and are followed by a reconcile):
+  init --user <name>                   record the leashed user; create the account and
+                                       /etc/leash/leash.yaml (0640 root:<name>) if needed
+  status                               the user, each surface's mode and list sizes, enforcer
+                                       toggles, the decision log, every subject and sidecar
+  validate                             judge the config, profiles and bindings; exit 1 on
+                                       errors or criticals
+  check <surface> <subject>            dry-run one decision (network: host:port)
+  <surface> allow|deny <entry>         add an entry to the floor's allow or deny list
+  <surface> mode whitelist|blacklist   set a surface's mode in the floor
+  profile save <name> --from <file>    save a profile (a fragment); --ack per bound agent
+  profile list | show <name> | delete <name>
+  bind global|agent:<account> <profile>     attach a profile to a scope (--ack to consent)
+  unbind global|agent:<account>        remove a binding (judged; --ack to consent)
+  bindings                             list the bindings and their acks
+  reconcile                            re-read passwd, re-resolve, change only what differs
+  tool check <name> --inputs '<json>'  one CheckTool call on the tools socket, as a harness
+  logs [--follow] [--tail N]           the decision log
+  restart                              restart leash.service (a reconcile is usually the
+                                       right instrument: it un-confines nobody)
+  teardown                             release every chain (leash.service's ExecStopPost)
 
 surfaces: network|net, filesystem|fs, commands|cmd, tools|tool
 
 global flags:
-  -c, --config <path>   config file (default $LEASH_CONFIG, else /etc/leash/leash.yaml)
-  --json                print the result as one JSON object
-  -h, --help            this text; `leash <command> --help` for one command
+  -c, --config <path>     config file (default $LEASH_CONFIG, else /etc/leash/leash.yaml)
+  --json                  print the result as one JSON object
+  --ack '<token>'         consent to a loosening, repeatable: '<field>:<value>' on bind and
+                          unbind; 'agent:<account>=<field>:<value>' on profile save
+  --no-reconcile          write the policy but do not reconcile (it is not in force until
+                          the next reconcile or SIGHUP)
+  --offline               answer status/validate/check from the config file, not leashd
+  --account <account>     check: whose policy (default the configured user); tool check:
+                          the agent the call is for
+  --socket <path>         leashd's admin socket (default /run/leash/leash.sock)
+  --tools-socket <path>   the tools socket (default /run/leash/tools.sock)
+  --state-dir <path>      teardown: leashd's state folder (default /var/lib/leash)
+  -h, --help              this text; `leash <command> --help` for one command
 
 exit codes:
   0  ok (check: allowed)
-  1  refused, blocked, or findings that fail validation
+  1  refused, blocked, findings that fail validation, or a write not put in force
   2  usage error
-  3  leashd is not answering
+  3  leashd is not answering (or the admin socket is not yours: it is root-only)
 )";
 
 const std::map<std::string, std::string>& CommandHelp() {
   static const auto* help = new std::map<std::string, std::string>{
-      {"validate", R"(usage: leash validate [--json]
-  Loads the config and reports every finding: a blacklist surface with an allow list
-  (never consulted: error), a deny entry that can never match (critical), an allow entry
-  that can never match (warning), commands in blacklist mode (warning).
-  Exits 1 when any finding is an error or critical, 0 with warnings only.
+      {"validate", R"(usage: leash validate [--json] [--offline]
+  Judges the floor, every profile and every binding: a blacklist surface with an allow list
+  (never consulted: error), a deny entry that can never match (critical), an allow entry that
+  can never match (warning), commands in blacklist mode (warning), stale acks, bindings that
+  resolve for nobody. Exits 1 when any finding is an error or critical, 0 with warnings only.
+  Without leashd it judges the config file alone, and says so.
 )"},
-      {"check", R"(usage: leash check <surface> <subject> [--json]
-  Dry-runs a decision against the config for the configured user.
+      {"check", R"(usage: leash check <surface> <subject> [--account <account>] [--json]
+  Dry-runs a decision against a subject's live policy (default: the configured user).
   network: host:port, ip:port or [v6]:port   filesystem: an absolute path
   commands: a binary path or name            tools: a tool name
-  Exits 0 when allowed, 1 when blocked.
+  Exits 0 when allowed, 1 when blocked. Without leashd: against the config file.
+)"},
+      {"profile", R"(usage: leash profile save <name> --from <file.yaml> [--ack 'agent:<account>=<field>:<value>']...
+       leash profile list | show <name> | delete <name>
+  A profile is a fragment: only the keys it means to set. A save that would loosen any bound
+  agent beyond its own acks is refused with every loosening, its token and the re-run line.
+)"},
+      {"bind", R"(usage: leash bind global|agent:<account> <profile> [--ack '<field>:<value>']...
+  A change that widens what a subject may do is refused unless acknowledged by field and value.
+  bind global changes the floor for every subject on the host.
+)"},
+      {"unbind", R"(usage: leash unbind global|agent:<account> [--ack '<field>:<value>']...
+  Judged like a bind (removing a tightening loosens); recorded in the unbind ledger first.
+)"},
+      {"tool", R"(usage: leash tool check <name> [--inputs '<json>'|-] [--account <account>] [--json]
+  Asks CheckTool on the tools socket; exits 0 when allowed, 1 when blocked.
+)"},
+      {"logs", R"(usage: leash logs [--follow] [--tail N]
+  Prints the last N (default 20) decision-log lines; --follow keeps printing new ones.
+)"},
+      {"init", R"(usage: leash init --user <name>
+  Creates the account if missing and writes the config 0640 root:<name>; an existing config
+  keeps its content and gets its mode and owner re-stated.
+)"},
+      {"teardown", R"(usage: leash teardown [--state-dir <dir>]
+  Releases every subject's nftables chains (the port map's, the configured user's, and any
+  the kernel still lists). Run by leash.service's ExecStopPost.
 )"},
   };
   return *help;

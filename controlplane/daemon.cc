@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "controlplane/atomic_file.h"
 #include "controlplane/control_service.h"
 #include "controlplane/decision_log_file.h"
 #include "controlplane/floor_file.h"
@@ -308,8 +309,13 @@ int RunDaemon(const DaemonOptions& given) {
     Say(absl::StrCat("tools socket ", options.tools_socket, " (0660, group ", group, ")"));
   }
 
+  // The pidfile is how a host without systemd signals leashd (scripts/reload-policy); it is
+  // written atomically with its mode stated.
   const std::string pidfile = options.run_dir + "/leashd.pid";
-  std::ofstream(pidfile) << getpid() << "\n";
+  if (absl::Status written = WriteFileAtomically(pidfile, absl::StrCat(getpid(), "\n"), 0644);
+      !written.ok()) {
+    Say(absl::StrCat("warning: ", written.message()));
+  }
   Say(absl::StrCat("running (pid ", getpid(), "); SIGHUP reconciles, SIGTERM stops"));
 
   // --- The signal loop. ---

@@ -5,19 +5,18 @@
 # goes, the operator's policy stays unless --purge, the unbind ledger always stays); and
 # `systemd-analyze verify` on the installed unit.
 #
-#   install_test.sh LEASH [LEASHD LEASH_PROXY LEASH_FSWATCH]
+#   install_test.sh LEASH LEASHD LEASH_PROXY LEASH_FSWATCH
 #
 # The throwaway root is a tmpfs in a private mount namespace holding an overlay of the host's
 # /usr and a copy of its /etc (so the real `leash` and useradd run in it with chroot) and a
 # fresh /var, /run and /home. The test account is made in the copy's /etc/passwd, never the host's,
-# and everything vanishes with the namespace, also on failure. Binaries not given are
-# replaced by stand-in scripts, which checks placement and modes but not that they run.
+# and everything vanishes with the namespace, also on failure.
 set -euo pipefail
 source "$(dirname "$0")/testlib.sh"
 require_root
 in_private_mount_namespace "$@"
 
-[ $# -eq 1 ] || [ $# -eq 4 ] || fail "usage: install_test.sh LEASH [LEASHD LEASH_PROXY LEASH_FSWATCH]"
+[ $# -eq 4 ] || fail "usage: install_test.sh LEASH LEASHD LEASH_PROXY LEASH_FSWATCH"
 repo=$PWD  # Bazel runs a test from its runfiles tree, which mirrors the repository.
 [ -x "$repo/scripts/install" ] || fail "run from the runfiles root (scripts/install not found in $repo)"
 NAMES=(leash leashd leash-proxy leash-fswatch)
@@ -33,27 +32,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# --- Binaries: version 1 as given (or stand-ins), version 2 the same plus a trailing line,
-# which an ELF loader ignores, so the upgrade visibly replaces every file. ---
+# --- Binaries: version 1 as given, version 2 the same plus a trailing line, which an ELF
+# loader ignores, so the upgrade visibly replaces every file. ---
 mkdir "$work/v1" "$work/v2"
-cp "$1" "$work/v1/leash"
-standins=()
-for i in 1 2 3; do
-  name=${NAMES[$i]}
-  if [ $# -eq 4 ]; then
-    cp "${@:$((i + 1)):1}" "$work/v1/$name"
-  else
-    standins+=("$name")
-    printf '#!/bin/sh\n# STAND-IN for %s: not the real binary (it does not build yet)\necho "%s (stand-in): $*"\nexit 2\n' \
-      "$name" "$name" >"$work/v1/$name"
-  fi
+for i in 0 1 2 3; do
+  cp "${@:$((i + 1)):1}" "$work/v1/${NAMES[$i]}"
 done
 for name in "${NAMES[@]}"; do
   chmod 0755 "$work/v1/$name"
   { cat "$work/v1/$name"; printf '\n# v2\n'; } >"$work/v2/$name"
   chmod 0755 "$work/v2/$name"
 done
-[ ${#standins[@]} -eq 0 ] || echo "NOTE: STAND-INS used for ${standins[*]} (placement and modes only)"
 
 # --- The throwaway root. ---
 R=$work/root
@@ -152,8 +141,8 @@ stray=$(find "$R/usr/bin" "$R/usr/lib/leash" "$R/lib/systemd/system" -maxdepth 1
 [ -z "$stray" ] || fail "staged files left behind: $stray"
 
 # `leash` with no command finds leashd in /usr/lib/leash (it is not next to /usr/bin/leash)
-# and execs it with the config. --from is a CLI option that leashd does not know, so leashd,
-# real or stand-in, answers with its own name instead of starting.
+# and execs it with the config. --from is a CLI option that leashd does not know, so the real
+# leashd answers with its own name instead of starting.
 layout=$(chroot "$R" /usr/bin/leash --from=layout-probe 2>&1 || true)
 echo "$layout" | grep -q "cannot find leashd" && fail "leash did not find /usr/lib/leash/leashd: $layout"
 echo "$layout" | grep -q "leashd" && echo "$layout" | grep -q -- "--from" ||
