@@ -17,10 +17,12 @@ namespace {
 constexpr uint32_t kFormat = 1;
 
 absl::Status Corrupt(const std::string& path, absl::string_view problem) {
+  // The parser's message may run over several lines (with a caret): keep its first.
+  problem = problem.substr(0, problem.find('\n'));
   return absl::FailedPreconditionError(absl::StrCat(
-      "port map ", path, " is corrupt: ", problem,
-      "; nothing was changed. Restore it from backup, or stop leash, remove it and restart "
-      "(every agent then gets a new port)"));
+      "port map ", path, " is corrupt (", problem,
+      "); restore it from backup, or stop leash, remove it and restart (every agent then gets "
+      "a new port)"));
 }
 
 }  // namespace
@@ -30,7 +32,7 @@ absl::StatusOr<PortMap> PortMap::Load(const std::string& path) {
   if (absl::IsNotFound(text.status())) return PortMap();
   if (!text.ok()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("port map unreadable: ", text.status().message(), "; nothing was changed"));
+        absl::StrCat("port map unreadable: ", text.status().message()));
   }
   return Parse(*text, path);
 }

@@ -94,7 +94,7 @@ TEST_P(CorruptPortMap, IsRefusedNamingTheFileAndProblem) {
   EXPECT_THAT(std::string(map.status().message()),
               HasSubstr("port map /var/lib/leash/ports.json is corrupt"));
   EXPECT_THAT(std::string(map.status().message()), HasSubstr(GetParam().problem));
-  EXPECT_THAT(std::string(map.status().message()), HasSubstr("nothing was changed"));
+  EXPECT_THAT(std::string(map.status().message()), HasSubstr("restore it from backup"));
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -1,0 +1,264 @@
+// The leash CLI against a real leashd (issue 5). Every refusal the spec describes is compared
+// with a golden file in testdata/ (run with LEASH_UPDATE_GOLDEN=1 to rewrite them after a
+// deliberate change, then review the diff); the temp paths of the run are replaced by
+// placeholders first.
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "gmock/gmock.h"
+#include "re2/re2.h"
+#include "gtest/gtest.h"
+#include "test/fixtures/netns.h"
+#include "test/fixtures/root.h"
+#include "test/fixtures/subprocess.h"
+#include "test/fixtures/test_account.h"
+#include "test/fixtures/tmpfs.h"
+#include "test/leashd/leashd_fixture.h"
+
+namespace leash::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LEASH_REQUIRE_ROOT();
+    auto ns = NetNamespace::Create();
+    ASSERT_TRUE(ns.ok()) << ns.status();
+    ns_ = *std::move(ns);
+    auto fs = TmpfsMount::Create();
+    ASSERT_TRUE(fs.ok()) << fs.status();
+    fs_ = *std::move(fs);
+    for (const char* name : {"lcli-user", "leash-iris", "leash-vader"}) {
+      auto account = TestAccount::Create(name);
+      ASSERT_TRUE(account.ok()) << account.status();
+      accounts_.push_back(*std::move(account));
+    }
+    auto files = TempDir::Create("lcli");
+    ASSERT_TRUE(files.ok());
+    files_ = *std::move(files);
+    chmod(files_->path().c_str(), 0755);
+    const std::string floor = absl::StrCat(
+        "user: lcli-user\nfail_mode: closed\n",
+        "network: { mode: whitelist, allow: [\"floor.example\"], deny: [\"bad.example\"] }\n",
+        "filesystem: { mode: blacklist, allow: [], deny: [\"", fs_->path(), "/secret\"] }\n",
+        "commands: { mode: whitelist, allow: [\"git\"], deny: [] }\n",
+        "tools: { mode: whitelist, allow: [\"read_file\"], deny: [] }\n",
+        "logging: { level: info, decisions: ", files_->Join("decisions.jsonl"), " }\n");
+    auto leashd = LeashdInstance::Start(floor, *ns_, fs_->path());
+    ASSERT_TRUE(leashd.ok()) << leashd.status();
+    leashd_ = *std::move(leashd);
+  }
+
+  RunResult Leash(const std::vector<std::string>& args) {
+    auto result = leashd_->Cli(args);
+    EXPECT_TRUE(result.ok()) << result.status();
+    return result.ok() ? *result : RunResult();
+  }
+
+  std::string WriteProfile(const std::string& name, const std::string& yaml) {
+    const std::string path = files_->Join(name + ".yaml");
+    std::ofstream(path) << yaml;
+    return path;
+  }
+
+  // Compares `actual` with testdata/<name>.golden after replacing this run's paths.
+  void ExpectGolden(const std::string& name, std::string actual) {
+    const std::string instance =
+        leashd_->state_dir().substr(0, leashd_->state_dir().rfind('/'));
+    actual = absl::StrReplaceAll(actual, {{files_->path(), "<FILES>"},
+                                          {leashd_->config_path(), "<CONFIG>"},
+                                          {instance, "<LEASHD>"},
+                                          {fs_->path(), "<FS>"}});
+    // UIDs differ from host to host.
+    RE2::GlobalReplace(&actual, R"(\(uid [0-9]+\))", "(uid <UID>)");
+    const std::string golden_path = absl::StrCat("test/cli/testdata/", name, ".golden");
+    if (const char* update = std::getenv("LEASH_UPDATE_GOLDEN"); update && *update == '1') {
+      const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
+      std::ofstream(absl::StrCat(workspace ? workspace : ".", "/", golden_path)) << actual;
+      return;
+    }
+    EXPECT_EQ(actual, ReadFile(golden_path)) << "golden " << golden_path << " differs";
+  }
+
+  std::unique_ptr<NetNamespace> ns_;
+  std::unique_ptr<TmpfsMount> fs_;
+  std::vector<std::unique_ptr<TestAccount>> accounts_;
+  std::unique_ptr<TempDir> files_;
+  std::unique_ptr<LeashdInstance> leashd_;
+};
+
+TEST_F(CliTest, RefusalListsEveryLooseningWithItsAckTokenAndTheRerunLine) {
+  const std::string from = WriteProfile(
+      "web", "fail_mode: open\nnetwork: { allow: [\"openai.com\"], deny: [] }\n");
+  ASSERT_EQ(Leash({"profile", "save", "web", "--from", from}).exit_code, 0);
+  RunResult refused = Leash({"bind", "agent:leash-iris", "web"});
+  EXPECT_EQ(refused.exit_code, 1);
+  ExpectGolden("bind_loosening", refused.out);
+  // The rerun line works as printed.
+  RunResult consented = Leash({"bind", "agent:leash-iris", "web", "--ack", "fail_mode:open", "--ack",
+                               "network.allow:openai.com", "--ack",
+                               "unset.deny:network:bad.example"});
+  EXPECT_EQ(consented.exit_code, 0) << consented.out;
+}
+
+TEST_F(CliTest, DisplayNameScopeIsRefusedNamingTheAccount) {
+  WriteProfile("p", "network: { deny: [\"x.example\"] }\n");
+  ASSERT_EQ(Leash({"profile", "save", "p", "--from", files_->Join("p.yaml")}).exit_code, 0);
+  RunResult refused = Leash({"bind", "agent:Iris", "p"});
+  EXPECT_EQ(refused.exit_code, 1);
+  ExpectGolden("scope_display_name", refused.out);
+}
+
+TEST_F(CliTest, TeamScopeIsRefusedWithTheReason) {
+  WriteProfile("p", "network: { deny: [\"x.example\"] }\n");
+  ASSERT_EQ(Leash({"profile", "save", "p", "--from", files_->Join("p.yaml")}).exit_code, 0);
+  RunResult refused = Leash({"bind", "team:red", "p"});
+  EXPECT_EQ(refused.exit_code, 1);
+  ExpectGolden("scope_team", refused.out);
+}
+
+TEST_F(CliTest, GlobalBindSaysItChangesTheFloorForEverySubject) {
+  WriteProfile("base", "network: { deny: [\"bad.example\", \"worse.example\"] }\n");
+  ASSERT_EQ(Leash({"profile", "save", "base", "--from", files_->Join("base.yaml")}).exit_code, 0);
+  RunResult bound = Leash({"bind", "global", "base"});
+  EXPECT_EQ(bound.exit_code, 0) << bound.out;
+  ExpectGolden("bind_global", bound.out);
+}
+
+TEST_F(CliTest, InertEntryIsRefusedOnWriteAsKindEntryWithInertEntriesInJson) {
+  RunResult text = Leash({"net", "allow", "https://github.com/org"});
+  EXPECT_EQ(text.exit_code, 1);
+  ExpectGolden("allow_inert_entry", text.out);
+  RunResult json = Leash({"--json", "net", "allow", "https://github.com/org"});
+  EXPECT_EQ(json.exit_code, 1);
+  EXPECT_THAT(json.out, HasSubstr("\"kind\":\"entry\""));
+  EXPECT_THAT(json.out, HasSubstr("\"inert_entries\":[{\"field\":\"network.allow\""));
+  const std::string from = WriteProfile("bad", "filesystem: { deny: [\"~/.ssh\"] }\n");
+  RunResult profile = Leash({"--json", "profile", "save", "bad", "--from", from});
+  EXPECT_EQ(profile.exit_code, 1);
+  EXPECT_THAT(profile.out, HasSubstr("\"kind\":\"entry\""));
+  EXPECT_THAT(profile.out, HasSubstr("\"entry\":\"~/.ssh\""));
+}
+
+TEST_F(CliTest, AWriteWhoseReconcileFailsSaysItIsNotInForceAndHowToRunIt) {
+  // ports.json corrupt: the write lands, the reconcile after it fails wholesale.
+  std::ofstream(leashd_->state_dir() + "/ports.json") << "{\"format\":1,";
+  RunResult written = Leash({"net", "deny", "evil.example"});
+  EXPECT_EQ(written.exit_code, 1) << written.out;
+  ExpectGolden("write_not_in_force", written.out);
+  EXPECT_THAT(ReadFile(leashd_->config_path()), HasSubstr("evil.example"));
+}
+
+TEST_F(CliTest, NoReconcileLeavesTheServiceUnchanged) {
+  RunResult written = Leash({"net", "allow", "new.example", "--no-reconcile"});
+  EXPECT_EQ(written.exit_code, 0) << written.out;
+  EXPECT_THAT(written.out, HasSubstr("not reconciled (--no-reconcile)"));
+  EXPECT_THAT(ReadFile(leashd_->config_path()), HasSubstr("new.example"));
+  EXPECT_EQ(Leash({"check", "net", "new.example:443"}).exit_code, 1)
+      << "the service changed without a reconcile";
+  ASSERT_EQ(Leash({"reconcile"}).exit_code, 0);
+  EXPECT_EQ(Leash({"check", "net", "new.example:443"}).exit_code, 0);
+}
+
+TEST_F(CliTest, EachFloorEditIsOnDiskAndInForceWithTheModeRestated) {
+  EXPECT_EQ(Leash({"fs", "mode", "whitelist"}).exit_code, 0);
+  EXPECT_EQ(Leash({"fs", "allow", fs_->path() + "/work"}).exit_code, 0);
+  EXPECT_EQ(Leash({"cmd", "deny", "ssh"}).exit_code, 0);
+  EXPECT_EQ(Leash({"tool", "allow", "search"}).exit_code, 0);
+  struct stat st;
+  ASSERT_EQ(stat(leashd_->config_path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_gid, accounts_[0]->gid());
+  RunResult status = Leash({"status"});
+  EXPECT_THAT(status.out, HasSubstr("filesystem  whitelist       1      1"));
+  EXPECT_EQ(Leash({"check", "fs", fs_->path() + "/work/a.txt"}).exit_code, 0);
+  EXPECT_EQ(Leash({"check", "fs", fs_->path() + "/other.txt"}).exit_code, 1);
+  EXPECT_EQ(Leash({"check", "tool", "search"}).exit_code, 0);
+}
+
+TEST_F(CliTest, ExitCodesAreAsDocumented) {
+  EXPECT_EQ(Leash({"check", "net", "floor.example:443"}).exit_code, 0);
+  EXPECT_EQ(Leash({"check", "net", "other.example:443"}).exit_code, 1);
+  EXPECT_EQ(Leash({"check", "net", "no-port"}).exit_code, 2);
+  EXPECT_EQ(Leash({"frobnicate"}).exit_code, 2);
+  EXPECT_EQ(Leash({"--bogus-flag", "status"}).exit_code, 2);
+  RunResult away = leash::testing::Run({RunfilePath("cli/leash"), "--socket=/tmp/no-leashd.sock",
+                                        "--config=" + leashd_->config_path(), "reconcile"})
+                       .value();
+  EXPECT_EQ(away.exit_code, 3) << away.out;
+  EXPECT_THAT(away.out, HasSubstr("leashd is not answering on /tmp/no-leashd.sock"));
+}
+
+TEST_F(CliTest, ValidateExitsNonZeroOnErrorsAndCriticalsZeroWithWarningsOnly) {
+  // The floor has commands in whitelist mode: no warning; add a blacklist-with-allow error.
+  EXPECT_EQ(Leash({"validate"}).exit_code, 0);
+  ASSERT_EQ(Leash({"cmd", "mode", "blacklist"}).exit_code, 0);  // allow [git] now never consulted
+  RunResult invalid = Leash({"validate"});
+  EXPECT_EQ(invalid.exit_code, 1) << invalid.out;
+  EXPECT_THAT(invalid.out, HasSubstr("never consulted"));
+}
+
+TEST_F(CliTest, StatusValidateAndCheckWorkOfflineAndSayTheyDid) {
+  ASSERT_TRUE(leashd_->Stop().ok());
+  RunResult status = Leash({"status"});
+  EXPECT_EQ(status.exit_code, 0) << status.out;
+  EXPECT_THAT(status.out, HasSubstr("(offline: leashd is not answering"));
+  RunResult check = Leash({"check", "net", "floor.example:443"});
+  EXPECT_EQ(check.exit_code, 0) << check.out;
+  EXPECT_THAT(check.out, HasSubstr("(offline: judged"));
+  RunResult validate = Leash({"validate"});
+  EXPECT_EQ(validate.exit_code, 0) << validate.out;
+  EXPECT_THAT(validate.out, HasSubstr("(offline: judged"));
+}
+
+TEST_F(CliTest, LogsFollowSeesADecisionWrittenAfterItStarted) {
+  const std::string log = files_->Join("follow.out");
+  auto follow = Background::Start({RunfilePath("cli/leash"), "--config=" + leashd_->config_path(),
+                                   "logs", "--follow", "--tail", "0"},
+                                  log);
+  ASSERT_TRUE(follow.ok());
+  absl::SleepFor(absl::Milliseconds(300));  // let it reach the end of the file
+  RunResult checked = Leash({"tool", "check", "forbidden_tool", "--account", "leash-iris",
+                             "--tools-socket", leashd_->tools_socket(), "--inputs", "{}"});
+  EXPECT_EQ(checked.exit_code, 1) << checked.out;
+  EXPECT_TRUE(WaitFor([&] { return ReadFile(log).find("forbidden_tool") != std::string::npos; },
+                      absl::Seconds(10)))
+      << "logs --follow printed: " << ReadFile(log);
+}
+
+TEST_F(CliTest, HelpListsEveryCommandAndFlag) {
+  RunResult help = Leash({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* word :
+       {"init --user", "status", "validate", "check <surface>", "allow|deny <entry>",
+        "mode whitelist|blacklist", "profile save", "profile list", "bind global|agent:",
+        "unbind", "bindings", "reconcile", "tool check", "logs [--follow] [--tail N]",
+        "restart", "teardown", "--config", "--json", "--ack", "--no-reconcile", "--offline",
+        "--account", "--socket", "--tools-socket", "exit codes"}) {
+    EXPECT_THAT(help.out, HasSubstr(word)) << "leash --help does not mention " << word;
+  }
+  for (const char* command : {"validate", "check", "profile", "bind", "unbind", "tool", "logs",
+                              "init", "teardown"}) {
+    RunResult one = Leash({command, "--help"});
+    EXPECT_EQ(one.exit_code, 0);
+    EXPECT_THAT(one.out, HasSubstr(absl::StrCat("usage: leash ", command))) << command;
+  }
+}
+
+}  // namespace
+}  // namespace leash::testing
