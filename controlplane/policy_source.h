@@ -23,14 +23,17 @@ class PolicySnapshot {
   // The floor as loaded (keys as written, no defaults).
   virtual const leash::v1::Config& floor() const = 0;
 
-  // The subject's resolved policy with every field present, or an error whose message says
-  // why it has none. The configured single user resolves to the (global-folded) floor with no
-  // tier of its own, so no agent: binding can re-point the control plane's own confinement.
-  virtual absl::StatusOr<leash::v1::Config> Resolve(const Account& account,
-                                                    bool configured_user) const = 0;
+  struct Resolution {
+    // The resolved policy with every field present, or an error whose message says why the
+    // subject has none.
+    absl::StatusOr<leash::v1::Config> policy;
+    // The bindings it came from, for status: {"global=base", "agent:leash-iris=web"}.
+    std::vector<std::string> sources;
+  };
 
-  // The profiles a subject's policy came from (for status), e.g. {"global:base", "agent:web"}.
-  virtual std::vector<std::string> SourcesOf(const Account& account, bool configured_user) const = 0;
+  // Resolves one subject. The configured single user resolves to the (global-folded) floor with
+  // no tier of its own, so no agent: binding can re-point the control plane's own confinement.
+  virtual Resolution Resolve(const Account& account, bool configured_user) const = 0;
 };
 
 class PolicySource {

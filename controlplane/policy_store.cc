@@ -140,11 +140,13 @@ absl::StatusOr<ProfileStore::Loaded> ProfileStore::Load(absl::string_view name) 
                                             " does not exist); leash profile list shows them"));
   }
   if (!yaml.ok()) return yaml.status();
-  Loaded loaded{std::string(name), *yaml,
-                engine::ParseConfigYaml(*yaml, engine::ConfigKind::kProfile, path),
-                {}};
-  if (loaded.fragment.ok()) loaded.inert = engine::InertEntries(*loaded.fragment);
-  return loaded;
+  return memo_->Get(path, *yaml, [&]() -> absl::StatusOr<Loaded> {
+    Loaded loaded{std::string(name), *yaml,
+                  engine::ParseConfigYaml(*yaml, engine::ConfigKind::kProfile, path),
+                  {}};
+    if (loaded.fragment.ok()) loaded.inert = engine::InertEntries(*loaded.fragment);
+    return loaded;
+  });
 }
 
 absl::StatusOr<std::vector<std::string>> ProfileStore::List() const {
@@ -238,7 +240,9 @@ absl::Status BindingStore::ReadBindingsLocked(std::optional<std::string>& text,
     return absl::OkStatus();
   }
   if (!content.ok()) return content.status();
-  absl::StatusOr<Bindings> parsed = engine::ParseBindingsYaml(*content, bindings_path());
+  absl::StatusOr<Bindings> parsed = bindings_memo_->Get(bindings_path(), *content, [&] {
+    return engine::ParseBindingsYaml(*content, bindings_path());
+  });
   if (!parsed.ok()) {
     return absl::FailedPreconditionError(absl::StrCat(
         parsed.status().message(),

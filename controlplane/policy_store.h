@@ -20,6 +20,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "controlplane/parse_memo.h"
 #include "controlplane/unbind_ledger.h"
 #include "engine/tiers.h"
 #include "leash/v1/control.pb.h"
@@ -95,6 +97,9 @@ class ProfileStore {
 
  private:
   std::string dir_;
+  // Unchanged profile files are not parsed again.
+  std::shared_ptr<ParseMemo<absl::StatusOr<Loaded>>> memo_ =
+      std::make_shared<ParseMemo<absl::StatusOr<Loaded>>>();
 };
 
 struct SaveProfileArgs {
@@ -194,6 +199,9 @@ class BindingStore {
   Options options_;
   ProfileStore profiles_;
   UnbindLedger ledger_;
+  // An unchanged bindings.yaml is not parsed again.
+  std::shared_ptr<ParseMemo<absl::StatusOr<engine::Bindings>>> bindings_memo_ =
+      std::make_shared<ParseMemo<absl::StatusOr<engine::Bindings>>>();
 };
 
 }  // namespace leash::controlplane

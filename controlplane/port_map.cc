@@ -69,6 +69,7 @@ absl::StatusOr<PortMap> PortMap::Parse(absl::string_view json, const std::string
       return Corrupt(path, absl::StrCat("port ", port, " is assigned twice"));
     }
     map.by_account_[account] = Assignment{account, assignment.uid(), static_cast<uint16_t>(port)};
+    map.highest_port_ = std::max<uint16_t>(map.highest_port_, static_cast<uint16_t>(port));
   }
   return map;
 }
@@ -83,10 +84,7 @@ absl::StatusOr<uint16_t> PortMap::Assign(const Account& account) {
     return it->second.port;
   }
   // Ports are never reused: the next port is past the highest ever handed out.
-  uint32_t next = kProxyPortFirst;
-  for (const auto& [name, assignment] : by_account_) {
-    next = std::max<uint32_t>(next, assignment.port + 1u);
-  }
+  uint32_t next = std::max<uint32_t>(kProxyPortFirst, highest_port_ + 1u);
   if (next == kSingleSubjectPort) ++next;
   if (next > kProxyPortLast) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -94,6 +92,7 @@ absl::StatusOr<uint16_t> PortMap::Assign(const Account& account) {
         kProxyPortLast, " has been handed out once and ports are never reused"));
   }
   by_account_[account.name] = Assignment{account.name, account.uid, static_cast<uint16_t>(next)};
+  highest_port_ = static_cast<uint16_t>(next);
   dirty_ = true;
   return static_cast<uint16_t>(next);
 }

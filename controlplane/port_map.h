@@ -50,6 +50,8 @@ class PortMap {
 
  private:
   absl::flat_hash_map<std::string, Assignment> by_account_;
+  // The highest port ever handed out (0: none): ports are never reused.
+  uint16_t highest_port_ = 0;
   bool dirty_ = false;
 };
 

@@ -165,12 +165,14 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
         d.problem = std::string(port.status().message());
       }
     }
-    absl::StatusOr<leash::v1::Config> policy;
+    absl::StatusOr<leash::v1::Config> policy =
+        absl::FailedPreconditionError("no port for the subject");
     if (d.problem.empty()) {
-      policy = (*snapshot)->Resolve(account, d.configured_user);
+      PolicySnapshot::Resolution resolution = (*snapshot)->Resolve(account, d.configured_user);
+      policy = std::move(resolution.policy);
+      d.sources = std::move(resolution.sources);
       if (!policy.ok()) d.problem = std::string(policy.status().message());
     }
-    d.sources = (*snapshot)->SourcesOf(account, d.configured_user);
     if (d.problem.empty()) {
       d.policy.set_uid(account.uid);
       d.policy.set_account(account.name);

@@ -49,14 +49,17 @@ class FakePolicies : public PolicySource {
    public:
     explicit Snapshot(const FakePolicies& p) : p_(p) {}
     const leash::v1::Config& floor() const override { return p_.floor; }
-    absl::StatusOr<leash::v1::Config> Resolve(const Account& a, bool) const override {
+    Resolution Resolve(const Account& a, bool) const override {
+      Resolution out;
       if (auto e = p_.errors_.find(a.name); e != p_.errors_.end()) {
-        return absl::FailedPreconditionError(e->second);
+        out.policy = absl::FailedPreconditionError(e->second);
+      } else if (auto it = p_.policies_.find(a.name); it != p_.policies_.end()) {
+        out.policy = it->second;
+      } else {
+        out.policy = engine::WithDefaults(p_.floor);
       }
-      if (auto it = p_.policies_.find(a.name); it != p_.policies_.end()) return it->second;
-      return engine::WithDefaults(p_.floor);
+      return out;
     }
-    std::vector<std::string> SourcesOf(const Account&, bool) const override { return {}; }
 
    private:
     const FakePolicies& p_;

@@ -16,24 +16,21 @@ class TieredSnapshot : public PolicySnapshot {
 
   const leash::v1::Config& floor() const override { return floor_; }
 
-  absl::StatusOr<leash::v1::Config> Resolve(const Account& account,
-                                            bool configured_user) const override {
+  Resolution Resolve(const Account& account, bool configured_user) const override {
     engine::ResolvedSubject resolved = configured_user ? resolver_.ResolveConfiguredUser()
                                                        : resolver_.ResolveAgent(account.name);
-    if (resolved.ok()) return *resolved.policy;
-    return absl::FailedPreconditionError(
-        absl::StrCat(engine::ResolveFailureKindName(resolved.failure->kind), ": ",
-                     resolved.failure->message));
-  }
-
-  std::vector<std::string> SourcesOf(const Account& account, bool configured_user) const override {
-    engine::ResolvedSubject resolved = configured_user ? resolver_.ResolveConfiguredUser()
-                                                       : resolver_.ResolveAgent(account.name);
-    std::vector<std::string> sources;
+    Resolution out;
     for (size_t i = 0; i < resolved.scopes.size() && i < resolved.profiles.size(); ++i) {
-      sources.push_back(absl::StrCat(resolved.scopes[i], "=", resolved.profiles[i]));
+      out.sources.push_back(absl::StrCat(resolved.scopes[i], "=", resolved.profiles[i]));
     }
-    return sources;
+    if (resolved.ok()) {
+      out.policy = *std::move(resolved.policy);
+    } else {
+      out.policy = absl::FailedPreconditionError(
+          absl::StrCat(engine::ResolveFailureKindName(resolved.failure->kind), ": ",
+                       resolved.failure->message));
+    }
+    return out;
   }
 
  private:
