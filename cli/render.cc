@@ -142,7 +142,8 @@ std::string RenderReconcile(const leash::v1::ReconcileReport& report) {
     return absl::StrCat("reconcile failed, nothing was changed: ", report.error(), "\n");
   }
   absl::StrAppend(&out, "reconciled: ", report.changes_size(), " changed, ", report.unchanged(),
-                  " unchanged\n");
+                  " unchanged (", absl::StrFormat("%.1f", report.duration_us() / 1000.0),
+                  " ms)\n");
   for (const leash::v1::SubjectChange& change : report.changes()) {
     absl::StrAppend(&out, "  ", change.change(), " ", change.account(), " (uid ", change.uid(),
                     ")", change.detail().empty() ? "" : ": " + change.detail(), "\n");

@@ -181,11 +181,11 @@ grpc::Status ControlService::GetStatus(grpc::ServerContext*, const leash::v1::St
     subject->set_uid(uid);
     subject->set_port(state.port);
     subject->set_state(!state.in_discovery ? "left-discovery"
-                       : state.published.has_policy() ? "enforced"
+                       : view.policy != nullptr        ? "enforced"
                                                       : "no-policy");
     subject->set_detail(state.problem);
     for (const std::string& source : state.sources) subject->add_profiles(source);
-    if (state.published.has_policy()) *subject->mutable_policy() = state.published.policy();
+    if (view.policy != nullptr) *subject->mutable_policy() = view.policy->config();
   }
   if (deps_.supervisor != nullptr) {
     for (const leash::v1::SidecarStatus& sidecar : deps_.supervisor->Status()) {
@@ -223,14 +223,9 @@ grpc::Status ControlService::Validate(grpc::ServerContext*, const leash::v1::Val
 
 grpc::Status ControlService::Check(grpc::ServerContext*, const leash::v1::CheckRequest* r,
                                    leash::v1::CheckResponse* response) {
-  std::optional<SubjectView> subject;
-  if (r->account().empty()) {
-    for (const auto& [uid, view] : deps_.subjects->All()) {
-      if (view.state.configured_user) subject = view;
-    }
-  } else {
-    subject = deps_.subjects->ByAccount(r->account());
-  }
+  std::optional<SubjectView> subject = r->account().empty()
+                                           ? deps_.subjects->ConfiguredUser()
+                                           : deps_.subjects->ByAccount(r->account());
   if (!subject) {
     return ToGrpc(absl::NotFoundError(absl::StrCat(
         "'", r->account().empty() ? "the configured user" : r->account(),

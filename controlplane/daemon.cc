@@ -74,7 +74,7 @@ void LogReport(const leash::v1::ReconcileReport& report) {
     return;
   }
   Say(absl::StrCat("reconcile: ", report.changes_size(), " changed, ", report.unchanged(),
-                   " unchanged"));
+                   " unchanged (", report.duration_us() / 1000.0, " ms)"));
   for (const leash::v1::SubjectChange& change : report.changes()) {
     Say(absl::StrCat("  ", change.change(), " ", change.account(), " (uid ", change.uid(), ")",
                      change.detail().empty() ? "" : ": " + change.detail()));

@@ -85,7 +85,9 @@ void ReconcileLoop::Run() {
       pass_started_ = absl::Now();
       ++started_;
     }
+    const absl::Time started = absl::Now();
     leash::v1::ReconcileReport report = pass_();
+    report.set_duration_us(absl::ToInt64Microseconds(absl::Now() - started));
     if (on_report_) on_report_(report);
     absl::MutexLock lock(&mu_);
     running_ = false;

@@ -231,12 +231,13 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
   // --- Diff. ---
   std::vector<uint32_t> added, changed;
   uint32_t unchanged = 0;
+  std::map<uint32_t, std::string> fingerprints;
   for (const auto& [uid, d] : desired) {
+    const std::string& print = fingerprints[uid] = Fingerprint(d.policy);
     auto it = subjects_.find(uid);
     if (it == subjects_.end()) {
       added.push_back(uid);
-    } else if (Fingerprint(it->second.published) != Fingerprint(d.policy) ||
-               it->second.chain != d.chain) {
+    } else if (it->second.fingerprint != print || it->second.chain != d.chain) {
       changed.push_back(uid);
     } else {
       ++unchanged;
@@ -322,6 +323,9 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
     state.configured_user = d.configured_user;
     state.port = d.port;
     state.in_discovery = d.in_discovery;
+    // A new or changed subject's policy may have been replaced since the diff (a chain or a
+    // listener that failed), so its fingerprint is taken again; the rest are as diffed.
+    state.fingerprint = is_new || is_changed ? Fingerprint(d.policy) : fingerprints[uid];
     state.published = d.policy;
     state.chain = d.chain;
     state.sources = d.sources;

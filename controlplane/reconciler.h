@@ -54,8 +54,9 @@ struct SubjectState {
   bool configured_user = false;
   uint16_t port = 0;
   bool in_discovery = true;
-  // What the sidecars were last sent (policy or no_policy).
+  // What the sidecars were last sent (policy or no_policy), and its Fingerprint.
   leash::v1::SubjectPolicy published;
+  std::string fingerprint;
   // The chain in the kernel, when one was applied (absent: none, or the network enforcer is
   // off for this subject).
   std::optional<NetfilterSubject> chain;

@@ -5,25 +5,30 @@ namespace leash::controlplane {
 void SubjectDirectory::Update(const std::map<uint32_t, SubjectState>& subjects) {
   std::map<uint32_t, SubjectView> next;
   std::map<uint32_t, std::string> prints;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [uid, state] : subjects) {
-      SubjectView view;
-      view.state = state;
-      std::string print = Fingerprint(state.published);
-      auto old = by_uid_.find(uid);
-      if (old != by_uid_.end() && fingerprints_[uid] == print) {
-        view.policy = old->second.policy;
-      } else if (state.published.has_policy()) {
-        view.policy = std::make_shared<const engine::CompiledPolicy>(
-            engine::CompiledPolicy::Compile(state.published.policy()));
-      }
-      next[uid] = std::move(view);
-      prints[uid] = std::move(print);
+  absl::flat_hash_map<std::string, uint32_t> by_account;
+  std::optional<uint32_t> configured;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [uid, state] : subjects) {
+    SubjectView view;
+    view.state = state;
+    view.state.published.clear_state();
+    const std::string& print = state.fingerprint;
+    auto old = by_uid_.find(uid);
+    if (old != by_uid_.end() && fingerprints_[uid] == print) {
+      view.policy = old->second.policy;
+    } else if (state.published.has_policy()) {
+      view.policy = std::make_shared<const engine::CompiledPolicy>(
+          engine::CompiledPolicy::Compile(state.published.policy()));
     }
-    by_uid_.swap(next);
-    fingerprints_.swap(prints);
+    by_account[state.account.name] = uid;
+    if (state.configured_user) configured = uid;
+    next[uid] = std::move(view);
+    prints[uid] = print;
   }
+  by_uid_.swap(next);
+  fingerprints_.swap(prints);
+  uid_by_account_.swap(by_account);
+  configured_user_ = configured;
 }
 
 std::optional<SubjectView> SubjectDirectory::ByUid(uint32_t uid) const {
@@ -35,10 +40,15 @@ std::optional<SubjectView> SubjectDirectory::ByUid(uint32_t uid) const {
 
 std::optional<SubjectView> SubjectDirectory::ByAccount(absl::string_view account) const {
   absl::MutexLock lock(&mu_);
-  for (const auto& [uid, view] : by_uid_) {
-    if (view.state.account.name == account) return view;
-  }
-  return std::nullopt;
+  auto it = uid_by_account_.find(account);
+  if (it == uid_by_account_.end()) return std::nullopt;
+  return by_uid_.at(it->second);
+}
+
+std::optional<SubjectView> SubjectDirectory::ConfiguredUser() const {
+  absl::MutexLock lock(&mu_);
+  if (!configured_user_) return std::nullopt;
+  return by_uid_.at(*configured_user_);
 }
 
 std::map<uint32_t, SubjectView> SubjectDirectory::All() const {

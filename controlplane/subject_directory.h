@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "controlplane/reconciler.h"
@@ -18,8 +19,9 @@
 namespace leash::controlplane {
 
 struct SubjectView {
+  // The subject as in force; `state.published` is cleared (the policy lives once, in `policy`).
   SubjectState state;
-  // Null when the subject has no policy.
+  // Null when the subject has no policy. policy->config() is the resolved policy.
   std::shared_ptr<const engine::CompiledPolicy> policy;
 };
 
@@ -30,11 +32,15 @@ class SubjectDirectory {
 
   std::optional<SubjectView> ByUid(uint32_t uid) const;
   std::optional<SubjectView> ByAccount(absl::string_view account) const;
+  // The configured user (the floor's `user`).
+  std::optional<SubjectView> ConfiguredUser() const;
   std::map<uint32_t, SubjectView> All() const;
 
  private:
   mutable absl::Mutex mu_;
   std::map<uint32_t, SubjectView> by_uid_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, uint32_t> uid_by_account_ ABSL_GUARDED_BY(mu_);
+  std::optional<uint32_t> configured_user_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, std::string> fingerprints_ ABSL_GUARDED_BY(mu_);
 };
 

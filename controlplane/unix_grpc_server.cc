@@ -159,7 +159,11 @@ void UnixGrpcServer::Shutdown(absl::Duration deadline) {
     shut_down_ = true;
   }
   const uint64_t one = 1;
-  (void)write(wake_fd_, &one, sizeof(one));
+  if (write(wake_fd_, &one, sizeof(one)) != sizeof(one)) {
+    // Adding 1 to an eventfd only fails on a bad descriptor, which would be a bug here.
+    std::fprintf(stderr, "leashd: waking the %s accept loop failed: %s\n", options_.name.c_str(),
+                 std::strerror(errno));
+  }
   if (accept_thread_.joinable()) accept_thread_.join();
   server_->Shutdown(std::chrono::system_clock::now() +
                     std::chrono::milliseconds(absl::ToInt64Milliseconds(deadline)));

@@ -85,6 +85,8 @@ class CliTest : public ::testing::Test {
                                           {fs_->path(), "<FS>"}});
     // UIDs differ from host to host.
     RE2::GlobalReplace(&actual, R"(\(uid [0-9]+\))", "(uid <UID>)");
+    // So do timings.
+    RE2::GlobalReplace(&actual, R"(\([0-9.]+ ms\))", "(<MS> ms)");
     const std::string golden_path = absl::StrCat("test/cli/testdata/", name, ".golden");
     if (const char* update = std::getenv("LEASH_UPDATE_GOLDEN"); update && *update == '1') {
       const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
