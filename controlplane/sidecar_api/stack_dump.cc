@@ -2,11 +2,13 @@
 
 #include <dirent.h>
 #include <execinfo.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,26 +21,35 @@ namespace {
 int DumpSignal() { return SIGRTMIN + 7; }
 
 std::atomic<int> g_dump_fd{-1};
-std::atomic<bool> g_done{false};
+std::atomic<int> g_dumped{0};
 
-void WriteString(int fd, const char* text) {
-  const ssize_t ignored = write(fd, text, std::strlen(text));
-  (void)ignored;
+// Async-signal context: write(2), backtrace (already loaded) and plain arithmetic only.
+void WriteBacktrace(int fd) {
+  void* frames[64];
+  const int depth = backtrace(frames, 64);
+  backtrace_symbols_fd(frames, depth, fd);
 }
 
 void OnDumpSignal(int) {
+  const int saved = errno;
   const int fd = g_dump_fd.load();
-  if (fd >= 0) {
-    char header[64];
-    // snprintf is not on the async-signal-safe list, but with an integer and a stack buffer it
-    // takes no lock and allocates nothing in glibc.
-    std::snprintf(header, sizeof(header), "thread %ld:\n", static_cast<long>(syscall(SYS_gettid)));
-    WriteString(fd, header);
-    void* frames[64];
-    const int depth = backtrace(frames, 64);
-    backtrace_symbols_fd(frames, depth, fd);
+  if (fd >= 0) WriteBacktrace(fd);
+  g_dumped.fetch_add(1);
+  errno = saved;
+}
+
+// "thread <tid> (<comm>):" for one thread.
+void WriteHeader(int fd, int tid) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+  char comm[32] = "?";
+  const int comm_fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (comm_fd >= 0) {
+    const ssize_t n = read(comm_fd, comm, sizeof(comm) - 1);
+    comm[n > 0 ? n - (comm[n - 1] == '\n') : 0] = '\0';
+    close(comm_fd);
   }
-  g_done.store(true);
+  dprintf(fd, "thread %d (%s):\n", tid, comm);
 }
 
 }  // namespace
@@ -53,31 +64,34 @@ void InstallStackDumpHandler() {
   sigaction(DumpSignal(), &action, nullptr);
 }
 
-void DumpAllThreadStacks(int fd) {
+void DumpAllThreadStacks(int fd, absl::Duration per_thread) {
   g_dump_fd.store(fd);
   const pid_t pid = getpid();
+  const int self = static_cast<int>(syscall(SYS_gettid));
+  const int64_t waits = std::max<int64_t>(1, absl::ToInt64Milliseconds(per_thread));
   DIR* tasks = opendir("/proc/self/task");
   if (tasks == nullptr) {
-    WriteString(fd, "stack dump: cannot list /proc/self/task\n");
-    return;
-  }
-  while (dirent* entry = readdir(tasks)) {
-    if (entry->d_name[0] == '.') continue;
-    const pid_t tid = static_cast<pid_t>(std::atoi(entry->d_name));
-    g_done.store(false);
-    if (syscall(SYS_tgkill, pid, tid, DumpSignal()) != 0) continue;
-    // Wait for the thread to write its stack, a bounded while.
-    for (int i = 0; i < 100 && !g_done.load(); ++i) {
-      timespec pause{0, 1000000};
-      nanosleep(&pause, nullptr);
+    dprintf(fd, "stack dump: cannot list /proc/self/task: %s\n", std::strerror(errno));
+  } else {
+    while (const dirent* entry = readdir(tasks)) {
+      const int tid = std::atoi(entry->d_name);
+      if (tid <= 0 || tid == self) continue;
+      WriteHeader(fd, tid);
+      const int before = g_dumped.load();
+      if (syscall(SYS_tgkill, pid, tid, DumpSignal()) != 0) continue;
+      for (int64_t i = 0; i < waits && g_dumped.load() == before; ++i) {
+        timespec pause{0, 1000000};
+        nanosleep(&pause, nullptr);
+      }
+      if (g_dumped.load() == before) {
+        dprintf(fd, "  (did not answer the dump signal within %lld ms)\n",
+                static_cast<long long>(waits));
+      }
     }
-    if (!g_done.load()) {
-      char line[80];
-      std::snprintf(line, sizeof(line), "thread %d: did not answer the dump signal\n", tid);
-      WriteString(fd, line);
-    }
+    closedir(tasks);
   }
-  closedir(tasks);
+  WriteHeader(fd, self);
+  WriteBacktrace(fd);
   g_dump_fd.store(-1);
 }
 
