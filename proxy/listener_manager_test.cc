@@ -402,6 +402,22 @@ TEST_F(ListenerManagerTest, AimingAtAnotherSubjectsListenerIsRefusedUnderTheAtte
       << record.reason();
 }
 
+TEST_F(ListenerManagerTest, LoopbackInTheReservedRangeIsRefusedEvenWithNoListenerThere) {
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  // Blacklist mode would allow it on policy; the reserved range is refused before any policy.
+  for (const char* address : {"127.0.0.1", "127.9.9.9", "::1"}) {
+    EXPECT_TRUE(Exchange(kUidA, Addr(address, 18777), Http("x.test")).reset) << address;
+  }
+  for (int i = 0; i < 3; ++i) {
+    const leash::v1::DecisionRecord record = NthRecord(i);
+    EXPECT_EQ(record.uid(), kUidA);
+    EXPECT_EQ(record.severity(), "critical");
+    EXPECT_EQ(record.subject().port(), 18777u);
+    EXPECT_TRUE(absl::StrContains(record.reason(), "reserved loopback port range 18000-18999"))
+        << record.reason();
+  }
+}
+
 TEST_F(ListenerManagerTest, AnUnreadableOriginalDestinationIsRefused) {
   Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
