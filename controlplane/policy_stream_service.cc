@@ -84,6 +84,12 @@ grpc::Status PolicyStreamService::Watch(
     state.connected = true;
     state.pid = first.hello().pid();
     state.sent_version = 0;
+    // Acks belong to the connection that sent them: a respawned sidecar has nothing in force
+    // until it acks, and a reconnecting one is sent the whole map again and acks it (its hello's
+    // in_force_version may be a previous leashd's numbering).
+    state.acked_version = 0;
+    state.failed_uids.clear();
+    state.last_ack_error.clear();
     state.last_heartbeat = absl::Now();
     ++state.connections;
   }
@@ -132,7 +138,11 @@ grpc::Status PolicyStreamService::Watch(
   context->TryCancel();  // unblocks the reader's Read
   reader.join();
   absl::MutexLock lock(&mu_);
-  if (generation_[kind] == generation) sidecars_[kind].connected = false;
+  if (generation_[kind] == generation) {
+    // What a gone sidecar acked says nothing about what is in force now.
+    sidecars_[kind].connected = false;
+    sidecars_[kind].acked_version = 0;
+  }
   return grpc::Status::OK;
 }
 

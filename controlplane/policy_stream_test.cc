@@ -165,6 +165,27 @@ TEST_F(PolicyStreamTest, SidecarKeepsItsMapWhileLeashdIsGoneAndResyncsAfter) {
   EXPECT_GE(service_->State(leash::v1::SIDECAR_KIND_FSWATCH).connections, 1u);
 }
 
+TEST_F(PolicyStreamTest, ARespawnedSidecarHasNothingAckedUntilItAcks) {
+  const uint64_t v = service_->Publish({WithPolicy(1001, "github.com")});
+  Subscribe();
+  ASSERT_TRUE(service_->WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, v, absl::Seconds(10)).ok());
+  // A new process of the same kind says hello with nothing in force: the dead one's acks do
+  // not count for it.
+  auto stub = leash::v1::PolicyStream::NewStub(
+      grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  auto stream = stub->Watch(&context);
+  leash::v1::SidecarMessage hello;
+  hello.mutable_hello()->set_kind(leash::v1::SIDECAR_KIND_FSWATCH);
+  hello.mutable_hello()->set_pid(4242);
+  ASSERT_TRUE(stream->Write(hello));
+  leash::v1::PolicyUpdate update;
+  ASSERT_TRUE(stream->Read(&update));  // the full map, not yet acked
+  EXPECT_EQ(service_->State(leash::v1::SIDECAR_KIND_FSWATCH).pid, 4242u);
+  EXPECT_EQ(service_->State(leash::v1::SIDECAR_KIND_FSWATCH).acked_version, 0u);
+  context.TryCancel();
+}
+
 TEST_F(PolicyStreamTest, UnreachableLeashdIsReportedByWaitForFirstMap) {
   StopServer();
   Subscribe();

@@ -209,7 +209,10 @@ std::vector<leash::v1::SidecarStatus> SidecarSupervisor::Status() const {
     status.set_name(child.spec.name);
     status.set_running(child.pid > 0);
     status.set_pid(static_cast<uint32_t>(child.pid));
-    status.set_acked_version(stream_->State(child.spec.kind).acked_version);
+    // Only what this very process acked on a live stream counts.
+    const SidecarState state = stream_->State(child.spec.kind);
+    const bool live = state.connected && state.pid == static_cast<uint32_t>(child.pid);
+    status.set_acked_version(live ? state.acked_version : 0);
     status.set_restarts(child.restarts);
   }
   return out;

@@ -1,6 +1,7 @@
 // leashd end to end (issue 4): the real daemon, its real sidecars and nft rules in a network
 // namespace, real leash-* test accounts discovered from passwd, the watcher confined to a test
 // tmpfs, driven through its Control RPCs and SIGHUP as an operator and Sentinel would.
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <fstream>
@@ -279,6 +280,95 @@ TEST_F(LeashdTest, StopReleasesEveryChain) {
   EXPECT_TRUE(WIFEXITED(*stopped) && WEXITSTATUS(*stopped) == 0) << leashd_->Log();
   EXPECT_EQ(ChainHandles(a), "");
   EXPECT_EQ(ChainHandles(user_->uid()), "");
+}
+
+// The watcher's pid as leashd reports it, or 0.
+uint32_t WatcherPid(const leash::v1::StatusResponse& status) {
+  for (const auto& sidecar : status.sidecars()) {
+    if (sidecar.name() == "leash-fswatch" && sidecar.running()) return sidecar.pid();
+  }
+  return 0;
+}
+
+class WatcherFaultTest : public LeashdTest {
+ protected:
+  void SetUp() override {
+    LeashdTest::SetUp();
+    if (HasFatalFailure() || IsSkipped()) return;
+    ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
+    ASSERT_NO_FATAL_FAILURE(StartLeashd());
+    mkdir((fs_->path() + "/secret").c_str(), 0755);
+    std::ofstream(fs_->path() + "/secret/x") << "x";
+    std::ofstream(fs_->path() + "/open.txt") << "o";
+    chmod((fs_->path() + "/secret/x").c_str(), 0644);
+    chmod((fs_->path() + "/open.txt").c_str(), 0644);
+  }
+  // The agent's read of the denied file: EPERM while the watcher enforces.
+  RunResult AgentReadsSecret() {
+    auto read = leash::testing::Run(agents_["leash-it-a"]->AsUser({"cat", fs_->path() + "/secret/x"}));
+    EXPECT_TRUE(read.ok());
+    return read.ok() ? *read : RunResult();
+  }
+  // Waits for a watcher other than `old` to be running with the current map in force.
+  uint32_t WaitForNewWatcher(uint32_t old) {
+    uint32_t now = 0;
+    WaitFor(
+        [&] {
+          leash::v1::StatusResponse status = Status();
+          now = WatcherPid(status);
+          for (const auto& sidecar : status.sidecars()) {
+            if (sidecar.name() == "leash-fswatch" && now != 0 && now != old &&
+                sidecar.acked_version() >= status.map_version()) {
+              return true;
+            }
+          }
+          return false;
+        },
+        absl::Seconds(30));
+    return now;
+  }
+};
+
+TEST_F(WatcherFaultTest, KilledWatcherIsRespawnedFromTheCurrentMapAndDeniesAsBefore) {
+  RunResult before = AgentReadsSecret();
+  ASSERT_NE(before.exit_code, 0);
+  ASSERT_THAT(before.out, HasSubstr("Operation not permitted"));
+  const uint32_t old = WatcherPid(Status());
+  ASSERT_NE(old, 0u);
+  // Kill it during a storm of opens by the agent.
+  auto storm = Background::Start(agents_["leash-it-a"]->AsUser(
+      {"sh", "-c", "for i in $(seq 1 2000); do cat " + fs_->path() + "/open.txt >/dev/null; done"}));
+  ASSERT_TRUE(storm.ok());
+  absl::SleepFor(absl::Milliseconds(200));
+  ASSERT_EQ(kill(static_cast<pid_t>(old), SIGKILL), 0);
+  ASSERT_TRUE(storm->Wait(absl::Seconds(60)).ok()) << "the open storm hung after the kill";
+  const uint32_t fresh = WaitForNewWatcher(old);
+  ASSERT_NE(fresh, 0u) << leashd_->Log();
+  RunResult after = AgentReadsSecret();
+  EXPECT_NE(after.exit_code, 0);
+  EXPECT_THAT(after.out, HasSubstr("Operation not permitted"));
+  EXPECT_THAT(leashd_->Log(), HasSubstr("respawned leash-fswatch"));
+}
+
+TEST_F(WatcherFaultTest, StoppedWatcherIsKilledOnAMissedHeartbeatAndTheHostIsReleased) {
+  const uint32_t old = WatcherPid(Status());
+  ASSERT_NE(old, 0u);
+  ASSERT_EQ(kill(static_cast<pid_t>(old), SIGSTOP), 0);
+  // An unrelated process (root) opening a file on the marked filesystem waits for the stopped
+  // watcher's answer; it must complete once leashd notices the silence (5 s without a
+  // heartbeat) and kills the watcher, which answers every pending event allow.
+  const absl::Time start = absl::Now();
+  auto opened = leash::testing::Run({"cat", fs_->path() + "/open.txt"}, absl::Seconds(30));
+  const absl::Duration waited = absl::Now() - start;
+  ASSERT_TRUE(opened.ok());
+  EXPECT_EQ(opened->exit_code, 0) << opened->out;
+  EXPECT_LT(waited, absl::Seconds(15)) << "the host waited " << waited;
+  const uint32_t fresh = WaitForNewWatcher(old);
+  ASSERT_NE(fresh, 0u) << leashd_->Log();
+  EXPECT_THAT(leashd_->Log(), HasSubstr("stopped sending heartbeats"));
+  RunResult after = AgentReadsSecret();
+  EXPECT_NE(after.exit_code, 0) << leashd_->Log();
+  EXPECT_THAT(after.out, HasSubstr("Operation not permitted"));
 }
 
 }  // namespace
