@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/offline.h"
+#include "cli/render.h"
 #include "controlplane/floor_file.h"
 #include "engine/config_defaults.h"
 
@@ -121,6 +122,17 @@ int RunInit(const Args& args, Io io) {
     io.err << "leash init: " << written.message() << "\n";
     return kExitRefused;
   }
+  if (args.json) {
+    io.out << JsonObject({{"user", user},
+                          {"uid", "", static_cast<double>(pw->pw_uid), true},
+                          {"account_created", "", 0, false, true, created},
+                          {"config", args.config_path},
+                          {"config_written", keep ? "kept" : existed ? "updated" : "created"},
+                          {"mode", "0640"},
+                          {"owner", "root:" + user}})
+           << "\n";
+    return kExitOk;
+  }
   io.out << "leashed user: " << user << " (uid " << pw->pw_uid << ")"
          << (created ? ", account created" : "") << "\n"
          << (keep ? "kept " : existed ? "updated " : "wrote ") << args.config_path
@@ -213,7 +225,8 @@ int RunRestart(const Args& args, Io io) {
                 "systemctl status leash.service\n";
       return kExitRefused;
     }
-    io.out << "restarted leash.service\n";
+    io.out << (args.json ? JsonObject({{"restarted", "leash.service"}}) : "restarted leash.service")
+           << "\n";
     return kExitOk;
   }
   io.err << "leash restart: systemd is not running here, so there is no leash.service to "

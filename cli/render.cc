@@ -6,6 +6,7 @@
 #include "engine/config_yaml.h"
 #include "engine/config_defaults.h"
 #include "engine/validate.h"
+#include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace leash::cli {
@@ -29,6 +30,21 @@ std::string ToJson(const google::protobuf::Message& message) {
     return "{}";
   }
   return json;
+}
+
+std::string JsonObject(const std::vector<JsonField>& fields) {
+  google::protobuf::Struct object;
+  for (const JsonField& field : fields) {
+    google::protobuf::Value& value = (*object.mutable_fields())[field.name];
+    if (field.is_bool) {
+      value.set_bool_value(field.boolean);
+    } else if (field.is_number) {
+      value.set_number_value(field.number);
+    } else {
+      value.set_string_value(field.text);
+    }
+  }
+  return ToJson(object);
 }
 
 std::string RenderValidate(const leash::v1::ValidateResponse& response,

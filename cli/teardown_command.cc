@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/offline.h"
+#include "cli/render.h"
 #include "controlplane/netfilter_factory.h"
 #include "controlplane/port_map.h"
 
@@ -49,6 +50,12 @@ int RunTeardown(const Args& args, Io io) {
   if (!released.ok()) {
     io.err << "leash teardown: " << released.message() << "\n";
     return kExitRefused;
+  }
+  if (args.json) {
+    io.out << JsonObject({{"released_subjects", "", static_cast<double>(uids.size()), true},
+                          {"netfilter", choice->netfilter->Describe()}})
+           << "\n";
+    return kExitOk;
   }
   io.out << "released " << uids.size() << " subject(s)' chains (" << choice->netfilter->Describe()
          << ")\n";

@@ -282,6 +282,28 @@ TEST_F(LeashdTest, StopReleasesEveryChain) {
   EXPECT_EQ(ChainHandles(user_->uid()), "");
 }
 
+TEST_F(LeashdTest, TeardownReleasesEveryChainAfterACrash) {
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  const uint32_t a = agents_["leash-it-a"]->uid();
+  ASSERT_NE(ChainHandles(a), "");
+  // A crash: no stop path ran. (systemd would then kill the rest of the unit's cgroup and run
+  // ExecStopPost=leash teardown; here the sidecars are killed by hand.)
+  const leash::v1::StatusResponse status = Status();
+  for (const auto& sidecar : status.sidecars()) kill(static_cast<pid_t>(sidecar.pid()), SIGKILL);
+  kill(leashd_->pid(), SIGKILL);
+  leashd_->Stop().IgnoreError();
+  ASSERT_NE(ChainHandles(a), "") << "the chains were released without a stop path";
+  auto teardown = leash::testing::Run(ns_->ExecSharingMounts(
+      {RunfilePath("cli/leash"), "--config=" + leashd_->config_path(),
+       "--state-dir=" + leashd_->state_dir(), "teardown"}));
+  ASSERT_TRUE(teardown.ok());
+  EXPECT_EQ(teardown->exit_code, 0) << teardown->out;
+  EXPECT_THAT(teardown->out, HasSubstr("released"));
+  EXPECT_EQ(ChainHandles(a), "");
+  EXPECT_EQ(ChainHandles(user_->uid()), "");
+}
+
 // The watcher's pid as leashd reports it, or 0.
 uint32_t WatcherPid(const leash::v1::StatusResponse& status) {
   for (const auto& sidecar : status.sidecars()) {
