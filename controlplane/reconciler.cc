@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "controlplane/atomic_file.h"
 #include "controlplane/port_map.h"
 #include "controlplane/resolv_conf.h"
 #include "engine/inert_entries.h"
@@ -94,6 +95,18 @@ bool Reconciler::ApplyChain(const Desired& desired, leash::v1::ReconcileReport& 
   return true;
 }
 
+absl::StatusOr<PortMap> Reconciler::LoadPorts() {
+  absl::StatusOr<std::string> text = ReadFile(options_.ports_path);
+  if (absl::IsNotFound(text.status())) return PortMap();
+  if (!text.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("port map unreadable: ", text.status().message()));
+  }
+  // Unchanged since the last pass (the usual case): not parsed again.
+  return ports_memo_.Get(options_.ports_path, *text,
+                         [&] { return PortMap::Parse(*text, options_.ports_path); });
+}
+
 leash::v1::ReconcileReport Reconciler::RunPass() {
   leash::v1::ReconcileReport report;
   report.set_ran(true);
@@ -116,7 +129,7 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
   if (!snapshot.ok()) return wholesale(snapshot.status());
   std::optional<PortMap> ports;
   if (!options_.single_subject) {
-    absl::StatusOr<PortMap> loaded = PortMap::Load(options_.ports_path);
+    absl::StatusOr<PortMap> loaded = LoadPorts();
     if (!loaded.ok()) return wholesale(loaded.status());
     ports = *std::move(loaded);
   }

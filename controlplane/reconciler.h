@@ -27,7 +27,9 @@
 #include "controlplane/account_source.h"
 #include "controlplane/netfilter.h"
 #include "controlplane/policy_source.h"
+#include "controlplane/parse_memo.h"
 #include "controlplane/policy_stream_service.h"
+#include "controlplane/port_map.h"
 #include "leash/v1/control.pb.h"
 
 namespace leash::controlplane {
@@ -101,6 +103,8 @@ class Reconciler {
   bool ApplyChain(const Desired& desired, leash::v1::ReconcileReport& report);
   leash::v1::SubjectPolicy NoPolicy(const Desired& desired, const std::string& reason,
                                     const std::string& floor_fail_mode) const;
+  // ports.json as PortMap::Load reads it, parsed only when its text changed.
+  absl::StatusOr<PortMap> LoadPorts();
 
   const ReconcilerOptions options_;
   AccountSource* const accounts_;
@@ -109,6 +113,7 @@ class Reconciler {
   PolicyStreamService* const stream_;
   std::map<uint32_t, SubjectState> subjects_;
   bool warned_first_agent_ = false;
+  ParseMemo<absl::StatusOr<PortMap>> ports_memo_;
 };
 
 }  // namespace leash::controlplane
