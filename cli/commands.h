@@ -4,6 +4,7 @@
 
 #include <ostream>
 
+#include "absl/status/status.h"
 #include "cli/args.h"
 
 namespace leash::cli {
@@ -12,6 +13,10 @@ struct Io {
   std::ostream& out;
   std::ostream& err;
 };
+
+// Prints "leash: <message>" and returns the exit code its kind means: 3 when leashd is not
+// answering, 2 for a usage error, 1 otherwise.
+int ReportFailure(Io io, const absl::Status& status);
 
 // Talk to leashd (fall back to the config file for status/validate/check when it is away).
 int RunStatus(const Args& args, Io io);

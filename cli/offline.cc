@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "cli/commands.h"
 #include "cli/render.h"
 #include "engine/check_subject.h"
 #include "engine/compiled_policy.h"
@@ -14,6 +15,13 @@
 #include "leash/v1/control.pb.h"
 
 namespace leash::cli {
+
+int ReportFailure(Io io, const absl::Status& status) {
+  io.err << "leash: " << status.message() << "\n";
+  if (absl::IsUnavailable(status)) return kExitUnreachable;
+  if (absl::IsInvalidArgument(status)) return kExitUsage;
+  return kExitRefused;
+}
 
 absl::StatusOr<leash::v1::Config> LoadConfigFile(const std::string& path) {
   std::ifstream file(path, std::ios::binary);

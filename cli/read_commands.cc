@@ -11,13 +11,6 @@
 namespace leash::cli {
 namespace {
 
-int Fail(Io io, const absl::Status& status) {
-  io.err << "leash: " << status.message() << "\n";
-  if (absl::IsUnavailable(status)) return kExitUnreachable;
-  if (absl::IsInvalidArgument(status)) return kExitUsage;
-  return kExitRefused;
-}
-
 // Whether to answer from the file: --offline, or leashd is not there.
 bool UseOffline(const Args& args, Client& client) { return args.offline || !client.Reachable(); }
 
@@ -27,7 +20,7 @@ int RunStatus(const Args& args, Io io) {
   Client client(args.Option("socket", kDefaultAdminSocket));
   if (UseOffline(args, client)) {
     absl::StatusOr<leash::v1::Config> config = LoadConfigFile(args.config_path);
-    if (!config.ok()) return Fail(io, config.status());
+    if (!config.ok()) return ReportFailure(io, config.status());
     leash::v1::StatusResponse response;
     response.set_user(config->user());
     response.set_config_path(args.config_path);
@@ -43,7 +36,7 @@ int RunStatus(const Args& args, Io io) {
   }
   leash::v1::StatusResponse response;
   grpc::Status status = client.control().GetStatus(client.Context().get(), {}, &response);
-  if (!status.ok()) return Fail(io, client.Explain(status));
+  if (!status.ok()) return ReportFailure(io, client.Explain(status));
   io.out << (args.json ? ToJson(response) + "\n" : RenderStatus(response));
   return kExitOk;
 }
@@ -53,7 +46,7 @@ int RunValidate(const Args& args, Io io) {
   if (UseOffline(args, client)) return ValidateOffline(args, io.out, io.err);
   leash::v1::ValidateResponse response;
   grpc::Status status = client.control().Validate(client.Context().get(), {}, &response);
-  if (!status.ok()) return Fail(io, client.Explain(status));
+  if (!status.ok()) return ReportFailure(io, client.Explain(status));
   io.out << (args.json ? ToJson(response) + "\n" : RenderValidate(response, args.config_path));
   return response.failed() ? kExitRefused : kExitOk;
 }
@@ -74,14 +67,14 @@ int RunCheck(const Args& args, Io io) {
     return CheckOffline(args, io.out, io.err);
   }
   absl::StatusOr<engine::Surface> surface = engine::ParseSurfaceName(args.words[1]);
-  if (!surface.ok()) return Fail(io, surface.status());
+  if (!surface.ok()) return ReportFailure(io, surface.status());
   leash::v1::CheckRequest request;
   request.set_surface(*surface);
   request.set_subject(args.words[2]);
   request.set_account(args.Option("account"));
   leash::v1::CheckResponse response;
   grpc::Status status = client.control().Check(client.Context().get(), request, &response);
-  if (!status.ok()) return Fail(io, client.Explain(status));
+  if (!status.ok()) return ReportFailure(io, client.Explain(status));
   io.out << (args.json ? ToJson(response) + "\n" : RenderCheck(response, args.config_path));
   return response.decision().action() == leash::v1::ACTION_ALLOW ? kExitOk : kExitRefused;
 }

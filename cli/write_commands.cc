@@ -20,13 +20,6 @@
 namespace leash::cli {
 namespace {
 
-int Fail(Io io, const absl::Status& status) {
-  io.err << "leash: " << status.message() << "\n";
-  if (absl::IsUnavailable(status)) return kExitUnreachable;
-  if (absl::IsInvalidArgument(status)) return kExitUsage;
-  return kExitRefused;
-}
-
 int Usage(Io io, absl::string_view usage) {
   io.err << "usage: " << usage << "\n";
   return kExitUsage;
@@ -72,14 +65,14 @@ int RunListEdit(const Args& args, Io io) {
     return Usage(io, "leash <surface> allow|deny <entry>  |  leash <surface> mode whitelist|blacklist");
   }
   absl::StatusOr<engine::Surface> surface = engine::ParseSurfaceName(args.words[0]);
-  if (!surface.ok()) return Fail(io, surface.status());
+  if (!surface.ok()) return ReportFailure(io, surface.status());
   Client client(args.Option("socket", kDefaultAdminSocket));
   leash::v1::PolicyWriteResponse response;
   grpc::Status status;
   const std::string& verb = args.words[1];
   if (verb == "mode") {
     absl::StatusOr<leash::v1::Mode> mode = engine::ParseModeName(args.words[2]);
-    if (!mode.ok()) return Fail(io, absl::InvalidArgumentError(mode.status().message()));
+    if (!mode.ok()) return ReportFailure(io, absl::InvalidArgumentError(mode.status().message()));
     leash::v1::SetModeRequest request;
     request.set_surface(*surface);
     request.set_mode(*mode);
@@ -95,7 +88,7 @@ int RunListEdit(const Args& args, Io io) {
   } else {
     return Usage(io, "leash <surface> allow|deny <entry>  |  leash <surface> mode whitelist|blacklist");
   }
-  if (!status.ok()) return Fail(io, client.Explain(status));
+  if (!status.ok()) return ReportFailure(io, client.Explain(status));
   return ReportWrite(response, args, io);
 }
 
@@ -109,7 +102,7 @@ int RunProfile(const Args& args, Io io) {
   if (verb == "list" && args.words.size() == 2) {
     leash::v1::ListProfilesResponse response;
     grpc::Status status = client.control().ListProfiles(client.Context().get(), {}, &response);
-    if (!status.ok()) return Fail(io, client.Explain(status));
+    if (!status.ok()) return ReportFailure(io, client.Explain(status));
     if (args.json) {
       io.out << ToJson(response) << "\n";
     } else if (response.profiles().empty()) {
@@ -130,7 +123,7 @@ int RunProfile(const Args& args, Io io) {
     request.set_name(name);
     leash::v1::ShowProfileResponse response;
     grpc::Status status = client.control().ShowProfile(client.Context().get(), request, &response);
-    if (!status.ok()) return Fail(io, client.Explain(status));
+    if (!status.ok()) return ReportFailure(io, client.Explain(status));
     if (args.json) {
       io.out << ToJson(response) << "\n";
     } else {
@@ -148,7 +141,7 @@ int RunProfile(const Args& args, Io io) {
     leash::v1::PolicyWriteResponse response;
     grpc::Status status =
         client.control().DeleteProfile(client.Context(true).get(), request, &response);
-    if (!status.ok()) return Fail(io, client.Explain(status));
+    if (!status.ok()) return ReportFailure(io, client.Explain(status));
     return ReportWrite(response, args, io);
   }
   if (verb == "save") {
@@ -156,7 +149,7 @@ int RunProfile(const Args& args, Io io) {
     if (from.empty()) return Usage(io, kUsage);
     std::ifstream file(from, std::ios::binary);
     if (!file) {
-      return Fail(io, absl::NotFoundError(absl::StrCat("cannot read ", from)));
+      return ReportFailure(io, absl::NotFoundError(absl::StrCat("cannot read ", from)));
     }
     std::stringstream yaml;
     yaml << file.rdbuf();
@@ -169,7 +162,7 @@ int RunProfile(const Args& args, Io io) {
     leash::v1::PolicyWriteResponse response;
     grpc::Status status =
         client.control().SaveProfile(client.Context(true).get(), request, &response);
-    if (!status.ok()) return Fail(io, client.Explain(status));
+    if (!status.ok()) return ReportFailure(io, client.Explain(status));
     return ReportWrite(response, args, io);
   }
   return Usage(io, kUsage);
@@ -187,7 +180,7 @@ int RunBind(const Args& args, Io io) {
   request.set_no_reconcile(args.no_reconcile);
   leash::v1::PolicyWriteResponse response;
   grpc::Status status = client.control().Bind(client.Context(true).get(), request, &response);
-  if (!status.ok()) return Fail(io, client.Explain(status));
+  if (!status.ok()) return ReportFailure(io, client.Explain(status));
   return ReportWrite(response, args, io);
 }
 
@@ -207,7 +200,7 @@ int RunUnbind(const Args& args, Io io) {
                                getuid(), sudo_user ? ", via sudo" : "", ")"));
   leash::v1::PolicyWriteResponse response;
   grpc::Status status = client.control().Unbind(client.Context(true).get(), request, &response);
-  if (!status.ok()) return Fail(io, client.Explain(status));
+  if (!status.ok()) return ReportFailure(io, client.Explain(status));
   return ReportWrite(response, args, io);
 }
 
@@ -216,7 +209,7 @@ int RunBindings(const Args& args, Io io) {
   Client client(args.Option("socket", kDefaultAdminSocket));
   leash::v1::ListBindingsResponse response;
   grpc::Status status = client.control().ListBindings(client.Context().get(), {}, &response);
-  if (!status.ok()) return Fail(io, client.Explain(status));
+  if (!status.ok()) return ReportFailure(io, client.Explain(status));
   if (args.json) {
     io.out << ToJson(response) << "\n";
     return kExitOk;
@@ -234,7 +227,7 @@ int RunReconcile(const Args& args, Io io) {
   Client client(args.Option("socket", kDefaultAdminSocket));
   leash::v1::ReconcileResponse response;
   grpc::Status status = client.control().Reconcile(client.Context(true).get(), {}, &response);
-  if (!status.ok()) return Fail(io, client.Explain(status));
+  if (!status.ok()) return ReportFailure(io, client.Explain(status));
   if (args.json) {
     io.out << ToJson(response) << "\n";
   } else {
