@@ -1,7 +1,6 @@
 // Commands that act on this host directly rather than through leashd: init (before there is a
 // service), logs (reads the decision log), restart (the service manager), and running the
 // service itself.
-#include <limits.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +16,7 @@
 #include "cli/offline.h"
 #include "cli/render.h"
 #include "controlplane/floor_file.h"
+#include "controlplane/install_layout.h"
 #include "engine/config_defaults.h"
 
 namespace leash::cli {
@@ -53,15 +53,6 @@ leash::v1::Config InitialFloor(const std::string& user) {
   c.mutable_enforcers()->set_filesystem(true);
   c.mutable_enforcers()->set_tools(true);
   return c;
-}
-
-std::string SelfDirectory() {
-  char path[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (n <= 0) return "";
-  path[n] = '\0';
-  std::string self(path);
-  return self.substr(0, self.rfind('/'));
 }
 
 }  // namespace
@@ -240,8 +231,7 @@ int RunRestart(const Args& args, Io io) {
 int RunService(const Args& args, Io io) {
   std::vector<std::string> candidates;
   if (const char* env = std::getenv("LEASH_LEASHD")) candidates.push_back(env);
-  candidates.push_back(SelfDirectory() + "/leashd");
-  candidates.push_back("/usr/lib/leash/leashd");
+  candidates.push_back(controlplane::FindLeashProgram("leashd", "controlplane"));
   for (const std::string& path : candidates) {
     if (access(path.c_str(), X_OK) != 0) continue;
     std::vector<std::string> argv = {path, "--config=" + args.config_path};

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <grp.h>
-#include <limits.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include "controlplane/control_service.h"
 #include "controlplane/decision_log_file.h"
 #include "controlplane/floor_file.h"
+#include "controlplane/install_layout.h"
 #include "controlplane/netfilter_factory.h"
 #include "controlplane/passwd_accounts.h"
 #include "controlplane/policy_store.h"
@@ -43,29 +43,6 @@ void Say(const std::string& line) { std::fprintf(stderr, "leashd: %s\n", line.c_
 int Refuse(const std::string& why) {
   Say(absl::StrCat("not starting: ", why));
   return 1;
-}
-
-std::string SelfDirectory() {
-  char path[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (n <= 0) return ".";
-  path[n] = '\0';
-  std::string self(path);
-  return self.substr(0, self.rfind('/'));
-}
-
-// The sidecar binary: as given, else next to leashd (also the Bazel layout, where the sidecars
-// are in sibling packages), else /usr/lib/leash.
-std::string FindSidecar(const std::string& given, const std::string& name,
-                        const std::string& bazel_package) {
-  if (!given.empty()) return given;
-  const std::string self = SelfDirectory();
-  for (const std::string& candidate :
-       {absl::StrCat(self, "/", name), absl::StrCat(self, "/../", bazel_package, "/", name),
-        absl::StrCat("/usr/lib/leash/", name)}) {
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return absl::StrCat("/usr/lib/leash/", name);
 }
 
 void LogReport(const leash::v1::ReconcileReport& report) {
@@ -119,8 +96,12 @@ int RunDaemon(const DaemonOptions& given) {
   DaemonOptions options = given;
   if (options.admin_socket.empty()) options.admin_socket = options.run_dir + "/leash.sock";
   if (options.tools_socket.empty()) options.tools_socket = options.run_dir + "/tools.sock";
-  options.proxy_binary = FindSidecar(options.proxy_binary, "leash-proxy", "proxy");
-  options.fswatch_binary = FindSidecar(options.fswatch_binary, "leash-fswatch", "fswatch");
+  if (options.proxy_binary.empty()) {
+    options.proxy_binary = FindLeashProgram("leash-proxy", "proxy");
+  }
+  if (options.fswatch_binary.empty()) {
+    options.fswatch_binary = FindLeashProgram("leash-fswatch", "fswatch");
+  }
 
   // Signals are taken by the main thread alone (sigwait), so block them before any thread.
   sigset_t signals;
