@@ -23,16 +23,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/ip_address.h"
+#include "engine/reserved_ports.h"
 
 namespace leash::controlplane {
 
-// The loopback ports reserved for Leash's listeners. Loopback is exempt from the redirect
-// except for this range, so an attempt at another subject's listener lands on the attempting
-// UID's own listener and is refused there.
-inline constexpr uint16_t kProxyPortFirst = 18000;
-inline constexpr uint16_t kProxyPortLast = 18999;
-// The single-agent listener's port: inside the range, never handed to a subject by the port map.
-inline constexpr uint16_t kSingleSubjectPort = 18443;
+// The reserved loopback port range and the single-agent port (engine/reserved_ports.h).
+using engine::kProxyPortFirst;
+using engine::kProxyPortLast;
+using engine::kSingleSubjectPort;
 
 struct NetfilterSubject {
   uint32_t uid = 0;

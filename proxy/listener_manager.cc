@@ -7,13 +7,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/reserved_ports.h"
 #include "proxy/connection.h"
 #include "proxy/peek_limits.h"
 
@@ -274,24 +274,6 @@ void ListenerManager::Accept(Listener* listener, unsigned tag) {
   }
 }
 
-namespace {
-
-// Leash's listeners' loopback port range (controlplane/netfilter.h kProxyPortFirst/Last; the
-// proxy does not link the control plane, so the spec's numbers are restated here).
-constexpr uint16_t kReservedPortFirst = 18000;
-constexpr uint16_t kReservedPortLast = 18999;
-
-bool IsReservedLoopbackPort(const SocketAddress& address) {
-  if (address.port < kReservedPortFirst || address.port > kReservedPortLast) return false;
-  const engine::IpAddress ip = engine::UnmapV4(address.ip);
-  if (ip.family == engine::IpAddress::Family::kV4) return ip.bytes[0] == 127;
-  static constexpr std::array<uint8_t, 16> kV6Loopback = {0, 0, 0, 0, 0, 0, 0, 0,
-                                                         0, 0, 0, 0, 0, 0, 0, 1};
-  return ip.bytes == kV6Loopback;
-}
-
-}  // namespace
-
 void ListenerManager::Handle(Listener* listener, unsigned tag, int fd) {
   const uint32_t uid = listener->uid;
   absl::StatusOr<SocketAddress> original = context_.original_dst->Read(fd);
@@ -321,14 +303,14 @@ void ListenerManager::Handle(Listener* listener, unsigned tag, int fd) {
                    &*original);
     return;
   }
-  if (IsReservedLoopbackPort(*original)) {
+  if (engine::IsReservedLoopbackPort(original->ip, original->port)) {
     // The redirect exempts loopback except this range, so the attempt landed here on the
     // attempting UID's own listener and is refused here, whether or not any listener holds that
     // port: "those 1000 ports on loopback are reserved for Leash".
     RefuseCritical(fd, uid,
                    absl::StrCat("destination ", destination,
                                 " is in Leash's reserved loopback port range ",
-                                kReservedPortFirst, "-", kReservedPortLast,
+                                engine::kProxyPortFirst, "-", engine::kProxyPortLast,
                                 ", which a leashed UID cannot reach; refused without consulting "
                                 "a policy"),
                    &*original);
