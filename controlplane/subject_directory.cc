@@ -10,8 +10,15 @@ void SubjectDirectory::Update(const std::map<uint32_t, SubjectState>& subjects) 
   absl::MutexLock lock(&mu_);
   for (const auto& [uid, state] : subjects) {
     SubjectView view;
-    view.state = state;
-    view.state.published.clear_state();
+    // Everything but the published policy, which lives once, compiled, in view.policy.
+    view.state.account = state.account;
+    view.state.configured_user = state.configured_user;
+    view.state.port = state.port;
+    view.state.in_discovery = state.in_discovery;
+    view.state.fingerprint = state.fingerprint;
+    view.state.chain = state.chain;
+    view.state.sources = state.sources;
+    view.state.problem = state.problem;
     const std::string& print = state.fingerprint;
     auto old = by_uid_.find(uid);
     if (old != by_uid_.end() && fingerprints_[uid] == print) {
