@@ -241,7 +241,8 @@ int FswatchMain(int argc, char** argv) {
     }
   }
 
-  // Each pending event holds two descriptors (the file and the pidfd) until answered.
+  // Each pending event holds a descriptor (two with the event's pidfd) until answered, and the
+  // pidfd cache keeps up to a quarter of the limit: raised before the group sizes the cache.
   rlimit files{};
   if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
     files.rlim_cur = files.rlim_max;
@@ -310,7 +311,11 @@ int FswatchMain(int argc, char** argv) {
                : kExitStartFailed;
   }
   std::unique_ptr<FanotifyLinux> group = *std::move(opened);
-  Say(absl::StrCat("identity: ", IdentityMethodName(group->identity_method())));
+  Say(absl::StrCat("identity: ", IdentityMethodName(group->identity_method()),
+                   group->identity_method() == IdentityMethod::kPidfdCache
+                       ? absl::StrCat("; pidfds kept for up to ", group->pidfd_cache_slots(),
+                                      " processes")
+                       : ""));
   Say(group->mount_check() == MountCheck::kStatmount
           ? "mounts of other namespaces: detected (statx STATX_MNT_ID_UNIQUE + statmount); a "
             "subject's open through one is judged under its fail_mode"

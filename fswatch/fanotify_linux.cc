@@ -3,7 +3,7 @@
 #include <fcntl.h>
 #include <linux/fanotify.h>
 #include <sys/fanotify.h>
-#include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "fswatch/pidfd_identity.h"
 #include "fswatch/proc_status.h"
 
 namespace leash::fswatch {
@@ -25,7 +26,6 @@ namespace {
 #define STATX_MNT_ID_UNIQUE 0x00004000U
 #endif
 constexpr long kSysStatmount = 457;  // x86_64, Linux >= 6.8
-constexpr long kSysPidfdOpen = 434;
 constexpr long kSysPidfdSendSignal = 424;
 
 struct MntIdReq {
@@ -37,41 +37,19 @@ struct MntIdReq {
 constexpr uint32_t kMntIdReqSizeVer0 = 24;
 constexpr uint64_t kStatmountSbBasic = 0x1;
 
-// include/uapi/linux/pidfd.h, Linux 6.13 (PIDFD_INFO_SIZE_VER0 = 64 bytes).
-struct PidfdInfo {
-  uint64_t mask;
-  uint64_t cgroupid;
-  uint32_t pid;
-  uint32_t tgid;
-  uint32_t ppid;
-  uint32_t ruid;
-  uint32_t rgid;
-  uint32_t euid;
-  uint32_t egid;
-  uint32_t suid;
-  uint32_t sgid;
-  uint32_t fsuid;
-  uint32_t fsgid;
-  int32_t exit_code;
-};
-static_assert(sizeof(PidfdInfo) == 64, "PIDFD_INFO_SIZE_VER0");
-constexpr uint64_t kPidfdInfoCreds = 1ULL << 1;
-#define LEASH_PIDFD_GET_INFO _IOWR(0xFF, 11, PidfdInfo)
+// The pidfd cache holds one descriptor a slot: a quarter of what the process may open, at most
+// 4,096 processes (a host's busy set; the rest reopen a pidfd on their next event).
+size_t PidfdCacheSlots() {
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) != 0) return 256;
+  const rlim_t quarter = files.rlim_cur == RLIM_INFINITY ? 4096 : files.rlim_cur / 4;
+  return static_cast<size_t>(quarter < 4096 ? quarter : 4096);
+}
 
 int64_t CoarseMonotonicSeconds() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return ts.tv_sec;
-}
-
-bool PidfdInfoWorks() {
-  const int pidfd = static_cast<int>(syscall(kSysPidfdOpen, getpid(), 0));
-  if (pidfd < 0) return false;
-  PidfdInfo info{};
-  info.mask = kPidfdInfoCreds;
-  const bool works = ioctl(pidfd, LEASH_PIDFD_GET_INFO, &info) == 0 && info.tgid == static_cast<uint32_t>(getpid());
-  close(pidfd);
-  return works;
 }
 
 bool StatmountWorks() {
@@ -107,9 +85,12 @@ absl::StatusOr<std::unique_ptr<FanotifyLinux>> FanotifyLinux::Open(
     IdentityPreference preference) {
   const unsigned base = FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_UNLIMITED_QUEUE;
   const unsigned event_flags = O_RDONLY | O_LARGEFILE | O_CLOEXEC | O_NONBLOCK;
-  int fd = fanotify_init(base | FAN_REPORT_PIDFD, event_flags);
-  bool pidfds = fd >= 0;
-  if (fd < 0 && errno == EINVAL) {
+  // With PIDFD_GET_INFO the loop keeps its own pidfds (PidfdCache) and the events need none;
+  // without it, the event's pidfd is what makes the /proc read race-free.
+  const bool cache = preference == IdentityPreference::kBest && PidfdCredsWork();
+  int fd = fanotify_init(base | (cache ? 0 : FAN_REPORT_PIDFD), event_flags);
+  bool pidfds = !cache && fd >= 0;
+  if (fd < 0 && errno == EINVAL && !cache) {
     // Kernels before 5.15 have no FAN_REPORT_PIDFD.
     fd = fanotify_init(base, event_flags);
   }
@@ -127,20 +108,36 @@ absl::StatusOr<std::unique_ptr<FanotifyLinux>> FanotifyLinux::Open(
     }
     return absl::ErrnoToStatus(error, "fanotify_init(FAN_CLASS_CONTENT)");
   }
+  // Opened now, before any mark: readlinkat() on it names an event's file with one path step.
+  const int proc_fd_dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (proc_fd_dir < 0) {
+    const int error = errno;
+    close(fd);
+    return absl::ErrnoToStatus(error, "open /proc/self/fd (is /proc mounted?)");
+  }
   IdentityMethod identity = IdentityMethod::kProcStatus;
-  if (pidfds) {
-    identity = preference == IdentityPreference::kBest && PidfdInfoWorks()
-                   ? IdentityMethod::kPidfdInfo
-                   : IdentityMethod::kProcStatusPidfdChecked;
+  if (cache) {
+    identity = IdentityMethod::kPidfdCache;
+  } else if (pidfds) {
+    identity = IdentityMethod::kProcStatusPidfdChecked;
   }
   const MountCheck check = StatmountWorks() ? MountCheck::kStatmount : MountCheck::kNone;
-  return std::unique_ptr<FanotifyLinux>(new FanotifyLinux(fd, identity, check));
+  return std::unique_ptr<FanotifyLinux>(new FanotifyLinux(
+      fd, proc_fd_dir, identity, check, cache ? PidfdCacheSlots() : 0));
 }
 
-FanotifyLinux::FanotifyLinux(int fd, IdentityMethod identity, MountCheck mount_check)
-    : fd_(fd), identity_(identity), mount_check_(mount_check) {}
+FanotifyLinux::FanotifyLinux(int fd, int proc_fd_dir, IdentityMethod identity,
+                             MountCheck mount_check, size_t pidfd_slots)
+    : fd_(fd),
+      proc_fd_dir_(proc_fd_dir),
+      identity_(identity),
+      mount_check_(mount_check),
+      pidfds_(pidfd_slots) {}
 
-FanotifyLinux::~FanotifyLinux() { close(fd_); }
+FanotifyLinux::~FanotifyLinux() {
+  close(proc_fd_dir_);
+  close(fd_);
+}
 
 int FanotifyLinux::ReadEvents(absl::Span<FanEvent> out, int timeout_ms) {
   // Every event is at least one metadata record long, so this buffer never yields more events
@@ -199,18 +196,8 @@ void FanotifyLinux::Release(const FanEvent& event) {
 }
 
 int FanotifyLinux::CredsOf(const FanEvent& event, Creds& out) {
+  if (identity_ == IdentityMethod::kPidfdCache) return pidfds_.CredsOf(event.pid, out);
   if (event.pidfd == FanEvent::kPidfdGone) return ESRCH;
-  if (identity_ == IdentityMethod::kPidfdInfo && event.pidfd >= 0) {
-    PidfdInfo info{};
-    info.mask = kPidfdInfoCreds;
-    if (ioctl(event.pidfd, LEASH_PIDFD_GET_INFO, &info) != 0) return errno;
-    if (!(info.mask & kPidfdInfoCreds)) return ENODATA;
-    out.ruid = info.ruid;
-    out.euid = info.euid;
-    out.fsuid = info.fsuid;
-    out.rgid = info.rgid;
-    return 0;
-  }
   if (const int error = ReadProcStatusCreds(event.pid, out); error != 0) return error;
   if (identity_ == IdentityMethod::kProcStatusPidfdChecked && event.pidfd >= 0) {
     // The pidfd pins the process the event came from: if it is still alive after the read,
@@ -222,9 +209,9 @@ int FanotifyLinux::CredsOf(const FanEvent& event, Creds& out) {
 
 int FanotifyLinux::PathOf(const FanEvent& event, char* buffer, size_t capacity, size_t& len) {
   if (event.fd < 0) return EBADF;
-  char link[40];
-  snprintf(link, sizeof(link), "/proc/self/fd/%d", event.fd);
-  const ssize_t n = readlink(link, buffer, capacity);
+  char name[16];
+  snprintf(name, sizeof(name), "%d", event.fd);
+  const ssize_t n = readlinkat(proc_fd_dir_, name, buffer, capacity);
   if (n < 0) return errno;
   if (static_cast<size_t>(n) >= capacity) return ENAMETOOLONG;
   len = static_cast<size_t>(n);

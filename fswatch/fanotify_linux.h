@@ -1,13 +1,15 @@
-// The real FanotifySource: one fanotify group (FAN_CLASS_CONTENT, FAN_UNLIMITED_QUEUE,
-// FAN_REPORT_PIDFD where the kernel has it), read without blocking, answered one write per
-// event. The group is read blocking (see FanotifySource::ReadEvents).
+// The real FanotifySource: one fanotify group (FAN_CLASS_CONTENT, FAN_UNLIMITED_QUEUE, and
+// FAN_REPORT_PIDFD on kernels without PIDFD_GET_INFO), answered one write per event. The
+// group is read blocking (see FanotifySource::ReadEvents).
 //
 // Why each flag:
 // - FAN_UNLIMITED_QUEUE: when a bounded queue is full the kernel drops the event and the open
 //   goes ahead unjudged, so an agent with enough threads parked in opens could overflow the
 //   queue and walk past the watcher. Unlimited, a permission event always waits for an answer.
-// - FAN_REPORT_PIDFD (kernel >= 5.15): a pidfd with each event names the process for good, so
-//   the UID read from it cannot belong to a recycled PID.
+// - FAN_REPORT_PIDFD (kernel >= 5.15), only where PIDFD_GET_INFO (6.13) is missing: a pidfd
+//   with each event names the process for good, so the UID read from /proc can be checked
+//   against it. With PIDFD_GET_INFO the loop keeps its own pidfds instead (PidfdCache, which
+//   explains why that is as race-free) and asks the kernel for none per event.
 // - event_f_flags O_NONBLOCK: the kernel opens the file again for the watcher; a FIFO opened
 //   for writing by the agent would otherwise make that open wait for a writer that is itself
 //   waiting for the watcher's answer.
@@ -21,11 +23,12 @@
 
 #include "absl/status/statusor.h"
 #include "fswatch/fanotify_source.h"
+#include "fswatch/pidfd_identity.h"
 
 namespace leash::fswatch {
 
 enum class IdentityPreference {
-  kBest,       // PIDFD_GET_INFO when the kernel has it, else the pidfd-checked /proc read
+  kBest,       // PidfdCache when the kernel has PIDFD_GET_INFO, else the pidfd-checked /proc read
   kProcStatus, // /proc/<pid>/status even where pidfds exist (tests the fallback for real)
 };
 
@@ -48,6 +51,7 @@ class FanotifyLinux : public FanotifySource {
 
   int group_fd() const { return fd_; }
   MountCheck mount_check() const { return mount_check_; }
+  size_t pidfd_cache_slots() const { return pidfds_.slots(); }
 
   int ReadEvents(absl::Span<FanEvent> out, int timeout_ms) override;
   int Respond(const FanEvent& event, bool allow) override;
@@ -60,13 +64,17 @@ class FanotifyLinux : public FanotifySource {
   absl::Status UnmarkFilesystem(const std::string& path) override;
 
  private:
-  FanotifyLinux(int fd, IdentityMethod identity, MountCheck mount_check);
+  FanotifyLinux(int fd, int proc_fd_dir, IdentityMethod identity, MountCheck mount_check,
+                size_t pidfd_slots);
   bool MountIsOurs(uint64_t unique_id, bool& ours);
 
   const int fd_;
+  const int proc_fd_dir_;  // /proc/self/fd
   const IdentityMethod identity_;
   const MountCheck mount_check_;
   std::vector<char> buffer_;
+  // Loop thread only: the pidfds of recently seen processes (IdentityMethod::kPidfdCache).
+  PidfdCache pidfds_;
   // Loop thread only: unique ids of mounts confirmed to be in our namespace, forgotten every
   // second so a mount lazily unmounted since is not trusted for long.
   std::array<uint64_t, 64> ours_cache_{};

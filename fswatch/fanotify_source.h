@@ -61,8 +61,9 @@ struct FileFacts {
 
 // How the acting UID is learned. Said at start.
 enum class IdentityMethod {
-  // ioctl(pidfd, PIDFD_GET_INFO) (kernel >= 6.13): no /proc read, no PID-reuse race.
-  kPidfdInfo,
+  // ioctl(PIDFD_GET_INFO) (kernel >= 6.13) on a pidfd the loop keeps per process
+  // (PidfdCache): no /proc read, no PID-reuse race, no pidfd made per event.
+  kPidfdCache,
   // /proc/<pid>/status, then the event's pidfd is checked to still name a live process, so the
   // PID read cannot have been recycled in between (kernels with FAN_REPORT_PIDFD, >= 5.15).
   kProcStatusPidfdChecked,
@@ -94,7 +95,7 @@ class FanotifySource {
   // (ESRCH: the process is gone).
   virtual int CredsOf(const FanEvent& event, Creds& out) = 0;
 
-  // The path of the event's file as the watcher's mount namespace names it (readlink of
+  // The path of the event's file as the watcher's mount namespace names it (the link
   // /proc/self/fd/N; may end in " (deleted)"). Writes it to `buffer` and its length to `len`.
   // Returns 0, or ENAMETOOLONG when it does not fit, or another errno.
   virtual int PathOf(const FanEvent& event, char* buffer, size_t capacity, size_t& len) = 0;

@@ -89,8 +89,9 @@ FanEvent::Kind FanEvent::kind() const {
 
 const char* IdentityMethodName(IdentityMethod method) {
   switch (method) {
-    case IdentityMethod::kPidfdInfo:
-      return "pidfd (ioctl PIDFD_GET_INFO on the event's pidfd: no /proc read, no PID-reuse race)";
+    case IdentityMethod::kPidfdCache:
+      return "pidfd (ioctl PIDFD_GET_INFO on every event, through a pidfd kept per process: no "
+             "/proc read, no PID-reuse race)";
     case IdentityMethod::kProcStatusPidfdChecked:
       return "/proc/<pid>/status checked against the event's pidfd (no PID-reuse race; "
              "PIDFD_GET_INFO not available or not chosen)";

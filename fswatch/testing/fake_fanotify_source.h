@@ -79,7 +79,7 @@ class FakeFanotifySource : public FanotifySource {
   std::map<int, int> released_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> marks_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int> mark_failures_ ABSL_GUARDED_BY(mu_);
-  IdentityMethod method_ = IdentityMethod::kPidfdInfo;
+  IdentityMethod method_ = IdentityMethod::kPidfdCache;
   std::function<void(int fd)> on_creds_;
 };
 

@@ -10,11 +10,17 @@
 //   lfs-o  in the map with no policy, fail_mode open
 //   lfs-u  not in the map
 #include <fcntl.h>
+#include <grp.h>
+#include <linux/sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
 
 #include <memory>
 #include <string>
@@ -422,10 +428,56 @@ TEST_F(FswatchRootTest, ProcStatusIdentityFallbackDecidesTheSame) {
 TEST_F(FswatchRootTest, PidfdIdentityIsInForceOnThisKernelAndSaidAtStart) {
   WatcherProcess* w = Start(StandardMap());
   ASSERT_NE(w, nullptr);
-  EXPECT_THAT(w->Stderr(), HasSubstr("identity: pidfd (ioctl PIDFD_GET_INFO"));
+  EXPECT_THAT(w->Stderr(), HasSubstr("identity: pidfd (ioctl PIDFD_GET_INFO on every event, "
+                                     "through a pidfd kept per process"));
+  EXPECT_THAT(w->Stderr(), HasSubstr("pidfds kept for up to "));
   EXPECT_THAT(w->Stderr(), HasSubstr(absl::StrCat("marked ", tmpfs_->path())));
   EXPECT_THAT(w->Stderr(), HasSubstr("not marked (by design): / (ext4"));
   EXPECT_EQ(Stop(*w), 0);
+}
+
+// Opens `path` in a child process running as uid/gid (root when 0), created at exactly PID
+// `at` when `at` > 0 (clone3 set_tid). Returns the child's PID and the open's errno (0: ok).
+std::pair<pid_t, int> OpenInChildAt(pid_t at, uid_t uid, gid_t gid, const std::string& path) {
+  pid_t pid;
+  if (at > 0) {
+    clone_args args{};
+    args.exit_signal = SIGCHLD;
+    args.set_tid = reinterpret_cast<uint64_t>(&at);
+    args.set_tid_size = 1;
+    pid = static_cast<pid_t>(syscall(SYS_clone3, &args, sizeof(args)));
+  } else {
+    pid = fork();
+  }
+  if (pid == 0) {
+    if (uid != 0 && (setgroups(0, nullptr) != 0 || setresgid(gid, gid, gid) != 0 ||
+                     setresuid(uid, uid, uid) != 0)) {
+      _exit(100);
+    }
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    _exit(fd >= 0 ? 0 : errno);
+  }
+  if (pid < 0) return {pid, -errno};
+  int status = 0;
+  waitpid(pid, &status, 0);  // reaped: the PID is free again after this
+  return {pid, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+// The race the spec leaves open, made to happen: root (unmapped, allowed) opens a file the
+// agent may not read, exits and is reaped; the agent's process is then created at exactly the
+// same PID and opens that file. A watcher that remembered "PID p is root" would let it through.
+TEST_F(FswatchRootTest, ARecycledPidIsJudgedAsItsNewHolder) {
+  WatcherProcess* w = Start(StandardMap());
+  ASSERT_NE(w, nullptr);
+  const auto [root_pid, root_errno] = OpenInChildAt(0, 0, 0, T("z/file"));
+  ASSERT_GT(root_pid, 0);
+  ASSERT_EQ(root_errno, 0);
+  const auto [agent_pid, agent_errno] =
+      OpenInChildAt(root_pid, g_accounts->a->uid(), g_accounts->a->gid(), T("z/file"));
+  ASSERT_EQ(agent_pid, root_pid) << "clone3 could not hand out PID " << root_pid << " again";
+  EXPECT_EQ(agent_errno, EPERM);
+  EXPECT_EQ(Stop(*w), 0);
+  EXPECT_EQ(LinesFor(w->Log(), g_accounts->a->uid(), T("z/file")).size(), 1u) << w->Log();
 }
 
 TEST_F(FswatchRootTest, SigkillDuringAnOpenStormReleasesTheHostAndARespawnDeniesAsBefore) {

@@ -140,6 +140,9 @@ answered event_read ok && answered event_fd ok ||
   fail "the agent's open of its own 0600 file was not allowed through (rc $AGENT_RC: $AGENT_OUT)"
 pass "no CAP_DAC_READ_SEARCH/CAP_DAC_OVERRIDE: the kernel hands leash-fswatch the event file of another account's 0600 file in a 0700 folder, and the agent's open goes through"
 answered pidfd_signal0 ok || fail "pidfd_send_signal(0) failed under the unit's set: $ANSWER"
+answered pidfd_open_info ok ||
+  fail "pidfd_open + PIDFD_GET_INFO (leash-fswatch's identity) failed under the unit's set: $ANSWER"
+pass "no extra capability for identity: pidfd_open of the agent's PID and PIDFD_GET_INFO work under the unit's set"
 bound=$(unshare --net -- sh -c "ip link set lo up && setpriv --no-new-privs --inh-caps=-all --bounding-set='$UNIT_SET' -- '$probe' bind 18443" 2>&1) ||
   fail "leash-proxy's single-agent listener 127.0.0.1:18443 did not bind under the unit's set: $bound"
 pass "no CAP_NET_BIND_SERVICE: 127.0.0.1:18443 binds ($bound)"

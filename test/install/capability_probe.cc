@@ -7,9 +7,11 @@
 //   capability_probe fanotify <dir>       leash-fswatch's fanotify_init + FAN_MARK_FILESYSTEM
 //   capability_probe answer <dir>         the same, then take ONE permission event and handle
 //                                         it the way leash-fswatch does: the event's file
-//                                         descriptor, PIDFD_GET_INFO, pidfd_send_signal(0)
-//                                         (the /proc/<pid>/status identity check on kernels
-//                                         without PIDFD_GET_INFO), then FAN_ALLOW
+//                                         descriptor, pidfd_open(the event's pid) and
+//                                         PIDFD_GET_INFO (its pidfd cache), PIDFD_GET_INFO on
+//                                         the event's own pidfd, pidfd_send_signal(0) (the
+//                                         /proc/<pid>/status identity check on kernels without
+//                                         PIDFD_GET_INFO), then FAN_ALLOW
 //   capability_probe bind <port>          leash-proxy's listener: bind+listen 127.0.0.1:<port>
 //
 // Each prints key=value lines (value "ok" or the errno name) and exits 0 when the operation
@@ -139,6 +141,17 @@ int Answer(const char* dir) {
     offset += header->len;
   }
   Report("event_fd", meta->fd >= 0 ? 0 : EBADF);
+  // leash-fswatch's own route on kernels with PIDFD_GET_INFO (fswatch/pidfd_identity.h): a
+  // pidfd opened for the event's PID, then the credentials through it.
+  const int opened = static_cast<int>(syscall(SYS_pidfd_open, meta->pid, 0));
+  if (opened >= 0) {
+    PidfdInfo info{};
+    info.mask = kPidfdInfoCreds;
+    Report("pidfd_open_info", ioctl(opened, PROBE_PIDFD_GET_INFO, &info) == 0 ? 0 : errno);
+    close(opened);
+  } else {
+    Report("pidfd_open_info", errno);
+  }
   if (pidfd >= 0) {
     PidfdInfo info{};
     info.mask = kPidfdInfoCreds;
