@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "engine/decision.h"
@@ -20,6 +22,17 @@ class DecisionSink {
  public:
   virtual ~DecisionSink() = default;
   virtual void Record(leash::v1::DecisionRecord record) = 0;
+
+  // The same, with the record filled in place: `fill` is handed a cleared record and sets its
+  // fields. A sink that keeps records in reusable slots (sidecar::AsyncDecisionLog) hands it
+  // one of those, whose strings keep their capacity, so a hot path (the fanotify loop) makes
+  // no allocation per record. `fill` must be quick and must not call the sink. By default a
+  // fresh record is filled and passed to Record().
+  virtual void RecordWith(absl::FunctionRef<void(leash::v1::DecisionRecord&)> fill) {
+    leash::v1::DecisionRecord record;
+    fill(record);
+    Record(std::move(record));
+  }
 };
 
 // A short reference ("k3x9q2mw"): 8 characters of lowercase base32 from `random_bits`. The

@@ -24,6 +24,7 @@
 // now on is judged by the new map" — the moment a version may be acked.
 #pragma once
 
+#include <linux/limits.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/string_view.h"
 #include "controlplane/sidecar_api/policy_subscriber.h"
 #include "engine/decision.h"
 #include "engine/decision_record.h"
@@ -94,13 +96,22 @@ class Watcher {
     bool all_open = false;
   };
 
+  // The event's file's path, on the loop's stack (no allocation per event).
+  struct EventPath {
+    char text[PATH_MAX + 1];
+    size_t len = 0;
+    absl::string_view view() const { return absl::string_view(text, len); }
+  };
+
   void Handle(const FanEvent& event, const State& state);
-  // Judges a mapped subject's event. Sets `subject` to what the record shows.
+  // Judges a mapped subject's event. Sets `path` to the path the record shows (empty when it
+  // could not be read).
   engine::Decision Judge(const FanEvent& event, const sidecar::SubjectEntry& entry,
-                         const Creds& creds, leash::v1::Subject& subject);
+                         const Creds& creds, EventPath& path);
   void Answer(const FanEvent& event, bool allow);
+  // `path` goes to the record's subject as its path, or its binary for an exec.
   void Log(uint32_t uid, leash::v1::Surface surface, const engine::Decision& decision,
-           leash::v1::Subject subject, bool critical);
+           absl::string_view path, bool critical);
   uint64_t NextRandom();
 
   FanotifySource& source_;

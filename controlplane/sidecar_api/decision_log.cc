@@ -2,12 +2,16 @@
 // with many producers and one consumer) between the deciding threads and one writer thread.
 //
 // What the callers get, and why it is built this way:
-// - Record() never waits: it claims a cell with one compare-and-swap, moves the record in, and
-//   publishes it; a full ring is a counted drop, not a wait ("writing never blocks a decision").
-//   While records keep coming the writer polls the ring every millisecond, so a producer makes
-//   no syscall at all; only a writer idle for a while goes to sleep and asks to be woken, and
+// - Record() never waits: it claims a cell with one compare-and-swap, moves the record in (or
+//   RecordWith() fills the cell's record in place, reusing its strings' capacity, so the
+//   fanotify loop allocates nothing per record), and publishes it; a full ring is a counted
+//   drop, not a wait ("writing never blocks a decision").
+//   While records keep coming the writer polls the ring every 10 ms, so a producer makes no
+//   syscall at all; only a writer idle for a while goes to sleep and asks to be woken, and
 //   the wake is a non-blocking futex syscall. Nothing the producer does can wait on the
-//   writer, on the descriptor or on a lock.
+//   writer, on the descriptor or on a lock. (10 ms rather than 1: on a 2-core host the
+//   writer's wake-ups and small writes measurably cut the watcher's opens per second,
+//   docs/PERFORMANCE.md; the ring holds 8,192 records, 10 ms of 800,000 a second.)
 // - The writer renders each record as one line and writes whole lines only (several lines per
 //   write(2), never a line split across two), so concurrent writers sharing the descriptor
 //   (O_APPEND) interleave by line. On a pipe a batch stays within PIPE_BUF for the same reason.
@@ -171,7 +175,7 @@ class AsyncDecisionLog::Impl {
     return true;
   }
 
-  void Record(leash::v1::DecisionRecord record) {
+  void RecordWith(absl::FunctionRef<void(leash::v1::DecisionRecord&)> fill) {
     uint64_t pos = enqueue_pos_.load(std::memory_order_relaxed);
     Cell* cell;
     for (;;) {
@@ -188,7 +192,8 @@ class AsyncDecisionLog::Impl {
         pos = enqueue_pos_.load(std::memory_order_relaxed);
       }
     }
-    cell->record = std::move(record);
+    // The cell's record was cleared by the writer when it took the last one out.
+    fill(cell->record);
     cell->sequence.store(pos + 1, std::memory_order_release);
     queued_.fetch_add(1, std::memory_order_release);
     // Pairs with the writer's store of writer_sleeping_ then load of the cell: either it sees
@@ -275,7 +280,7 @@ class AsyncDecisionLog::Impl {
     bool fd_failed = false;
     // Empty polls since the last record; after kBusyPolls the writer sleeps until woken.
     int idle_polls = 0;
-    constexpr int kBusyPolls = 50;
+    constexpr int kBusyPolls = 10;
     for (;;) {
       const uint32_t seen = wake_seq_.load(std::memory_order_seq_cst);
       uint64_t taken = 0;
@@ -309,9 +314,9 @@ class AsyncDecisionLog::Impl {
       }
       if (stop_.load(std::memory_order_seq_cst)) break;
       if (idle_polls < kBusyPolls) {
-        // Records came recently: poll again in a millisecond, asking nobody to wake us.
+        // Records came recently: poll again in 10 ms, asking nobody to wake us.
         ++idle_polls;
-        const timespec poll_period{0, 1000 * 1000};
+        const timespec poll_period{0, 10 * 1000 * 1000};
         Futex(&wake_seq_, FUTEX_WAIT_PRIVATE, seen, &poll_period);
         continue;
       }
@@ -387,7 +392,11 @@ AsyncDecisionLog::~AsyncDecisionLog() {
 }
 
 void AsyncDecisionLog::Record(leash::v1::DecisionRecord record) {
-  impl_->Record(std::move(record));
+  impl_->RecordWith([&record](leash::v1::DecisionRecord& slot) { slot = std::move(record); });
+}
+
+void AsyncDecisionLog::RecordWith(absl::FunctionRef<void(leash::v1::DecisionRecord&)> fill) {
+  impl_->RecordWith(fill);
 }
 
 uint64_t AsyncDecisionLog::lost() const { return impl_->lost(); }

@@ -25,6 +25,9 @@ class AsyncDecisionLog : public engine::DecisionSink {
 
   // Never blocks and never takes a lock the writer thread can hold for long. Thread-safe.
   void Record(leash::v1::DecisionRecord record) override;
+  // Fills a queue slot's record in place (no allocation once the slots' strings have grown).
+  // Never blocks; a full queue drops the record (counted) without calling `fill`.
+  void RecordWith(absl::FunctionRef<void(leash::v1::DecisionRecord&)> fill) override;
 
   // Records dropped because the queue was full, since start.
   uint64_t lost() const;
