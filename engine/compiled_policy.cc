@@ -184,13 +184,18 @@ Decision CompiledPolicy::DecideNetwork(const NetworkSubject& subject) const {
 }
 
 Decision CompiledPolicy::DecidePath(absl::string_view path) const {
-  absl::StatusOr<std::string> normalized = NormalizeAbsolutePath(path);
-  if (!normalized.ok()) {
-    return FailDecision(fail_mode_, leash::v1::SURFACE_FILESYSTEM,
-                        normalized.status().message());
+  // The kernel's paths (fswatch) are already normal: judged as they are, with no copy.
+  absl::StatusOr<std::string> normalized;
+  if (!IsNormalAbsolutePath(path)) {
+    normalized = NormalizeAbsolutePath(path);
+    if (!normalized.ok()) {
+      return FailDecision(fail_mode_, leash::v1::SURFACE_FILESYSTEM,
+                          normalized.status().message());
+    }
+    path = *normalized;
   }
-  return Judge(leash::v1::SURFACE_FILESYSTEM, *normalized, filesystem_,
-               [&](const PathList& list) { return Match{list.trie.Match(*normalized)}; });
+  return Judge(leash::v1::SURFACE_FILESYSTEM, path, filesystem_,
+               [&](const PathList& list) { return Match{list.trie.Match(path)}; });
 }
 
 Decision CompiledPolicy::DecideCommand(absl::string_view binary) const {

@@ -60,20 +60,42 @@ bool HasGlobMeta(absl::string_view text) {
   return text.find_first_of("*?[") != absl::string_view::npos;
 }
 
+bool IsNormalAbsolutePath(absl::string_view path) {
+  if (path.empty() || path.front() != '/') return false;
+  if (path.size() == 1) return true;  // "/"
+  if (path.back() == '/') return false;
+  // Every segment between slashes is non-empty and neither "." nor "..".
+  size_t start = 1;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == absl::string_view::npos) end = path.size();
+    const absl::string_view segment = path.substr(start, end - start);
+    if (segment.empty() || segment == "." || segment == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
 absl::StatusOr<std::string> NormalizeAbsolutePath(absl::string_view path) {
   if (path.empty() || path.front() != '/') {
     return absl::InvalidArgumentError(absl::StrCat("'", path, "' is not an absolute path"));
   }
-  std::vector<absl::string_view> segments;
+  // One pass into one string: a segment is appended after a '/', ".." cuts back to the
+  // previous '/', "." and empty segments are dropped.
+  std::string out;
+  out.reserve(path.size());
   for (absl::string_view segment : absl::StrSplit(path, '/', absl::SkipEmpty())) {
     if (segment == ".") continue;
     if (segment == "..") {
-      if (!segments.empty()) segments.pop_back();
+      const size_t slash = out.rfind('/');
+      out.resize(slash == std::string::npos ? 0 : slash);
       continue;
     }
-    segments.push_back(segment);
+    out += '/';
+    out.append(segment.data(), segment.size());
   }
-  return absl::StrCat("/", absl::StrJoin(segments, "/"));
+  if (out.empty()) out = "/";
+  return out;
 }
 
 absl::StatusOr<PathEntry> ParsePathEntry(absl::string_view entry) {

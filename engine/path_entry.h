@@ -39,6 +39,10 @@ absl::StatusOr<std::string> ParseToolEntry(absl::string_view entry);
 // relative path.
 absl::StatusOr<std::string> NormalizeAbsolutePath(absl::string_view path);
 
+// Whether NormalizeAbsolutePath would return `path` unchanged: absolute, no empty, "." or ".."
+// segment, no trailing slash (except "/" itself). The paths the kernel reports are.
+bool IsNormalAbsolutePath(absl::string_view path);
+
 // Whether `text` has glob metacharacters ('*', '?', '[').
 bool HasGlobMeta(absl::string_view text);
 

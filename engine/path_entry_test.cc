@@ -101,6 +101,15 @@ TEST(ToolEntryGrammar, WhitespaceIsInert) {
               HasSubstr("exact name"));
 }
 
+TEST(IsNormalAbsolutePath, AgreesWithNormalizeAbsolutePath) {
+  for (absl::string_view path :
+       {"/", "/a", "/a/b", "/a/b/", "//a", "/a//b", "/./a", "/a/.", "/a/..", "/..", "/a/../b",
+        "/a/.b", "/a/..b", "/a/b..", "/.a/...", "a/b", "", ".", "/a/b/c.txt"}) {
+    absl::StatusOr<std::string> normalized = NormalizeAbsolutePath(path);
+    EXPECT_EQ(IsNormalAbsolutePath(path), normalized.ok() && *normalized == path) << path;
+  }
+}
+
 TEST(NormalizeAbsolutePath, AppliesDotsAndSlashes) {
   EXPECT_EQ(*NormalizeAbsolutePath("/a/./b//c/../d/"), "/a/b/d");
   EXPECT_EQ(*NormalizeAbsolutePath("/../../etc"), "/etc");

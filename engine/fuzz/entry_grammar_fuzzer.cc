@@ -33,5 +33,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   policy.DecidePath(entry);
   policy.DecideCommand(entry);
   policy.DecideTool(entry);
+
+  // DecidePath's fast path judges a path as it is when IsNormalAbsolutePath says normalizing
+  // would not change it: the two must agree, and normalizing must be idempotent.
+  for (const std::string& path : {entry, "/" + entry}) {
+    const absl::StatusOr<std::string> normalized = leash::engine::NormalizeAbsolutePath(path);
+    if (leash::engine::IsNormalAbsolutePath(path) != (normalized.ok() && *normalized == path)) {
+      __builtin_trap();
+    }
+    if (normalized.ok() && !leash::engine::IsNormalAbsolutePath(*normalized)) __builtin_trap();
+  }
   return 0;
 }
