@@ -24,10 +24,10 @@ class DecisionSink {
   virtual void Record(leash::v1::DecisionRecord record) = 0;
 
   // The same, with the record filled in place: `fill` is handed a cleared record and sets its
-  // fields. A sink that keeps records in reusable slots (sidecar::AsyncDecisionLog) hands it
-  // one of those, whose strings keep their capacity, so a hot path (the fanotify loop) makes
-  // no allocation per record. `fill` must be quick and must not call the sink. By default a
-  // fresh record is filled and passed to Record().
+  // fields. A sink may hand it a record it reuses (sidecar::AsyncDecisionLog: its strings keep
+  // their capacity), so a hot path (the fanotify loop) makes no allocation per record. `fill`
+  // must be quick and must not call the sink. By default a fresh record is filled and passed
+  // to Record().
   virtual void RecordWith(absl::FunctionRef<void(leash::v1::DecisionRecord&)> fill) {
     leash::v1::DecisionRecord record;
     fill(record);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -27,6 +28,7 @@ namespace {
 #endif
 constexpr long kSysStatmount = 457;  // x86_64, Linux >= 6.8
 constexpr long kSysPidfdSendSignal = 424;
+constexpr long kSysCloseRange = 436;  // Linux >= 5.9
 
 struct MntIdReq {
   uint32_t size;
@@ -143,7 +145,10 @@ int FanotifyLinux::ReadEvents(absl::Span<FanEvent> out, int timeout_ms) {
   // Every event is at least one metadata record long, so this buffer never yields more events
   // than `out` holds.
   const size_t want = out.size() * sizeof(fanotify_event_metadata);
-  if (buffer_.size() != want) buffer_.resize(want);  // first pass only: sized before marks
+  if (buffer_.size() != want) {  // first pass only: sized before the marks
+    buffer_.resize(want);
+    release_fds_.reserve(2 * out.size());
+  }
   // Blocking: one syscall per wake-up. A signal (leash-fswatch's once-a-second kick) ends the
   // wait with EINTR, which is a pass with no events.
   const ssize_t n = read(fd_, buffer_.data(), buffer_.size());
@@ -193,6 +198,27 @@ int FanotifyLinux::Respond(const FanEvent& event, bool allow) {
 void FanotifyLinux::Release(const FanEvent& event) {
   if (event.fd >= 0) close(event.fd);
   if (event.pidfd >= 0) close(event.pidfd);
+}
+
+void FanotifyLinux::ReleaseAll(absl::Span<const FanEvent> events) {
+  release_fds_.clear();
+  for (const FanEvent& event : events) {
+    if (event.fd >= 0) release_fds_.push_back(event.fd);
+    if (event.pidfd >= 0) release_fds_.push_back(event.pidfd);
+  }
+  std::sort(release_fds_.begin(), release_fds_.end());
+  // close_range only over numbers that are all the batch's own: a run of consecutive
+  // descriptors. A gap may hold anything (the group, the log), so runs stop at gaps.
+  size_t run = 0;
+  for (size_t i = 1; i <= release_fds_.size(); ++i) {
+    if (i < release_fds_.size() && release_fds_[i] == release_fds_[i - 1] + 1) continue;
+    const int first = release_fds_[run];
+    const int last = release_fds_[i - 1];
+    if (first == last || syscall(kSysCloseRange, first, last, 0) != 0) {
+      for (int fd = first; fd <= last; ++fd) close(fd);
+    }
+    run = i;
+  }
 }
 
 int FanotifyLinux::CredsOf(const FanEvent& event, Creds& out) {

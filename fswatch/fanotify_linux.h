@@ -56,6 +56,7 @@ class FanotifyLinux : public FanotifySource {
   int ReadEvents(absl::Span<FanEvent> out, int timeout_ms) override;
   int Respond(const FanEvent& event, bool allow) override;
   void Release(const FanEvent& event) override;
+  void ReleaseAll(absl::Span<const FanEvent> events) override;
   int CredsOf(const FanEvent& event, Creds& out) override;
   int PathOf(const FanEvent& event, char* buffer, size_t capacity, size_t& len) override;
   int FactsOf(const FanEvent& event, FileFacts& out) override;
@@ -73,6 +74,7 @@ class FanotifyLinux : public FanotifySource {
   const IdentityMethod identity_;
   const MountCheck mount_check_;
   std::vector<char> buffer_;
+  std::vector<int> release_fds_;  // ReleaseAll's scratch, sized before the marks
   // Loop thread only: the pidfds of recently seen processes (IdentityMethod::kPidfdCache).
   PidfdCache pidfds_;
   // Loop thread only: unique ids of mounts confirmed to be in our namespace, forgotten every

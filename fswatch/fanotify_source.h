@@ -91,6 +91,12 @@ class FanotifySource {
   // Closes the event's descriptors. Call once per event, after Respond.
   virtual void Release(const FanEvent& event) = 0;
 
+  // Release() for every event of a batch, all answered. The real group closes the batch's
+  // descriptors a run of consecutive numbers at a time.
+  virtual void ReleaseAll(absl::Span<const FanEvent> events) {
+    for (const FanEvent& event : events) Release(event);
+  }
+
   // The acting process's credentials, by the method in force. Returns 0 or an errno
   // (ESRCH: the process is gone).
   virtual int CredsOf(const FanEvent& event, Creds& out) = 0;

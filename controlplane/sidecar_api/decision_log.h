@@ -25,7 +25,8 @@ class AsyncDecisionLog : public engine::DecisionSink {
 
   // Never blocks and never takes a lock the writer thread can hold for long. Thread-safe.
   void Record(leash::v1::DecisionRecord record) override;
-  // Fills a queue slot's record in place (no allocation once the slots' strings have grown).
+  // Fills a thread-local record and renders its line into a queue slot on the caller's
+  // thread (no allocation once the strings have grown; the writer only copies the line).
   // Never blocks; a full queue drops the record (counted) without calling `fill`.
   void RecordWith(absl::FunctionRef<void(leash::v1::DecisionRecord&)> fill) override;
 
