@@ -332,15 +332,15 @@ Decision Watcher::Judge(const FanEvent& event, const sidecar::SubjectEntry& entr
 
 void Watcher::Log(uint32_t uid, leash::v1::Surface surface, const Decision& decision,
                   absl::string_view path, bool critical) {
-  // engine::MakeDecisionRecord's fields, with the cheaper timestamp, written straight into the
-  // queue's slot (no allocation once its strings have grown).
+  // engine::MakeDecisionRecord's fields, with the cheaper timestamp, written into the record
+  // the sink hands over (no allocation once its strings have grown).
   char ts[kTimestampSize];
   const size_t ts_len = FormatTimestamp(ts);
   const std::string ref = engine::MakeRef(NextRandom());  // 8 characters: no allocation
   const absl::string_view surface_name = engine::SurfaceName(surface);
   const absl::string_view action = engine::VerdictName(decision.verdict);
   // mutable_*()->assign(): the set_*(const char*, size_t) setters build a temporary
-  // std::string first; assign() writes into the slot's string and keeps its capacity.
+  // std::string first; assign() writes into the record's string and keeps its capacity.
   log_.RecordWith([&](leash::v1::DecisionRecord& record) {
     record.mutable_ts()->assign(ts, ts_len);
     record.mutable_ref()->assign(ref);

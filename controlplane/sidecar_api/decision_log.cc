@@ -2,18 +2,19 @@
 // with many producers and one consumer) between the deciding threads and one writer thread.
 //
 // What the callers get, and why it is built this way:
-// - Record() never waits: it claims a cell with one compare-and-swap, moves the record in (or
-//   RecordWith() fills a thread-local record and renders its line straight into the cell,
-//   whose string keeps its capacity, so the fanotify loop allocates nothing per record), and
-//   publishes it; a full ring is a counted drop, not a wait ("writing never blocks a
-//   decision").
+// - Record() never waits: it claims a cell with one compare-and-swap, renders the record's
+//   line into the cell on the caller's thread (the cell's string keeps its capacity; with
+//   RecordWith() the record itself is a thread-local one, so the fanotify loop allocates
+//   nothing per record), and publishes it; a full ring is a counted drop, not a wait
+//   ("writing never blocks a decision"). One contiguous line crosses to the writer's core,
+//   not a record's scattered strings.
 //   While records keep coming the writer polls the ring every 10 ms, so a producer makes no
 //   syscall at all; only a writer idle for a while goes to sleep and asks to be woken, and
 //   the wake is a non-blocking futex syscall. Nothing the producer does can wait on the
 //   writer, on the descriptor or on a lock. (10 ms rather than 1: on a 2-core host the
 //   writer's wake-ups and small writes measurably cut the watcher's opens per second,
 //   docs/PERFORMANCE.md; the ring holds 8,192 records, 10 ms of 800,000 a second.)
-// - The writer renders each record as one line and writes whole lines only (several lines per
+// - The writer copies the lines into batches and writes whole lines only (several lines per
 //   write(2), never a line split across two), so concurrent writers sharing the descriptor
 //   (O_APPEND) interleave by line. On a pipe a batch stays within PIPE_BUF for the same reason.
 // - Lost records are reported by the writer itself, as a critical record, as soon as it has
@@ -52,12 +53,10 @@ namespace leash::sidecar {
 namespace {
 
 // One cell of the ring. `sequence` says whose turn the cell is: equal to the position a
-// producer may fill, or position + 1 once filled for the consumer. A cell carries either a
-// record for the writer to render (Record) or the line already rendered by the producer
-// (RecordWith); `line` is empty in the first case.
+// producer may fill, or position + 1 once filled for the consumer. `line` is the record as
+// rendered by its producer.
 struct Cell {
   std::atomic<uint64_t> sequence{0};
-  leash::v1::DecisionRecord record;
   std::string line;
 };
 
@@ -178,11 +177,11 @@ class AsyncDecisionLog::Impl {
     return true;
   }
 
-  void Record(leash::v1::DecisionRecord record) {
+  void Record(const leash::v1::DecisionRecord& record) {
     uint64_t pos;
     Cell* cell = Claim(pos);
     if (cell == nullptr) return;
-    cell->record = std::move(record);
+    AppendLine(record, cell->line);
     Publish(*cell, pos);
   }
 
@@ -190,9 +189,7 @@ class AsyncDecisionLog::Impl {
     uint64_t pos;
     Cell* cell = Claim(pos);
     if (cell == nullptr) return;
-    // Filled in this thread's own record (its strings keep their capacity and stay in this
-    // core's cache) and rendered here into the cell's line, which the writer then copies as
-    // it is: one contiguous string crosses cores instead of a record's seven.
+    // This thread's own record: its strings keep their capacity and stay in this core's cache.
     thread_local leash::v1::DecisionRecord scratch;
     scratch.Clear();
     fill(scratch);
@@ -233,7 +230,7 @@ class AsyncDecisionLog::Impl {
     }
   }
 
-  // Hands a filled cell to the writer (the writer cleared it when it took the last one out).
+  // Hands a filled cell to the writer (which emptied its line when it took the last one out).
   void Publish(Cell& cell, uint64_t pos) {
     cell.sequence.store(pos + 1, std::memory_order_release);
     queued_.fetch_add(1, std::memory_order_release);
@@ -249,20 +246,14 @@ class AsyncDecisionLog::Impl {
     Futex(&wake_seq_, FUTEX_WAKE_PRIVATE, 1, nullptr);
   }
 
-  // Takes the next record for the single consumer, appending its line to `batch`; false when
-  // the next cell is not published yet. The cell's record is cleared in place, so its strings
-  // keep their capacity for the next RecordWith.
+  // Takes the next line for the single consumer, appending it to `batch`; false when the next
+  // cell is not published yet.
   bool TakeInto(std::string& batch) {
     Cell& cell = cells_[dequeue_pos_ & mask_];
     const uint64_t seq = cell.sequence.load(std::memory_order_acquire);
     if (static_cast<int64_t>(seq) - static_cast<int64_t>(dequeue_pos_ + 1) < 0) return false;
-    if (!cell.line.empty()) {
-      batch += cell.line;
-      cell.line.clear();  // keeps its capacity for the next RecordWith
-    } else {
-      AppendLine(cell.record, batch);
-      cell.record.Clear();
-    }
+    batch += cell.line;
+    cell.line.clear();  // keeps its capacity for the next producer
     cell.sequence.store(dequeue_pos_ + mask_ + 1, std::memory_order_release);
     ++dequeue_pos_;
     return true;
@@ -430,9 +421,7 @@ AsyncDecisionLog::~AsyncDecisionLog() {
   }
 }
 
-void AsyncDecisionLog::Record(leash::v1::DecisionRecord record) {
-  impl_->Record(std::move(record));
-}
+void AsyncDecisionLog::Record(leash::v1::DecisionRecord record) { impl_->Record(record); }
 
 void AsyncDecisionLog::RecordWith(absl::FunctionRef<void(leash::v1::DecisionRecord&)> fill) {
   impl_->RecordWith(fill);

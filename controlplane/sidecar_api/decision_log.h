@@ -1,6 +1,6 @@
-// The decision log as a process writes it: records go into a bounded queue that never blocks
-// the enforcer, and a writer thread renders each as one JSON line and writes it with one
-// write(2) to a descriptor leashd opened with O_APPEND (the file in logging.decisions, or
+// The decision log as a process writes it: each record is rendered as one JSON line by the
+// thread that logs it, into a bounded queue that never blocks the enforcer, and a writer
+// thread writes the lines, many to one write(2), to a descriptor leashd opened with O_APPEND (the file in logging.decisions, or
 // stdout) and handed over before the process started deciding. Sidecars own no files: they
 // only ever write to that descriptor.
 //
@@ -25,8 +25,8 @@ class AsyncDecisionLog : public engine::DecisionSink {
 
   // Never blocks and never takes a lock the writer thread can hold for long. Thread-safe.
   void Record(leash::v1::DecisionRecord record) override;
-  // Fills a thread-local record and renders its line into a queue slot on the caller's
-  // thread (no allocation once the strings have grown; the writer only copies the line).
+  // Fills a thread-local record and renders its line into a queue slot (no allocation once
+  // the strings have grown).
   // Never blocks; a full queue drops the record (counted) without calling `fill`.
   void RecordWith(absl::FunctionRef<void(leash::v1::DecisionRecord&)> fill) override;
 

@@ -142,9 +142,9 @@ TEST(AsyncDecisionLog, FullQueueDropsWithoutBlockingAndReportsTheLossAsCritical)
   EXPECT_THAT(critical, HasSubstr("every decision was still answered"));
 }
 
-// RecordWith writes into a ring slot that held an earlier record (16 slots, 200 records: each
-// slot reused a dozen times). Nothing of the earlier record may survive into the next: every
-// line is exactly the record that was filled.
+// RecordWith fills a record the log reuses, into ring cells that held earlier lines (16 cells,
+// 200 records: each cell reused a dozen times). Nothing of an earlier record may survive into
+// the next: every line is exactly the record that was filled.
 TEST(AsyncDecisionLog, RecordWithFillsAClearedSlotAndNothingCarriesOver) {
   const std::string path = absl::StrCat(getenv("TEST_TMPDIR"), "/in_place.jsonl");
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
