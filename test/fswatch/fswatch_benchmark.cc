@@ -24,7 +24,6 @@
 #include <signal.h>
 #include <linux/fanotify.h>
 #include <sys/fanotify.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -45,6 +44,7 @@
 #include "test/fixtures/subprocess.h"
 #include "test/fixtures/test_account.h"
 #include "test/fixtures/tmpfs.h"
+#include "fswatch/pidfd_identity.h"
 #include "test/fswatch/harness.h"
 
 namespace leash::testing {
@@ -56,13 +56,6 @@ double Now() {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-// PIDFD_GET_INFO (Linux 6.13), as leash-fswatch declares it.
-struct PidfdInfo {
-  uint64_t mask, cgroupid;
-  uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
-  int32_t exit_code;
-};
-#define BENCH_PIDFD_GET_INFO _IOWR(0xFF, 11, PidfdInfo)
 constexpr unsigned kStatxMntIdUnique = 0x00004000U;  // STATX_MNT_ID_UNIQUE, Linux 6.8
 
 // What the minimal listener does besides answering FAN_ALLOW.
@@ -99,8 +92,7 @@ pid_t StartMinimalListener(const std::string& tmpfs, ListenerWork work) {
     _exit(1);
   }
   const int proc_fds = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  pid_t cached_pid = 0;
-  int cached_pidfd = -1;
+  fswatch::PidfdCache pidfds(16);  // leash-fswatch's own identity route
   (void)!write(ready[1], "r", 1);
   alignas(fanotify_event_metadata) char buffer[4096];
   char path[PATH_MAX + 1];
@@ -114,21 +106,14 @@ pid_t StartMinimalListener(const std::string& tmpfs, ListenerWork work) {
         const auto* info = reinterpret_cast<const fanotify_event_info_pidfd*>(
             reinterpret_cast<const char*>(meta) + meta->metadata_len);
         if (info->pidfd >= 0) {
-          PidfdInfo creds{};
-          creds.mask = 1ULL << 1;
-          (void)ioctl(info->pidfd, BENCH_PIDFD_GET_INFO, &creds);
+          fswatch::Creds creds;
+          (void)fswatch::ReadPidfdCreds(info->pidfd, creds);
           close(info->pidfd);
         }
       }
       if (work == ListenerWork::kJudgeSyscalls) {
-        PidfdInfo creds{};
-        creds.mask = 1ULL << 1;
-        if (meta->pid != cached_pid || ioctl(cached_pidfd, BENCH_PIDFD_GET_INFO, &creds) != 0) {
-          if (cached_pidfd >= 0) close(cached_pidfd);
-          cached_pid = meta->pid;
-          cached_pidfd = static_cast<int>(syscall(SYS_pidfd_open, meta->pid, 0));
-          (void)ioctl(cached_pidfd, BENCH_PIDFD_GET_INFO, &creds);
-        }
+        fswatch::Creds creds;
+        (void)pidfds.CredsOf(meta->pid, creds);
         char name[16];
         snprintf(name, sizeof(name), "%d", meta->fd);
         (void)!readlinkat(proc_fds, name, path, sizeof(path));

@@ -21,7 +21,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/fanotify.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -34,19 +33,10 @@
 #include <iostream>
 #include <string>
 
+#include "fswatch/pidfd_identity.h"
+
 namespace {
 
-// include/uapi/linux/pidfd.h, Linux 6.13 (not in Debian 12's headers): PIDFD_GET_INFO and the
-// first 64 bytes of struct pidfd_info, as leash-fswatch declares them.
-struct PidfdInfo {
-  uint64_t mask;
-  uint64_t cgroupid;
-  uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
-  int32_t exit_code;
-};
-static_assert(sizeof(PidfdInfo) == 64, "PIDFD_INFO_SIZE_VER0");
-constexpr uint64_t kPidfdInfoCreds = 1u << 1;
-#define PROBE_PIDFD_GET_INFO _IOWR(0xFF, 11, PidfdInfo)
 
 #ifndef FAN_REPORT_PIDFD
 #define FAN_REPORT_PIDFD 0x00000080
@@ -143,21 +133,19 @@ int Answer(const char* dir) {
   Report("event_fd", meta->fd >= 0 ? 0 : EBADF);
   // leash-fswatch's own route on kernels with PIDFD_GET_INFO (fswatch/pidfd_identity.h): a
   // pidfd opened for the event's PID, then the credentials through it.
-  const int opened = static_cast<int>(syscall(SYS_pidfd_open, meta->pid, 0));
+  const int opened = leash::fswatch::OpenPidfd(meta->pid);
   if (opened >= 0) {
-    PidfdInfo info{};
-    info.mask = kPidfdInfoCreds;
-    Report("pidfd_open_info", ioctl(opened, PROBE_PIDFD_GET_INFO, &info) == 0 ? 0 : errno);
+    leash::fswatch::Creds creds;
+    Report("pidfd_open_info", leash::fswatch::ReadPidfdCreds(opened, creds));
     close(opened);
   } else {
-    Report("pidfd_open_info", errno);
+    Report("pidfd_open_info", -opened);
   }
   if (pidfd >= 0) {
-    PidfdInfo info{};
-    info.mask = kPidfdInfoCreds;
-    const int info_rc = ioctl(pidfd, PROBE_PIDFD_GET_INFO, &info);
-    Report("pidfd_info", info_rc == 0 ? 0 : errno);
-    if (info_rc == 0) std::printf("event_ruid=%u\n", info.ruid);
+    leash::fswatch::Creds creds;
+    const int info_error = leash::fswatch::ReadPidfdCreds(pidfd, creds);
+    Report("pidfd_info", info_error);
+    if (info_error == 0) std::printf("event_ruid=%u\n", creds.ruid);
     Report("pidfd_signal0",
            syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) == 0 ? 0 : errno);
   } else {
