@@ -11,16 +11,13 @@
 //   lfs-u  not in the map
 #include <fcntl.h>
 #include <grp.h>
-#include <linux/sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdint>
 
 #include <memory>
 #include <string>
@@ -439,16 +436,7 @@ TEST_F(FswatchRootTest, PidfdIdentityIsInForceOnThisKernelAndSaidAtStart) {
 // Opens `path` in a child process running as uid/gid (root when 0), created at exactly PID
 // `at` when `at` > 0 (clone3 set_tid). Returns the child's PID and the open's errno (0: ok).
 std::pair<pid_t, int> OpenInChildAt(pid_t at, uid_t uid, gid_t gid, const std::string& path) {
-  pid_t pid;
-  if (at > 0) {
-    clone_args args{};
-    args.exit_signal = SIGCHLD;
-    args.set_tid = reinterpret_cast<uint64_t>(&at);
-    args.set_tid_size = 1;
-    pid = static_cast<pid_t>(syscall(SYS_clone3, &args, sizeof(args)));
-  } else {
-    pid = fork();
-  }
+  const pid_t pid = ForkAtPid(at);
   if (pid == 0) {
     if (uid != 0 && (setgroups(0, nullptr) != 0 || setresgid(gid, gid, gid) != 0 ||
                      setresuid(uid, uid, uid) != 0)) {

@@ -4,9 +4,7 @@
 // whose pidfd the cache still held.
 #include "fswatch/pidfd_identity.h"
 
-#include <linux/sched.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +16,7 @@
 
 #include "gtest/gtest.h"
 #include "test/fixtures/root.h"
+#include "test/fixtures/subprocess.h"
 
 namespace leash::fswatch {
 namespace {
@@ -33,17 +32,7 @@ class Child {
     Child child;
     int ready[2], control[2];
     if (pipe(ready) != 0 || pipe(control) != 0) return child;
-    pid_t pid;
-    if (set_tid == 0) {
-      pid = fork();
-    } else {
-      // clone3 with set_tid: the child gets exactly that PID or the call fails (EEXIST).
-      clone_args args{};
-      args.exit_signal = SIGCHLD;
-      args.set_tid = reinterpret_cast<uint64_t>(&set_tid);
-      args.set_tid_size = 1;
-      pid = static_cast<pid_t>(syscall(SYS_clone3, &args, sizeof(args)));
-    }
+    const pid_t pid = leash::testing::ForkAtPid(set_tid);
     if (pid == 0) {
       close(ready[0]);
       close(control[1]);
