@@ -195,11 +195,6 @@ int FanotifyLinux::Respond(const FanEvent& event, bool allow) {
   }
 }
 
-void FanotifyLinux::Release(const FanEvent& event) {
-  if (event.fd >= 0) close(event.fd);
-  if (event.pidfd >= 0) close(event.pidfd);
-}
-
 void FanotifyLinux::ReleaseAll(absl::Span<const FanEvent> events) {
   release_fds_.clear();
   for (const FanEvent& event : events) {

@@ -55,7 +55,6 @@ class FanotifyLinux : public FanotifySource {
 
   int ReadEvents(absl::Span<FanEvent> out, int timeout_ms) override;
   int Respond(const FanEvent& event, bool allow) override;
-  void Release(const FanEvent& event) override;
   void ReleaseAll(absl::Span<const FanEvent> events) override;
   int CredsOf(const FanEvent& event, Creds& out) override;
   int PathOf(const FanEvent& event, char* buffer, size_t capacity, size_t& len) override;

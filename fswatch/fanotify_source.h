@@ -22,7 +22,7 @@ namespace leash::fswatch {
 struct FanEvent {
   // FAN_OPEN_PERM, FAN_OPEN_EXEC_PERM or FAN_Q_OVERFLOW (see kind()).
   uint64_t mask = 0;
-  // The event's file descriptor (FAN_NOFD on overflow). Owned until Release().
+  // The event's file descriptor (FAN_NOFD on overflow). Owned until ReleaseAll().
   int fd = -1;
   // The acting process (thread-group id).
   pid_t pid = 0;
@@ -88,14 +88,9 @@ class FanotifySource {
   // Answers a permission event (FAN_ALLOW / FAN_DENY). Returns 0 or an errno.
   virtual int Respond(const FanEvent& event, bool allow) = 0;
 
-  // Closes the event's descriptors. Call once per event, after Respond.
-  virtual void Release(const FanEvent& event) = 0;
-
-  // Release() for every event of a batch, all answered. The real group closes the batch's
-  // descriptors a run of consecutive numbers at a time.
-  virtual void ReleaseAll(absl::Span<const FanEvent> events) {
-    for (const FanEvent& event : events) Release(event);
-  }
+  // Closes the descriptors of every event of a batch, once all of them are answered (the real
+  // group closes a run of consecutive numbers at a time). Once per batch, after Respond.
+  virtual void ReleaseAll(absl::Span<const FanEvent> events) = 0;
 
   // The acting process's credentials, by the method in force. Returns 0 or an errno
   // (ESRCH: the process is gone).

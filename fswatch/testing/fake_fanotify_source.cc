@@ -114,9 +114,11 @@ int FakeFanotifySource::Respond(const FanEvent& event, bool allow) {
   return it->second.respond_error;
 }
 
-void FakeFanotifySource::Release(const FanEvent& event) {
+void FakeFanotifySource::ReleaseAll(absl::Span<const FanEvent> events) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (event.fd >= 0) ++released_[event.fd];
+  for (const FanEvent& event : events) {
+    if (event.fd >= 0) ++released_[event.fd];
+  }
 }
 
 int FakeFanotifySource::CredsOf(const FanEvent& event, Creds& out) {

@@ -62,7 +62,7 @@ class FakeFanotifySource : public FanotifySource {
 
   int ReadEvents(absl::Span<FanEvent> out, int timeout_ms) override;
   int Respond(const FanEvent& event, bool allow) override;
-  void Release(const FanEvent& event) override;
+  void ReleaseAll(absl::Span<const FanEvent> events) override;
   int CredsOf(const FanEvent& event, Creds& out) override;
   int PathOf(const FanEvent& event, char* buffer, size_t capacity, size_t& len) override;
   int FactsOf(const FanEvent& event, FileFacts& out) override;
