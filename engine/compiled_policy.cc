@@ -19,29 +19,38 @@ struct Match {
 // The one rule every surface shares: deny wins; blacklist allows the rest; whitelist allows
 // only what an allow entry matches.
 template <typename Rules, typename MatchFn>
-Decision Judge(Surface surface, absl::string_view subject, const Rules& rules, MatchFn match) {
-  const absl::string_view name = SurfaceName(surface);
-  Decision decision;
+Ruling Rule(const Rules& rules, MatchFn match) {
+  Ruling ruling;
   if (Match deny = match(rules.deny); deny.id >= 0) {
-    decision.verdict = Verdict::kBlock;
-    decision.reason = absl::StrCat(name, ": ", subject, " matches deny entry '",
-                                   rules.deny.entries[deny.id], "'");
-    return decision;
+    ruling.verdict = Verdict::kBlock;
+    ruling.basis = Ruling::Basis::kDenyEntry;
+    ruling.entry = rules.deny.entries[deny.id];
+    return ruling;
   }
   if (rules.mode == Mode::MODE_BLACKLIST) {
-    decision.verdict = Verdict::kAllow;
-    decision.reason = absl::StrCat(name, ": ", subject, " not in deny list (blacklist)");
-    return decision;
+    ruling.verdict = Verdict::kAllow;
+    ruling.basis = Ruling::Basis::kNotDenied;
+    return ruling;
   }
   if (Match allow = match(rules.allow); allow.id >= 0) {
-    decision.verdict = Verdict::kAllow;
-    decision.matched_on = allow.on;
-    decision.reason = absl::StrCat(name, ": ", subject, " matches allow entry '",
-                                   rules.allow.entries[allow.id], "'");
-    return decision;
+    ruling.verdict = Verdict::kAllow;
+    ruling.basis = Ruling::Basis::kAllowEntry;
+    ruling.matched_on = allow.on;
+    ruling.entry = rules.allow.entries[allow.id];
+    return ruling;
   }
-  decision.verdict = Verdict::kBlock;
-  decision.reason = absl::StrCat(name, ": ", subject, " not in allow list (whitelist)");
+  ruling.verdict = Verdict::kBlock;
+  ruling.basis = Ruling::Basis::kNotAllowed;
+  return ruling;
+}
+
+template <typename Rules, typename MatchFn>
+Decision Judge(Surface surface, absl::string_view subject, const Rules& rules, MatchFn match) {
+  const Ruling ruling = Rule(rules, match);
+  Decision decision;
+  decision.verdict = ruling.verdict;
+  decision.matched_on = ruling.matched_on;
+  AppendReason(surface, subject, ruling, decision.reason);
   return decision;
 }
 
@@ -71,6 +80,25 @@ std::string NetworkSubjectText(const NetworkSubject& subject) {
 }
 
 }  // namespace
+
+void AppendReason(Surface surface, absl::string_view subject, const Ruling& ruling,
+                  std::string& out) {
+  absl::StrAppend(&out, SurfaceName(surface), ": ", subject);
+  switch (ruling.basis) {
+    case Ruling::Basis::kDenyEntry:
+      absl::StrAppend(&out, " matches deny entry '", ruling.entry, "'");
+      return;
+    case Ruling::Basis::kNotDenied:
+      out += " not in deny list (blacklist)";
+      return;
+    case Ruling::Basis::kAllowEntry:
+      absl::StrAppend(&out, " matches allow entry '", ruling.entry, "'");
+      return;
+    case Ruling::Basis::kNotAllowed:
+      out += " not in allow list (whitelist)";
+      return;
+  }
+}
 
 CompiledPolicy CompiledPolicy::Compile(const leash::v1::Config& config) {
   CompiledPolicy policy;
@@ -196,6 +224,10 @@ Decision CompiledPolicy::DecidePath(absl::string_view path) const {
   }
   return Judge(leash::v1::SURFACE_FILESYSTEM, path, filesystem_,
                [&](const PathList& list) { return Match{list.trie.Match(path)}; });
+}
+
+Ruling CompiledPolicy::RuleOnNormalPath(absl::string_view path) const {
+  return Rule(filesystem_, [&](const PathList& list) { return Match{list.trie.Match(path)}; });
 }
 
 Decision CompiledPolicy::DecideCommand(absl::string_view binary) const {

@@ -21,6 +21,29 @@
 
 namespace leash::engine {
 
+// What a decision by a surface's lists rests on, before any text: the fanotify loop answers on
+// `verdict` and renders the reason after the answer, straight into its record
+// (AppendReason). Decide*() make the same ruling and render its reason at once.
+struct Ruling {
+  enum class Basis {
+    kDenyEntry,   // a deny entry matched: block
+    kNotDenied,   // blacklist mode, no deny entry matched: allow
+    kAllowEntry,  // whitelist mode, an allow entry matched: allow
+    kNotAllowed,  // whitelist mode, nothing matched: block
+  };
+  Verdict verdict = Verdict::kBlock;
+  Basis basis = Basis::kNotAllowed;
+  MatchedOn matched_on = MatchedOn::kNone;
+  // The entry that matched (kDenyEntry, kAllowEntry) as the policy wrote it. Points into the
+  // CompiledPolicy, which must outlive the ruling.
+  absl::string_view entry;
+};
+
+// Appends the reason Decide*() give for `ruling` on `subject`, e.g.
+// "filesystem: /srv/a matches allow entry '/srv'".
+void AppendReason(Surface surface, absl::string_view subject, const Ruling& ruling,
+                  std::string& out);
+
 class CompiledPolicy {
  public:
   // Compiles `config`; fields it leaves out take their defaults (WithDefaults). An entry that
@@ -33,6 +56,9 @@ class CompiledPolicy {
   // `path` should be absolute; it is normalized lexically ('.', '..', '//'). A relative path
   // cannot be judged and gets FailDecision.
   Decision DecidePath(absl::string_view path) const;
+  // DecidePath's ruling without its reason, for a path that is already normal
+  // (IsNormalAbsolutePath: the kernel's paths are); anything else must go through DecidePath.
+  Ruling RuleOnNormalPath(absl::string_view path) const;
   // `binary`: an absolute path (matched by path and by basename) or a bare name (by name).
   Decision DecideCommand(absl::string_view binary) const;
   Decision DecideTool(absl::string_view name) const;

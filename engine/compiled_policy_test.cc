@@ -133,6 +133,38 @@ TEST(BlacklistMode, AllowsWhatNoDenyEntryMatches) {
   EXPECT_EQ(blocked.reason, "network: api.evil.com:443 matches deny entry 'evil.com'");
 }
 
+// The fanotify loop answers on RuleOnNormalPath and renders the reason after: both must say
+// exactly what DecidePath says, on each of the four bases, in both modes.
+TEST(RuleOnNormalPath, AgreesWithDecidePathOnVerdictAndReason) {
+  Config blacklist;
+  blacklist.mutable_filesystem()->set_mode(leash::v1::MODE_BLACKLIST);
+  Fill(blacklist.mutable_filesystem()->mutable_deny(), {"/etc/shadow"});
+  const CompiledPolicy policies[] = {CompiledPolicy::Compile(WhitelistPolicy()),
+                                     CompiledPolicy::Compile(blacklist)};
+  const struct {
+    int policy;
+    const char* path;
+    Ruling::Basis basis;
+  } cases[] = {
+      {0, "/home/fido/work/a.txt", Ruling::Basis::kAllowEntry},
+      {0, "/home/fido/work/secrets/k", Ruling::Basis::kDenyEntry},
+      {0, "/etc/passwd", Ruling::Basis::kNotAllowed},
+      {1, "/etc/passwd", Ruling::Basis::kNotDenied},
+      {1, "/etc/shadow", Ruling::Basis::kDenyEntry},
+  };
+  for (const auto& c : cases) {
+    const CompiledPolicy& policy = policies[c.policy];
+    const Ruling ruling = policy.RuleOnNormalPath(c.path);
+    const Decision decision = policy.DecidePath(c.path);
+    EXPECT_EQ(ruling.basis, c.basis) << c.path;
+    EXPECT_EQ(ruling.verdict, decision.verdict) << c.path;
+    EXPECT_EQ(ruling.matched_on, decision.matched_on) << c.path;
+    std::string reason = "kept: ";  // AppendReason appends
+    AppendReason(kFs, c.path, ruling, reason);
+    EXPECT_EQ(reason, "kept: " + decision.reason) << c.path;
+  }
+}
+
 TEST(DefaultPolicy, EverySurfaceDefaultsToWhitelist) {
   const CompiledPolicy policy = CompiledPolicy::Compile(Config());
   EXPECT_FALSE(DecideText(policy, kNet, "example.org:443")->allowed());
