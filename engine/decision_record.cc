@@ -4,6 +4,59 @@
 #include "google/protobuf/util/json_util.h"
 
 namespace leash::engine {
+namespace {
+
+// `"key":"value"` after a comma unless it is the object's first field; proto3 JSON leaves
+// default (empty) values out.
+void AddString(std::string& out, absl::string_view key, absl::string_view value, bool& first) {
+  if (value.empty()) return;
+  out += first ? "\"" : ",\"";
+  first = false;
+  out.append(key.data(), key.size());
+  out += "\":\"";
+  out.append(value.data(), value.size());
+  out += '"';
+}
+
+void AddNumber(std::string& out, absl::string_view key, uint32_t value, bool& first) {
+  if (value == 0) return;
+  out += first ? "\"" : ",\"";
+  first = false;
+  out.append(key.data(), key.size());
+  out += "\":";
+  absl::StrAppend(&out, value);
+}
+
+}  // namespace
+
+bool IsJsonPlain(absl::string_view text) {
+  // One table lookup a byte: this runs over every path and reason the fanotify loop logs.
+  static constexpr struct Table {
+    bool plain[256] = {};
+    constexpr Table() {
+      for (int c = 0x20; c <= 0x7e; ++c) {
+        plain[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' && c != '=';
+      }
+    }
+  } kTable;
+  bool plain = true;
+  for (const char c : text) plain &= kTable.plain[static_cast<unsigned char>(c)];
+  return plain;
+}
+
+void DecisionSink::RecordLine(absl::FunctionRef<void(std::string&)> append_line) {
+  std::string line;
+  append_line(line);
+  leash::v1::DecisionRecord record;
+  if (!google::protobuf::util::JsonStringToMessage(line, &record).ok()) {
+    // A renderer's bug: the record is not lost, it is kept as text and marked.
+    record.Clear();
+    record.set_action("unparsed");
+    record.set_severity("critical");
+    record.set_reason(absl::StrCat("decision line could not be read back: ", line));
+  }
+  Record(std::move(record));
+}
 
 std::string MakeRef(uint64_t random_bits) {
   static constexpr char kAlphabet[] = "abcdefghijkmnpqrstuvwxyz23456789";  // no l, o, 0, 1
@@ -38,6 +91,95 @@ std::string DecisionLine(const leash::v1::DecisionRecord& record) {
   }
   line.push_back('\n');
   return line;
+}
+
+void AppendDecisionLine(const leash::v1::DecisionRecord& r, std::string& out) {
+  const leash::v1::Subject& s = r.subject();
+  if (r.findings_size() > 0 || !IsJsonPlain(r.ts()) || !IsJsonPlain(r.ref()) ||
+      !IsJsonPlain(r.surface()) || !IsJsonPlain(r.action()) || !IsJsonPlain(r.reason()) ||
+      !IsJsonPlain(r.severity()) || !IsJsonPlain(s.domain()) || !IsJsonPlain(s.ip()) ||
+      !IsJsonPlain(s.path()) || !IsJsonPlain(s.binary()) || !IsJsonPlain(s.name()) ||
+      !IsJsonPlain(s.inputs())) {
+    out += DecisionLine(r);
+    return;
+  }
+  out += '{';
+  bool first = true;
+  AddString(out, "ts", r.ts(), first);
+  AddString(out, "ref", r.ref(), first);
+  AddNumber(out, "uid", r.uid(), first);
+  AddString(out, "surface", r.surface(), first);
+  AddString(out, "action", r.action(), first);
+  AddString(out, "reason", r.reason(), first);
+  if (r.has_subject()) {
+    out += first ? "\"subject\":{" : ",\"subject\":{";
+    first = false;
+    bool inner = true;
+    AddString(out, "domain", s.domain(), inner);
+    AddString(out, "ip", s.ip(), inner);
+    AddNumber(out, "port", s.port(), inner);
+    AddString(out, "path", s.path(), inner);
+    AddString(out, "binary", s.binary(), inner);
+    AddString(out, "name", s.name(), inner);
+    AddString(out, "inputs", s.inputs(), inner);
+    out += '}';
+  }
+  AddString(out, "severity", r.severity(), first);
+  out += "}\n";
+}
+
+void AppendDecisionLine(const FileDecisionFields& fields,
+                        absl::FunctionRef<void(std::string&)> append_reason, std::string& out) {
+  const size_t start = out.size();
+  const absl::string_view surface = SurfaceName(fields.surface);
+  const absl::string_view action = VerdictName(fields.verdict);
+  out += '{';
+  bool first = true;
+  AddString(out, "ts", fields.ts, first);
+  AddString(out, "ref", fields.ref, first);
+  AddNumber(out, "uid", fields.uid, first);
+  AddString(out, "surface", surface, first);
+  AddString(out, "action", action, first);
+  // The reason goes straight into the line; its key comes out again if it appended nothing.
+  const size_t key_at = out.size();
+  out += first ? "\"reason\":\"" : ",\"reason\":\"";
+  const size_t reason_at = out.size();
+  append_reason(out);
+  const size_t reason_len = out.size() - reason_at;
+  if (reason_len == 0) {
+    out.resize(key_at);
+  } else {
+    out += '"';
+    first = false;
+  }
+  const absl::string_view reason(out.data() + reason_at, reason_len);
+  const bool binary = fields.surface == leash::v1::SURFACE_COMMANDS;
+  if (!IsJsonPlain(fields.ts) || !IsJsonPlain(fields.ref) || !IsJsonPlain(reason) ||
+      !IsJsonPlain(fields.path)) {
+    leash::v1::DecisionRecord record;
+    record.set_ts(std::string(fields.ts));
+    record.set_ref(std::string(fields.ref));
+    record.set_uid(fields.uid);
+    record.set_surface(std::string(surface));
+    record.set_action(std::string(action));
+    record.set_reason(std::string(reason));
+    leash::v1::Subject* subject = record.mutable_subject();
+    if (!fields.path.empty()) {
+      (binary ? subject->mutable_binary() : subject->mutable_path())
+          ->assign(fields.path.data(), fields.path.size());
+    }
+    if (fields.critical) record.set_severity("critical");
+    out.resize(start);
+    out += DecisionLine(record);
+    return;
+  }
+  out += first ? "\"subject\":{" : ",\"subject\":{";
+  first = false;
+  bool inner = true;
+  AddString(out, binary ? "binary" : "path", fields.path, inner);
+  out += '}';
+  if (fields.critical) AddString(out, "severity", "critical", first);
+  out += "}\n";
 }
 
 }  // namespace leash::engine

@@ -1,5 +1,10 @@
 #include "engine/decision_record.h"
 
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -40,6 +45,149 @@ TEST(DecisionLine, EscapesControlCharactersSoALineStaysOneLine) {
   const std::string line = DecisionLine(record);
   EXPECT_EQ(line.find('\n'), line.size() - 1);
   EXPECT_THAT(line, HasSubstr("a\\nb"));
+}
+
+// Text each field is tried with: plain, empty, and each kind the JSON printer escapes.
+const std::vector<std::string>& TrickyTexts() {
+  static const std::vector<std::string> texts = {
+      "plain text (with 'quotes') and /slashes/",
+      "",
+      "a \"quoted\" word",
+      "back\\slash",
+      "<tag>",
+      "a&b",
+      "k=v",
+      "line\nbreak",
+      "tab\there",
+      std::string("nul\0byte", 8),
+      "del\x7f",
+      "caf\xc3\xa9 \xe2\x82\xac",  // UTF-8
+      "\xff invalid UTF-8",
+  };
+  return texts;
+}
+
+TEST(IsJsonPlain, MatchesWhatThePrinterLeavesAsItIsForEveryByte) {
+  for (int c = 0; c < 256; ++c) {
+    const std::string text(1, static_cast<char>(c));
+    const bool printable = c >= 0x20 && c <= 0x7e;
+    const bool escaped = c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c == '=';
+    EXPECT_EQ(IsJsonPlain(text), printable && !escaped) << "byte " << c;
+  }
+  EXPECT_TRUE(IsJsonPlain(""));
+  EXPECT_FALSE(IsJsonPlain("/a/b\n"));
+}
+
+// The fast renderer must write exactly what protobuf's printer writes, for every field in
+// turn holding each tricky text (the rest plain), with and without a subject and findings.
+TEST(AppendDecisionLine, RecordLineIsDecisionLineByteForByte) {
+  auto base = [] {
+    leash::v1::DecisionRecord r;
+    r.set_ts("2026-11-30T01:02:03.123456Z");
+    r.set_ref("k3x9q2mw");
+    r.set_uid(1001);
+    r.set_surface("filesystem");
+    r.set_action("allow");
+    r.set_reason("filesystem: /a matches allow entry '/a'");
+    r.mutable_subject()->set_path("/a");
+    return r;
+  };
+  using Setter = void (*)(leash::v1::DecisionRecord&, const std::string&);
+  const std::vector<Setter> setters = {
+      [](leash::v1::DecisionRecord& r, const std::string& t) { r.set_ts(t); },
+      [](leash::v1::DecisionRecord& r, const std::string& t) { r.set_ref(t); },
+      [](leash::v1::DecisionRecord& r, const std::string& t) { r.set_surface(t); },
+      [](leash::v1::DecisionRecord& r, const std::string& t) { r.set_action(t); },
+      [](leash::v1::DecisionRecord& r, const std::string& t) { r.set_reason(t); },
+      [](leash::v1::DecisionRecord& r, const std::string& t) { r.set_severity(t); },
+      [](leash::v1::DecisionRecord& r, const std::string& t) { r.mutable_subject()->set_domain(t); },
+      [](leash::v1::DecisionRecord& r, const std::string& t) { r.mutable_subject()->set_ip(t); },
+      [](leash::v1::DecisionRecord& r, const std::string& t) { r.mutable_subject()->set_path(t); },
+      [](leash::v1::DecisionRecord& r, const std::string& t) { r.mutable_subject()->set_binary(t); },
+      [](leash::v1::DecisionRecord& r, const std::string& t) { r.mutable_subject()->set_name(t); },
+      [](leash::v1::DecisionRecord& r, const std::string& t) { r.mutable_subject()->set_inputs(t); },
+  };
+  std::vector<leash::v1::DecisionRecord> records;
+  for (const Setter& set : setters) {
+    for (const std::string& text : TrickyTexts()) {
+      records.push_back(base());
+      set(records.back(), text);
+    }
+  }
+  records.push_back(base());
+  records.back().set_uid(0);  // proto3 JSON leaves a zero out
+  records.back().mutable_subject()->set_port(443);
+  records.push_back(base());
+  records.back().clear_subject();
+  records.push_back(base());
+  records.back().mutable_subject()->Clear();  // present but empty: "subject":{}
+  records.push_back(base());
+  records.back().add_findings()->set_category("secrets");
+  records.push_back(leash::v1::DecisionRecord());  // nothing at all: "{}"
+  for (size_t i = 0; i < records.size(); ++i) {
+    std::string out = "kept|";  // appends, never overwrites
+    AppendDecisionLine(records[i], out);
+    EXPECT_EQ(out, "kept|" + DecisionLine(records[i])) << "record " << i;
+  }
+}
+
+// The fanotify loop's renderer: the line of the record its fields and reason make, byte for
+// byte, the reason written straight into the line.
+TEST(AppendDecisionLine, FileFieldsLineIsTheRecordsDecisionLine) {
+  struct Case {
+    Surface surface;
+    Verdict verdict;
+    uint32_t uid;
+    std::string path;
+    std::string reason;
+    bool critical;
+  };
+  std::vector<Case> cases = {
+      {leash::v1::SURFACE_FILESYSTEM, Verdict::kAllow, 1001, "/w/e500/f",
+       "filesystem: /w/e500/f matches allow entry '/w/e500'", false},
+      {leash::v1::SURFACE_COMMANDS, Verdict::kBlock, 1001, "/usr/bin/curl",
+       "commands: /usr/bin/curl not in allow list (whitelist)", false},
+      {leash::v1::SURFACE_FILESYSTEM, Verdict::kBlock, 0, "", "", true},
+      {leash::v1::SURFACE_FILESYSTEM, Verdict::kBlock, 7, "", "cannot identify", true},
+      {leash::v1::SURFACE_FILESYSTEM, Verdict::kAllow, 7, std::string(4000, 'p'), "long", false},
+  };
+  for (const std::string& text : TrickyTexts()) {
+    cases.push_back({leash::v1::SURFACE_FILESYSTEM, Verdict::kBlock, 1001, "/t/" + text,
+                     "filesystem: plain", false});
+    cases.push_back({leash::v1::SURFACE_COMMANDS, Verdict::kBlock, 1001, "/bin/x",
+                     "commands: " + text, true});
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    FileDecisionFields fields;
+    fields.ts = "2026-11-30T01:02:03.123456Z";
+    fields.ref = "k3x9q2mw";
+    fields.uid = c.uid;
+    fields.surface = c.surface;
+    fields.verdict = c.verdict;
+    fields.path = c.path;
+    fields.critical = c.critical;
+    std::string out = "kept|";
+    AppendDecisionLine(fields, [&](std::string& line) { line += c.reason; }, out);
+
+    leash::v1::DecisionRecord record;
+    record.set_ts(std::string(fields.ts));
+    record.set_ref(std::string(fields.ref));
+    record.set_uid(c.uid);
+    record.set_surface(std::string(SurfaceName(c.surface)));
+    record.set_action(std::string(VerdictName(c.verdict)));
+    record.set_reason(c.reason);
+    leash::v1::Subject* subject = record.mutable_subject();
+    if (!c.path.empty()) {
+      if (c.surface == leash::v1::SURFACE_COMMANDS) {
+        subject->set_binary(c.path);
+      } else {
+        subject->set_path(c.path);
+      }
+    }
+    if (c.critical) record.set_severity("critical");
+    EXPECT_EQ(out, "kept|" + DecisionLine(record)) << "case " << i;
+  }
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "engine/compiled_policy.h"
+#include "engine/path_entry.h"
 
 namespace leash::fswatch {
 namespace {
@@ -278,13 +279,13 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
     for (;;) pause();  // test-only: hold the event and stop the loop
   }
   EventPath path;
-  const Decision decision = Judge(event, entry, creds, path);
-  Answer(event, decision.allowed());
-  Log(creds.ruid, surface, decision, path.view(), /*critical=*/false);
+  const Judgement judgement = Judge(event, entry, creds, path);
+  Answer(event, judgement.verdict() == Verdict::kAllow);
+  Log(creds.ruid, surface, judgement, path.view());
 }
 
-Decision Watcher::Judge(const FanEvent& event, const sidecar::SubjectEntry& entry,
-                        const Creds& creds, EventPath& event_path) {
+Watcher::Judgement Watcher::Judge(const FanEvent& event, const sidecar::SubjectEntry& entry,
+                                  const Creds& creds, EventPath& event_path) {
   const engine::CompiledPolicy& policy = *entry.policy;
   const bool exec = event.kind() == FanEvent::Kind::kExec;
   const leash::v1::Surface surface = exec ? SURFACE_COMMANDS : SURFACE_FILESYSTEM;
@@ -293,14 +294,17 @@ Decision Watcher::Judge(const FanEvent& event, const sidecar::SubjectEntry& entr
                                       event_path.len);
       error != 0) {
     event_path.len = 0;
-    return FailDecision(policy.fail_mode(), surface,
-                        absl::StrCat("cannot read the path of the opened file (errno ", error,
-                                     ")"));
+    return {std::nullopt,
+            FailDecision(policy.fail_mode(), surface,
+                         absl::StrCat("cannot read the path of the opened file (errno ", error,
+                                      ")"))};
   }
   FileFacts facts;
   if (const int error = source_.FactsOf(event, facts); error != 0) {
-    return FailDecision(policy.fail_mode(), surface,
-                        absl::StrCat("cannot stat ", event_path.view(), " (errno ", error, ")"));
+    return {std::nullopt,
+            FailDecision(policy.fail_mode(), surface,
+                         absl::StrCat("cannot stat ", event_path.view(), " (errno ", error,
+                                      ")"))};
   }
   // An unlinked file is named "<its last name> (deleted)"; judge it by that name. A file
   // that really is called "x (deleted)" still has links and keeps its name.
@@ -310,51 +314,70 @@ Decision Watcher::Judge(const FanEvent& event, const sidecar::SubjectEntry& entr
   const absl::string_view path = event_path.view();
 
   if (facts.mount == FileFacts::Mount::kForeign) {
-    return FailDecision(
-        policy.fail_mode(), surface,
-        absl::StrCat(path,
-                     " was opened through a mount of another mount namespace (a bind mount "
-                     "or overlay made after unshare), where its path is the opener's choice"));
+    return {std::nullopt,
+            FailDecision(policy.fail_mode(), surface,
+                         absl::StrCat(path,
+                                      " was opened through a mount of another mount namespace "
+                                      "(a bind mount or overlay made after unshare), where its "
+                                      "path is the opener's choice"))};
   }
 
-  Decision decision = exec ? policy.DecideCommand(path) : policy.DecidePath(path);
-  if (!exec && decision.allowed() && facts.regular && facts.nlink > 1 &&
+  if (exec) return {std::nullopt, policy.DecideCommand(path)};
+  // The kernel's paths are normal; the ruling's reason is rendered after the answer.
+  Judgement judgement;
+  if (engine::IsNormalAbsolutePath(path)) {
+    judgement.ruling = policy.RuleOnNormalPath(path);
+  } else {
+    judgement.decision = policy.DecidePath(path);
+  }
+  if (judgement.verdict() == Verdict::kAllow && facts.regular && facts.nlink > 1 &&
       FilesystemDeniesSomething(policy) &&
       SubjectCouldHaveLinked(facts, creds, options_.protected_hardlinks)) {
-    decision.verdict = Verdict::kBlock;
-    decision.reason = absl::StrCat(
+    judgement.ruling.reset();
+    judgement.decision.verdict = Verdict::kBlock;
+    judgement.decision.reason = absl::StrCat(
         "filesystem: ", path, " has ", facts.nlink,
         " names and the subject could have made the others itself; a hard link has no single "
         "real path, and its other names (which the policy may deny) cannot be seen");
   }
-  return decision;
+  return judgement;
 }
 
 void Watcher::Log(uint32_t uid, leash::v1::Surface surface, const Decision& decision,
                   absl::string_view path, bool critical) {
-  // engine::MakeDecisionRecord's fields, with the cheaper timestamp, written into the record
-  // the sink hands over (no allocation once its strings have grown).
+  LogLine(uid, surface, decision.verdict, path, critical,
+          [&](std::string& out) { out += decision.reason; });
+}
+
+void Watcher::Log(uint32_t uid, leash::v1::Surface surface, const Judgement& judgement,
+                  absl::string_view path) {
+  if (!judgement.ruling) {
+    Log(uid, surface, judgement.decision, path, /*critical=*/false);
+    return;
+  }
+  LogLine(uid, surface, judgement.ruling->verdict, path, /*critical=*/false,
+          [&](std::string& out) { engine::AppendReason(surface, path, *judgement.ruling, out); });
+}
+
+void Watcher::LogLine(uint32_t uid, leash::v1::Surface surface, Verdict verdict,
+                      absl::string_view path, bool critical,
+                      absl::FunctionRef<void(std::string&)> append_reason) {
+  // engine::MakeDecisionRecord's fields, with the cheaper timestamp, rendered by
+  // engine::AppendDecisionLine straight into the slot the log hands over: no record is built
+  // and nothing is allocated once the slot's string has grown.
   char ts[kTimestampSize];
   const size_t ts_len = FormatTimestamp(ts);
   const std::string ref = engine::MakeRef(NextRandom());  // 8 characters: no allocation
-  const absl::string_view surface_name = engine::SurfaceName(surface);
-  const absl::string_view action = engine::VerdictName(decision.verdict);
-  // mutable_*()->assign(): the set_*(const char*, size_t) setters build a temporary
-  // std::string first; assign() writes into the record's string and keeps its capacity.
-  log_.RecordWith([&](leash::v1::DecisionRecord& record) {
-    record.mutable_ts()->assign(ts, ts_len);
-    record.mutable_ref()->assign(ref);
-    record.set_uid(uid);
-    record.mutable_surface()->assign(surface_name.data(), surface_name.size());
-    record.mutable_action()->assign(action.data(), action.size());
-    record.mutable_reason()->assign(decision.reason);
-    leash::v1::Subject* subject = record.mutable_subject();
-    if (!path.empty()) {
-      (surface == SURFACE_COMMANDS ? subject->mutable_binary() : subject->mutable_path())
-          ->assign(path.data(), path.size());
-    }
-    if (critical) record.mutable_severity()->assign("critical");
-  });
+  engine::FileDecisionFields fields;
+  fields.ts = absl::string_view(ts, ts_len);
+  fields.ref = ref;
+  fields.uid = uid;
+  fields.surface = surface;
+  fields.verdict = verdict;
+  fields.path = path;
+  fields.critical = critical;
+  log_.RecordLine(
+      [&](std::string& line) { engine::AppendDecisionLine(fields, append_reason, line); });
 }
 
 uint64_t Watcher::NextRandom() {

@@ -31,12 +31,15 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "controlplane/sidecar_api/policy_subscriber.h"
+#include "engine/compiled_policy.h"
 #include "engine/decision.h"
 #include "engine/decision_record.h"
 #include "fswatch/fanotify_source.h"
@@ -103,15 +106,32 @@ class Watcher {
     absl::string_view view() const { return absl::string_view(text, len); }
   };
 
+  // What judging an event gave: the policy's ruling on the path, whose reason is rendered
+  // into the record only after the answer; or, when something other than the policy's lists
+  // decided (a failure, a hard link, another namespace's mount, an exec), a decision with its
+  // reason already written.
+  struct Judgement {
+    std::optional<engine::Ruling> ruling;
+    engine::Decision decision;  // when !ruling
+    engine::Verdict verdict() const { return ruling ? ruling->verdict : decision.verdict; }
+  };
+
   void Handle(const FanEvent& event, const State& state);
   // Judges a mapped subject's event. Sets `path` to the path the record shows (empty when it
   // could not be read).
-  engine::Decision Judge(const FanEvent& event, const sidecar::SubjectEntry& entry,
-                         const Creds& creds, EventPath& path);
+  Judgement Judge(const FanEvent& event, const sidecar::SubjectEntry& entry, const Creds& creds,
+                  EventPath& path);
   void Answer(const FanEvent& event, bool allow);
   // `path` goes to the record's subject as its path, or its binary for an exec.
   void Log(uint32_t uid, leash::v1::Surface surface, const engine::Decision& decision,
            absl::string_view path, bool critical);
+  void Log(uint32_t uid, leash::v1::Surface surface, const Judgement& judgement,
+           absl::string_view path);
+  // The record's line, rendered straight into the log's queue slot; `append_reason` writes
+  // the reason into it.
+  void LogLine(uint32_t uid, leash::v1::Surface surface, engine::Verdict verdict,
+               absl::string_view path, bool critical,
+               absl::FunctionRef<void(std::string&)> append_reason);
   uint64_t NextRandom();
 
   FanotifySource& source_;

@@ -4,8 +4,8 @@
 // What the callers get, and why it is built this way:
 // - Record() never waits: it claims a cell with one compare-and-swap, renders the record's
 //   line into the cell on the caller's thread (the cell's string keeps its capacity; with
-//   RecordWith() the record itself is a thread-local one, so the fanotify loop allocates
-//   nothing per record), and publishes it; a full ring is a counted drop, not a wait
+//   RecordLine() the caller renders straight into it, so the fanotify loop builds no record
+//   and allocates nothing per record), and publishes it; a full ring is a counted drop, not a wait
 //   ("writing never blocks a decision"). One contiguous line crosses to the writer's core,
 //   not a record's scattered strings.
 //   While records keep coming the writer polls the ring every 10 ms, so a producer makes no
@@ -70,74 +70,6 @@ long Futex(std::atomic<uint32_t>* word, int op, uint32_t value, const timespec* 
   return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
 }
 
-// Whether `text` can be written between JSON quotes as it is, the way protobuf's JSON printer
-// writes it: printable ASCII without the characters it escapes (or might: '<', '>', '&', '=').
-bool Plain(const std::string& text) {
-  for (const char c : text) {
-    if (c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' ||
-        c == '=') {
-      return false;
-    }
-  }
-  return true;
-}
-
-void AddString(std::string& out, const char* key, const std::string& value, bool& first) {
-  if (value.empty()) return;  // proto3 JSON leaves default values out
-  out += first ? "\"" : ",\"";
-  first = false;
-  out += key;
-  out += "\":\"";
-  out += value;
-  out += '"';
-}
-
-// Appends engine::DecisionLine(r), byte for byte, to `out`: for the records a sidecar writes
-// on its hot path (plain strings, no findings) without protobuf's reflective JSON printer,
-// which costs several microseconds a record on the writer's core, and straight into the batch
-// (no string per line). Anything else takes engine::DecisionLine.
-void AppendLine(const leash::v1::DecisionRecord& r, std::string& out) {
-  const leash::v1::Subject& s = r.subject();
-  if (r.findings_size() > 0 || !Plain(r.ts()) || !Plain(r.ref()) || !Plain(r.surface()) ||
-      !Plain(r.action()) || !Plain(r.reason()) || !Plain(r.severity()) || !Plain(s.domain()) ||
-      !Plain(s.ip()) || !Plain(s.path()) || !Plain(s.binary()) || !Plain(s.name()) ||
-      !Plain(s.inputs())) {
-    out += engine::DecisionLine(r);
-    return;
-  }
-  out += '{';
-  bool first = true;
-  AddString(out, "ts", r.ts(), first);
-  AddString(out, "ref", r.ref(), first);
-  if (r.uid() != 0) {
-    out += first ? "\"uid\":" : ",\"uid\":";
-    first = false;
-    absl::StrAppend(&out, r.uid());
-  }
-  AddString(out, "surface", r.surface(), first);
-  AddString(out, "action", r.action(), first);
-  AddString(out, "reason", r.reason(), first);
-  if (r.has_subject()) {
-    out += first ? "\"subject\":{" : ",\"subject\":{";
-    first = false;
-    bool inner = true;
-    AddString(out, "domain", s.domain(), inner);
-    AddString(out, "ip", s.ip(), inner);
-    if (s.port() != 0) {
-      out += inner ? "\"port\":" : ",\"port\":";
-      inner = false;
-      absl::StrAppend(&out, s.port());
-    }
-    AddString(out, "path", s.path(), inner);
-    AddString(out, "binary", s.binary(), inner);
-    AddString(out, "name", s.name(), inner);
-    AddString(out, "inputs", s.inputs(), inner);
-    out += '}';
-  }
-  AddString(out, "severity", r.severity(), first);
-  out += "}\n";
-}
-
 uint64_t RandomBits() {
   uint64_t bits = 0;
   // getrandom(2) rather than a device file: the writer of a fanotify sidecar must not open
@@ -181,19 +113,15 @@ class AsyncDecisionLog::Impl {
     uint64_t pos;
     Cell* cell = Claim(pos);
     if (cell == nullptr) return;
-    AppendLine(record, cell->line);
+    engine::AppendDecisionLine(record, cell->line);
     Publish(*cell, pos);
   }
 
-  void RecordWith(absl::FunctionRef<void(leash::v1::DecisionRecord&)> fill) {
+  void RecordLine(absl::FunctionRef<void(std::string&)> append_line) {
     uint64_t pos;
     Cell* cell = Claim(pos);
     if (cell == nullptr) return;
-    // This thread's own record: its strings keep their capacity and stay in this core's cache.
-    thread_local leash::v1::DecisionRecord scratch;
-    scratch.Clear();
-    fill(scratch);
-    AppendLine(scratch, cell->line);
+    append_line(cell->line);  // emptied by the writer; keeps its capacity
     Publish(*cell, pos);
   }
 
@@ -325,7 +253,7 @@ class AsyncDecisionLog::Impl {
       }
       const uint64_t lost_now = lost_.load(std::memory_order_relaxed);
       if (lost_now != reported_lost) {
-        AppendLine(LostRecord(lost_now - reported_lost, lost_now), batch);
+        engine::AppendDecisionLine(LostRecord(lost_now - reported_lost, lost_now), batch);
         reported_lost = lost_now;
       }
       if (!batch.empty()) {
@@ -423,8 +351,8 @@ AsyncDecisionLog::~AsyncDecisionLog() {
 
 void AsyncDecisionLog::Record(leash::v1::DecisionRecord record) { impl_->Record(record); }
 
-void AsyncDecisionLog::RecordWith(absl::FunctionRef<void(leash::v1::DecisionRecord&)> fill) {
-  impl_->RecordWith(fill);
+void AsyncDecisionLog::RecordLine(absl::FunctionRef<void(std::string&)> append_line) {
+  impl_->RecordLine(append_line);
 }
 
 uint64_t AsyncDecisionLog::lost() const { return impl_->lost(); }

@@ -25,10 +25,10 @@ class AsyncDecisionLog : public engine::DecisionSink {
 
   // Never blocks and never takes a lock the writer thread can hold for long. Thread-safe.
   void Record(leash::v1::DecisionRecord record) override;
-  // Fills a thread-local record and renders its line into a queue slot (no allocation once
-  // the strings have grown).
-  // Never blocks; a full queue drops the record (counted) without calling `fill`.
-  void RecordWith(absl::FunctionRef<void(leash::v1::DecisionRecord&)> fill) override;
+  // `append_line` writes its line straight into a queue slot (no allocation once the slot's
+  // string has grown). Never blocks; a full queue drops the record (counted) without calling
+  // `append_line`.
+  void RecordLine(absl::FunctionRef<void(std::string&)> append_line) override;
 
   // Records dropped because the queue was full, since start.
   uint64_t lost() const;

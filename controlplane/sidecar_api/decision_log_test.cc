@@ -142,10 +142,10 @@ TEST(AsyncDecisionLog, FullQueueDropsWithoutBlockingAndReportsTheLossAsCritical)
   EXPECT_THAT(critical, HasSubstr("every decision was still answered"));
 }
 
-// RecordWith fills a record the log reuses, into ring cells that held earlier lines (16 cells,
-// 200 records: each cell reused a dozen times). Nothing of an earlier record may survive into
-// the next: every line is exactly the record that was filled.
-TEST(AsyncDecisionLog, RecordWithFillsAClearedSlotAndNothingCarriesOver) {
+// RecordLine renders straight into ring cells that held earlier lines (16 cells, 200
+// records: each cell reused a dozen times), long lines and short ones in turn. Nothing of an
+// earlier line may survive into the next: every line is exactly the record rendered.
+TEST(AsyncDecisionLog, RecordLineWritesIntoAnEmptiedSlotAndNothingCarriesOver) {
   const std::string path = absl::StrCat(getenv("TEST_TMPDIR"), "/in_place.jsonl");
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
   ASSERT_GE(fd, 0);
@@ -155,26 +155,12 @@ TEST(AsyncDecisionLog, RecordWithFillsAClearedSlotAndNothingCarriesOver) {
     for (int i = 0; i < 200; ++i) {
       leash::v1::DecisionRecord record = MakeRecord(i);
       if (i % 2 == 1) {
-        // Odd records carry fields the even ones lack.
+        // Odd records are longer and carry fields the even ones lack.
         record.mutable_subject()->clear_path();
-        record.mutable_subject()->set_binary(absl::StrCat("/bin/b", i));
+        record.mutable_subject()->set_binary(absl::StrCat("/bin/", std::string(i, 'b')));
         record.set_severity("critical");
       }
-      // Field by field, as the watcher fills a slot: only what this record has is set.
-      log.RecordWith([&record](leash::v1::DecisionRecord& slot) {
-        slot.set_ref(record.ref());
-        slot.set_uid(record.uid());
-        slot.set_surface(record.surface());
-        slot.set_action(record.action());
-        slot.set_reason(record.reason());
-        if (!record.subject().path().empty()) {
-          slot.mutable_subject()->set_path(record.subject().path());
-        }
-        if (!record.subject().binary().empty()) {
-          slot.mutable_subject()->set_binary(record.subject().binary());
-        }
-        if (!record.severity().empty()) slot.set_severity(record.severity());
-      });
+      log.RecordLine([&record](std::string& line) { engine::AppendDecisionLine(record, line); });
       sent.push_back(std::move(record));
       if (i % 8 == 7) log.Flush();  // the 16 slots never fill: nothing is lost
     }
@@ -191,22 +177,22 @@ TEST(AsyncDecisionLog, RecordWithFillsAClearedSlotAndNothingCarriesOver) {
   }
 }
 
-// A full queue drops a RecordWith record without calling its fill, and counts it.
-TEST(AsyncDecisionLog, RecordWithOnAFullQueueDropsWithoutFilling) {
+// A full queue drops a RecordLine record without calling its renderer, and counts it.
+TEST(AsyncDecisionLog, RecordLineOnAFullQueueDropsWithoutRendering) {
   int pipe_fds[2];
   ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
   FillPipe(pipe_fds[1]);
   constexpr int kSent = 300;
   auto log = std::make_unique<AsyncDecisionLog>(pipe_fds[1], 8);
-  int filled = 0;
+  int rendered = 0;
   for (int i = 0; i < kSent; ++i) {
-    log->RecordWith([&](leash::v1::DecisionRecord& slot) {
-      ++filled;
-      slot = MakeRecord(i);
+    log->RecordLine([&](std::string& line) {
+      ++rendered;
+      engine::AppendDecisionLine(MakeRecord(i), line);
     });
   }
   EXPECT_GT(log->lost(), 0u);
-  EXPECT_EQ(static_cast<uint64_t>(filled) + log->lost(), static_cast<uint64_t>(kSent));
+  EXPECT_EQ(static_cast<uint64_t>(rendered) + log->lost(), static_cast<uint64_t>(kSent));
   std::thread reader([&] { ReadAll(pipe_fds[0]); });
   log.reset();
   reader.join();
