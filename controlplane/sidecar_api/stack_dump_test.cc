@@ -11,7 +11,9 @@
 
 // A function whose name must show up in the waiting thread's stack (external linkage, so
 // -rdynamic exports its symbol to backtrace_symbols_fd).
-__attribute__((noinline)) void LeashParkedForDump(std::atomic<bool>* stop) {
+__attribute__((noinline)) void LeashParkedForDump(std::atomic<bool>* parked,
+                                                  std::atomic<bool>* stop) {
+  parked->store(true);
   while (!stop->load()) usleep(1000);
 }
 
@@ -20,14 +22,18 @@ namespace {
 
 TEST(StackDump, WritesEveryThreadsStack) {
   InstallStackDumpHandler();
+  std::atomic<bool> parked{false};
   std::atomic<bool> stop{false};
-  std::thread parked([&] { LeashParkedForDump(&stop); });
+  std::thread parker([&] { LeashParkedForDump(&parked, &stop); });
+  // Dump only once the thread is inside the function: a thread that has not started running
+  // yet shows only start_thread and clone3 (seen with -c opt).
+  while (!parked.load()) usleep(100);
   int fds[2];
   ASSERT_EQ(pipe(fds), 0);
   DumpAllThreadStacks(fds[1]);
   close(fds[1]);
   stop.store(true);
-  parked.join();
+  parker.join();
   std::string out;
   char buffer[4096];
   ssize_t n;
