@@ -145,12 +145,18 @@ TEST(RuleOnNormalPath, AgreesWithDecidePathOnVerdictAndReason) {
     int policy;
     const char* path;
     Ruling::Basis basis;
+    const char* reason;
   } cases[] = {
-      {0, "/home/fido/work/a.txt", Ruling::Basis::kAllowEntry},
-      {0, "/home/fido/work/secrets/k", Ruling::Basis::kDenyEntry},
-      {0, "/etc/passwd", Ruling::Basis::kNotAllowed},
-      {1, "/etc/passwd", Ruling::Basis::kNotDenied},
-      {1, "/etc/shadow", Ruling::Basis::kDenyEntry},
+      {0, "/home/fido/work/a.txt", Ruling::Basis::kAllowEntry,
+       "filesystem: /home/fido/work/a.txt matches allow entry '/home/fido/work'"},
+      {0, "/home/fido/work/secrets/k", Ruling::Basis::kDenyEntry,
+       "filesystem: /home/fido/work/secrets/k matches deny entry '/home/fido/work/secrets'"},
+      {0, "/etc/passwd", Ruling::Basis::kNotAllowed,
+       "filesystem: /etc/passwd not in allow list (whitelist)"},
+      {1, "/etc/passwd", Ruling::Basis::kNotDenied,
+       "filesystem: /etc/passwd not in deny list (blacklist)"},
+      {1, "/etc/shadow", Ruling::Basis::kDenyEntry,
+       "filesystem: /etc/shadow matches deny entry '/etc/shadow'"},
   };
   for (const auto& c : cases) {
     const CompiledPolicy& policy = policies[c.policy];
@@ -161,7 +167,8 @@ TEST(RuleOnNormalPath, AgreesWithDecidePathOnVerdictAndReason) {
     EXPECT_EQ(ruling.matched_on, decision.matched_on) << c.path;
     std::string reason = "kept: ";  // AppendReason appends
     AppendReason(kFs, c.path, ruling, reason);
-    EXPECT_EQ(reason, "kept: " + decision.reason) << c.path;
+    EXPECT_EQ(reason, std::string("kept: ") + c.reason) << c.path;
+    EXPECT_EQ(decision.reason, c.reason) << c.path;
   }
 }
 

@@ -316,6 +316,27 @@ TEST_F(WatcherTest, OpenThroughAnotherNamespacesMountIsNotJudgedByItsPath) {
   EXPECT_THAT(sink_.records()[0].reason(), HasSubstr("mount of another mount namespace"));
 }
 
+// The kernel's paths are normal and are ruled on as they are; anything else (which no kernel
+// should give) is normalized first, so ".." cannot carry a denied file into an allowed prefix.
+TEST_F(WatcherTest, APathThatIsNotNormalIsNormalizedBeforeItIsJudged) {
+  FakeEvent event;
+  event.mask = FAN_OPEN_PERM;
+  event.creds = Creds{kWhite, kWhite, kWhite, kWhite};
+  event.facts.regular = true;
+  event.facts.mount = FileFacts::Mount::kOurs;
+  event.path = "/t/ok/../secret-elsewhere";
+  const int escaped = source_.Push(event);
+  event.path = "/t/ok/./sub//a";
+  const int inside = source_.Push(event);
+  Drain();
+  EXPECT_FALSE(Allowed(escaped));
+  EXPECT_TRUE(Allowed(inside));
+  ASSERT_EQ(sink_.records().size(), 2u);
+  EXPECT_EQ(sink_.records()[0].reason(),
+            "filesystem: /t/secret-elsewhere not in allow list (whitelist)");
+  EXPECT_EQ(sink_.records()[1].reason(), "filesystem: /t/ok/sub/a matches allow entry '/t/ok'");
+}
+
 TEST_F(WatcherTest, UnlinkedFileIsJudgedByItsLastName) {
   FakeEvent event;
   event.mask = FAN_OPEN_PERM;

@@ -122,6 +122,8 @@ class AsyncDecisionLog::Impl {
     Cell* cell = Claim(pos);
     if (cell == nullptr) return;
     append_line(cell->line);  // emptied by the writer; keeps its capacity
+    // The writer joins lines as they are: one without its newline would run into the next.
+    if (!cell->line.empty() && cell->line.back() != '\n') cell->line.push_back('\n');
     Publish(*cell, pos);
   }
 

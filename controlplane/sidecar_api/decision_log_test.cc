@@ -177,6 +177,23 @@ TEST(AsyncDecisionLog, RecordLineWritesIntoAnEmptiedSlotAndNothingCarriesOver) {
   }
 }
 
+// A renderer that forgets the newline still gets one line per record, not two run together.
+TEST(AsyncDecisionLog, RecordLineEndsEveryLineWithANewline) {
+  const std::string path = absl::StrCat(getenv("TEST_TMPDIR"), "/newline.jsonl");
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  {
+    AsyncDecisionLog log(fd, 16);
+    log.RecordLine([](std::string& line) { line += "{\"ref\":\"a\"}"; });
+    log.RecordLine([](std::string& line) { line += "{\"ref\":\"b\"}\n"; });
+    log.Flush();
+  }
+  const int in = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(in, 0);
+  EXPECT_EQ(ReadAll(in), "{\"ref\":\"a\"}\n{\"ref\":\"b\"}\n");
+  close(in);
+}
+
 // A full queue drops a RecordLine record without calling its renderer, and counts it.
 TEST(AsyncDecisionLog, RecordLineOnAFullQueueDropsWithoutRendering) {
   int pipe_fds[2];
