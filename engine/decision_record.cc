@@ -1,6 +1,9 @@
 #include "engine/decision_record.h"
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
+#include "google/protobuf/stubs/common.h"  // internal::IsStructurallyValidUTF8
 #include "google/protobuf/util/json_util.h"
 
 namespace leash::engine {
@@ -27,7 +30,68 @@ void AddNumber(std::string& out, absl::string_view key, uint32_t value, bool& fi
   absl::StrAppend(&out, value);
 }
 
+bool IsValidUtf8(absl::string_view text) {
+  return google::protobuf::internal::IsStructurallyValidUTF8(text.data(),
+                                                             static_cast<int>(text.size()));
+}
+
+// The length a UTF-8 sequence starting with `lead` claims (0 for a byte no sequence starts with).
+size_t SequenceLength(unsigned char lead) {
+  if (lead < 0x80) return 1;
+  if ((lead & 0xe0) == 0xc0) return 2;
+  if ((lead & 0xf0) == 0xe0) return 3;
+  if ((lead & 0xf8) == 0xf0) return 4;
+  return 0;
+}
+
+// Calls visit(message, field, index) for every string field set in `message` and in the
+// messages in it; `index` is -1 for a singular field. `visit` may change the string.
+template <typename Visit>
+void ForEachStringField(google::protobuf::Message& message, const Visit& visit) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection& reflection = *message.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  reflection.ListFields(message, &fields);
+  for (const FieldDescriptor* field : fields) {
+    const int count = field->is_repeated() ? reflection.FieldSize(message, field) : 1;
+    for (int i = 0; i < count; ++i) {
+      const int index = field->is_repeated() ? i : -1;
+      if (field->type() == FieldDescriptor::TYPE_STRING) {
+        visit(message, field, index);
+      } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+        ForEachStringField(index < 0 ? *reflection.MutableMessage(&message, field)
+                                     : *reflection.MutableRepeatedMessage(&message, field, i),
+                           visit);
+      }
+    }
+  }
+}
+
+std::string StringField(const google::protobuf::Message& message,
+                        const google::protobuf::FieldDescriptor* field, int index) {
+  const google::protobuf::Reflection& reflection = *message.GetReflection();
+  return index < 0 ? reflection.GetString(message, field)
+                   : reflection.GetRepeatedString(message, field, index);
+}
+
 }  // namespace
+
+std::string EscapeInvalidUtf8(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    const size_t length = SequenceLength(static_cast<unsigned char>(text[i]));
+    if (length > 0 && i + length <= text.size() && IsValidUtf8(text.substr(i, length))) {
+      out.append(text.data() + i, length);
+      i += length;
+      continue;
+    }
+    absl::StrAppend(&out, "\\x", absl::Hex(static_cast<unsigned char>(text[i]), absl::kZeroPad2));
+    ++i;
+  }
+  return out;
+}
 
 bool IsJsonPlain(absl::string_view text) {
   // One table lookup a byte: this runs over every path and reason the fanotify loop logs.
@@ -85,8 +149,24 @@ leash::v1::DecisionRecord MakeDecisionRecord(absl::Time ts, std::string ref, uin
 std::string DecisionLine(const leash::v1::DecisionRecord& record) {
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
+  // protobuf's printer drops the bytes of invalid UTF-8 without a word to the reader (and
+  // complains on stderr): "/etc/shadow\xff" would be logged as "/etc/shadow". A file name is
+  // any bytes, so those are shown instead, as the text \xNN. (This is the slow path already,
+  // for text the fast renderers cannot copy as it is: a copy of the record costs little.)
+  leash::v1::DecisionRecord printed = record;
+  ForEachStringField(printed, [](google::protobuf::Message& message,
+                                 const google::protobuf::FieldDescriptor* field, int index) {
+    const std::string text = StringField(message, field, index);
+    if (IsValidUtf8(text)) return;
+    const google::protobuf::Reflection& reflection = *message.GetReflection();
+    if (index < 0) {
+      reflection.SetString(&message, field, EscapeInvalidUtf8(text));
+    } else {
+      reflection.SetRepeatedString(&message, field, index, EscapeInvalidUtf8(text));
+    }
+  });
   std::string line;
-  if (!google::protobuf::util::MessageToJsonString(record, &line, options).ok()) {
+  if (!google::protobuf::util::MessageToJsonString(printed, &line, options).ok()) {
     line = absl::StrCat("{\"ref\":\"", record.ref(), "\",\"reason\":\"unrenderable\"}");
   }
   line.push_back('\n');

@@ -304,6 +304,29 @@ TEST_F(FswatchRootTest, PathTricksAreJudgedByTheFileReallyOpened) {
   EXPECT_THAT(own[0], HasSubstr("has 2 names and the subject could have made the others"));
 }
 
+// A file name is any bytes. The log shows a byte that is not UTF-8 as \xNN; it does not drop
+// it (protobuf's printer would have logged "a/name\xff" as "a/name").
+TEST_F(FswatchRootTest, AFileNameThatIsNotUtf8IsLoggedWithItsBytesShown) {
+  const TestAccount& a = *g_accounts->a;
+  ASSERT_TRUE(WriteFile(T("a/name\xff"), "data\n").ok());
+  ASSERT_TRUE(WriteFile(T("z/name\xff"), "data\n").ok());
+  WatcherProcess* w = Start(StandardMap());
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(Probe(a, {"open", T("a/name\xff")}), "ok");
+  EXPECT_EQ(Probe(a, {"open", T("z/name\xff")}), kEperm);
+  EXPECT_EQ(Stop(*w), 0);
+  const std::string log = w->Log();
+  // In the JSON text the backslash of \xff is itself escaped.
+  const std::vector<std::string> allowed = LinesFor(log, a.uid(), T("a/name\\\\xff"));
+  ASSERT_EQ(allowed.size(), 1u) << log;
+  EXPECT_THAT(allowed[0], HasSubstr("\"action\":\"allow\""));
+  const std::vector<std::string> denied = LinesFor(log, a.uid(), T("z/name\\\\xff"));
+  ASSERT_EQ(denied.size(), 1u) << log;
+  EXPECT_THAT(denied[0], HasSubstr("\"action\":\"block\""));
+  EXPECT_TRUE(LinesFor(log, a.uid(), T("a/name")).empty()) << log;
+  EXPECT_TRUE(LinesFor(log, a.uid(), T("z/name")).empty()) << log;
+}
+
 TEST_F(FswatchRootTest, RenamedParentDirectoryIsJudgedWhereItIsNow) {
   // lfs-a sits in an allowed directory; root moves that directory out of the allowed tree;
   // lfs-a then opens a file relative to its (moved) working directory.
