@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/config_defaults.h"
+#include "engine/utf8.h"
 
 namespace leash::cli {
 
@@ -22,6 +23,26 @@ bool Args::HasOption(const std::string& name) const {
   return false;
 }
 
+namespace {
+
+// Words, --ack and the named values travel to leashd in protobuf strings, which must be UTF-8
+// (a request holding anything else fails to parse there, as an empty INTERNAL error). Paths the
+// CLI only opens itself (--config, --from, the sockets, --state-dir) may be any bytes.
+absl::Status RequireUtf8(absl::string_view what, absl::string_view text) {
+  if (engine::IsValidUtf8(text)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, " '", engine::EscapeInvalidUtf8(text),
+      "' is not UTF-8 text (the bytes shown as \\xNN are not); leash's commands take UTF-8 "
+      "only. The watcher still judges files so named, and `leash logs` shows them that way"));
+}
+
+bool IsLocalPath(absl::string_view option) {
+  return option == "from" || option == "socket" || option == "tools-socket" ||
+         option == "state-dir";
+}
+
+}  // namespace
+
 absl::StatusOr<Args> ParseArgs(int argc, const char* const* argv, const char* env_config) {
   // Flags that take a value, besides --config/-c and --ack.
   static const std::set<std::string> kValued = {"from",   "user",         "tail",
@@ -35,6 +56,7 @@ absl::StatusOr<Args> ParseArgs(int argc, const char* const* argv, const char* en
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (words_only || arg.empty() || arg[0] != '-' || arg == "-") {
+      if (absl::Status utf8 = RequireUtf8("argument", arg); !utf8.ok()) return utf8;
       args.words.push_back(arg);
       continue;
     }
@@ -64,6 +86,7 @@ absl::StatusOr<Args> ParseArgs(int argc, const char* const* argv, const char* en
     } else if (name == "--ack") {
       absl::StatusOr<std::string> v = take_value();
       if (!v.ok()) return v.status();
+      if (absl::Status utf8 = RequireUtf8("--ack", *v); !utf8.ok()) return utf8;
       args.acks.push_back(*v);
     } else if (name == "--json") {
       args.json = true;
@@ -78,6 +101,9 @@ absl::StatusOr<Args> ParseArgs(int argc, const char* const* argv, const char* en
     } else if (absl::StartsWith(name, "--") && kValued.count(name.substr(2))) {
       absl::StatusOr<std::string> v = take_value();
       if (!v.ok()) return v.status();
+      if (!IsLocalPath(name.substr(2))) {
+        if (absl::Status utf8 = RequireUtf8(name, *v); !utf8.ok()) return utf8;
+      }
       args.options.emplace_back(name.substr(2), *v);
     } else {
       return absl::InvalidArgumentError(

@@ -95,5 +95,26 @@ TEST(ParseArgs, RejectsUnknownFlagsAndKeepsRepeatedAcks) {
   EXPECT_EQ(ParseArgs(2, env, "/tmp/x.yaml")->config_path, "/tmp/x.yaml");
 }
 
+// What reaches leashd must be UTF-8 (protobuf strings); the refusal shows the stray bytes.
+// Paths the CLI opens itself may be any bytes.
+TEST(ParseArgs, RefusesWhatIsNotUtf8ExceptLocalPaths) {
+  const char* word[] = {"leash", "check", "fs", "/srv/name\xff"};
+  absl::StatusOr<Args> args = ParseArgs(4, word, nullptr);
+  ASSERT_FALSE(args.ok());
+  EXPECT_THAT(args.status().message(), HasSubstr("argument '/srv/name\\xff' is not UTF-8"));
+  const char* ack[] = {"leash", "--ack", "network.allow:\xfe", "bind", "global", "p"};
+  EXPECT_THAT(ParseArgs(6, ack, nullptr).status().message(),
+              HasSubstr("--ack 'network.allow:\\xfe' is not UTF-8"));
+  const char* account[] = {"leash", "check", "fs", "/x", "--account", "a\xff"};
+  EXPECT_FALSE(ParseArgs(6, account, nullptr).ok());
+  const char* local[] = {"leash", "--config", "/etc/l\xff" "eash.yaml", "profile", "save", "p",
+                         "--from", "/tmp/p\xff.yaml", "--socket=/run/\xff.sock"};
+  args = ParseArgs(9, local, nullptr);
+  ASSERT_TRUE(args.ok()) << args.status();
+  EXPECT_EQ(args->config_path, "/etc/l\xff" "eash.yaml");
+  const char* valid[] = {"leash", "check", "fs", "/srv/caf\xc3\xa9"};
+  EXPECT_TRUE(ParseArgs(4, valid, nullptr).ok());
+}
+
 }  // namespace
 }  // namespace leash::cli

@@ -5,7 +5,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
-#include "google/protobuf/stubs/common.h"
+#include "engine/utf8.h"
 #include "yaml-cpp/yaml.h"
 
 namespace leash::engine {
@@ -18,16 +18,11 @@ absl::Status Error(absl::string_view source, const YAML::Node& node, absl::strin
   return absl::InvalidArgumentError(absl::StrCat(where, ": ", message));
 }
 
-bool IsUtf8(const std::string& text) {
-  return google::protobuf::internal::IsStructurallyValidUTF8(text.data(),
-                                                            static_cast<int>(text.size()));
-}
-
 // A scalar's text, which must be UTF-8 (yaml-cpp decodes some escapes, e.g. \N, to bytes that
 // are not).
 absl::StatusOr<std::string> Text(absl::string_view source, const YAML::Node& node,
                                  absl::string_view what) {
-  if (!IsUtf8(node.Scalar())) return Error(source, node, absl::StrCat(what, ": not UTF-8"));
+  if (!IsValidUtf8(node.Scalar())) return Error(source, node, absl::StrCat(what, ": not UTF-8"));
   return node.Scalar();
 }
 
@@ -119,7 +114,7 @@ absl::StatusOr<Bindings> Read(absl::string_view source, const YAML::Node& root) 
 absl::StatusOr<Bindings> ParseBindingsYaml(absl::string_view yaml, absl::string_view source) {
   // The file is leashd's own and always UTF-8; anything else is not a file it wrote (and could
   // not be written back byte for byte).
-  if (!IsUtf8(std::string(yaml))) {
+  if (!IsValidUtf8(yaml)) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": not UTF-8"));
   }
   try {

@@ -44,14 +44,9 @@ leash::v1::DecisionRecord MakeDecisionRecord(absl::Time ts, std::string ref, uin
 
 // The record as one line of JSON ending in '\n', fields in the spec's order of meaning;
 // empty fields are left out. Text that is not UTF-8 shows its bytes as \xNN
-// (EscapeInvalidUtf8). Never fails: a record that cannot be rendered still yields a line
+// (engine/utf8.h EscapeInvalidUtf8). Never fails: a record that cannot be rendered still yields a line
 // carrying its ref and "unrenderable".
 std::string DecisionLine(const leash::v1::DecisionRecord& record);
-
-// `text` with every byte that is not part of a valid UTF-8 sequence written as the four
-// characters \xNN (lowercase hex); valid text is returned as it is. DecisionLine applies it
-// to every string of a record, since protobuf's printer would drop such bytes silently.
-std::string EscapeInvalidUtf8(absl::string_view text);
 
 // Appends DecisionLine(record) to `out`, byte for byte. Records whose text is all IsJsonPlain
 // and that carry no findings (every record an enforcer writes on its hot path) are written

@@ -47,17 +47,6 @@ TEST(DecisionLine, EscapesControlCharactersSoALineStaysOneLine) {
   EXPECT_THAT(line, HasSubstr("a\\nb"));
 }
 
-TEST(EscapeInvalidUtf8, ShowsEachStrayByteAndKeepsValidText) {
-  EXPECT_EQ(EscapeInvalidUtf8("/etc/caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x95"),
-            "/etc/caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x95");
-  EXPECT_EQ(EscapeInvalidUtf8("/etc/shadow\xff"), "/etc/shadow\\xff");
-  EXPECT_EQ(EscapeInvalidUtf8("\xc0\x80"), "\\xc0\\x80");              // overlong NUL
-  EXPECT_EQ(EscapeInvalidUtf8("a\xe2\x82"), "a\\xe2\\x82");            // cut short at the end
-  EXPECT_EQ(EscapeInvalidUtf8("\xe2\x82z\x80"), "\\xe2\\x82z\\x80");  // cut short, stray tail
-  EXPECT_EQ(EscapeInvalidUtf8(std::string("nul\0ok", 6)), std::string("nul\0ok", 6));
-  EXPECT_EQ(EscapeInvalidUtf8(""), "");
-}
-
 // A file name is any bytes; the printer alone would drop those that are not UTF-8 and log
 // "/etc/shadow\xff" as "/etc/shadow". Every string of the record, nested ones too.
 TEST(DecisionLine, ShowsTheBytesOfTextThatIsNotUtf8InsteadOfDroppingThem) {

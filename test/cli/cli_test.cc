@@ -206,6 +206,18 @@ TEST_F(CliTest, ExitCodesAreAsDocumented) {
   EXPECT_THAT(away.out, HasSubstr("leashd is not answering on /tmp/no-leashd.sock"));
 }
 
+// leashd's API carries UTF-8 text only, and a file name is any bytes: such a subject is
+// refused by the CLI with the name shown, not sent to fail inside gRPC.
+TEST_F(CliTest, ACheckSubjectThatIsNotUtf8IsRefusedNamingIt) {
+  RunResult check = Leash({"check", "fs", "/srv/name\xff"});
+  EXPECT_EQ(check.exit_code, 2) << check.out;
+  EXPECT_THAT(check.out, HasSubstr("argument '/srv/name\\xff' is not UTF-8 text"));
+  EXPECT_THAT(check.out, Not(HasSubstr("libprotobuf")));
+  // A name in UTF-8 is checked as usual: the verdict its ASCII sibling in the same folder gets.
+  EXPECT_EQ(Leash({"check", "fs", "/srv/name\xc3\xbf"}).exit_code,
+            Leash({"check", "fs", "/srv/name"}).exit_code);
+}
+
 TEST_F(CliTest, ValidateExitsNonZeroOnErrorsAndCriticalsZeroWithWarningsOnly) {
   // The floor has commands in whitelist mode: no warning; add a blacklist-with-allow error.
   EXPECT_EQ(Leash({"validate"}).exit_code, 0);
