@@ -12,9 +12,14 @@
 // ratios c/b and d/b against the targets (c within 10% of b, d within 25%).
 //
 //   bazel run -c opt //test/fswatch:fswatch_benchmark -- [--seconds=2] [--rounds=3] [--rows=abpfcd]
+//       [--compare=/path/to/another/leash-fswatch]
 //
 // --rows picks which rows to measure (all by default), e.g. --rows=d --seconds=20 to profile
 // the mapped path alone (`perf record -a -g` beside it); ratios need b and c/d in the same run.
+// --compare measures another leash-fswatch build (copy bazel-bin/fswatch/leash-fswatch aside
+// before a change) on the (d) map right after (d) in every round, and prints the median of the
+// per-round ratios: a change to the mapped path read against its parent within one run. Being
+// measured second costs about 1% (an A/A run, the same binary twice: 0.989 / 0.992).
 //
 // Marks only the tmpfs it mounts (leash-fswatch with --mark-only-under; the minimal listener
 // marks that tmpfs alone).
@@ -188,11 +193,13 @@ int Main(int argc, char** argv) {
   double seconds = 2;
   int rounds = 3;
   std::string rows_wanted = "abpfcd";
+  std::string compare;  // another leash-fswatch, measured as (d') after (d)
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--seconds=", 0) == 0) absl::SimpleAtod(arg.substr(10), &seconds);
     if (arg.rfind("--rounds=", 0) == 0) absl::SimpleAtoi(arg.substr(9), &rounds);
     if (arg.rfind("--rows=", 0) == 0) rows_wanted = arg.substr(7);
+    if (arg.rfind("--compare=", 0) == 0) compare = arg.substr(10);
   }
   auto want = [&rows_wanted](char row) { return rows_wanted.find(row) != std::string::npos; };
   if (geteuid() != 0) {
@@ -273,6 +280,23 @@ int Main(int argc, char** argv) {
       fprintf(stderr, "round %d: leash-fswatch %s", round + 1,
               stopped == std::string::npos ? "(no summary)\n" : err.substr(stopped).c_str());
     }
+    if (!compare.empty()) {
+      WatcherStart start;
+      start.map = map;
+      start.tmpfs = t;
+      start.work_dir = work;
+      start.name = absl::StrCat("compare", round);
+      start.binary = compare;
+      absl::StatusOr<WatcherProcess> other = StartWatcher(start);
+      if (!other.ok()) {
+        fprintf(stderr, "--compare=%s: %s\n", compare.c_str(),
+                std::string(other.status().message()).c_str());
+        return 1;
+      }
+      for (int k : {1, 4}) results[absl::StrCat("e", k)].push_back(MeasureOpens(file, mu, mg, k, seconds));
+      other->process->Signal(SIGTERM);
+      other->process->Wait(absl::Seconds(10)).IgnoreError();
+    }
     if (want('a')) {
       for (int k : {1, 4}) results[absl::StrCat("a", k)].push_back(MeasureOpens(file, uu, ug, k, seconds));
     }
@@ -290,10 +314,25 @@ int Main(int argc, char** argv) {
       {"p", "(b') minimal listener + per-event pidfd identity"},
       {"f", "(b'') minimal listener + the kernel calls (d) needs"},
       {"c", "(c) leash-fswatch, unmapped UID"},
-      {"d", "(d) leash-fswatch, mapped UID, 1,000-entry whitelist"}};
+      {"d", "(d) leash-fswatch, mapped UID, 1,000-entry whitelist"},
+      {"e", "(d') --compare's leash-fswatch, as (d)"}};
   for (const auto& [key, label] : rows) {
+    if (std::string(key) == "e" && compare.empty()) continue;
     printf("%-58s %14.0f %14.0f\n", label, Median(results[absl::StrCat(key, 1)]),
            Median(results[absl::StrCat(key, 4)]));
+  }
+  // Per-round ratio of two rows, then their median.
+  auto paired = [&](const std::string& row, const std::string& base, int k) {
+    const std::vector<double>& x = results[absl::StrCat(row, k)];
+    const std::vector<double>& y = results[absl::StrCat(base, k)];
+    std::vector<double> ratios;
+    for (size_t i = 0; i < x.size() && i < y.size(); ++i) ratios.push_back(x[i] / y[i]);
+    return Median(ratios);
+  };
+  if (!compare.empty() && want('d')) {
+    printf("\n(d')/(d), median of the %d per-round ratios: 1 opener %.3f, 4 openers %.3f "
+           "(measured second: an A/A run reads about 0.99)\n",
+           rounds, paired("e", "d", 1), paired("e", "d", 4));
   }
   if (!want('b') || !want('c') || !want('d')) {
     printf("(ratios need rows b, c and d)\n");
@@ -301,13 +340,7 @@ int Main(int argc, char** argv) {
     return 0;
   }
   // Per-round ratios against that round's (b), then their median.
-  auto ratio = [&](char row, int k) {
-    const std::vector<double>& x = results[absl::StrCat(std::string(1, row), k)];
-    const std::vector<double>& b = results[absl::StrCat("b", k)];
-    std::vector<double> ratios;
-    for (size_t i = 0; i < x.size() && i < b.size(); ++i) ratios.push_back(x[i] / b[i]);
-    return Median(ratios);
-  };
+  auto ratio = [&](char row, int k) { return paired(std::string(1, row), "b", k); };
   printf("\nratios to (b), median of the %d per-round ratios:\n", rounds);
   bool met = true;
   for (int k : {1, 4}) {

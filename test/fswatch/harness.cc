@@ -76,7 +76,8 @@ absl::StatusOr<WatcherProcess> StartWatcher(const WatcherStart& start,
     argv.push_back("env");
     argv.insert(argv.end(), start.env.begin(), start.env.end());
   }
-  argv.insert(argv.end(), {kFswatchBinary, absl::StrCat("--initial-map=", map_path),
+  argv.insert(argv.end(), {start.binary.empty() ? std::string(kFswatchBinary) : start.binary,
+                           absl::StrCat("--initial-map=", map_path),
                            absl::StrCat("--mark-only-under=", start.tmpfs),
                            absl::StrCat("--decision-log-fd=", log_fd)});
   argv.insert(argv.end(), start.extra_args.begin(), start.extra_args.end());

@@ -53,6 +53,8 @@ struct WatcherStart {
   int log_fd = -1;
   std::string name = "watcher";
   std::vector<std::string> env;  // NAME=value, set for the watcher only
+  // Another leash-fswatch to run instead of kFswatchBinary (the benchmark's --compare).
+  std::string binary;
 };
 
 // Starts leash-fswatch and waits until it says the map is in force (or fails, returning its
