@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "engine/utf8.h"
 
 namespace leash::controlplane {
 
@@ -27,7 +28,8 @@ absl::StatusOr<std::vector<Account>> PasswdAccounts::ListAgentAccounts() {
       break;
     }
     if (absl::StartsWith(entry->pw_name, kAgentAccountPrefix)) {
-      accounts.push_back(Account{entry->pw_name, entry->pw_uid, entry->pw_gid});
+      accounts.push_back(
+          Account{engine::EscapeInvalidUtf8(entry->pw_name), entry->pw_uid, entry->pw_gid});
     }
   }
   endpwent();

@@ -167,6 +167,28 @@ TEST_F(LeashdTest, DiscoversTwoLeashAccountsEachResolvedSeparately) {
   EXPECT_NE(subjects["leash-it-a"].port(), subjects["leash-it-b"].port());
 }
 
+// An administrator can make an agent account whose name is not UTF-8 (useradd --badname).
+// It is still a subject, enforced by its UID under the floor, and shown with \xNN; the other
+// subjects and every RPC (whose strings must be UTF-8) go on working.
+TEST_F(LeashdTest, AnAgentAccountWhoseNameIsNotUtf8IsEnforcedAndShownEscaped) {
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a", "leash-it-\xff"}));
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  auto subjects = Subjects();
+  ASSERT_EQ(subjects.size(), 3u) << leashd_->Log();
+  EXPECT_EQ(subjects["leash-it-a"].state(), "enforced");
+  EXPECT_EQ(subjects["leash-it-\\xff"].state(), "enforced") << leashd_->Log();
+  EXPECT_NE(ChainHandles(agents_["leash-it-\xff"]->uid()), "");
+  EXPECT_NE(ChainHandles(agents_["leash-it-a"]->uid()), "");
+  RunResult status = Cli({"status"});
+  EXPECT_EQ(status.exit_code, 0) << status.out;
+  EXPECT_THAT(status.out, HasSubstr("leash-it-\\xff"));
+  // Named as shown, it can be checked like any subject: the floor's verdict, as leash-it-a's.
+  RunResult odd = Cli({"check", "network", "x.example:443", "--account", "leash-it-\\xff"});
+  RunResult plain = Cli({"check", "network", "x.example:443", "--account", "leash-it-a"});
+  EXPECT_EQ(odd.exit_code, plain.exit_code) << odd.out;
+  EXPECT_LT(odd.exit_code, 2) << odd.out;
+}
+
 TEST_F(LeashdTest, DanglingProfileDeniesOnlyItsSubject) {
   ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a", "leash-it-b"}));
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
