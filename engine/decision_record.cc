@@ -9,24 +9,26 @@
 namespace leash::engine {
 namespace {
 
-// `"key":"value"` after a comma unless it is the object's first field; proto3 JSON leaves
-// default (empty) values out.
-void AddString(std::string& out, absl::string_view key, absl::string_view value, bool& first) {
-  if (value.empty()) return;
+// `"key":`, after a comma unless it is the object's first field.
+void AddKey(std::string& out, absl::string_view key, bool& first) {
   out += first ? "\"" : ",\"";
   first = false;
   out.append(key.data(), key.size());
-  out += "\":\"";
+  out += "\":";
+}
+
+// `"key":"value"`; proto3 JSON leaves default (empty) values out.
+void AddString(std::string& out, absl::string_view key, absl::string_view value, bool& first) {
+  if (value.empty()) return;
+  AddKey(out, key, first);
+  out += '"';
   out.append(value.data(), value.size());
   out += '"';
 }
 
 void AddNumber(std::string& out, absl::string_view key, uint32_t value, bool& first) {
   if (value == 0) return;
-  out += first ? "\"" : ",\"";
-  first = false;
-  out.append(key.data(), key.size());
-  out += "\":";
+  AddKey(out, key, first);
   absl::StrAppend(&out, value);
 }
 
@@ -161,8 +163,8 @@ void AppendDecisionLine(const leash::v1::DecisionRecord& r, std::string& out) {
   AddString(out, "action", r.action(), first);
   AddString(out, "reason", r.reason(), first);
   if (r.has_subject()) {
-    out += first ? "\"subject\":{" : ",\"subject\":{";
-    first = false;
+    AddKey(out, "subject", first);
+    out += '{';
     bool inner = true;
     AddString(out, "domain", s.domain(), inner);
     AddString(out, "ip", s.ip(), inner);
@@ -191,7 +193,9 @@ void AppendDecisionLine(const FileDecisionFields& fields,
   AddString(out, "action", action, first);
   // The reason goes straight into the line; its key comes out again if it appended nothing.
   const size_t key_at = out.size();
-  out += first ? "\"reason\":\"" : ",\"reason\":\"";
+  bool first_after_reason = first;
+  AddKey(out, "reason", first_after_reason);
+  out += '"';
   const size_t reason_at = out.size();
   append_reason(out);
   const size_t reason_len = out.size() - reason_at;
@@ -199,7 +203,7 @@ void AppendDecisionLine(const FileDecisionFields& fields,
     out.resize(key_at);
   } else {
     out += '"';
-    first = false;
+    first = first_after_reason;
   }
   const absl::string_view reason(out.data() + reason_at, reason_len);
   const bool binary = fields.surface == leash::v1::SURFACE_COMMANDS;
@@ -222,8 +226,8 @@ void AppendDecisionLine(const FileDecisionFields& fields,
     out += DecisionLine(record);
     return;
   }
-  out += first ? "\"subject\":{" : ",\"subject\":{";
-  first = false;
+  AddKey(out, "subject", first);
+  out += '{';
   bool inner = true;
   AddString(out, binary ? "binary" : "path", fields.path, inner);
   out += '}';

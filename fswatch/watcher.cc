@@ -294,17 +294,15 @@ Watcher::Judgement Watcher::Judge(const FanEvent& event, const sidecar::SubjectE
                                       event_path.len);
       error != 0) {
     event_path.len = 0;
-    return {std::nullopt,
-            FailDecision(policy.fail_mode(), surface,
-                         absl::StrCat("cannot read the path of the opened file (errno ", error,
-                                      ")"))};
+    return Judgement::Of(FailDecision(
+        policy.fail_mode(), surface,
+        absl::StrCat("cannot read the path of the opened file (errno ", error, ")")));
   }
   FileFacts facts;
   if (const int error = source_.FactsOf(event, facts); error != 0) {
-    return {std::nullopt,
-            FailDecision(policy.fail_mode(), surface,
-                         absl::StrCat("cannot stat ", event_path.view(), " (errno ", error,
-                                      ")"))};
+    return Judgement::Of(FailDecision(
+        policy.fail_mode(), surface,
+        absl::StrCat("cannot stat ", event_path.view(), " (errno ", error, ")")));
   }
   // An unlinked file is named "<its last name> (deleted)"; judge it by that name. A file
   // that really is called "x (deleted)" still has links and keeps its name.
@@ -314,15 +312,14 @@ Watcher::Judgement Watcher::Judge(const FanEvent& event, const sidecar::SubjectE
   const absl::string_view path = event_path.view();
 
   if (facts.mount == FileFacts::Mount::kForeign) {
-    return {std::nullopt,
-            FailDecision(policy.fail_mode(), surface,
-                         absl::StrCat(path,
-                                      " was opened through a mount of another mount namespace "
-                                      "(a bind mount or overlay made after unshare), where its "
-                                      "path is the opener's choice"))};
+    return Judgement::Of(FailDecision(
+        policy.fail_mode(), surface,
+        absl::StrCat(path,
+                     " was opened through a mount of another mount namespace (a bind mount "
+                     "or overlay made after unshare), where its path is the opener's choice")));
   }
 
-  if (exec) return {std::nullopt, policy.DecideCommand(path)};
+  if (exec) return Judgement::Of(policy.DecideCommand(path));
   // The kernel's paths are normal; the ruling's reason is rendered after the answer.
   Judgement judgement;
   if (engine::IsNormalAbsolutePath(path)) {

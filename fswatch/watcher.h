@@ -33,6 +33,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -114,6 +115,7 @@ class Watcher {
     std::optional<engine::Ruling> ruling;
     engine::Decision decision;  // when !ruling
     engine::Verdict verdict() const { return ruling ? ruling->verdict : decision.verdict; }
+    static Judgement Of(engine::Decision decision) { return {std::nullopt, std::move(decision)}; }
   };
 
   void Handle(const FanEvent& event, const State& state);

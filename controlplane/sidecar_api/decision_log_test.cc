@@ -51,6 +51,26 @@ std::string ReadAll(int fd) {
   return out;
 }
 
+// A log file in the test's own temporary folder.
+std::string TestFile(const std::string& name) {
+  return absl::StrCat(getenv("TEST_TMPDIR"), "/", name);
+}
+
+// Opened as leashd opens the decision log for a sidecar.
+int OpenForAppend(const std::string& path) {
+  return open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+}
+
+// The whole file; a file that cannot be opened fails the test and reads as empty.
+std::string ReadLogFile(const std::string& path) {
+  const int in = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  EXPECT_GE(in, 0) << path;
+  if (in < 0) return "";
+  std::string text = ReadAll(in);
+  close(in);
+  return text;
+}
+
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
   return lines;
@@ -68,18 +88,15 @@ void FillPipe(int write_fd) {
 }
 
 TEST(AsyncDecisionLog, WritesEveryRecordAsOneJsonLine) {
-  const std::string path = absl::StrCat(getenv("TEST_TMPDIR"), "/lines.jsonl");
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  const std::string path = TestFile("lines.jsonl");
+  const int fd = OpenForAppend(path);
   ASSERT_GE(fd, 0);
   {
     AsyncDecisionLog log(fd, 64);
     for (int i = 0; i < 1000; ++i) log.Record(MakeRecord(i));
     log.Flush();
   }
-  const int in = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(in, 0);
-  const std::vector<std::string> lines = Lines(ReadAll(in));
-  close(in);
+  const std::vector<std::string> lines = Lines(ReadLogFile(path));
   // 64 cells and 1000 records from one fast producer: some may be lost, and then exactly one
   // or more critical lines say how many; written + lost == sent.
   uint64_t written = 0, lost_reported = 0;
@@ -157,8 +174,8 @@ TEST(AsyncDecisionLog, FullQueueDropsWithoutBlockingAndReportsTheLossAsCritical)
 // records: each cell reused a dozen times), long lines and short ones in turn. Nothing of an
 // earlier line may survive into the next: every line is exactly the record rendered.
 TEST(AsyncDecisionLog, RecordLineWritesIntoAnEmptiedSlotAndNothingCarriesOver) {
-  const std::string path = absl::StrCat(getenv("TEST_TMPDIR"), "/in_place.jsonl");
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  const std::string path = TestFile("in_place.jsonl");
+  const int fd = OpenForAppend(path);
   ASSERT_GE(fd, 0);
   std::vector<leash::v1::DecisionRecord> sent;
   {
@@ -178,10 +195,7 @@ TEST(AsyncDecisionLog, RecordLineWritesIntoAnEmptiedSlotAndNothingCarriesOver) {
     log.Flush();
     EXPECT_EQ(log.lost(), 0u);
   }
-  const int in = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(in, 0);
-  const std::vector<std::string> lines = Lines(ReadAll(in));
-  close(in);
+  const std::vector<std::string> lines = Lines(ReadLogFile(path));
   ASSERT_EQ(lines.size(), sent.size());
   for (size_t i = 0; i < sent.size(); ++i) {
     EXPECT_EQ(lines[i] + "\n", engine::DecisionLine(sent[i])) << "record " << i;
@@ -190,8 +204,8 @@ TEST(AsyncDecisionLog, RecordLineWritesIntoAnEmptiedSlotAndNothingCarriesOver) {
 
 // A renderer that forgets the newline still gets one line per record, not two run together.
 TEST(AsyncDecisionLog, RecordLineEndsEveryLineWithANewline) {
-  const std::string path = absl::StrCat(getenv("TEST_TMPDIR"), "/newline.jsonl");
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  const std::string path = TestFile("newline.jsonl");
+  const int fd = OpenForAppend(path);
   ASSERT_GE(fd, 0);
   {
     AsyncDecisionLog log(fd, 16);
@@ -199,10 +213,7 @@ TEST(AsyncDecisionLog, RecordLineEndsEveryLineWithANewline) {
     log.RecordLine([](std::string& line) { line += "{\"ref\":\"b\"}\n"; });
     log.Flush();
   }
-  const int in = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(in, 0);
-  EXPECT_EQ(ReadAll(in), "{\"ref\":\"a\"}\n{\"ref\":\"b\"}\n");
-  close(in);
+  EXPECT_EQ(ReadLogFile(path), "{\"ref\":\"a\"}\n{\"ref\":\"b\"}\n");
 }
 
 // A full queue drops a RecordLine record without calling its renderer, and counts it.
@@ -228,8 +239,8 @@ TEST(AsyncDecisionLog, RecordLineOnAFullQueueDropsWithoutRendering) {
 }
 
 TEST(AsyncDecisionLog, ManyProducersEachRecordWrittenExactlyOnce) {
-  const std::string path = absl::StrCat(getenv("TEST_TMPDIR"), "/many.jsonl");
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  const std::string path = TestFile("many.jsonl");
+  const int fd = OpenForAppend(path);
   ASSERT_GE(fd, 0);
   constexpr int kThreads = 4;
   constexpr int kPerThread = 5000;
@@ -246,10 +257,7 @@ TEST(AsyncDecisionLog, ManyProducersEachRecordWrittenExactlyOnce) {
     log.Flush();
     EXPECT_EQ(log.lost(), 0u);
   }
-  const int in = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(in, 0);
-  const std::vector<std::string> lines = Lines(ReadAll(in));
-  close(in);
+  const std::vector<std::string> lines = Lines(ReadLogFile(path));
   std::set<std::string> refs;
   for (const std::string& line : lines) {
     const size_t at = line.find("\"ref\":\"");
@@ -263,8 +271,8 @@ TEST(AsyncDecisionLog, ManyProducersEachRecordWrittenExactlyOnce) {
 TEST(AsyncDecisionLog, EveryLineIsExactlyWhatEngineDecisionLineWrites) {
   // The writer renders plain records itself (fast) and the rest with engine::DecisionLine;
   // either way the line must be DecisionLine's, byte for byte.
-  const std::string path = absl::StrCat(getenv("TEST_TMPDIR"), "/exact.jsonl");
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  const std::string path = TestFile("exact.jsonl");
+  const int fd = OpenForAppend(path);
   ASSERT_GE(fd, 0);
   const std::vector<std::string> strings = {
       "", "plain /path/x", "quote \" in", "back\\slash", "tab\tnew\nline", "<tag>&amp;",
@@ -301,10 +309,7 @@ TEST(AsyncDecisionLog, EveryLineIsExactlyWhatEngineDecisionLineWrites) {
     log.Flush();
     ASSERT_EQ(log.lost(), 0u);
   }
-  const int in = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(in, 0);
-  const std::string written = ReadAll(in);
-  close(in);
+  const std::string written = ReadLogFile(path);
   std::string expected;
   for (const auto& r : records) expected += engine::DecisionLine(r);
   EXPECT_EQ(written, expected);

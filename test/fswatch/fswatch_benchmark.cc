@@ -253,15 +253,20 @@ int Main(int argc, char** argv) {
   // Each round measures (b) and then (c) and (d) back to back, so the ratios are taken per
   // round between rows seconds apart: this VM's speed drifts by a third over minutes, and a
   // ratio of medians gathered minutes apart carries that drift. The other rows follow.
+  // leash-fswatch (or --compare's build) on the map above, once it says the map is in force.
+  auto start_watcher = [&](const std::string& name, const std::string& binary) {
+    WatcherStart start;
+    start.map = map;
+    start.tmpfs = t;
+    start.work_dir = work;
+    start.name = name;
+    start.binary = binary;
+    return StartWatcher(start);
+  };
   for (int round = 0; round < rounds; ++round) {
     if (!measure_listener('b', ListenerWork::kNothing)) return 1;
     if (want('c') || want('d')) {
-      WatcherStart start;
-      start.map = map;
-      start.tmpfs = t;
-      start.work_dir = work;
-      start.name = absl::StrCat("bench", round);
-      absl::StatusOr<WatcherProcess> watcher = StartWatcher(start);
+      absl::StatusOr<WatcherProcess> watcher = start_watcher(absl::StrCat("bench", round), "");
       if (!watcher.ok()) {
         fprintf(stderr, "%s\n", std::string(watcher.status().message()).c_str());
         return 1;
@@ -281,13 +286,7 @@ int Main(int argc, char** argv) {
               stopped == std::string::npos ? "(no summary)\n" : err.substr(stopped).c_str());
     }
     if (!compare.empty()) {
-      WatcherStart start;
-      start.map = map;
-      start.tmpfs = t;
-      start.work_dir = work;
-      start.name = absl::StrCat("compare", round);
-      start.binary = compare;
-      absl::StatusOr<WatcherProcess> other = StartWatcher(start);
+      absl::StatusOr<WatcherProcess> other = start_watcher(absl::StrCat("compare", round), compare);
       if (!other.ok()) {
         fprintf(stderr, "--compare=%s: %s\n", compare.c_str(),
                 std::string(other.status().message()).c_str());

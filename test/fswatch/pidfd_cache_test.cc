@@ -152,7 +152,8 @@ TEST_F(PidfdCacheTest, ARecycledPidIsAttributedToItsNewHolder) {
   ASSERT_EQ(creds.ruid, 0u);
 
   first.Reap();
-  // Between the reap and the reuse nobody holds p.
+  // Between the reap and the reuse nobody holds p: ESRCH from the kept pidfd (the slot is
+  // dropped), then again from a fresh pidfd_open.
   EXPECT_EQ(cache.CredsOf(p, creds), ESRCH);
   ASSERT_EQ(cache.CredsOf(p, creds), ESRCH);
 
