@@ -8,29 +8,14 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "controlplane/file_lock.h"
 
 namespace leash::controlplane {
 
 inline constexpr char kBindingsLockName[] = "bindings.lock";
 
-class BindingsLock {
- public:
-  enum class Mode { kShared, kExclusive };
-
-  // Opens (creating, mode 0600) <state_dir>/bindings.lock and waits for the lock. The state
-  // folder must exist. Errors carry errno and the path.
-  static absl::StatusOr<BindingsLock> Acquire(const std::string& state_dir, Mode mode);
-
-  BindingsLock(BindingsLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  BindingsLock& operator=(BindingsLock&& other) noexcept;
-  BindingsLock(const BindingsLock&) = delete;
-  BindingsLock& operator=(const BindingsLock&) = delete;
-  // Releases the lock (closing the descriptor releases the flock).
-  ~BindingsLock();
-
- private:
-  explicit BindingsLock(int fd) : fd_(fd) {}
-  int fd_ = -1;
-};
+// Opens (creating, mode 0600) <state_dir>/bindings.lock and waits for the lock. The state
+// folder must exist. Errors carry errno and the path.
+absl::StatusOr<FileLock> AcquireBindingsLock(const std::string& state_dir, FileLock::Mode mode);
 
 }  // namespace leash::controlplane

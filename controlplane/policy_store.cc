@@ -214,7 +214,7 @@ absl::Status BindingStore::EnsureFolders() const {
 }
 
 struct BindingStore::Locked {
-  BindingsLock lock;
+  FileLock lock;
   // bindings.yaml's text as read (nullopt: absent), to put back if a later write fails.
   std::optional<std::string> text;
   Bindings bindings;
@@ -222,8 +222,8 @@ struct BindingStore::Locked {
 };
 
 absl::StatusOr<BindingStore::Locked> BindingStore::LockForWrite() const {
-  ASSIGN_OR_RETURN(BindingsLock lock,
-                   BindingsLock::Acquire(options_.state_dir, BindingsLock::Mode::kExclusive));
+  ASSIGN_OR_RETURN(FileLock lock,
+                   AcquireBindingsLock(options_.state_dir, FileLock::Mode::kExclusive));
   SweepTempFiles();
   Locked locked{std::move(lock), std::nullopt, Bindings(), {}};
   RETURN_IF_ERROR(ReadBindingsLocked(locked.text, locked.bindings));
@@ -466,8 +466,8 @@ absl::StatusOr<WriteOutcome> BindingStore::Unbind(absl::string_view scope,
 absl::StatusOr<Snapshot> BindingStore::ReadSnapshot() const {
   Snapshot snapshot;
   if (!DirExists(options_.state_dir)) return snapshot;
-  ASSIGN_OR_RETURN(BindingsLock lock,
-                   BindingsLock::Acquire(options_.state_dir, BindingsLock::Mode::kShared));
+  ASSIGN_OR_RETURN(FileLock lock,
+                   AcquireBindingsLock(options_.state_dir, FileLock::Mode::kShared));
   std::optional<std::string> text;
   RETURN_IF_ERROR(ReadBindingsLocked(text, snapshot.bindings));
   ASSIGN_OR_RETURN(std::vector<std::string> names, profiles_.List());

@@ -31,8 +31,9 @@ std::string RunfilePath(const std::string& relative) {
   return absl::StrCat(cwd, "/", relative);
 }
 
-LeashdInstance::LeashdInstance(std::unique_ptr<TempDir> dir, Background process)
-    : dir_(std::move(dir)), process_(std::move(process)) {
+LeashdInstance::LeashdInstance(std::unique_ptr<TempDir> dir, std::vector<std::string> argv,
+                               Background process)
+    : dir_(std::move(dir)), argv_(std::move(argv)), process_(std::move(process)) {
   config_ = dir_->Join("leash.yaml");
   state_ = dir_->Join("state");
   run_ = dir_->Join("run");
@@ -59,17 +60,37 @@ absl::StatusOr<std::unique_ptr<LeashdInstance>> LeashdInstance::Start(
   absl::StatusOr<Background> process = Background::Start(argv, (*dir)->Join("leashd.log"));
   if (!process.ok()) return process.status();
   std::unique_ptr<LeashdInstance> instance(
-      new LeashdInstance(*std::move(dir), *std::move(process)));
+      new LeashdInstance(*std::move(dir), argv, *std::move(process)));
+  if (absl::Status up = instance->WaitUntilUp(); !up.ok()) return up;
+  return instance;
+}
+
+absl::Status LeashdInstance::WaitUntilUp() {
   const bool up = WaitFor(
       [&] {
-        if (!instance->process_.Running()) return true;
-        return instance->Status().ok();
+        if (!process_.Running()) return true;
+        return Status().ok();
       },
       absl::Seconds(60));
-  if (!up || !instance->process_.Running()) {
-    return absl::UnavailableError(absl::StrCat("leashd did not come up:\n", instance->Log()));
+  if (!up || !process_.Running()) {
+    return absl::UnavailableError(absl::StrCat("leashd did not come up:\n", Log()));
   }
-  return instance;
+  return absl::OkStatus();
+}
+
+absl::Status LeashdInstance::Relaunch() {
+  if (process_.Running()) {
+    return absl::FailedPreconditionError("Relaunch: the previous leashd is still running");
+  }
+  // Appended to the same log: the first run's lines stay readable above the second's.
+  const std::string log = dir_->Join("leashd.log");
+  std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$@\" >>\"$0\" 2>&1", log};
+  argv.insert(argv.end(), argv_.begin(), argv_.end());
+  absl::StatusOr<Background> process = Background::Start(argv);
+  if (!process.ok()) return process.status();
+  process_ = *std::move(process);
+  stopped_ = false;
+  return WaitUntilUp();
 }
 
 LeashdInstance::~LeashdInstance() {

@@ -35,6 +35,11 @@ class LeashdInstance {
   absl::Status WaitForPasses(uint64_t passes, absl::Duration timeout = absl::Seconds(30));
   // SIGTERM and wait; returns the exit status (the stop path releases every chain).
   absl::StatusOr<int> Stop(absl::Duration timeout = absl::Seconds(20));
+  // Starts leashd again with the same command line (folders, config, namespace) once the
+  // previous process has gone, however it went; returns once the admin socket answers.
+  absl::Status Relaunch();
+  // The command line leashd was started with: a second leashd on the same folders.
+  const std::vector<std::string>& argv() const { return argv_; }
   // `leash <args>` against this instance (config and socket filled in), as root.
   absl::StatusOr<RunResult> Cli(const std::vector<std::string>& args);
 
@@ -49,8 +54,12 @@ class LeashdInstance {
   pid_t pid() const { return process_.pid(); }
 
  private:
-  LeashdInstance(std::unique_ptr<TempDir> dir, Background process);
+  LeashdInstance(std::unique_ptr<TempDir> dir, std::vector<std::string> argv,
+                 Background process);
+  // Waits until the admin socket answers or the process exits; an error carries the log.
+  absl::Status WaitUntilUp();
   std::unique_ptr<TempDir> dir_;
+  std::vector<std::string> argv_;
   Background process_;
   std::string config_, state_, run_;
   std::unique_ptr<leash::v1::Control::Stub> control_;

@@ -118,6 +118,25 @@ class LeashdTest : public ::testing::Test {
     return handles;
   }
 
+  // SIGKILLs both sidecars (once both run) and leashd: a crash, no stop path run.
+  void Crash() {
+    std::vector<pid_t> sidecars;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          sidecars.clear();
+          const leash::v1::StatusResponse status = Status();
+          for (const auto& sidecar : status.sidecars()) {
+            // A pid of 0 would be kill()'s "my whole process group": the test itself.
+            if (sidecar.running() && sidecar.pid() > 0) sidecars.push_back(sidecar.pid());
+          }
+          return sidecars.size() == 2;
+        },
+        absl::Seconds(30)))
+        << leashd_->Log();
+    for (pid_t pid : sidecars) kill(pid, SIGKILL);
+    kill(leashd_->pid(), SIGKILL);
+  }
+
   std::unique_ptr<NetNamespace> ns_;
   std::unique_ptr<TmpfsMount> fs_;
   std::unique_ptr<TestAccount> user_;
@@ -311,9 +330,7 @@ TEST_F(LeashdTest, TeardownReleasesEveryChainAfterACrash) {
   ASSERT_NE(ChainHandles(a), "");
   // A crash: no stop path ran. (systemd would then kill the rest of the unit's cgroup and run
   // ExecStopPost=leash teardown; here the sidecars are killed by hand.)
-  const leash::v1::StatusResponse status = Status();
-  for (const auto& sidecar : status.sidecars()) kill(static_cast<pid_t>(sidecar.pid()), SIGKILL);
-  kill(leashd_->pid(), SIGKILL);
+  ASSERT_NO_FATAL_FAILURE(Crash());
   leashd_->Stop().IgnoreError();
   ASSERT_NE(ChainHandles(a), "") << "the chains were released without a stop path";
   auto teardown = leash::testing::Run(ns_->ExecSharingMounts(
@@ -324,6 +341,73 @@ TEST_F(LeashdTest, TeardownReleasesEveryChainAfterACrash) {
   EXPECT_THAT(teardown->out, HasSubstr("released"));
   EXPECT_EQ(ChainHandles(a), "");
   EXPECT_EQ(ChainHandles(user_->uid()), "");
+}
+
+TEST_F(LeashdTest, ASecondLeashdOnTheSameFoldersRefusesAndLeavesTheFirstAlone) {
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  const std::string pidfile = leashd_->run_dir() + "/leashd.pid";
+  std::string first_pid;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::ifstream in(pidfile);
+        return static_cast<bool>(std::getline(in, first_pid)) && !first_pid.empty();
+      },
+      absl::Seconds(30)));
+  struct stat socket_before {};
+  ASSERT_EQ(stat(leashd_->admin_socket().c_str(), &socket_before), 0);
+  const leash::v1::StatusResponse before = Status();
+  ASSERT_EQ(before.sidecars_size(), 2);
+
+  auto second = leash::testing::Run(leashd_->argv(), absl::Seconds(60));
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->exit_code, 1) << second->out;
+  EXPECT_THAT(second->out,
+              HasSubstr(absl::StrCat("not starting: another leashd is running on ",
+                                     leashd_->run_dir(), " (pid ", first_pid, ", from ", pidfile,
+                                     "). Stop it first")));
+  EXPECT_THAT(second->out, HasSubstr("send it SIGHUP instead"));
+
+  // The first keeps its socket (the same file, not a new one bound over it), its pidfile,
+  // its sidecars and its chains.
+  struct stat socket_after {};
+  ASSERT_EQ(stat(leashd_->admin_socket().c_str(), &socket_after), 0);
+  EXPECT_EQ(socket_after.st_ino, socket_before.st_ino);
+  std::ifstream in(pidfile);
+  std::string pid_now;
+  std::getline(in, pid_now);
+  EXPECT_EQ(pid_now, first_pid);
+  const leash::v1::StatusResponse after = Status();
+  ASSERT_EQ(after.sidecars_size(), 2);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(after.sidecars(i).running());
+    EXPECT_EQ(after.sidecars(i).pid(), before.sidecars(i).pid());
+  }
+  EXPECT_NE(ChainHandles(agents_["leash-it-a"]->uid()), "");
+}
+
+TEST_F(LeashdTest, AfterACrashLeashdStartsAgainOnTheSameFolders) {
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  // A crash, as systemd leaves it: leashd and its sidecars killed, no stop path run. The
+  // one-instance lock must not outlive it.
+  ASSERT_NO_FATAL_FAILURE(Crash());
+  leashd_->Stop().IgnoreError();
+  ASSERT_TRUE(leashd_->Relaunch().ok()) << leashd_->Log();
+  leash::v1::StatusResponse status;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        status = Status();
+        int running = 0;
+        for (const auto& sidecar : status.sidecars()) running += sidecar.running() ? 1 : 0;
+        return running == 2;
+      },
+      absl::Seconds(30)))
+      << leashd_->Log();
+  bool subject = false;
+  for (const auto& s : status.subjects()) subject = subject || s.account() == "leash-it-a";
+  EXPECT_TRUE(subject) << leashd_->Log();
+  EXPECT_NE(ChainHandles(agents_["leash-it-a"]->uid()), "");
 }
 
 // The watcher's pid as leashd reports it, or 0.
