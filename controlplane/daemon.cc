@@ -20,6 +20,7 @@
 #include "controlplane/file_lock.h"
 #include "controlplane/floor_file.h"
 #include "controlplane/install_layout.h"
+#include "controlplane/leftover_sidecars.h"
 #include "controlplane/netfilter_factory.h"
 #include "controlplane/passwd_accounts.h"
 #include "controlplane/policy_store.h"
@@ -181,6 +182,13 @@ int RunDaemon(const DaemonOptions& given) {
       FileLock::TryExclusive(options.run_dir + "/" + kInstanceLockName);
   if (!instance.ok()) return Refuse(std::string(instance.status().message()));
   if (!instance->has_value()) return Refuse(AnotherLeashdRuns(options.run_dir));
+  // With the lock held, no live leashd owns a sidecar started against this admin socket: any
+  // still running were left by one that was killed, and would hold the ports and the fanotify
+  // group against ours.
+  for (const std::string& line : StopLeftoverSidecars(
+           {options.fswatch_binary, options.proxy_binary}, options.admin_socket)) {
+    Say(line);
+  }
   PolicyStreamService stream;
   BindingStore store(BindingStore::Options(options.state_dir));
   TieredPolicySource policies(options.config_path, &store);

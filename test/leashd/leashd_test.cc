@@ -410,6 +410,63 @@ TEST_F(LeashdTest, AfterACrashLeashdStartsAgainOnTheSameFolders) {
   EXPECT_NE(ChainHandles(agents_["leash-it-a"]->uid()), "");
 }
 
+// Whether `pid` is a live process (not gone, not a zombie nobody has reaped yet).
+bool Alive(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat;
+  if (!std::getline(in, stat)) return false;
+  const size_t close_paren = stat.rfind(')');
+  if (close_paren == std::string::npos || close_paren + 2 >= stat.size()) return false;
+  const char state = stat[close_paren + 2];
+  return state != 'Z' && state != 'X';
+}
+
+TEST_F(LeashdTest, SidecarsLeftByAKilledLeashdAreStoppedByTheNextOne) {
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  std::map<std::string, pid_t> old;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        old.clear();
+        const leash::v1::StatusResponse status = Status();
+        for (const auto& sidecar : status.sidecars()) {
+          if (sidecar.running() && sidecar.pid() > 0) old[sidecar.name()] = sidecar.pid();
+        }
+        return old.size() == 2;
+      },
+      absl::Seconds(30)));
+  // leashd alone is killed: no stop path, no systemd to kill the rest of the cgroup.
+  kill(leashd_->pid(), SIGKILL);
+  leashd_->Stop().IgnoreError();
+  for (const auto& [name, pid] : old) EXPECT_TRUE(Alive(pid)) << name << " died with leashd";
+
+  ASSERT_TRUE(leashd_->Relaunch().ok()) << leashd_->Log();
+  for (const auto& [name, pid] : old) {
+    EXPECT_THAT(leashd_->Log(), HasSubstr(absl::StrCat("stopped ", name, " (pid ", pid,
+                                                       ") that a previous leashd left running")));
+    EXPECT_FALSE(Alive(pid)) << name;
+  }
+  // The new sidecars run, and the new proxy holds the subject's port: enforced, not denied
+  // everything for a listener that would not bind.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        const leash::v1::StatusResponse status = Status();
+        int fresh = 0;
+        for (const auto& sidecar : status.sidecars()) {
+          fresh += sidecar.running() && sidecar.pid() != static_cast<uint32_t>(old[sidecar.name()])
+                       ? 1
+                       : 0;
+        }
+        return fresh == 2;
+      },
+      absl::Seconds(30)))
+      << leashd_->Log();
+  const std::map<std::string, leash::v1::SubjectStatus> subjects = Subjects();
+  ASSERT_EQ(subjects.count("leash-it-a"), 1u);
+  EXPECT_EQ(subjects.at("leash-it-a").state(), "enforced")
+      << subjects.at("leash-it-a").detail() << "\n" << leashd_->Log();
+}
+
 // The watcher's pid as leashd reports it, or 0.
 uint32_t WatcherPid(const leash::v1::StatusResponse& status) {
   for (const auto& sidecar : status.sidecars()) {

@@ -1,0 +1,52 @@
+#include "controlplane/leftover_sidecars.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace leash::controlplane {
+namespace {
+
+using namespace std::string_literals;
+
+const std::vector<std::string> kBinaries = {"/usr/lib/leash/leash-fswatch",
+                                            "/usr/lib/leash/leash-proxy"};
+const std::string kSocket = "/run/leash/leash.sock";
+
+TEST(IsSidecarOfTest, EachSidecarAsLeashdStartsIt) {
+  EXPECT_TRUE(IsSidecarOf("/usr/lib/leash/leash-fswatch\0--socket=/run/leash/leash.sock\0"
+                          "--decision-log-fd=3\0"s,
+                          kBinaries, kSocket));
+  EXPECT_TRUE(IsSidecarOf("/usr/lib/leash/leash-proxy\0--admin-socket=/run/leash/leash.sock\0"
+                          "--decision-log-fd=3\0"s,
+                          kBinaries, kSocket));
+  // Without the trailing NUL too.
+  EXPECT_TRUE(IsSidecarOf("/usr/lib/leash/leash-proxy\0--admin-socket=/run/leash/leash.sock"s,
+                          kBinaries, kSocket));
+}
+
+TEST(IsSidecarOfTest, AnotherLeashdsSidecarIsNotOurs) {
+  // The same binary against another admin socket belongs to a leashd on other folders.
+  EXPECT_FALSE(IsSidecarOf("/usr/lib/leash/leash-fswatch\0--socket=/tmp/other/leash.sock\0"s,
+                           kBinaries, kSocket));
+  // A socket path that only starts like ours.
+  EXPECT_FALSE(IsSidecarOf("/usr/lib/leash/leash-fswatch\0--socket=/run/leash/leash.sock2\0"s,
+                           kBinaries, kSocket));
+}
+
+TEST(IsSidecarOfTest, OtherProgramsNamingTheSocketAreLeftAlone) {
+  // The CLI, or anything else that names the socket, is not a sidecar.
+  EXPECT_FALSE(IsSidecarOf("/usr/bin/leash\0--socket=/run/leash/leash.sock\0status\0"s,
+                           kBinaries, kSocket));
+  EXPECT_FALSE(IsSidecarOf("/bin/sh\0-c\0/usr/lib/leash/leash-proxy "
+                           "--admin-socket=/run/leash/leash.sock\0"s,
+                           kBinaries, kSocket));
+  // The binary alone, with no socket, is not one of leashd's.
+  EXPECT_FALSE(IsSidecarOf("/usr/lib/leash/leash-proxy\0"s, kBinaries, kSocket));
+  // A kernel thread or a zombie has an empty command line.
+  EXPECT_FALSE(IsSidecarOf("", kBinaries, kSocket));
+}
+
+}  // namespace
+}  // namespace leash::controlplane
