@@ -1,17 +1,21 @@
 // `leash teardown`: the stop path's safety net, run by leash.service's ExecStopPost after
-// leashd has exited (however it exited). Releases every UID the port map holds, the
+// leashd has exited (however it exited); refused while a leashd runs on the run folder. Releases every UID the port map holds, the
 // configured user's, and any agent_<uid> chain still in the kernel — "releasing for real is
 // the service's stop path, which drops every UID the port map holds".
 #include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/offline.h"
 #include "cli/render.h"
+#include "controlplane/instance_lock.h"
 #include "controlplane/netfilter_factory.h"
 #include "controlplane/port_map.h"
 
@@ -20,6 +24,22 @@ namespace leash::cli {
 int RunTeardown(const Args& args, Io io) {
   if (geteuid() != 0) {
     io.err << "leash teardown: must run as root (it removes nftables rules)\n";
+    return kExitRefused;
+  }
+  // Under a running leashd, releasing its chains would un-confine every agent while leashd
+  // believes them applied. Its own stop path releases them; teardown is for after it ended.
+  const std::string run_dir =
+      std::filesystem::path(args.Option("socket", kDefaultAdminSocket)).parent_path().string();
+  absl::StatusOr<std::optional<std::string>> running = controlplane::RunningLeashd(run_dir);
+  if (!running.ok()) {
+    io.err << "leash teardown: cannot tell whether leashd runs on " << run_dir << ": "
+           << running.status().message() << "; nothing released\n";
+    return kExitRefused;
+  }
+  if (running->has_value()) {
+    io.err << "leash teardown: leashd is running on " << run_dir << " (" << **running
+           << "); nothing released. Stop it (`systemctl stop leash`, or SIGTERM to its pid): its "
+              "stop path releases every chain itself, and teardown is for after it has ended\n";
     return kExitRefused;
   }
   std::vector<uint32_t> uids;

@@ -93,9 +93,11 @@ const std::map<std::string, std::string>& CommandHelp() {
   Creates the account if missing and writes the config 0640 root:<name>; an existing config
   keeps its content and gets its mode and owner re-stated.
 )"},
-      {"teardown", R"(usage: leash teardown [--state-dir <dir>]
+      {"teardown", R"(usage: leash teardown [--state-dir <dir>] [--socket <path>]
   Releases every subject's nftables chains (the port map's, the configured user's, and any
-  the kernel still lists). Run by leash.service's ExecStopPost.
+  the kernel still lists). Run by leash.service's ExecStopPost. Refused while a leashd runs
+  on the admin socket's folder (default /run/leash): stop it instead, its stop path releases
+  every chain.
 )"},
   };
   return *help;

@@ -11,13 +11,12 @@
 #include <optional>
 #include <tuple>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "controlplane/atomic_file.h"
 #include "controlplane/control_service.h"
 #include "controlplane/decision_log_file.h"
-#include "controlplane/file_lock.h"
+#include "controlplane/instance_lock.h"
 #include "controlplane/floor_file.h"
 #include "controlplane/install_layout.h"
 #include "controlplane/leftover_sidecars.h"
@@ -46,24 +45,6 @@ void Say(const std::string& line) { std::fprintf(stderr, "leashd: %s\n", line.c_
 int Refuse(const std::string& why) {
   Say(absl::StrCat("not starting: ", why));
   return 1;
-}
-
-constexpr char kInstanceLockName[] = "leashd.lock";
-constexpr char kPidfileName[] = "leashd.pid";
-
-// Why a second leashd on the same run folder refuses, naming the one that runs.
-std::string AnotherLeashdRuns(const std::string& run_dir) {
-  const std::string pidfile = absl::StrCat(run_dir, "/", kPidfileName);
-  std::string pid;
-  if (absl::StatusOr<std::string> text = ReadFile(pidfile); text.ok()) {
-    pid = std::string(absl::StripAsciiWhitespace(*text));
-  }
-  const std::string who = pid.empty()
-      ? absl::StrCat("its pid is not in ", pidfile, " yet: it is still starting")
-      : absl::StrCat("pid ", pid, ", from ", pidfile);
-  return absl::StrCat("another leashd is running on ", run_dir, " (", who,
-                      "). Stop it first (`systemctl stop leash`, or SIGTERM to its pid); to make "
-                      "it pick up a change, send it SIGHUP instead");
 }
 
 void LogReport(const leash::v1::ReconcileReport& report) {
@@ -178,10 +159,8 @@ int RunDaemon(const DaemonOptions& given) {
   // One leashd per run folder. A second one would take the admin socket and the pidfile over
   // and fight the first for the same chains and ports: it refuses here, before touching any
   // of them. The kernel drops the lock when leashd ends, however it ends.
-  absl::StatusOr<std::optional<FileLock>> instance =
-      FileLock::TryExclusive(options.run_dir + "/" + kInstanceLockName);
+  absl::StatusOr<FileLock> instance = LockInstance(options.run_dir);
   if (!instance.ok()) return Refuse(std::string(instance.status().message()));
-  if (!instance->has_value()) return Refuse(AnotherLeashdRuns(options.run_dir));
   // With the lock held, no live leashd owns a sidecar started against this admin socket: any
   // still running were left by one that was killed, and would hold the ports and the fanotify
   // group against ours.

@@ -43,6 +43,25 @@ absl::StatusOr<std::optional<FileLock>> FileLock::TryExclusive(const std::string
   return std::optional<FileLock>(FileLock(*fd));
 }
 
+absl::StatusOr<bool> FileLock::HeldExclusivelyElsewhere(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return false;
+    return absl::ErrnoToStatus(errno, absl::StrCat("open ", path));
+  }
+  // A shared lock is refused only while someone holds an exclusive one; taken, it goes with
+  // the descriptor.
+  int rc;
+  do {
+    rc = flock(fd, LOCK_SH | LOCK_NB);
+  } while (rc != 0 && errno == EINTR);
+  const int error = rc == 0 ? 0 : errno;
+  close(fd);
+  if (error == 0) return false;
+  if (error == EWOULDBLOCK) return true;
+  return absl::ErrnoToStatus(error, absl::StrCat("flock ", path));
+}
+
 FileLock& FileLock::operator=(FileLock&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) close(fd_);

@@ -19,6 +19,9 @@ class FileLock {
   static absl::StatusOr<FileLock> Acquire(const std::string& path, Mode mode);
   // Takes the exclusive lock only if nobody holds the file locked: nullopt when someone does.
   static absl::StatusOr<std::optional<FileLock>> TryExclusive(const std::string& path);
+  // Whether another holder has `path` locked exclusively right now. Creates nothing: a file
+  // that does not exist is not held.
+  static absl::StatusOr<bool> HeldExclusivelyElsewhere(const std::string& path);
 
   FileLock(FileLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
   FileLock& operator=(FileLock&& other) noexcept;

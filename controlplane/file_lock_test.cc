@@ -81,6 +81,26 @@ TEST(FileLockTest, SharedHoldersExcludeAnExclusiveOne) {
   EXPECT_FALSE(AnotherProcessCanTake(path));
 }
 
+TEST(FileLockTest, HeldExclusivelyElsewhereTellsWithoutTakingOrCreating) {
+  const std::string path = LockPath("probe.lock");
+  absl::StatusOr<bool> held = FileLock::HeldExclusivelyElsewhere(path);
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_FALSE(*held);
+  EXPECT_NE(access(path.c_str(), F_OK), 0) << "the probe created the file";
+  {
+    absl::StatusOr<std::optional<FileLock>> lock = FileLock::TryExclusive(path);
+    ASSERT_TRUE(lock.ok() && lock->has_value());
+    held = FileLock::HeldExclusivelyElsewhere(path);
+    ASSERT_TRUE(held.ok()) << held.status();
+    EXPECT_TRUE(*held);
+  }
+  held = FileLock::HeldExclusivelyElsewhere(path);
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_FALSE(*held);
+  // The probe itself holds nothing afterwards.
+  EXPECT_TRUE(AnotherProcessCanTake(path));
+}
+
 TEST(FileLockTest, AMissingFolderIsAnErrorNamingThePath) {
   const std::string path = LockPath("no-such-folder/x.lock");
   absl::StatusOr<std::optional<FileLock>> lock = FileLock::TryExclusive(path);

@@ -118,6 +118,14 @@ class LeashdTest : public ::testing::Test {
     return handles;
   }
 
+  // `leash teardown` on this leashd's folders, as ExecStopPost runs it.
+  absl::StatusOr<RunResult> Teardown() {
+    return leash::testing::Run(ns_->ExecSharingMounts(
+        {RunfilePath("cli/leash"), "--config=" + leashd_->config_path(),
+         "--state-dir=" + leashd_->state_dir(), "--socket=" + leashd_->admin_socket(),
+         "teardown"}));
+  }
+
   // SIGKILLs both sidecars (once both run) and leashd: a crash, no stop path run.
   void Crash() {
     std::vector<pid_t> sidecars;
@@ -333,14 +341,29 @@ TEST_F(LeashdTest, TeardownReleasesEveryChainAfterACrash) {
   ASSERT_NO_FATAL_FAILURE(Crash());
   leashd_->Stop().IgnoreError();
   ASSERT_NE(ChainHandles(a), "") << "the chains were released without a stop path";
-  auto teardown = leash::testing::Run(ns_->ExecSharingMounts(
-      {RunfilePath("cli/leash"), "--config=" + leashd_->config_path(),
-       "--state-dir=" + leashd_->state_dir(), "teardown"}));
+  // On the crashed leashd's own folders: its lock went with it.
+  auto teardown = Teardown();
   ASSERT_TRUE(teardown.ok());
   EXPECT_EQ(teardown->exit_code, 0) << teardown->out;
   EXPECT_THAT(teardown->out, HasSubstr("released"));
   EXPECT_EQ(ChainHandles(a), "");
   EXPECT_EQ(ChainHandles(user_->uid()), "");
+}
+
+TEST_F(LeashdTest, TeardownRefusesWhileLeashdRunsAndReleasesNothing) {
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  const uint32_t a = agents_["leash-it-a"]->uid();
+  const std::string handles = ChainHandles(a);
+  ASSERT_NE(handles, "");
+  auto teardown = Teardown();
+  ASSERT_TRUE(teardown.ok());
+  EXPECT_EQ(teardown->exit_code, 1) << teardown->out;
+  EXPECT_THAT(teardown->out, HasSubstr(absl::StrCat("leash teardown: leashd is running on ",
+                                                    leashd_->run_dir(), " (pid ")));
+  EXPECT_THAT(teardown->out, HasSubstr("nothing released"));
+  EXPECT_EQ(ChainHandles(a), handles);
+  EXPECT_EQ(Subjects()["leash-it-a"].state(), "enforced");
 }
 
 TEST_F(LeashdTest, ASecondLeashdOnTheSameFoldersRefusesAndLeavesTheFirstAlone) {
