@@ -28,11 +28,13 @@ struct Account {
 class AccountSource {
  public:
   virtual ~AccountSource() = default;
-  // Every account whose name starts with kAgentAccountPrefix, sorted by name. An error means
-  // the database could not be read ("I could not look" — never "nobody is there"). A name
-  // that is not UTF-8 (useradd --badname allows one) comes with its stray bytes written as
-  // \xNN (engine/utf8.h): names travel in protobuf strings (PolicyStream, ports.json, Status),
-  // which must be UTF-8, and such an account must still be a subject, enforced by its UID.
+  // Every account whose name starts with kAgentAccountPrefix, sorted by name, each name once.
+  // An error means the database could not be read ("I could not look" — never "nobody is
+  // there"), or that it lists one name under two UIDs. A name that is not UTF-8 (useradd
+  // --badname allows one) comes with its stray bytes, and any backslash, written as \xNN
+  // (AccountNameAsText in passwd_accounts.h): names travel in protobuf strings (PolicyStream,
+  // ports.json, Status), which must be UTF-8, and such an account must still be a subject,
+  // enforced by its UID.
   virtual absl::StatusOr<std::vector<Account>> ListAgentAccounts() = 0;
   // One account by name; nullopt when it does not exist.
   virtual absl::StatusOr<std::optional<Account>> Lookup(absl::string_view name) = 0;

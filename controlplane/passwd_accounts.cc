@@ -5,10 +5,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "engine/utf8.h"
 
 namespace leash::controlplane {
@@ -28,8 +32,7 @@ absl::StatusOr<std::vector<Account>> PasswdAccounts::ListAgentAccounts() {
       break;
     }
     if (absl::StartsWith(entry->pw_name, kAgentAccountPrefix)) {
-      accounts.push_back(
-          Account{engine::EscapeInvalidUtf8(entry->pw_name), entry->pw_uid, entry->pw_gid});
+      accounts.push_back(Account{AccountNameAsText(entry->pw_name), entry->pw_uid, entry->pw_gid});
     }
   }
   endpwent();
@@ -37,12 +40,32 @@ absl::StatusOr<std::vector<Account>> PasswdAccounts::ListAgentAccounts() {
     return absl::UnavailableError(absl::StrCat(
         "reading the account database (getpwent) failed: ", std::strerror(error)));
   }
-  std::sort(accounts.begin(), accounts.end(),
-            [](const Account& a, const Account& b) { return a.name < b.name; });
-  // NSS may list a name twice (files and a directory service): keep the first.
-  accounts.erase(std::unique(accounts.begin(), accounts.end(),
-                             [](const Account& a, const Account& b) { return a.name == b.name; }),
-                 accounts.end());
+  return DistinctAgentAccounts(std::move(accounts));
+}
+
+std::string AccountNameAsText(absl::string_view name) {
+  if (engine::IsValidUtf8(name) && name.find('\\') == absl::string_view::npos) {
+    return std::string(name);
+  }
+  return engine::EscapeInvalidUtf8(absl::StrReplaceAll(name, {{"\\", "\\x5c"}}));
+}
+
+absl::StatusOr<std::vector<Account>> DistinctAgentAccounts(std::vector<Account> listed) {
+  std::sort(listed.begin(), listed.end(), [](const Account& a, const Account& b) {
+    return std::tie(a.name, a.uid) < std::tie(b.name, b.uid);
+  });
+  std::vector<Account> accounts;
+  for (Account& account : listed) {
+    if (!accounts.empty() && accounts.back().name == account.name) {
+      if (accounts.back().uid == account.uid) continue;  // the same account from two sources
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the account database lists ", account.name, " twice, as uid ", accounts.back().uid,
+          " and as uid ", account.uid, ": an agent account needs one UID, or one of them is "
+          "left unconfined; remove the duplicate (`getent passwd ", account.name,
+          "` shows both)"));
+    }
+    accounts.push_back(std::move(account));
+  }
   return accounts;
 }
 

@@ -8,6 +8,17 @@
 
 namespace leash::controlplane {
 
+// An account name as Leash shows and keys it: valid UTF-8 unchanged; otherwise every byte that
+// is not valid UTF-8, and every backslash, written as \xNN. Escaping the backslash too keeps
+// two different names apart: a byte 0xff and the four characters "\xff" never read the same.
+std::string AccountNameAsText(absl::string_view name);
+
+// The agent accounts as getpwent listed them, made into AccountSource's list: sorted by name,
+// an entry listed twice (NSS sources overlapping) kept once. A name listed with two different
+// UIDs is FailedPrecondition naming both: only one of them could be enforced under that name,
+// and the other would be silently unconfined.
+absl::StatusOr<std::vector<Account>> DistinctAgentAccounts(std::vector<Account> listed);
+
 class PasswdAccounts : public AccountSource {
  public:
   // getpwent walks one process-wide cursor; calls are serialised.

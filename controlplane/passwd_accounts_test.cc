@@ -26,6 +26,52 @@ TEST(PasswdAccounts, ListsOnlyLeashPrefixedAccountsWithTheirUids) {
   }
 }
 
+TEST(AccountNameAsText, KeepsTextAndEscapesStrayBytesAndBackslashes) {
+  EXPECT_EQ(AccountNameAsText("leash-fido"), "leash-fido");
+  EXPECT_EQ(AccountNameAsText("leash-caf\xc3\xa9"), "leash-caf\xc3\xa9");  // UTF-8: as it is
+  EXPECT_EQ(AccountNameAsText("leash-a\xff"), "leash-a\\xff");
+  EXPECT_EQ(AccountNameAsText("leash-a\\b"), "leash-a\\x5cb");
+  // A stray byte and the four characters that would show it never read the same.
+  EXPECT_NE(AccountNameAsText("leash-a\xff"), AccountNameAsText("leash-a\\xff"));
+  EXPECT_EQ(AccountNameAsText("leash-a\\xff"), "leash-a\\x5cxff");
+}
+
+TEST(DistinctAgentAccounts, KeepsAnAccountListedTwiceOnceAndSortsByName) {
+  absl::StatusOr<std::vector<Account>> accounts = DistinctAgentAccounts(
+      {{"leash-b", 1002, 1002}, {"leash-a", 1001, 1001}, {"leash-b", 1002, 1002}});
+  ASSERT_TRUE(accounts.ok()) << accounts.status();
+  EXPECT_THAT(*accounts, ::testing::ElementsAre(Account{"leash-a", 1001, 1001},
+                                                Account{"leash-b", 1002, 1002}));
+}
+
+TEST(DistinctAgentAccounts, ANameWithTwoUidsIsRefusedNamingBoth) {
+  // Before, the second was dropped: UID 1003 ran as an agent and was confined by nothing.
+  absl::StatusOr<std::vector<Account>> accounts = DistinctAgentAccounts(
+      {{"leash-a", 1003, 1003}, {"leash-a", 1001, 1001}, {"leash-b", 1002, 1002}});
+  ASSERT_FALSE(accounts.ok());
+  EXPECT_EQ(accounts.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(accounts.status().message(),
+            "the account database lists leash-a twice, as uid 1001 and as uid 1003: an agent "
+            "account needs one UID, or one of them is left unconfined; remove the duplicate "
+            "(`getent passwd leash-a` shows both)");
+}
+
+TEST(PasswdAccounts, TwoNamesThatDifferOnlyInHowTheyWouldBeEscapedStayTwoSubjects) {
+  LEASH_REQUIRE_ROOT();
+  // One name holds the byte 0xff, the other the four characters \xff: both real accounts.
+  auto raw = leash::testing::TestAccount::Create("leash-pwesc\xff");
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  auto literal = leash::testing::TestAccount::Create("leash-pwesc\\xff");
+  ASSERT_TRUE(literal.ok()) << literal.status();
+  PasswdAccounts source;
+  absl::StatusOr<std::vector<Account>> accounts = source.ListAgentAccounts();
+  ASSERT_TRUE(accounts.ok()) << accounts.status();
+  EXPECT_THAT(*accounts, ::testing::Contains(
+                             Account{"leash-pwesc\\xff", (*raw)->uid(), (*raw)->gid()}));
+  EXPECT_THAT(*accounts, ::testing::Contains(Account{"leash-pwesc\\x5cxff", (*literal)->uid(),
+                                                     (*literal)->gid()}));
+}
+
 TEST(PasswdAccounts, LookupFindsAnAccountAndReportsAbsence) {
   PasswdAccounts source;
   absl::StatusOr<std::optional<Account>> root = source.Lookup("root");
