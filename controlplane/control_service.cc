@@ -41,27 +41,32 @@ grpc::Status ControlService::Finish(const absl::StatusOr<WriteOutcome>& outcome,
 
 grpc::Status ControlService::EditFloor(
     const std::function<absl::StatusOr<bool>(leash::v1::Config&, leash::v1::Refusal&)>& edit,
+    const std::function<absl::StatusOr<std::string>(absl::string_view)>& edit_text,
     bool no_reconcile, leash::v1::PolicyWriteResponse* response) {
   WriteOutcome outcome;
   {
     absl::MutexLock lock(&floor_mu_);
-    absl::StatusOr<leash::v1::Config> floor = LoadFloor(deps_.config_path);
+    absl::StatusOr<FloorText> floor = LoadFloorText(deps_.config_path);
     if (!floor.ok()) return ToGrpc(floor.status());
+    leash::v1::Config& config = floor->config;
     leash::v1::Refusal refusal;
-    absl::StatusOr<bool> changed = edit(*floor, refusal);
+    absl::StatusOr<bool> changed = edit(config, refusal);
     if (!changed.ok()) return ToGrpc(changed.status());
     if (!refusal.kind().empty()) {
       outcome.refusal = refusal;
     } else if (*changed) {
-      absl::StatusOr<std::optional<Account>> user = deps_.accounts->Lookup(floor->user());
+      absl::StatusOr<std::optional<Account>> user = deps_.accounts->Lookup(config.user());
       if (!user.ok()) return ToGrpc(user.status());
       if (!user->has_value()) {
         return ToGrpc(absl::FailedPreconditionError(
-            absl::StrCat("the configured user '", floor->user(), "' does not exist")));
+            absl::StrCat("the configured user '", config.user(), "' does not exist")));
       }
-      absl::Status written = WriteFloor(deps_.config_path, *floor, (*user)->gid);
-      if (!written.ok()) return ToGrpc(written);
+      // The same edit made in the operator's text keeps its comments and layout.
+      absl::StatusOr<FloorWrite> written = WriteEditedFloor(
+          deps_.config_path, floor->text, edit_text(floor->text), config, (*user)->gid);
+      if (!written.ok()) return ToGrpc(written.status());
       outcome.written = true;
+      if (!written->text_kept) outcome.notices.push_back(written->notice);
     }
   }
   return Finish(outcome, no_reconcile, response);
@@ -86,6 +91,7 @@ grpc::Status ControlService::AddEntry(grpc::ServerContext*, const leash::v1::Add
         }
         return added;
       },
+      [&](absl::string_view text) { return PatchFloorEntry(text, r->surface(), allow, r->entry()); },
       r->no_reconcile(), response);
 }
 
@@ -98,6 +104,7 @@ grpc::Status ControlService::SetMode(grpc::ServerContext*, const leash::v1::SetM
       [&](leash::v1::Config& floor, leash::v1::Refusal&) -> absl::StatusOr<bool> {
         return SetFloorMode(floor, r->surface(), r->mode());
       },
+      [&](absl::string_view text) { return PatchFloorMode(text, r->surface(), r->mode()); },
       r->no_reconcile(), response);
 }
 

@@ -75,9 +75,12 @@ class ControlService final : public leash::v1::Control::Service {
   grpc::Status Finish(const absl::StatusOr<WriteOutcome>& outcome, bool no_reconcile,
                       leash::v1::PolicyWriteResponse* response);
   // Loads the floor, applies `edit`, writes it back (0640 root:<user>), then Finish.
-  grpc::Status EditFloor(const std::function<absl::StatusOr<bool>(leash::v1::Config&,
-                                                                   leash::v1::Refusal&)>& edit,
-                         bool no_reconcile, leash::v1::PolicyWriteResponse* response);
+  // `edit_text` makes the same edit in the file's text, which is what is written when it reads
+  // back to the edited Config, so the operator's comments and layout stay.
+  grpc::Status EditFloor(
+      const std::function<absl::StatusOr<bool>(leash::v1::Config&, leash::v1::Refusal&)>& edit,
+      const std::function<absl::StatusOr<std::string>(absl::string_view)>& edit_text,
+      bool no_reconcile, leash::v1::PolicyWriteResponse* response);
 
   const ControlDeps deps_;
   // Floor edits are read-modify-write of one file: one at a time.

@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "controlplane/atomic_file.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "engine/config_yaml.h"
 #include "engine/decision.h"
 #include "engine/inert_entries.h"
@@ -32,16 +34,88 @@ leash::v1::EntryList* ListOf(leash::v1::Config& config, leash::v1::Surface surfa
   }
 }
 
+// The floor's top-level key for a surface's policy.
+absl::string_view SectionOf(leash::v1::Surface surface) {
+  switch (surface) {
+    case leash::v1::SURFACE_NETWORK:
+      return "network";
+    case leash::v1::SURFACE_FILESYSTEM:
+      return "filesystem";
+    case leash::v1::SURFACE_COMMANDS:
+      return "commands";
+    case leash::v1::SURFACE_TOOLS:
+      return "tools";
+    default:
+      return "";
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<leash::v1::Config> LoadFloor(const std::string& path) {
+  absl::StatusOr<FloorText> floor = LoadFloorText(path);
+  if (!floor.ok()) return floor.status();
+  return std::move(floor->config);
+}
+
+absl::StatusOr<FloorText> LoadFloorText(const std::string& path) {
   absl::StatusOr<std::string> text = ReadFile(path);
   if (absl::IsNotFound(text.status())) {
     return absl::NotFoundError(absl::StrCat(
         "the config ", path, " does not exist; create it with `leash init --user <name>`"));
   }
   if (!text.ok()) return text.status();
-  return engine::ParseConfigYaml(*text, engine::ConfigKind::kFloor, path);
+  absl::StatusOr<leash::v1::Config> config =
+      engine::ParseConfigYaml(*text, engine::ConfigKind::kFloor, path);
+  if (!config.ok()) return config.status();
+  return FloorText{*std::move(text), *std::move(config)};
+}
+
+absl::StatusOr<std::string> PatchFloorEntry(absl::string_view text, leash::v1::Surface surface,
+                                            bool allow, absl::string_view entry) {
+  const absl::string_view section = SectionOf(surface);
+  if (section.empty()) return absl::InvalidArgumentError("unknown surface");
+  return engine::AppendToYamlList(text, section, allow ? "allow" : "deny", entry);
+}
+
+absl::StatusOr<std::string> PatchFloorMode(absl::string_view text, leash::v1::Surface surface,
+                                           leash::v1::Mode mode) {
+  const absl::string_view section = SectionOf(surface);
+  if (section.empty()) return absl::InvalidArgumentError("unknown surface");
+  return engine::SetYamlScalar(text, section, "mode", engine::ModeName(mode));
+}
+
+absl::StatusOr<FloorWrite> WriteEditedFloor(const std::string& path, const std::string& original,
+                                            const absl::StatusOr<std::string>& patched,
+                                            const leash::v1::Config& edited, gid_t gid) {
+  // The patched text is kept only if it reads back to exactly the Config the edit meant.
+  std::string why_not;
+  if (!patched.ok()) {
+    why_not = std::string(patched.status().message());
+  } else {
+    absl::StatusOr<leash::v1::Config> reread =
+        engine::ParseConfigYaml(*patched, engine::ConfigKind::kFloor, path);
+    if (!reread.ok()) {
+      why_not = absl::StrCat("the edited text did not read back: ", reread.status().message());
+    } else if (!google::protobuf::util::MessageDifferencer::Equals(*reread, edited)) {
+      why_not = "the edited text did not read back to the edited policy";
+    }
+  }
+  if (why_not.empty()) {
+    if (absl::Status written = WriteFileAtomically(path, *patched, 0640); !written.ok()) {
+      return written;
+    }
+    if (absl::Status owned = RestateFloorPermissions(path, gid); !owned.ok()) return owned;
+    return FloorWrite{true, ""};
+  }
+  // Rewritten whole: the text as it was goes aside first, comments and all.
+  const std::string aside = path + ".before-edit";
+  if (absl::Status saved = WriteFileAtomically(aside, original, 0640); !saved.ok()) return saved;
+  if (absl::Status owned = RestateFloorPermissions(aside, gid); !owned.ok()) return owned;
+  if (absl::Status written = WriteFloor(path, edited, gid); !written.ok()) return written;
+  return FloorWrite{false, absl::StrCat(path, " was rewritten whole, without its comments and "
+                                              "layout (", why_not, "); its previous text is in ",
+                                        aside)};
 }
 
 absl::Status RestateFloorPermissions(const std::string& path, gid_t gid) {

@@ -18,6 +18,36 @@ namespace leash::controlplane {
 // the line and column.
 absl::StatusOr<leash::v1::Config> LoadFloor(const std::string& path);
 
+// The floor's text as read, and what it parses to.
+struct FloorText {
+  std::string text;
+  leash::v1::Config config;
+};
+absl::StatusOr<FloorText> LoadFloorText(const std::string& path);
+
+// The edits below made in the floor's text, so that the operator's comments and layout stay
+// (engine::AppendToYamlList / SetYamlScalar). FailedPrecondition when the text does not have the
+// shape the edit needs.
+absl::StatusOr<std::string> PatchFloorEntry(absl::string_view text, leash::v1::Surface surface,
+                                            bool allow, absl::string_view entry);
+absl::StatusOr<std::string> PatchFloorMode(absl::string_view text, leash::v1::Surface surface,
+                                           leash::v1::Mode mode);
+
+// How an edited floor reached the disk.
+struct FloorWrite {
+  // The operator's text with only the edit changed in it.
+  bool text_kept = false;
+  // When it was not: what was done instead and where the previous text is.
+  std::string notice;
+};
+
+// Writes the floor after an edit: `patched` (the edit made in `original`, the text as read)
+// when it reads back to exactly `edited`; otherwise `original` is first saved as
+// <path>.before-edit (0640 root:`gid`) and `edited` written whole, and the notice says so.
+absl::StatusOr<FloorWrite> WriteEditedFloor(const std::string& path, const std::string& original,
+                                            const absl::StatusOr<std::string>& patched,
+                                            const leash::v1::Config& edited, gid_t gid);
+
 // Writes `config` atomically as `path`, mode 0640, owner root, group `gid`.
 absl::Status WriteFloor(const std::string& path, const leash::v1::Config& config, gid_t gid);
 

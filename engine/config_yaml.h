@@ -30,6 +30,20 @@ absl::StatusOr<leash::v1::Config> ParseConfigYaml(absl::string_view yaml, Config
 // Writes the keys `config` carries as YAML that ParseConfigYaml reads back to the same Config.
 std::string EmitConfigYaml(const leash::v1::Config& config);
 
+// Edits of a floor's text that leave everything else as its author wrote it: comments, key
+// order, quoting, layout. `section` is a top-level key (network, filesystem, commands, tools).
+// FailedPrecondition, saying why, when the text does not have the shape the edit needs (the
+// key absent, a list item spanning lines, ...): the caller then writes the whole Config. The
+// result is not judged here: the caller reads it back and compares.
+//
+// Appends `item` (written double-quoted) to the list `section`.`key`, flow ([a, b]) or block
+// ("- a" lines).
+absl::StatusOr<std::string> AppendToYamlList(absl::string_view yaml, absl::string_view section,
+                                             absl::string_view key, absl::string_view item);
+// Replaces the scalar `section`.`key` with `value` (written as it is: a plain word).
+absl::StatusOr<std::string> SetYamlScalar(absl::string_view yaml, absl::string_view section,
+                                          absl::string_view key, absl::string_view value);
+
 absl::string_view ModeName(leash::v1::Mode mode);
 absl::string_view UdpModeName(leash::v1::UdpMode udp);
 absl::string_view InspectActionName(leash::v1::InspectAction action);

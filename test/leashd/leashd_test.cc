@@ -7,9 +7,11 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -348,6 +350,30 @@ TEST_F(LeashdTest, TeardownReleasesEveryChainAfterACrash) {
   EXPECT_THAT(teardown->out, HasSubstr("released"));
   EXPECT_EQ(ChainHandles(a), "");
   EXPECT_EQ(ChainHandles(user_->uid()), "");
+}
+
+TEST_F(LeashdTest, AFloorEditThroughTheCliKeepsTheOperatorsComments) {
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  std::string text;
+  {
+    std::ifstream in(leashd_->config_path());
+    std::stringstream all;
+    all << in.rdbuf();
+    text = all.str();
+  }
+  const std::string commented = "# Fido's floor: ask #infra before loosening it.\n" + text;
+  std::ofstream(leashd_->config_path()) << commented;
+
+  const RunResult added = Cli({"network", "allow", "added.example"});
+  EXPECT_EQ(added.exit_code, 0) << added.out;
+  EXPECT_THAT(added.out, ::testing::Not(HasSubstr("rewritten whole")));
+  std::ifstream in(leashd_->config_path());
+  std::stringstream after;
+  after << in.rdbuf();
+  EXPECT_EQ(after.str(),
+            absl::StrReplaceAll(commented, {{"allow: [\"floor.example\"]",
+                                             "allow: [\"floor.example\", \"added.example\"]"}}));
+  EXPECT_THAT(Status().floor().network().allow().entries(), Contains("added.example"));
 }
 
 TEST_F(LeashdTest, TeardownRefusesWhileLeashdRunsAndReleasesNothing) {
