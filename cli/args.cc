@@ -38,7 +38,7 @@ absl::Status RequireUtf8(absl::string_view what, absl::string_view text) {
 
 bool IsLocalPath(absl::string_view option) {
   return option == "from" || option == "socket" || option == "tools-socket" ||
-         option == "state-dir";
+         option == "state-dir" || option == "run-dir";
 }
 
 }  // namespace
@@ -47,7 +47,7 @@ absl::StatusOr<Args> ParseArgs(int argc, const char* const* argv, const char* en
   // Flags that take a value, besides --config/-c and --ack.
   static const std::set<std::string> kValued = {"from",   "user",         "tail",
                                                 "inputs", "account",      "socket",
-                                                "tools-socket", "state-dir"};
+                                                "tools-socket", "state-dir",  "run-dir"};
   Args args;
   args.config_path = env_config != nullptr && *env_config != '\0'
                          ? env_config

@@ -6,12 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/offline.h"
 #include "cli/render.h"
@@ -27,20 +25,27 @@ int RunTeardown(const Args& args, Io io) {
     return kExitRefused;
   }
   // Under a running leashd, releasing its chains would un-confine every agent while leashd
-  // believes them applied. Its own stop path releases them; teardown is for after it ended.
-  const std::string run_dir =
-      std::filesystem::path(args.Option("socket", kDefaultAdminSocket)).parent_path().string();
-  absl::StatusOr<std::optional<std::string>> running = controlplane::RunningLeashd(run_dir);
-  if (!running.ok()) {
-    io.err << "leash teardown: cannot tell whether leashd runs on " << run_dir << ": "
-           << running.status().message() << "; nothing released\n";
-    return kExitRefused;
-  }
-  if (running->has_value()) {
-    io.err << "leash teardown: leashd is running on " << run_dir << " (" << **running
-           << "); nothing released. Stop it (`systemctl stop leash`, or SIGTERM to its pid): its "
-              "stop path releases every chain itself, and teardown is for after it has ended\n";
-    return kExitRefused;
+  // believes them applied: teardown takes leashd's own lock, and holds it while it releases so
+  // that no leashd starts meanwhile. A run folder that does not exist has no leashd in it.
+  const std::string run_dir = args.Option("run-dir", "/run/leash");
+  std::optional<controlplane::FileLock> lock;
+  if (access(run_dir.c_str(), F_OK) == 0) {
+    absl::StatusOr<std::optional<controlplane::FileLock>> taken =
+        controlplane::LockInstance(run_dir, absl::ZeroDuration());
+    if (!taken.ok()) {
+      io.err << "leash teardown: cannot tell whether leashd runs on " << run_dir << ": "
+             << taken.status().message() << "; nothing released\n";
+      return kExitRefused;
+    }
+    if (!taken->has_value()) {
+      io.err << "leash teardown: leashd is running on " << run_dir << " ("
+             << controlplane::DescribeLockHolder(run_dir)
+             << "); nothing released. Stop it (`systemctl stop leash`, or SIGTERM to its pid): "
+                "its stop path releases every chain itself, and teardown is for after it has "
+                "ended\n";
+      return kExitRefused;
+    }
+    lock = std::move(*taken);
   }
   std::vector<uint32_t> uids;
   const std::string ports = args.Option("state-dir", "/var/lib/leash") + "/ports.json";

@@ -47,6 +47,7 @@ global flags:
   --socket <path>         leashd's admin socket (default /run/leash/leash.sock)
   --tools-socket <path>   the tools socket (default /run/leash/tools.sock)
   --state-dir <path>      teardown: leashd's state folder (default /var/lib/leash)
+  --run-dir <path>        teardown: leashd's run folder (default /run/leash)
   -h, --help              this text; `leash <command> --help` for one command
 
 exit codes:
@@ -93,11 +94,10 @@ const std::map<std::string, std::string>& CommandHelp() {
   Creates the account if missing and writes the config 0640 root:<name>; an existing config
   keeps its content and gets its mode and owner re-stated.
 )"},
-      {"teardown", R"(usage: leash teardown [--state-dir <dir>] [--socket <path>]
+      {"teardown", R"(usage: leash teardown [--state-dir <dir>] [--run-dir <dir>]
   Releases every subject's nftables chains (the port map's, the configured user's, and any
   the kernel still lists). Run by leash.service's ExecStopPost. Refused while a leashd runs
-  on the admin socket's folder (default /run/leash): stop it instead, its stop path releases
-  every chain.
+  on the run folder (default /run/leash): stop it instead, its stop path releases every chain.
 )"},
   };
   return *help;

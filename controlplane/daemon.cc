@@ -159,14 +159,14 @@ int RunDaemon(const DaemonOptions& given) {
   // One leashd per run folder. A second one would take the admin socket and the pidfile over
   // and fight the first for the same chains and ports: it refuses here, before touching any
   // of them. The kernel drops the lock when leashd ends, however it ends.
-  absl::StatusOr<FileLock> instance = LockInstance(options.run_dir);
+  absl::StatusOr<std::optional<FileLock>> instance =
+      LockInstance(options.run_dir, absl::Seconds(2));
   if (!instance.ok()) return Refuse(std::string(instance.status().message()));
-  // With the lock held, no live leashd owns a sidecar started against this admin socket: any
-  // still running were left by one that was killed, and would hold the ports and the fanotify
-  // group against ours.
-  for (const std::string& line : StopLeftoverSidecars(
-           {options.fswatch_binary, options.proxy_binary}, options.admin_socket)) {
-    Say(line);
+  if (!instance->has_value()) {
+    return Refuse(absl::StrCat(
+        "another leashd is running on ", options.run_dir, " (", DescribeLockHolder(options.run_dir),
+        "), or `leash teardown` is releasing its chains. Stop it first (`systemctl stop leash`, "
+        "or SIGTERM to its pid); to make it pick up a change, send it SIGHUP instead"));
   }
   PolicyStreamService stream;
   BindingStore store(BindingStore::Options(options.state_dir));
@@ -243,6 +243,14 @@ int RunDaemon(const DaemonOptions& given) {
   const std::vector<std::string> proxy_argv = {options.proxy_binary,
                                                "--admin-socket=" + options.admin_socket,
                                                "--decision-log-fd={log_fd}"};
+  // With the lock held, no live leashd owns a sidecar started against this admin socket: any
+  // still running were left by one that was killed, and would hold the ports and the fanotify
+  // group against ours. Stopped only now, when ours are about to start: until then they still
+  // enforce the last map they had (a start refused above leaves them so).
+  for (const std::string& line : StopLeftoverSidecars(
+           {options.fswatch_binary, options.proxy_binary}, options.admin_socket)) {
+    Say(line);
+  }
   for (const auto& [on, name, kind, argv] :
        {std::tuple{filesystem_on, "leash-fswatch", leash::v1::SIDECAR_KIND_FSWATCH, fswatch_argv},
         std::tuple{network_on, "leash-proxy", leash::v1::SIDECAR_KIND_PROXY, proxy_argv}}) {

@@ -43,23 +43,17 @@ absl::StatusOr<std::optional<FileLock>> FileLock::TryExclusive(const std::string
   return std::optional<FileLock>(FileLock(*fd));
 }
 
-absl::StatusOr<bool> FileLock::HeldExclusivelyElsewhere(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return false;
-    return absl::ErrnoToStatus(errno, absl::StrCat("open ", path));
+absl::Status FileLock::Write(absl::string_view content) {
+  if (ftruncate(fd_, 0) != 0) return absl::ErrnoToStatus(errno, "ftruncate a lock file");
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = pwrite(fd_, content.data() + done, content.size() - done,
+                             static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return absl::ErrnoToStatus(n < 0 ? errno : EIO, "write a lock file");
+    done += static_cast<size_t>(n);
   }
-  // A shared lock is refused only while someone holds an exclusive one; taken, it goes with
-  // the descriptor.
-  int rc;
-  do {
-    rc = flock(fd, LOCK_SH | LOCK_NB);
-  } while (rc != 0 && errno == EINTR);
-  const int error = rc == 0 ? 0 : errno;
-  close(fd);
-  if (error == 0) return false;
-  if (error == EWOULDBLOCK) return true;
-  return absl::ErrnoToStatus(error, absl::StrCat("flock ", path));
+  return absl::OkStatus();
 }
 
 FileLock& FileLock::operator=(FileLock&& other) noexcept {

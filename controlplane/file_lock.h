@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace leash::controlplane {
 
@@ -19,9 +20,9 @@ class FileLock {
   static absl::StatusOr<FileLock> Acquire(const std::string& path, Mode mode);
   // Takes the exclusive lock only if nobody holds the file locked: nullopt when someone does.
   static absl::StatusOr<std::optional<FileLock>> TryExclusive(const std::string& path);
-  // Whether another holder has `path` locked exclusively right now. Creates nothing: a file
-  // that does not exist is not held.
-  static absl::StatusOr<bool> HeldExclusivelyElsewhere(const std::string& path);
+
+  // Replaces the locked file's content (e.g. the holder's pid, for whoever finds it locked).
+  absl::Status Write(absl::string_view content);
 
   FileLock(FileLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
   FileLock& operator=(FileLock&& other) noexcept;

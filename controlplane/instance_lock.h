@@ -1,13 +1,15 @@
-// One leashd per run folder: it holds an exclusive flock on <run_dir>/leashd.lock from before it
-// touches any chain, socket or port until it ends (the kernel drops the lock however it ends).
-// A second leashd refuses to start; `leash teardown` refuses to release chains under a leashd
-// that is running.
+// One leashd per run folder: it holds an exclusive flock on <run_dir>/leashd.lock, with its pid
+// written in it, from before it touches any chain, socket or port until it ends (the kernel
+// drops the lock however it ends). A second leashd refuses to start; `leash teardown` takes the
+// same lock for as long as it releases chains, so it never releases them under a running leashd
+// and no leashd starts while it does.
 #pragma once
 
 #include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "controlplane/file_lock.h"
 
 namespace leash::controlplane {
@@ -15,11 +17,12 @@ namespace leash::controlplane {
 inline constexpr char kInstanceLockName[] = "leashd.lock";
 inline constexpr char kPidfileName[] = "leashd.pid";
 
-// Takes the lock for this leashd. FailedPrecondition when another leashd holds it, with a
-// message that names its pid (from the pidfile) and what to do instead.
-absl::StatusOr<FileLock> LockInstance(const std::string& run_dir);
+// Takes the lock and writes this process's pid in it, waiting up to `wait` for a holder that
+// lets go (a `leash teardown` finishing). nullopt when it is still held then.
+absl::StatusOr<std::optional<FileLock>> LockInstance(const std::string& run_dir,
+                                                     absl::Duration wait);
 
-// The leashd running on `run_dir` ("pid N, from <pidfile>"), or nullopt when none runs.
-absl::StatusOr<std::optional<std::string>> RunningLeashd(const std::string& run_dir);
+// Who holds the lock, for a refusal: "pid N", or that it is still starting.
+std::string DescribeLockHolder(const std::string& run_dir);
 
 }  // namespace leash::controlplane

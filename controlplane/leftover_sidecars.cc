@@ -1,17 +1,24 @@
 #include "controlplane/leftover_sidecars.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "controlplane/atomic_file.h"
 
 namespace leash::controlplane {
@@ -40,17 +47,62 @@ std::string NameOf(absl::string_view cmdline) {
   return std::string(slash == absl::string_view::npos ? argv0 : argv0.substr(slash + 1));
 }
 
-// Stops one leftover sidecar through its pidfd; returns the line for the log.
-std::string Stop(int pidfd, pid_t pid, const std::string& name) {
-  const std::string what = absl::StrCat(name, " (pid ", pid, ") that a previous leashd left running");
-  if (const int error = PidfdSignal(pidfd, SIGTERM); error != 0) {
-    return error == ESRCH ? absl::StrCat(what, " ended by itself")
-                          : absl::StrCat("could not stop ", what, ": errno ", error);
+// A process found to be a leftover sidecar, held by a pidfd.
+struct Leftover {
+  int pidfd;
+  pid_t pid;
+  std::string name;
+};
+
+// Whether `pid` runs as root from the binary `cmdline` names: a command line is the process's
+// own to write (exec -a), so it alone would let any account have leashd stop its processes,
+// or stall leashd's start on ones that ignore SIGTERM.
+bool RunsAsRootFrom(pid_t pid, absl::string_view cmdline) {
+  struct stat st;
+  if (stat(absl::StrCat("/proc/", pid).c_str(), &st) != 0 || st.st_uid != 0) return false;
+  char exe[PATH_MAX];
+  const ssize_t n = readlink(absl::StrCat("/proc/", pid, "/exe").c_str(), exe, sizeof(exe) - 1);
+  if (n <= 0) return false;
+  absl::string_view running(exe, static_cast<size_t>(n));
+  // A binary replaced by an upgrade since the process started.
+  absl::ConsumeSuffix(&running, " (deleted)");
+  char resolved[PATH_MAX];
+  const std::string argv0(cmdline.substr(0, cmdline.find('\0')));
+  if (realpath(argv0.c_str(), resolved) == nullptr) return false;
+  return running == resolved;
+}
+
+// Stops them all: SIGTERM to each, one wait for all, then SIGKILL to any still there.
+void StopAll(const std::vector<Leftover>& found, std::vector<std::string>& lines) {
+  std::vector<bool> ended(found.size(), false);
+  for (size_t i = 0; i < found.size(); ++i) {
+    if (PidfdSignal(found[i].pidfd, SIGTERM) == ESRCH) ended[i] = true;
   }
-  if (WaitForExit(pidfd, 2000)) return absl::StrCat("stopped ", what);
-  PidfdSignal(pidfd, SIGKILL);
-  if (WaitForExit(pidfd, 2000)) return absl::StrCat("killed ", what, " (SIGTERM was not enough)");
-  return absl::StrCat("could not stop ", what, ": still running 2 s after SIGKILL");
+  auto wait_all = [&](absl::Duration budget) {
+    const absl::Time deadline = absl::Now() + budget;
+    for (size_t i = 0; i < found.size(); ++i) {
+      if (ended[i]) continue;
+      const int left = static_cast<int>(
+          std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now())));
+      ended[i] = WaitForExit(found[i].pidfd, left);
+    }
+  };
+  wait_all(absl::Seconds(2));
+  std::vector<bool> killed(found.size(), false);
+  for (size_t i = 0; i < found.size(); ++i) {
+    if (!ended[i]) killed[i] = PidfdSignal(found[i].pidfd, SIGKILL) == 0;
+  }
+  wait_all(absl::Seconds(2));
+  for (size_t i = 0; i < found.size(); ++i) {
+    const std::string what = absl::StrCat(found[i].name, " (pid ", found[i].pid,
+                                          ") that a previous leashd left running");
+    if (!ended[i]) {
+      lines.push_back(absl::StrCat("could not stop ", what, ": still running 2 s after SIGKILL"));
+    } else {
+      lines.push_back(absl::StrCat(killed[i] ? "killed " : "stopped ", what,
+                                   killed[i] ? " (SIGTERM was not enough)" : ""));
+    }
+  }
 }
 
 }  // namespace
@@ -77,21 +129,32 @@ std::vector<std::string> StopLeftoverSidecars(const std::vector<std::string>& bi
                                  "opendir /proc: errno ", errno));
     return lines;
   }
+  std::vector<Leftover> found;
   while (const dirent* entry = readdir(proc)) {
     int pid = 0;
     if (!absl::SimpleAtoi(entry->d_name, &pid) || pid <= 0 || pid == getpid()) continue;
     // The pidfd first: if the command line read next belongs to this process, the pidfd is
     // still alive after the read, and signals go to it and nothing else.
     const long pidfd = syscall(kSysPidfdOpen, pid, 0);
-    if (pidfd < 0) continue;
+    if (pidfd < 0) {
+      if (errno == ENOSYS) {
+        lines.push_back("cannot look for sidecars a previous leashd left running: this kernel "
+                        "has no pidfd_open (Linux >= 5.3)");
+        break;
+      }
+      continue;
+    }
     const absl::StatusOr<std::string> cmdline = ReadFile(absl::StrCat("/proc/", pid, "/cmdline"));
     if (cmdline.ok() && IsSidecarOf(*cmdline, binaries, admin_socket) &&
-        PidfdSignal(static_cast<int>(pidfd), 0) == 0) {
-      lines.push_back(Stop(static_cast<int>(pidfd), pid, NameOf(*cmdline)));
+        RunsAsRootFrom(pid, *cmdline) && PidfdSignal(static_cast<int>(pidfd), 0) == 0) {
+      found.push_back(Leftover{static_cast<int>(pidfd), pid, NameOf(*cmdline)});
+      continue;
     }
     close(static_cast<int>(pidfd));
   }
   closedir(proc);
+  StopAll(found, lines);
+  for (const Leftover& leftover : found) close(leftover.pidfd);
   return lines;
 }
 

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -40,7 +42,12 @@ absl::StatusOr<std::vector<Account>> PasswdAccounts::ListAgentAccounts() {
     return absl::UnavailableError(absl::StrCat(
         "reading the account database (getpwent) failed: ", std::strerror(error)));
   }
-  return DistinctAgentAccounts(std::move(accounts));
+  std::vector<std::string> warnings;
+  std::vector<Account> distinct = DistinctAgentAccounts(std::move(accounts), warnings);
+  for (const std::string& warning : warnings) {
+    std::fprintf(stderr, "leashd: warning: %s\n", warning.c_str());
+  }
+  return distinct;
 }
 
 std::string AccountNameAsText(absl::string_view name) {
@@ -50,22 +57,39 @@ std::string AccountNameAsText(absl::string_view name) {
   return engine::EscapeInvalidUtf8(absl::StrReplaceAll(name, {{"\\", "\\x5c"}}));
 }
 
-absl::StatusOr<std::vector<Account>> DistinctAgentAccounts(std::vector<Account> listed) {
+std::vector<Account> DistinctAgentAccounts(std::vector<Account> listed,
+                                           std::vector<std::string>& warnings) {
   std::sort(listed.begin(), listed.end(), [](const Account& a, const Account& b) {
     return std::tie(a.name, a.uid) < std::tie(b.name, b.uid);
   });
+  std::set<std::string> taken;
+  for (const Account& account : listed) taken.insert(account.name);
   std::vector<Account> accounts;
+  // The first (lowest-UID) entry of the name being read, which keeps the name.
+  std::string first_name;
+  uint32_t first_uid = 0;
+  uint32_t last_uid = 0;
   for (Account& account : listed) {
-    if (!accounts.empty() && accounts.back().name == account.name) {
-      if (accounts.back().uid == account.uid) continue;  // the same account from two sources
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the account database lists ", account.name, " twice, as uid ", accounts.back().uid,
-          " and as uid ", account.uid, ": an agent account needs one UID, or one of them is "
-          "left unconfined; remove the duplicate (`getent passwd ", account.name,
-          "` shows both)"));
+    if (!accounts.empty() && account.name == first_name) {
+      if (account.uid == last_uid) continue;  // one account from two NSS sources
+      last_uid = account.uid;
+      std::string own = absl::StrCat(first_name, "~uid", account.uid);
+      while (!taken.insert(own).second) own += "~";  // a real account may bear that name
+      warnings.push_back(absl::StrCat(
+          "the account database lists ", first_name, " under uid ", first_uid, " and uid ",
+          account.uid, "; uid ", account.uid, " is confined as ", own,
+          " (the floor only: no binding names it) until the duplicate is removed (`getent "
+          "passwd ", first_uid, " ", account.uid, "` shows both)"));
+      account.name = std::move(own);
+      accounts.push_back(std::move(account));
+      continue;
     }
+    first_name = account.name;
+    first_uid = last_uid = account.uid;
     accounts.push_back(std::move(account));
   }
+  std::sort(accounts.begin(), accounts.end(),
+            [](const Account& a, const Account& b) { return a.name < b.name; });
   return accounts;
 }
 
@@ -81,7 +105,8 @@ absl::StatusOr<std::optional<Account>> PasswdAccounts::Lookup(absl::string_view 
         absl::StrCat("looking up account '", name, "' failed: ", std::strerror(rc)));
   }
   if (result == nullptr) return std::optional<Account>();
-  return std::optional<Account>(Account{result->pw_name, result->pw_uid, result->pw_gid});
+  return std::optional<Account>(
+      Account{AccountNameAsText(result->pw_name), result->pw_uid, result->pw_gid});
 }
 
 }  // namespace leash::controlplane

@@ -14,10 +14,12 @@ namespace leash::controlplane {
 std::string AccountNameAsText(absl::string_view name);
 
 // The agent accounts as getpwent listed them, made into AccountSource's list: sorted by name,
-// an entry listed twice (NSS sources overlapping) kept once. A name listed with two different
-// UIDs is FailedPrecondition naming both: only one of them could be enforced under that name,
-// and the other would be silently unconfined.
-absl::StatusOr<std::vector<Account>> DistinctAgentAccounts(std::vector<Account> listed);
+// an entry listed twice (NSS sources overlapping) kept once. A name listed under two UIDs
+// cannot be one subject (ports, bindings and status go by name): the lowest UID keeps the name
+// and each other UID becomes a subject of its own named <name>~uid<N>, which no binding names,
+// so the floor confines it. Each such case adds a line to `warnings`.
+std::vector<Account> DistinctAgentAccounts(std::vector<Account> listed,
+                                           std::vector<std::string>& warnings);
 
 class PasswdAccounts : public AccountSource {
  public:

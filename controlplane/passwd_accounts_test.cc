@@ -37,23 +37,37 @@ TEST(AccountNameAsText, KeepsTextAndEscapesStrayBytesAndBackslashes) {
 }
 
 TEST(DistinctAgentAccounts, KeepsAnAccountListedTwiceOnceAndSortsByName) {
-  absl::StatusOr<std::vector<Account>> accounts = DistinctAgentAccounts(
-      {{"leash-b", 1002, 1002}, {"leash-a", 1001, 1001}, {"leash-b", 1002, 1002}});
-  ASSERT_TRUE(accounts.ok()) << accounts.status();
-  EXPECT_THAT(*accounts, ::testing::ElementsAre(Account{"leash-a", 1001, 1001},
-                                                Account{"leash-b", 1002, 1002}));
+  std::vector<std::string> warnings;
+  const std::vector<Account> accounts = DistinctAgentAccounts(
+      {{"leash-b", 1002, 1002}, {"leash-a", 1001, 1001}, {"leash-b", 1002, 1002}}, warnings);
+  EXPECT_THAT(accounts, ::testing::ElementsAre(Account{"leash-a", 1001, 1001},
+                                               Account{"leash-b", 1002, 1002}));
+  EXPECT_TRUE(warnings.empty());
 }
 
-TEST(DistinctAgentAccounts, ANameWithTwoUidsIsRefusedNamingBoth) {
+TEST(DistinctAgentAccounts, ANameUnderTwoUidsLeavesNeitherUnconfined) {
   // Before, the second was dropped: UID 1003 ran as an agent and was confined by nothing.
-  absl::StatusOr<std::vector<Account>> accounts = DistinctAgentAccounts(
-      {{"leash-a", 1003, 1003}, {"leash-a", 1001, 1001}, {"leash-b", 1002, 1002}});
-  ASSERT_FALSE(accounts.ok());
-  EXPECT_EQ(accounts.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(accounts.status().message(),
-            "the account database lists leash-a twice, as uid 1001 and as uid 1003: an agent "
-            "account needs one UID, or one of them is left unconfined; remove the duplicate "
-            "(`getent passwd leash-a` shows both)");
+  std::vector<std::string> warnings;
+  const std::vector<Account> accounts = DistinctAgentAccounts(
+      {{"leash-a", 1003, 1003}, {"leash-a", 1001, 1001}, {"leash-b", 1002, 1002}}, warnings);
+  EXPECT_THAT(accounts, ::testing::ElementsAre(Account{"leash-a", 1001, 1001},
+                                               Account{"leash-a~uid1003", 1003, 1003},
+                                               Account{"leash-b", 1002, 1002}));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0],
+            "the account database lists leash-a under uid 1001 and uid 1003; uid 1003 is "
+            "confined as leash-a~uid1003 (the floor only: no binding names it) until the "
+            "duplicate is removed (`getent passwd 1001 1003` shows both)");
+}
+
+TEST(DistinctAgentAccounts, TheNameGivenToADuplicateIsNeverAnotherAccountsName) {
+  std::vector<std::string> warnings;
+  const std::vector<Account> accounts = DistinctAgentAccounts(
+      {{"leash-a", 1001, 1001}, {"leash-a", 1003, 1003}, {"leash-a~uid1003", 1004, 1004}},
+      warnings);
+  EXPECT_THAT(accounts, ::testing::ElementsAre(Account{"leash-a", 1001, 1001},
+                                               Account{"leash-a~uid1003", 1004, 1004},
+                                               Account{"leash-a~uid1003~", 1003, 1003}));
 }
 
 TEST(PasswdAccounts, TwoNamesThatDifferOnlyInHowTheyWouldBeEscapedStayTwoSubjects) {
