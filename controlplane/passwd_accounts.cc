@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -90,7 +91,22 @@ std::vector<Account> DistinctAgentAccounts(std::vector<Account> listed,
   }
   std::sort(accounts.begin(), accounts.end(),
             [](const Account& a, const Account& b) { return a.name < b.name; });
-  return accounts;
+  // One UID under two names (useradd --non-unique, or NSS sources that disagree): the kernel
+  // knows one process by its UID, so it is one subject. The first name keeps it.
+  std::map<uint32_t, std::string> name_of_uid;
+  std::vector<Account> distinct;
+  for (Account& account : accounts) {
+    auto [it, fresh] = name_of_uid.emplace(account.uid, account.name);
+    if (!fresh) {
+      warnings.push_back(absl::StrCat(
+          "the account database names uid ", account.uid, " both ", it->second, " and ",
+          account.name, "; it is one subject, enforced as ", it->second,
+          " (the first by name) until one name is removed"));
+      continue;
+    }
+    distinct.push_back(std::move(account));
+  }
+  return distinct;
 }
 
 absl::StatusOr<std::optional<Account>> PasswdAccounts::Lookup(absl::string_view name) {

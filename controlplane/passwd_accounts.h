@@ -17,7 +17,8 @@ std::string AccountNameAsText(absl::string_view name);
 // an entry listed twice (NSS sources overlapping) kept once. A name listed under two UIDs
 // cannot be one subject (ports, bindings and status go by name): the lowest UID keeps the name
 // and each other UID becomes a subject of its own named <name>~uid<N>, which no binding names,
-// so the floor confines it. Each such case adds a line to `warnings`.
+// so the floor confines it. One UID under two names is one subject (the kernel knows the
+// process by its UID), under the first name. Each such case adds a line to `warnings`.
 std::vector<Account> DistinctAgentAccounts(std::vector<Account> listed,
                                            std::vector<std::string>& warnings);
 

@@ -70,6 +70,18 @@ TEST(DistinctAgentAccounts, TheNameGivenToADuplicateIsNeverAnotherAccountsName) 
                                                Account{"leash-a~uid1003~", 1003, 1003}));
 }
 
+TEST(DistinctAgentAccounts, OneUidUnderTwoNamesIsOneSubjectUnderTheFirstName) {
+  std::vector<std::string> warnings;
+  const std::vector<Account> accounts = DistinctAgentAccounts(
+      {{"leash-zed", 1002, 1002}, {"leash-amy", 1002, 1002}, {"leash-b", 1003, 1003}}, warnings);
+  EXPECT_THAT(accounts, ::testing::ElementsAre(Account{"leash-amy", 1002, 1002},
+                                               Account{"leash-b", 1003, 1003}));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0],
+            "the account database names uid 1002 both leash-amy and leash-zed; it is one "
+            "subject, enforced as leash-amy (the first by name) until one name is removed");
+}
+
 TEST(PasswdAccounts, TwoNamesThatDifferOnlyInHowTheyWouldBeEscapedStayTwoSubjects) {
   LEASH_REQUIRE_ROOT();
   // One name holds the byte 0xff, the other the four characters \xff: both real accounts.
