@@ -65,8 +65,7 @@ void LogReport(const leash::v1::ReconcileReport& report) {
 // the configured user (who runs the harness for its agents) may ask for any subject; anyone
 // else only for itself.
 tools::SubjectLookup MakeToolsLookup(const UnixGrpcServer* const* server,
-                                     const SubjectDirectory* subjects, uint32_t user_uid,
-                                     engine::FailMode floor_fail_mode) {
+                                     const SubjectDirectory* subjects, uint32_t user_uid) {
   return [=](const grpc::ServerContextBase& context,
              const std::string& account) -> absl::StatusOr<tools::ToolSubject> {
     std::optional<ucred> peer = (*server)->PeerOf(context);
@@ -87,7 +86,7 @@ tools::SubjectLookup MakeToolsLookup(const UnixGrpcServer* const* server,
     tools::ToolSubject subject;
     subject.uid = view->state.account.uid;
     subject.policy = view->policy;
-    subject.fail_mode_without_policy = floor_fail_mode;
+    subject.fail_mode_without_policy = view->no_policy_fail_mode;
     return subject;
   };
 }
@@ -284,8 +283,7 @@ int RunDaemon(const DaemonOptions& given) {
     tools_log = std::make_unique<sidecar::AsyncDecisionLog>(fcntl(*log_fd, F_DUPFD_CLOEXEC, 3));
     tools::ToolsServiceOptions tools_options;
     tools_options.sink = tools_log.get();
-    tools_options.lookup = MakeToolsLookup(&tools_server_raw, &subjects, (*user)->uid,
-                                           engine::EffectiveFailMode(effective));
+    tools_options.lookup = MakeToolsLookup(&tools_server_raw, &subjects, (*user)->uid);
     absl::StatusOr<std::unique_ptr<tools::ToolsService>> service =
         tools::ToolsService::Create(std::move(tools_options));
     if (!service.ok()) return Refuse(std::string(service.status().message()));

@@ -1,5 +1,7 @@
 #include "controlplane/subject_directory.h"
 
+#include "engine/config_defaults.h"
+
 namespace leash::controlplane {
 
 void SubjectDirectory::Update(const std::map<uint32_t, SubjectState>& subjects) {
@@ -19,6 +21,12 @@ void SubjectDirectory::Update(const std::map<uint32_t, SubjectState>& subjects) 
     view.state.chain = state.chain;
     view.state.sources = state.sources;
     view.state.problem = state.problem;
+    if (state.published.has_no_policy()) {
+      // The floor's fail_mode as of the pass that published it, as the sidecars judge by.
+      leash::v1::Config fail;
+      fail.set_fail_mode(state.published.no_policy().fail_mode());
+      view.no_policy_fail_mode = engine::EffectiveFailMode(fail);
+    }
     const std::string& print = state.fingerprint;
     auto old = by_uid_.find(uid);
     if (old != by_uid_.end() && fingerprints_[uid] == print) {

@@ -23,6 +23,9 @@ struct SubjectView {
   SubjectState state;
   // Null when the subject has no policy. policy->config() is the resolved policy.
   std::shared_ptr<const engine::CompiledPolicy> policy;
+  // With no policy: how its events are judged, by the floor's fail_mode as of the last pass
+  // (what the sidecars were sent), so CheckTool follows a fail_mode change like they do.
+  engine::FailMode no_policy_fail_mode = engine::FailMode::kClosed;
 };
 
 class SubjectDirectory {

@@ -236,6 +236,40 @@ TEST_F(LeashdTest, DanglingProfileDeniesOnlyItsSubject) {
   EXPECT_NE(ChainHandles(agents_["leash-it-a"]->uid()), "");
 }
 
+TEST_F(LeashdTest, CheckToolFollowsAFailModeChangeForASubjectWithNoPolicy) {
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  SaveProfile("pa", "network: { deny: [\"x.example\"] }\n");
+  ASSERT_EQ(Cli({"bind", "agent:leash-it-a", "pa"}).exit_code, 0);
+  ASSERT_EQ(Cli({"profile", "delete", "pa"}).exit_code, 0);
+  ASSERT_EQ(Subjects()["leash-it-a"].state(), "no-policy");
+  auto check = [&] {
+    return Cli({"tool", "check", "read_file", "--account", "leash-it-a",
+                "--tools-socket=" + leashd_->tools_socket()});
+  };
+  // The floor's fail_mode is changed by hand and picked up with SIGHUP, as an operator does.
+  auto set_fail_mode = [&](const std::string& from, const std::string& to) {
+    std::ifstream in(leashd_->config_path());
+    std::stringstream text;
+    text << in.rdbuf();
+    std::ofstream(leashd_->config_path())
+        << absl::StrReplaceAll(text.str(), {{"fail_mode: " + from, "fail_mode: " + to}});
+    const uint64_t passes = Status().reconcile_passes();
+    ASSERT_TRUE(leashd_->Sighup().ok());
+    ASSERT_TRUE(leashd_->WaitForPasses(passes + 1).ok());
+  };
+  RunResult closed = check();
+  EXPECT_EQ(closed.exit_code, 1) << closed.out;
+
+  ASSERT_NO_FATAL_FAILURE(set_fail_mode("closed", "open"));
+  RunResult opened = check();
+  EXPECT_EQ(opened.exit_code, 0) << opened.out;
+
+  ASSERT_NO_FATAL_FAILURE(set_fail_mode("open", "closed"));
+  RunResult closed_again = check();
+  EXPECT_EQ(closed_again.exit_code, 1) << closed_again.out;
+}
+
 TEST_F(LeashdTest, SighupAfterOneBindingChangesReappliesOnlyThatSubject) {
   ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a", "leash-it-b"}));
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
