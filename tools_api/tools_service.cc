@@ -95,6 +95,12 @@ ToolsService::Answer ToolsService::Judge(const grpc::ServerContextBase& context,
         subject->fail_mode_without_policy, leash::v1::SURFACE_TOOLS,
         absl::StrCat("uid ", uid, " has no resolved policy (run leash validate to see why)"));
     critical = true;
+  } else if (view.has_inputs() && !view.inputs_json().empty()) {
+    // Which one a harness meant is a guess, and inspecting the other would judge arguments the
+    // tool never sees (a null `inputs` beside the real call in `inputs_json`).
+    decision.reason = "tools: the request sets both inputs and inputs_json; send the tool's "
+                      "arguments in one of them";
+    error_code = grpc::StatusCode::INVALID_ARGUMENT;
   } else {
     InputsFormat format = InputsFormat::kNone;
     absl::string_view inputs;

@@ -280,6 +280,23 @@ TEST_F(ToolsServiceTest, MalformedRequestIsInvalidArgumentWithDetails) {
   EXPECT_EQ(Records(1).size(), 1u);
 }
 
+TEST_F(ToolsServiceTest, InputsInBothFieldsAreABlockNotAGuess) {
+  // A null `inputs` is set (JSON null is a Value) and would be inspected in place of the call.
+  leash::v1::CheckToolRequest request;
+  request.set_name("read_file");
+  request.mutable_inputs()->set_null_value(google::protobuf::NULL_VALUE);
+  request.set_inputs_json(R"({"path":"/home/fido/notes.md"})");
+  leash::v1::CheckToolResponse response;
+  const grpc::Status status = Call(request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("sets both inputs and inputs_json"));
+  EXPECT_EQ(Details(status).action(), leash::v1::ACTION_BLOCK);
+  const auto records = Records(1);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].action(), "block");
+  EXPECT_EQ(records[0].uid(), 1000u);
+}
+
 TEST_F(ToolsServiceTest, OverSizedInputsAreABlockUnderFailModeClosed) {
   leash::v1::CheckToolResponse response;
   const grpc::Status status =
