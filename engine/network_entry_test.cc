@@ -1,4 +1,5 @@
 #include "engine/network_entry.h"
+#include "engine/reserved_ports.h"
 
 #include <string>
 
@@ -122,4 +123,23 @@ TEST(ResolverEntry, NameIsInertBecauseNftCannotRenderIt) {
 }
 
 }  // namespace
+TEST(ReservedLoopbackPort, LoopbackAndUnspecifiedAddressesInTheRange) {
+  auto reserved = [](const char* ip, uint16_t port) {
+    return IsReservedLoopbackPort(*ParseIpAddress(ip), port);
+  };
+  EXPECT_TRUE(reserved("127.0.0.1", 18000));
+  EXPECT_TRUE(reserved("127.9.9.9", 18999));
+  EXPECT_TRUE(reserved("::1", 18443));
+  EXPECT_TRUE(reserved("::ffff:127.0.0.1", 18001));
+  // Linux connects an unspecified address to the local host.
+  EXPECT_TRUE(reserved("0.0.0.0", 18001));
+  EXPECT_TRUE(reserved("::", 18001));
+  EXPECT_TRUE(reserved("::ffff:0.0.0.0", 18001));
+  EXPECT_FALSE(reserved("127.0.0.1", 17999));
+  EXPECT_FALSE(reserved("127.0.0.1", 19000));
+  EXPECT_FALSE(reserved("10.0.0.1", 18001));
+  EXPECT_FALSE(reserved("0.0.0.1", 18001));
+  EXPECT_FALSE(reserved("::2", 18001));
+}
+
 }  // namespace leash::engine

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/network_entry.h"
+#include "engine/reserved_ports.h"
 #include "proxy/peek_limits.h"
 
 namespace leash::proxy {
@@ -216,6 +217,16 @@ void Connection::OnResolved(const ResolveResult& result) {
   // holds when the name that led there is allowed.
   std::string denied;
   for (const engine::IpAddress& address : result.addresses) {
+    if (engine::IsReservedLoopbackPort(address, original_dst_.port)) {
+      // A name that resolves to this host must not carry the agent, through the proxy's own
+      // (root) connection, to another subject's listener or anything else in the range.
+      if (denied.empty()) {
+        denied = absl::StrCat(engine::FormatIpAddress(address), " port ", original_dst_.port,
+                              " is in Leash's reserved loopback port range ",
+                              engine::kProxyPortFirst, "-", engine::kProxyPortLast);
+      }
+      continue;
+    }
     engine::NetworkSubject subject;
     subject.domain = pending.name;
     subject.ip = address;

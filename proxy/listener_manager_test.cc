@@ -284,6 +284,23 @@ TEST_F(ListenerManagerTest, HttpHostAllowedReachesOnlyTheAddressTheProxyResolved
   EXPECT_TRUE(absl::StrContains(record.reason(), "HTTP Host header")) << record.reason();
 }
 
+TEST_F(ListenerManagerTest, AnAllowedNameResolvingToThisHostNeverReachesTheReservedRange) {
+  // An allowed name whose addresses are this host's (a sinkhole 0.0.0.0, localhost, an
+  // /etc/hosts line) must not carry the agent, through the proxy's own root connection, to
+  // another subject's listener on a reserved port.
+  SetDns("allowed.test", {"127.0.0.1", "0.0.0.0", "::1"});
+  Apply({Subject(kUidA, kAllowAllowedTest)});
+  const Reply reply = Exchange(kUidA, Addr("192.0.2.10", 18005), Tls("allowed.test"));
+  EXPECT_TRUE(reply.reset) << reply.line;
+  const leash::v1::DecisionRecord record = NthRecord(0);
+  EXPECT_EQ(record.action(), "block");
+  EXPECT_EQ(record.uid(), kUidA);
+  EXPECT_TRUE(absl::StrContains(record.reason(), "every address allowed.test resolved to is "
+                                                 "blocked (127.0.0.1 port 18005 is in Leash's "
+                                                 "reserved loopback port range 18000-18999)"))
+      << record.reason();
+}
+
 TEST_F(ListenerManagerTest, TlsSniAllowedAndBlocked) {
   Upstream resolved(Addr("127.0.0.2", 0));
   SetDns("allowed.test", {"127.0.0.2"});
