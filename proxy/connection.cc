@@ -187,7 +187,7 @@ void Connection::Decide(const PeekResult& peek, bool timed_out) {
     state_ = State::kResolving;
     context_->loop->ArmTimer(&timer_, context_->loop->now() + context_->options.connect_timeout,
                              this);
-    if (std::optional<ResolveResult> cached = context_->resolver->Resolve(pending_->name, this)) {
+    if (std::optional<ResolveResult> cached = context_->resolver->Resolve(pending_->name, uid_, this)) {
       OnResolved(*cached);
     }
     return;

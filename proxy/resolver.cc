@@ -57,29 +57,52 @@ ThreadPoolResolver::~ThreadPoolResolver() {
 }
 
 std::optional<ResolveResult> ThreadPoolResolver::Resolve(const std::string& name,
+                                                         uint32_t requester,
                                                          ResolveWaiter* waiter) {
   auto it = cache_.find(name);
   if (it != cache_.end()) {
     Entry& entry = it->second;
     if (entry.in_flight) {
+      if (entry.waiters.empty()) {
+        // Abandoned while queued, wanted again before a worker reached it.
+        std::lock_guard<std::mutex> lock(mu_);
+        abandoned_.erase(name);
+      }
       entry.waiters.push_back(waiter);
       return std::nullopt;
     }
     if (entry.expires > loop_->now()) return entry.result;
-  } else {
+  }
+  size_t& pending = pending_[requester];
+  if (pending >= options_.max_pending_per_requester) {
+    ResolveResult refused;
+    refused.status = absl::ResourceExhaustedError(absl::StrCat(
+        "this subject already has ", pending, " names waiting to be resolved (the most one "
+        "subject may have, so that it cannot delay the others')"));
+    return refused;
+  }
+  if (it == cache_.end()) {
     if (cache_.size() >= options_.max_cached_names) Evict();
     it = cache_.emplace(name, Entry{}).first;
   }
   Entry& entry = it->second;
   entry.in_flight = true;
+  entry.requester = requester;
   entry.waiters.push_back(waiter);
+  ++pending;
   ++lookups_;
+  Enqueue(requester, name);
+  return std::nullopt;
+}
+
+void ThreadPoolResolver::Enqueue(uint32_t requester, const std::string& name) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(name);
+    std::deque<std::string>& queue = queues_[requester];
+    if (queue.empty()) turns_.push_back(requester);
+    queue.push_back(name);
   }
   wake_.notify_one();
-  return std::nullopt;
 }
 
 void ThreadPoolResolver::Cancel(const std::string& name, ResolveWaiter* waiter) {
@@ -87,17 +110,36 @@ void ThreadPoolResolver::Cancel(const std::string& name, ResolveWaiter* waiter) 
   if (it == cache_.end()) return;
   auto& waiters = it->second.waiters;
   waiters.erase(std::remove(waiters.begin(), waiters.end(), waiter), waiters.end());
+  if (waiters.empty() && it->second.in_flight) {
+    std::lock_guard<std::mutex> lock(mu_);
+    abandoned_.insert(name);
+  }
 }
 
 void ThreadPoolResolver::Work() {
   while (true) {
     std::string name;
+    bool dropped = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      wake_.wait(lock, [this] { return stopping_ || !turns_.empty(); });
       if (stopping_) return;
-      name = std::move(queue_.front());
-      queue_.pop_front();
+      // One name from the requester whose turn it is; it goes to the back if it has more.
+      const uint32_t requester = turns_.front();
+      turns_.pop_front();
+      std::deque<std::string>& queue = queues_[requester];
+      name = std::move(queue.front());
+      queue.pop_front();
+      if (queue.empty()) {
+        queues_.erase(requester);
+      } else {
+        turns_.push_back(requester);
+      }
+      dropped = abandoned_.erase(name) > 0;
+    }
+    if (dropped) {
+      loop_->Post([this, name = std::move(name)] { Dropped(name); });
+      continue;
     }
     ResolveResult result = options_.lookup(name);
     loop_->Post([this, name = std::move(name), result = std::move(result)]() mutable {
@@ -106,11 +148,30 @@ void ThreadPoolResolver::Work() {
   }
 }
 
+void ThreadPoolResolver::Dropped(const std::string& name) {
+  auto it = cache_.find(name);
+  if (it == cache_.end()) return;
+  Entry& entry = it->second;
+  if (!entry.waiters.empty()) {
+    // Wanted again after a worker had already set it aside: it goes back in its queue.
+    Enqueue(entry.requester, name);
+    return;
+  }
+  // Nobody waits: no answer is left behind, and the next ask looks the name up afresh.
+  if (auto pending = pending_.find(entry.requester); pending != pending_.end()) {
+    if (--pending->second == 0) pending_.erase(pending);
+  }
+  cache_.erase(it);
+}
+
 void ThreadPoolResolver::Complete(const std::string& name, ResolveResult result) {
   auto it = cache_.find(name);
   if (it == cache_.end()) return;
   Entry& entry = it->second;
   entry.in_flight = false;
+  if (auto pending = pending_.find(entry.requester); pending != pending_.end()) {
+    if (--pending->second == 0) pending_.erase(pending);
+  }
   entry.expires =
       loop_->now() + (result.status.ok() ? options_.positive_ttl : options_.negative_ttl);
   entry.result = std::move(result);

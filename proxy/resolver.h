@@ -7,7 +7,11 @@
 // event loop, so a slow resolver stalls only the connections waiting on that name — never the
 // loop, and never connections decided on an address. Answers are cached for a fixed time
 // (getaddrinfo reports no TTL), concurrent lookups of one name are coalesced, and the cache is
-// bounded.
+// bounded. Lookups wait in one queue per requester (the subject's UID) and the workers take
+// from the queues in turn, so one agent asking for thousands of names delays another agent's
+// lookup by at most one lookup per busy requester, not by its whole backlog; a requester with
+// max_pending_per_requester names waiting is refused more at once, and a queued name nobody
+// waits for any more is dropped unlooked-up.
 #pragma once
 
 #include <condition_variable>
@@ -21,6 +25,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "engine/ip_address.h"
@@ -45,9 +50,11 @@ class ResolveWaiter {
 class Resolver {
  public:
   virtual ~Resolver() = default;
-  // Loop thread only. Returns the answer at once when it is cached; otherwise nullopt, and
+  // Loop thread only. Returns the answer at once when it is cached (or when `requester` has
+  // too many lookups waiting: a ResourceExhausted result); otherwise nullopt, and
   // `waiter->OnResolved` runs on the loop thread later — unless Cancel() came first.
-  virtual std::optional<ResolveResult> Resolve(const std::string& name, ResolveWaiter* waiter) = 0;
+  virtual std::optional<ResolveResult> Resolve(const std::string& name, uint32_t requester,
+                                               ResolveWaiter* waiter) = 0;
   // Loop thread only. After it returns, `waiter` is never called for `name`.
   virtual void Cancel(const std::string& name, ResolveWaiter* waiter) = 0;
 };
@@ -63,6 +70,8 @@ struct ResolverOptions {
   absl::Duration positive_ttl = absl::Seconds(30);
   absl::Duration negative_ttl = absl::Seconds(2);
   size_t max_cached_names = 4096;
+  // Names one requester may have queued or in lookup at once.
+  size_t max_pending_per_requester = 256;
   LookupFn lookup = GetaddrinfoLookup;
 };
 
@@ -73,7 +82,8 @@ class ThreadPoolResolver final : public Resolver {
   // Stops the workers (waits for lookups in progress).
   ~ThreadPoolResolver() override;
 
-  std::optional<ResolveResult> Resolve(const std::string& name, ResolveWaiter* waiter) override;
+  std::optional<ResolveResult> Resolve(const std::string& name, uint32_t requester,
+                                       ResolveWaiter* waiter) override;
   void Cancel(const std::string& name, ResolveWaiter* waiter) override;
 
   // Lookups started (not answered from the cache); loop thread.
@@ -82,23 +92,33 @@ class ThreadPoolResolver final : public Resolver {
  private:
   struct Entry {
     bool in_flight = false;
+    // Whose queue the lookup went on (counted against it until answered).
+    uint32_t requester = 0;
     absl::Time expires;
     ResolveResult result;
     std::vector<ResolveWaiter*> waiters;
   };
+  void Enqueue(uint32_t requester, const std::string& name);
   void Work();
   void Complete(const std::string& name, ResolveResult result);
+  // A queued lookup a worker skipped because nobody waited for it (loop thread).
+  void Dropped(const std::string& name);
   void Evict();
 
   EventLoop* const loop_;
   const ResolverOptions options_;
   // Loop thread only.
   absl::flat_hash_map<std::string, Entry> cache_;
+  absl::flat_hash_map<uint32_t, size_t> pending_;  // lookups queued or running, per requester
   uint64_t lookups_ = 0;
 
   std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<std::string> queue_;
+  absl::flat_hash_map<uint32_t, std::deque<std::string>> queues_;
+  // Requesters with names queued, in the order the workers serve them.
+  std::deque<uint32_t> turns_;
+  // Queued names whose every waiter cancelled: skipped, answered as dropped.
+  absl::flat_hash_set<std::string> abandoned_;
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 };
