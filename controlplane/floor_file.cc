@@ -34,20 +34,10 @@ leash::v1::EntryList* ListOf(leash::v1::Config& config, leash::v1::Surface surfa
   }
 }
 
-// The floor's top-level key for a surface's policy.
+// The floor's top-level key for a surface's policy ("" for none).
 absl::string_view SectionOf(leash::v1::Surface surface) {
-  switch (surface) {
-    case leash::v1::SURFACE_NETWORK:
-      return "network";
-    case leash::v1::SURFACE_FILESYSTEM:
-      return "filesystem";
-    case leash::v1::SURFACE_COMMANDS:
-      return "commands";
-    case leash::v1::SURFACE_TOOLS:
-      return "tools";
-    default:
-      return "";
-  }
+  const absl::string_view name = engine::SurfaceName(surface);
+  return name == "unknown" ? "" : name;
 }
 
 }  // namespace
