@@ -62,6 +62,7 @@ Connection::Connection(ProxyContext* context, int client_fd, uint32_t uid,
       original_dst_(original_dst),
       policy_(std::move(policy)) {
   context_->counters.active.fetch_add(1, std::memory_order_relaxed);
+  ++context_->active_by_uid[uid_];
   next_ = context_->connections;
   if (next_ != nullptr) next_->prev_ = this;
   context_->connections = this;
@@ -71,7 +72,13 @@ void Connection::CloseAll(ProxyContext* context) {
   while (context->connections != nullptr) context->connections->Close(/*reset=*/true);
 }
 
-Connection::~Connection() { context_->counters.active.fetch_sub(1, std::memory_order_relaxed); }
+Connection::~Connection() {
+  context_->counters.active.fetch_sub(1, std::memory_order_relaxed);
+  auto held = context_->active_by_uid.find(uid_);
+  if (held != context_->active_by_uid.end() && --held->second == 0) {
+    context_->active_by_uid.erase(held);
+  }
+}
 
 void Connection::OnEvents(uint32_t events, unsigned tag) {
   switch (state_) {

@@ -316,6 +316,17 @@ void ListenerManager::Handle(Listener* listener, unsigned tag, int fd) {
                    &*original);
     return;
   }
+  if (auto held = context_.active_by_uid.find(uid);
+      held != context_.active_by_uid.end() &&
+      held->second >= context_.options.max_connections_per_subject) {
+    RefuseCritical(fd, uid,
+                   absl::StrCat("uid ", uid, " already holds its maximum of ",
+                                context_.options.max_connections_per_subject,
+                                " connections through the proxy (each subject's own limit, so "
+                                "that one cannot use up the others')"),
+                   &*original);
+    return;
+  }
   if (context_.counters.active.load(std::memory_order_relaxed) >=
       context_.options.max_connections) {
     RefuseCritical(fd, uid,

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <map>
 #include <memory>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +42,16 @@ constexpr uint32_t kUidB = 61002;
 
 engine::IpAddress Ip(const std::string& text) { return *engine::ParseIpAddress(text); }
 SocketAddress Addr(const std::string& ip, uint16_t port) { return SocketAddress{Ip(ip), port}; }
+
+// Polls `condition` until it holds or `timeout` passes.
+bool Eventually(const std::function<bool()>& condition, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!condition()) {
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return true;
+}
 
 SocketAddress LocalAddress(int fd) { return LocalAddressOf(fd).value(); }
 
@@ -92,10 +103,19 @@ class ListenerManagerTest : public ::testing::Test {
     resolver_options.threads = 2;
     resolver_options.lookup = [this](const std::string& name) { return Lookup(name); };
     resolver_ = std::make_unique<ThreadPoolResolver>(thread_.loop(), resolver_options);
+    manager_ = std::make_unique<ListenerManager>(thread_.loop(), &fake_, resolver_.get(), &sink_,
+                                                 Options());
+  }
+  static ProxyOptions Options() {
     ProxyOptions options;
     options.allow_port_zero = true;
     options.peek_timeout = absl::Milliseconds(200);
     options.connect_timeout = absl::Seconds(3);
+    return options;
+  }
+  // A manager with other options in place of the one SetUp made (before any Apply).
+  void RestartWith(const ProxyOptions& options) {
+    manager_->Shutdown();
     manager_ = std::make_unique<ListenerManager>(thread_.loop(), &fake_, resolver_.get(), &sink_,
                                                  options);
   }
@@ -516,6 +536,45 @@ TEST_F(ListenerManagerTest, ASlowNameStallsOnlyItsOwnConnection) {
   release_slow_.Notify();
   EXPECT_EQ(ReadLine(slow_fd).line, absl::StrCat("SERVER ", FormatSocketAddress(slow_target.address())));
   close(slow_fd);
+}
+
+TEST_F(ListenerManagerTest, OneSubjectAtItsConnectionLimitDoesNotStopAnother) {
+  ProxyOptions options = Options();
+  options.max_connections_per_subject = 2;
+  RestartWith(options);
+  Upstream slow_target(Addr("127.0.0.2", 0));
+  Upstream other_target(Addr("127.0.0.4", 0));
+  SetDns("slow.test", {"127.0.0.2"});
+  SetDns("allowed.test", {"127.0.0.4"});
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_WHITELIST allow { entries: "slow.test" } })pb"),
+         Subject(kUidB, kAllowAllowedTest)});
+  // Two of A's connections held while slow.test resolves.
+  const int first = Connect(Listener(kUidA), slow_target.address());
+  const int second = Connect(Listener(kUidA), slow_target.address());
+  Send(first, Http("slow.test"));
+  Send(second, Http("slow.test"));
+  ASSERT_TRUE(Eventually([&] { return looked_up().size() >= 1; }, absl::Seconds(5)));
+  // A third of A's is refused and logged under A; B's still goes through.
+  EXPECT_TRUE(Exchange(kUidA, slow_target.address(), Http("slow.test")).reset);
+  const leash::v1::DecisionRecord refused = NthRecord(0);
+  EXPECT_EQ(refused.uid(), kUidA);
+  EXPECT_EQ(refused.severity(), "critical");
+  EXPECT_TRUE(absl::StrContains(refused.reason(), "already holds its maximum of 2 connections"))
+      << refused.reason();
+  EXPECT_EQ(Exchange(kUidB, other_target.address(), Http("allowed.test")).line,
+            absl::StrCat("SERVER ", FormatSocketAddress(other_target.address())));
+  release_slow_.Notify();
+  EXPECT_EQ(ReadLine(first).line,
+            absl::StrCat("SERVER ", FormatSocketAddress(slow_target.address())));
+  close(first);
+  close(second);
+  // Once A's connections end, A may connect again.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Exchange(kUidA, slow_target.address(), Http("slow.test")).line ==
+               absl::StrCat("SERVER ", FormatSocketAddress(slow_target.address()));
+      },
+      absl::Seconds(5)));
 }
 
 TEST_F(ListenerManagerTest, ANameThatDoesNotResolveIsBlocked) {

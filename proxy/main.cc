@@ -13,6 +13,8 @@
 //                           its address alone (server-speaks-first protocols). Default 1s.
 //   --connect-timeout=DUR   resolving a name plus connecting upstream. Default 10s.
 //   --max-connections=N     connections held at once; more are reset and logged. Default 200000.
+//   --max-connections-per-subject=N
+//                           connections one subject may hold at once. Default 4096.
 //   --pipe-size=BYTES       splice pipe capacity (F_SETPIPE_SZ); 0 = kernel default (64 KiB).
 //   --resolver-threads=N    getaddrinfo worker threads. Default 4.
 //   --resolve-cache-ttl=DUR how long a resolved name is reused. Default 30s.

@@ -3,6 +3,8 @@
 // except the atomic counters (read by the heartbeat).
 #pragma once
 
+#include "absl/container/flat_hash_map.h"
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -28,6 +30,10 @@ struct ProxyOptions {
   absl::Duration connect_timeout = absl::Seconds(10);
   // Connections held at once; more are refused (reset) and logged.
   size_t max_connections = 200000;
+  // Connections one subject may hold at once, so that one agent cannot take the descriptors
+  // (about half the descriptor limit, in connections) every other agent needs; more are
+  // refused and logged under it.
+  size_t max_connections_per_subject = 4096;
   // Pipe capacity for splice (F_SETPIPE_SZ); 0 keeps the kernel default (64 KiB).
   int pipe_size = 0;
   // Where listeners bind (the redirect targets for locally generated traffic).
@@ -62,6 +68,8 @@ struct ProxyContext {
   std::vector<std::pair<int, int>> free_pipes;
   size_t max_free_pipes = 256;
   size_t pipe_capacity = 65536;
+  // Connections held now, per subject (UID).
+  absl::flat_hash_map<uint32_t, size_t> active_by_uid;
   // Every open connection (intrusive list through Connection), so a shutdown can close them.
   Connection* connections = nullptr;
   // A spare descriptor closed to accept-and-reset when the process runs out of descriptors.

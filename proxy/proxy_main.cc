@@ -53,7 +53,8 @@ void RaiseDescriptorLimit() {
 
 std::string ProxyUsage() {
   return "usage: leash-proxy --decision-log-fd=N [--admin-socket=PATH] [--peek-timeout=1s]\n"
-         "  [--connect-timeout=10s] [--max-connections=N] [--pipe-size=BYTES]\n"
+         "  [--connect-timeout=10s] [--max-connections=N] [--max-connections-per-subject=N]\n"
+         "  [--pipe-size=BYTES]\n"
          "  [--resolver-threads=N] [--resolve-cache-ttl=30s] [--listen-ipv4=127.0.0.1]\n"
          "  [--listen-ipv6=::1]\n";
 }
@@ -99,6 +100,9 @@ absl::StatusOr<ProxyFlags> ParseProxyFlags(int argc, char** argv) {
     } else if (name == "max-connections") {
       status = number(&n, 1);
       flags.options.max_connections = static_cast<size_t>(n);
+    } else if (name == "max-connections-per-subject") {
+      status = number(&n, 1);
+      flags.options.max_connections_per_subject = static_cast<size_t>(n);
     } else if (name == "pipe-size") {
       status = number(&n, 0);
       flags.options.pipe_size = static_cast<int>(n);

@@ -22,7 +22,8 @@ absl::StatusOr<ProxyFlags> Parse(std::vector<std::string> args) {
 TEST(ParseProxyFlags, EveryFlag) {
   absl::StatusOr<ProxyFlags> flags =
       Parse({"--decision-log-fd=2", "--admin-socket=/run/x.sock", "--peek-timeout=250ms",
-             "--connect-timeout=3s", "--max-connections=50", "--pipe-size=1048576",
+             "--connect-timeout=3s", "--max-connections=50", "--max-connections-per-subject=7",
+             "--pipe-size=1048576",
              "--resolver-threads=8", "--resolve-cache-ttl=1m", "--listen-ipv4=127.0.0.2",
              "--listen-ipv6=::1"});
   ASSERT_TRUE(flags.ok()) << flags.status();
@@ -31,6 +32,7 @@ TEST(ParseProxyFlags, EveryFlag) {
   EXPECT_EQ(flags->options.peek_timeout, absl::Milliseconds(250));
   EXPECT_EQ(flags->options.connect_timeout, absl::Seconds(3));
   EXPECT_EQ(flags->options.max_connections, 50u);
+  EXPECT_EQ(flags->options.max_connections_per_subject, 7u);
   EXPECT_EQ(flags->options.pipe_size, 1048576);
   EXPECT_EQ(flags->resolver_threads, 8);
   EXPECT_EQ(flags->resolve_cache_ttl, absl::Minutes(1));
