@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "controlplane/atomic_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/fixtures/temp_dir.h"
@@ -54,12 +54,7 @@ constexpr char kHandWritten[] =
     "  deny: []\n"
     "commands: { mode: blacklist, deny: [curl] }  # see runbook\n";
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string Slurp(const std::string& path) { return ReadFile(path).value_or(""); }
 
 TEST(FloorFile, AnEditKeepsTheOperatorsCommentsAndLayout) {
   auto dir = *leash::testing::TempDir::Create("floor");

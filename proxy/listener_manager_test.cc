@@ -14,7 +14,6 @@
 #include <cerrno>
 #include <map>
 #include <memory>
-#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,6 +23,7 @@
 #include "absl/synchronization/notification.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "test/fixtures/subprocess.h"
 #include "proxy/testing/client_hello_builder.h"
 #include "proxy/testing/fake_original_dst.h"
 #include "proxy/testing/loop_thread.h"
@@ -43,15 +43,6 @@ constexpr uint32_t kUidB = 61002;
 engine::IpAddress Ip(const std::string& text) { return *engine::ParseIpAddress(text); }
 SocketAddress Addr(const std::string& ip, uint16_t port) { return SocketAddress{Ip(ip), port}; }
 
-// Polls `condition` until it holds or `timeout` passes.
-bool Eventually(const std::function<bool()>& condition, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!condition()) {
-    if (absl::Now() >= deadline) return false;
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  return true;
-}
 
 SocketAddress LocalAddress(int fd) { return LocalAddressOf(fd).value(); }
 
@@ -553,7 +544,7 @@ TEST_F(ListenerManagerTest, OneSubjectAtItsConnectionLimitDoesNotStopAnother) {
   const int second = Connect(Listener(kUidA), slow_target.address());
   Send(first, Http("slow.test"));
   Send(second, Http("slow.test"));
-  ASSERT_TRUE(Eventually([&] { return looked_up().size() >= 1; }, absl::Seconds(5)));
+  ASSERT_TRUE(leash::testing::WaitFor([&] { return looked_up().size() >= 1; }, absl::Seconds(5)));
   // A third of A's is refused and logged under A; B's still goes through.
   EXPECT_TRUE(Exchange(kUidA, slow_target.address(), Http("slow.test")).reset);
   const leash::v1::DecisionRecord refused = NthRecord(0);
@@ -569,7 +560,7 @@ TEST_F(ListenerManagerTest, OneSubjectAtItsConnectionLimitDoesNotStopAnother) {
   close(first);
   close(second);
   // Once A's connections end, A may connect again.
-  EXPECT_TRUE(Eventually(
+  EXPECT_TRUE(leash::testing::WaitFor(
       [&] {
         return Exchange(kUidA, slow_target.address(), Http("slow.test")).line ==
                absl::StrCat("SERVER ", FormatSocketAddress(slow_target.address()));

@@ -148,6 +148,11 @@ void ThreadPoolResolver::Work() {
   }
 }
 
+void ThreadPoolResolver::ReleasePending(uint32_t requester) {
+  auto pending = pending_.find(requester);
+  if (pending != pending_.end() && --pending->second == 0) pending_.erase(pending);
+}
+
 void ThreadPoolResolver::Dropped(const std::string& name) {
   auto it = cache_.find(name);
   if (it == cache_.end()) return;
@@ -158,9 +163,7 @@ void ThreadPoolResolver::Dropped(const std::string& name) {
     return;
   }
   // Nobody waits: no answer is left behind, and the next ask looks the name up afresh.
-  if (auto pending = pending_.find(entry.requester); pending != pending_.end()) {
-    if (--pending->second == 0) pending_.erase(pending);
-  }
+  ReleasePending(entry.requester);
   cache_.erase(it);
 }
 
@@ -169,9 +172,7 @@ void ThreadPoolResolver::Complete(const std::string& name, ResolveResult result)
   if (it == cache_.end()) return;
   Entry& entry = it->second;
   entry.in_flight = false;
-  if (auto pending = pending_.find(entry.requester); pending != pending_.end()) {
-    if (--pending->second == 0) pending_.erase(pending);
-  }
+  ReleasePending(entry.requester);
   entry.expires =
       loop_->now() + (result.status.ok() ? options_.positive_ttl : options_.negative_ttl);
   entry.result = std::move(result);

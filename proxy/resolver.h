@@ -103,6 +103,8 @@ class ThreadPoolResolver final : public Resolver {
   void Complete(const std::string& name, ResolveResult result);
   // A queued lookup a worker skipped because nobody waited for it (loop thread).
   void Dropped(const std::string& name);
+  // One lookup of `requester`'s has ended (answered or dropped).
+  void ReleasePending(uint32_t requester);
   void Evict();
 
   EventLoop* const loop_;

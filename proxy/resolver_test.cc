@@ -60,9 +60,9 @@ struct Table {
   }
 };
 
-ResolverOptions OptionsFor(Table* table) {
+ResolverOptions OptionsFor(Table* table, int threads = 2) {
   ResolverOptions options;
-  options.threads = 2;
+  options.threads = threads;
   options.lookup = [table](const std::string& name) { return table->Lookup(name); };
   return options;
 }
@@ -151,9 +151,7 @@ TEST(ThreadPoolResolver, CancelledWaiterIsNotCalled) {
 TEST(ThreadPoolResolver, OneRequestersBacklogDoesNotDelayAnother) {
   LoopThread thread;
   Table table;
-  ResolverOptions options = OptionsFor(&table);
-  options.threads = 1;
-  ThreadPoolResolver resolver(thread.loop(), options);
+  ThreadPoolResolver resolver(thread.loop(), OptionsFor(&table, /*threads=*/1));
   constexpr uint32_t kFlooder = 2001, kOther = 2002;
   std::vector<std::unique_ptr<Waiter>> flood;
   Waiter slow, other;
@@ -179,8 +177,7 @@ TEST(ThreadPoolResolver, OneRequestersBacklogDoesNotDelayAnother) {
 TEST(ThreadPoolResolver, ARequesterAtItsCapIsRefusedAtOnceAndOthersAreNot) {
   LoopThread thread;
   Table table;
-  ResolverOptions options = OptionsFor(&table);
-  options.threads = 1;
+  ResolverOptions options = OptionsFor(&table, /*threads=*/1);
   options.max_pending_per_requester = 2;
   ThreadPoolResolver resolver(thread.loop(), options);
   Waiter a, b, c, d;
@@ -205,9 +202,7 @@ TEST(ThreadPoolResolver, ARequesterAtItsCapIsRefusedAtOnceAndOthersAreNot) {
 TEST(ThreadPoolResolver, AQueuedNameNobodyWaitsForIsNotLookedUp) {
   LoopThread thread;
   Table table;
-  ResolverOptions options = OptionsFor(&table);
-  options.threads = 1;
-  ThreadPoolResolver resolver(thread.loop(), options);
+  ThreadPoolResolver resolver(thread.loop(), OptionsFor(&table, /*threads=*/1));
   Waiter slow, gone, after;
   thread.loop()->RunSync([&] {
     resolver.Resolve("slow.test", kRequester, &slow);
@@ -232,9 +227,7 @@ TEST(ThreadPoolResolver, AQueuedNameNobodyWaitsForIsNotLookedUp) {
 TEST(ThreadPoolResolver, ANameWantedAgainAfterItWasAbandonedIsLookedUp) {
   LoopThread thread;
   Table table;
-  ResolverOptions options = OptionsFor(&table);
-  options.threads = 1;
-  ThreadPoolResolver resolver(thread.loop(), options);
+  ThreadPoolResolver resolver(thread.loop(), OptionsFor(&table, /*threads=*/1));
   Waiter slow, first, second;
   thread.loop()->RunSync([&] {
     resolver.Resolve("slow.test", kRequester, &slow);

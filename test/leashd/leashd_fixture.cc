@@ -14,16 +14,12 @@
 #include "grpcpp/grpcpp.h"
 
 namespace leash::testing {
-namespace {
-
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
 }
-
-}  // namespace
 
 std::string RunfilePath(const std::string& relative) {
   char cwd[4096];

@@ -66,6 +66,9 @@ class LeashdInstance {
   bool stopped_ = false;
 };
 
+// The whole text of a file ("" when it cannot be read).
+std::string ReadAll(const std::string& path);
+
 // Absolute path of a binary in this test's runfiles ("controlplane/leashd").
 std::string RunfilePath(const std::string& relative);
 

@@ -249,11 +249,10 @@ TEST_F(LeashdTest, CheckToolFollowsAFailModeChangeForASubjectWithNoPolicy) {
   };
   // The floor's fail_mode is changed by hand and picked up with SIGHUP, as an operator does.
   auto set_fail_mode = [&](const std::string& from, const std::string& to) {
-    std::ifstream in(leashd_->config_path());
-    std::stringstream text;
-    text << in.rdbuf();
+    // Read before the ofstream opens (and truncates) the file.
+    const std::string text = ReadAll(leashd_->config_path());
     std::ofstream(leashd_->config_path())
-        << absl::StrReplaceAll(text.str(), {{"fail_mode: " + from, "fail_mode: " + to}});
+        << absl::StrReplaceAll(text, {{"fail_mode: " + from, "fail_mode: " + to}});
     const uint64_t passes = Status().reconcile_passes();
     ASSERT_TRUE(leashd_->Sighup().ok());
     ASSERT_TRUE(leashd_->WaitForPasses(passes + 1).ok());
@@ -388,23 +387,14 @@ TEST_F(LeashdTest, TeardownReleasesEveryChainAfterACrash) {
 
 TEST_F(LeashdTest, AFloorEditThroughTheCliKeepsTheOperatorsComments) {
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
-  std::string text;
-  {
-    std::ifstream in(leashd_->config_path());
-    std::stringstream all;
-    all << in.rdbuf();
-    text = all.str();
-  }
-  const std::string commented = "# Fido's floor: ask #infra before loosening it.\n" + text;
+  const std::string commented =
+      "# Fido's floor: ask #infra before loosening it.\n" + ReadAll(leashd_->config_path());
   std::ofstream(leashd_->config_path()) << commented;
 
   const RunResult added = Cli({"network", "allow", "added.example"});
   EXPECT_EQ(added.exit_code, 0) << added.out;
   EXPECT_THAT(added.out, ::testing::Not(HasSubstr("rewritten whole")));
-  std::ifstream in(leashd_->config_path());
-  std::stringstream after;
-  after << in.rdbuf();
-  EXPECT_EQ(after.str(),
+  EXPECT_EQ(ReadAll(leashd_->config_path()),
             absl::StrReplaceAll(commented, {{"allow: [\"floor.example\"]",
                                              "allow: [\"floor.example\", \"added.example\"]"}}));
   EXPECT_THAT(Status().floor().network().allow().entries(), Contains("added.example"));
