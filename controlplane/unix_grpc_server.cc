@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/server_posix.h"
@@ -133,23 +134,73 @@ void UnixGrpcServer::AcceptLoop() {
     ucred cred{};
     socklen_t length = sizeof(cred);
     const bool known = getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &length) == 0;
-    if (!known || !options_.admit(cred)) {
-      std::fprintf(stderr,
-                   "leashd: refused a connection to the %s socket %s from uid %u (pid %d): %s\n",
-                   options_.name.c_str(), options_.path.c_str(), known ? cred.uid : ~0u,
-                   known ? cred.pid : -1,
-                   known ? "not permitted on this socket" : "peer credentials unreadable");
-      close(conn);
-      absl::MutexLock lock(&mu_);
-      ++refused_;
-      continue;
-    }
+    struct stat st {};
+    const bool stated = fstat(conn, &st) == 0;
+    const int fstat_errno = errno;
     {
       absl::MutexLock lock(&mu_);
-      peers_[PeerKey(conn)] = cred;
+      std::string refusal;
+      if (!known) {
+        refusal = "peer credentials unreadable";
+      } else if (!options_.admit(cred)) {
+        refusal = "not permitted on this socket";
+      } else if (!stated) {
+        refusal = absl::StrCat("fstat of the connection failed: ", std::strerror(fstat_errno));
+      } else {
+        refusal = RefusalOf(cred);
+      }
+      if (!refusal.empty()) {
+        close(conn);
+        ++refused_;
+        LogRefusal(cred, known, refusal);
+        continue;
+      }
+      // In place before gRPC can run a call on the connection, or close it.
+      peers_[PeerKey(conn)] = Connection{cred, st.st_dev, st.st_ino};
     }
     grpc::AddInsecureChannelFromFd(server_.get(), conn);
   }
+}
+
+void UnixGrpcServer::ForgetClosed() {
+  for (auto it = peers_.begin(); it != peers_.end();) {
+    int fd = -1;
+    struct stat st {};
+    const bool live = absl::SimpleAtoi(absl::string_view(it->first).substr(3), &fd) &&
+                      fstat(fd, &st) == 0 && st.st_dev == it->second.dev &&
+                      st.st_ino == it->second.ino;
+    it = live ? std::next(it) : peers_.erase(it);
+  }
+}
+
+std::string UnixGrpcServer::RefusalOf(const ucred& cred) {
+  if (options_.max_connections_per_uid <= 0 || cred.uid == 0) return "";
+  ForgetClosed();
+  int held = 0;
+  for (const auto& [key, connection] : peers_) held += connection.cred.uid == cred.uid ? 1 : 0;
+  if (held < options_.max_connections_per_uid) return "";
+  return absl::StrCat("uid ", cred.uid, " already holds ", held, " connections to the ",
+                      options_.name, " socket, the most one account may (raise it with --",
+                      options_.name, "-connections-per-account)");
+}
+
+void UnixGrpcServer::LogRefusal(const ucred& cred, bool known, const std::string& why) {
+  RefusalLog& log = refusal_log_[known ? cred.uid : ~0u];
+  const absl::Time now = absl::Now();
+  if (now - log.last_written < absl::Seconds(10)) {
+    ++log.unwritten;
+    return;
+  }
+  const std::string unwritten =
+      log.unwritten == 0
+          ? ""
+          : absl::StrCat(" (and ", log.unwritten, " more from this uid in the last ",
+                         absl::FormatDuration(now - log.last_written), ", not written)");
+  std::fprintf(stderr, "leashd: refused a connection to the %s socket %s from uid %u (pid %d): %s%s\n",
+               options_.name.c_str(), options_.path.c_str(), known ? cred.uid : ~0u,
+               known ? cred.pid : -1, why.c_str(), unwritten.c_str());
+  log.last_written = now;
+  log.unwritten = 0;
 }
 
 void UnixGrpcServer::Shutdown(absl::Duration deadline) {
@@ -176,7 +227,7 @@ std::optional<ucred> UnixGrpcServer::PeerOf(const grpc::ServerContextBase& conte
   absl::MutexLock lock(&mu_);
   auto it = peers_.find(context.peer());
   if (it == peers_.end()) return std::nullopt;
-  return it->second;
+  return it->second.cred;
 }
 
 uint64_t UnixGrpcServer::refused() const {

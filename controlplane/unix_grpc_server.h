@@ -21,6 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 
 namespace leash::controlplane {
@@ -34,6 +35,12 @@ struct UnixSocketOptions {
   std::optional<gid_t> group;
   // Decides on each accepted connection; a refused one is closed and logged to stderr.
   std::function<bool(const ucred&)> admit;
+  // The most connections one account (peer UID) may hold open at once; a connection over it
+  // is refused. 0: no limit. Root is never limited: it acts for every account. This is what
+  // keeps one caller of a group-shared socket from holding every connection, and (with a cap
+  // on the calls per connection and on a request's size) from making leashd hold an unbounded
+  // amount of memory for it.
+  int max_connections_per_uid = 0;
 };
 
 class UnixGrpcServer {
@@ -56,13 +63,21 @@ class UnixGrpcServer {
   std::optional<ucred> PeerOf(const grpc::ServerContextBase& context) const;
 
   const std::string& path() const { return options_.path; }
-  // Connections refused by the admit rule since start.
+  // Connections refused since start, by the admit rule or the per-account limit.
   uint64_t refused() const;
 
  private:
   UnixGrpcServer(UnixSocketOptions options, int listen_fd, int wake_fd,
                  std::unique_ptr<grpc::Server> server);
   void AcceptLoop();
+  // Why a newly accepted connection from `cred` must be refused ("" to admit it).
+  std::string RefusalOf(const ucred& cred) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets connections gRPC has closed since the last call.
+  void ForgetClosed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes one refusal to stderr, at most once per account every 10 s (with the count of the
+  // ones not written), so that a caller retrying in a loop cannot flood the journal.
+  void LogRefusal(const ucred& cred, bool known, const std::string& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const UnixSocketOptions options_;
   const int listen_fd_;
@@ -70,8 +85,21 @@ class UnixGrpcServer {
   std::unique_ptr<grpc::Server> server_;
   std::thread accept_thread_;
   mutable absl::Mutex mu_;
-  // Keyed by the peer string gRPC reports for a channel made from a descriptor.
-  std::map<std::string, ucred> peers_ ABSL_GUARDED_BY(mu_);
+  // An admitted connection, as handed to gRPC. gRPC closes the descriptor when the connection
+  // ends; the number may then be reused, so an entry is live only while its descriptor still
+  // names the same socket (device and inode).
+  struct Connection {
+    ucred cred;
+    dev_t dev = 0;
+    ino_t ino = 0;
+  };
+  // Keyed by the peer string gRPC reports for a channel made from a descriptor ("fd:N").
+  std::map<std::string, Connection> peers_ ABSL_GUARDED_BY(mu_);
+  struct RefusalLog {
+    absl::Time last_written = absl::InfinitePast();
+    uint64_t unwritten = 0;
+  };
+  std::map<uid_t, RefusalLog> refusal_log_ ABSL_GUARDED_BY(mu_);
   uint64_t refused_ ABSL_GUARDED_BY(mu_) = 0;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };

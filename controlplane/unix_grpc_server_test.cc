@@ -1,10 +1,12 @@
 #include "controlplane/unix_grpc_server.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
 
+#include "controlplane/atomic_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "leash/v1/control.grpc.pb.h"
@@ -133,6 +135,62 @@ TEST_F(UnixGrpcServerTest, NonRootClientIsRefusedAndLogged) {
   auto admitted = leash::testing::Run({probe, dir_->Join("p.sock")});
   ASSERT_TRUE(admitted.ok());
   EXPECT_EQ(admitted->exit_code, 0) << admitted->out;
+}
+
+// One account of a shared socket cannot hold every connection: past its limit its connections
+// are closed unread; another account, and root, are not counted against it; and what an
+// account held is given back when it closes.
+TEST_F(UnixGrpcServerTest, AnAccountHoldsNoMoreConnectionsThanItsLimit) {
+  LEASH_REQUIRE_ROOT();
+  auto first = leash::testing::TestAccount::Create("lugs-first");
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = leash::testing::TestAccount::Create("lugs-second");
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_EQ(chmod(dir_->path().c_str(), 0755), 0);
+  UnixSocketOptions options;
+  options.name = "tools";
+  options.path = dir_->Join("t.sock");
+  options.mode = 0666;
+  options.admit = [](const ucred&) { return true; };
+  options.max_connections_per_uid = 2;
+  auto server = UnixGrpcServer::Start(options, {&service_});
+  ASSERT_TRUE(server.ok());
+  service_.server = server->get();
+  const std::string holder = "controlplane/testing/connection_holder";
+  const std::string socket = dir_->Join("t.sock");
+
+  auto over = leash::testing::Run((*first)->AsUser({holder, socket, "5"}));
+  ASSERT_TRUE(over.ok());
+  EXPECT_EQ(over->out, "kept=2 closed=3\n");
+  EXPECT_EQ((*server)->refused(), 3u);
+
+  // The first account holds its two; the second is not counted against it.
+  const std::string held_log = dir_->Join("held.out");
+  auto held = leash::testing::Background::Start(
+      (*first)->AsUser({holder, socket, "2", "--hold-ms=20000"}), held_log);
+  ASSERT_TRUE(held.ok());
+  auto held_out = [&] { return ReadFile(held_log).value_or(""); };
+  ASSERT_TRUE(leash::testing::WaitFor([&] { return !held_out().empty(); }, absl::Seconds(10)));
+  EXPECT_EQ(held_out(), "kept=2 closed=0\n");
+  auto other = leash::testing::Run((*second)->AsUser({holder, socket, "2"}));
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->out, "kept=2 closed=0\n");
+  auto root = leash::testing::Run({holder, socket, "5"});
+  ASSERT_TRUE(root.ok());
+  EXPECT_EQ(root->out, "kept=5 closed=0\n") << "root acts for every account";
+  auto while_held = leash::testing::Run((*first)->AsUser({holder, socket, "1"}));
+  ASSERT_TRUE(while_held.ok());
+  EXPECT_EQ(while_held->out, "kept=0 closed=1\n");
+
+  // Closed connections are given back.
+  held->Signal(SIGKILL);
+  ASSERT_TRUE(held->Wait(absl::Seconds(10)).ok());
+  EXPECT_TRUE(leash::testing::WaitFor(
+      [&] {
+        auto again = leash::testing::Run((*first)->AsUser({holder, socket, "2"}));
+        return again.ok() && again->out == "kept=2 closed=0\n";
+      },
+      absl::Seconds(10)));
 }
 
 TEST(EnsureRuntimeDirectory, RefusesAGroupWritableDirectory) {
