@@ -196,6 +196,10 @@ int RunDaemon(const DaemonOptions& given) {
   reconcile_options.filesystem_enforced = filesystem_on;
   reconcile_options.ack_timeout = options.ack_timeout;
   reconcile_options.resolv_conf_path = options.resolv_conf;
+  if (tools_on) {
+    reconcile_options.tools_max_request_bytes =
+        static_cast<uint64_t>(options.tools_limits.max_request_bytes);
+  }
   Reconciler reconciler(reconcile_options, &accounts, &policies, netfilter.get(), &stream);
   ReconcileLoop loop([&] { return reconciler.RunPass(); },
                      [&](const leash::v1::ReconcileReport& report) {
@@ -284,6 +288,13 @@ int RunDaemon(const DaemonOptions& given) {
     tools::ToolsServiceOptions tools_options;
     tools_options.sink = tools_log.get();
     tools_options.lookup = MakeToolsLookup(&tools_server_raw, &subjects, (*user)->uid);
+    tools_options.caller_uid =
+        [raw = &tools_server_raw](const grpc::ServerContextBase& context) -> std::optional<uint32_t> {
+      std::optional<ucred> peer = (*raw)->PeerOf(context);
+      if (!peer) return std::nullopt;
+      return peer->uid;
+    };
+    tools_options.limits = options.tools_limits;
     absl::StatusOr<std::unique_ptr<tools::ToolsService>> service =
         tools::ToolsService::Create(std::move(tools_options));
     if (!service.ok()) return Refuse(std::string(service.status().message()));
@@ -300,6 +311,7 @@ int RunDaemon(const DaemonOptions& given) {
     }
     tools_socket.group = group;
     tools_socket.admit = [](const ucred&) { return true; };  // the socket's group decides
+    tools_socket.max_connections_per_uid = options.tools_limits.max_connections_per_account;
     absl::StatusOr<std::unique_ptr<UnixGrpcServer>> server = UnixGrpcServer::Start(
         tools_socket, {}, [&](grpc::ServerBuilder& builder) {
           tools::RegisterToolsService(builder, *tools_service);
@@ -307,7 +319,11 @@ int RunDaemon(const DaemonOptions& given) {
     if (!server.ok()) return Refuse(std::string(server.status().message()));
     tools_server = *std::move(server);
     tools_server_raw = tools_server.get();
-    Say(absl::StrCat("tools socket ", options.tools_socket, " (0660, group ", group, ")"));
+    const tools::ToolsSocketLimits& limits = options.tools_limits;
+    Say(absl::StrCat("tools socket ", options.tools_socket, " (0660, group ", group,
+                     "); per account: ", limits.max_connections_per_account, " connections, ",
+                     limits.max_calls_per_account, " calls in flight, requests up to ",
+                     limits.max_request_bytes, " bytes"));
   }
 
   // The pidfile is how a host without systemd signals leashd (scripts/reload-policy); it is

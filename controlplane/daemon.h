@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "tools_api/tools_service.h"
 
 namespace leash::controlplane {
 
@@ -27,6 +28,8 @@ struct DaemonOptions {
   std::string tools_socket;
   // Group of the tools socket (0660), for the agent harness. Default: the leashed user's group.
   std::string tools_group;
+  // What one account may make leashd hold on the tools socket (see tools::ToolsSocketLimits).
+  tools::ToolsSocketLimits tools_limits;
   // Default: next to leashd, else /usr/lib/leash/.
   std::string proxy_binary;
   std::string fswatch_binary;

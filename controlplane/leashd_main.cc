@@ -3,12 +3,30 @@
 //          [--socket=<admin socket>] [--tools-socket=<path>] [--tools-group=<group>]
 //          [--proxy-binary=<path>] [--fswatch-binary=<path>] [--resolv-conf=<path>]
 //          [--netfilter=auto|nftables|iptables] [--fswatch-mark-only-under=<tmpfs dir>]
+//          [--tools-max-request-bytes=4194304] [--tools-calls-per-account=8]
+//          [--tools-connections-per-account=8]
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "controlplane/daemon.h"
+
+namespace {
+
+// A positive count for a limit flag; false (with the reason printed) otherwise.
+bool ParseLimit(const std::string& name, const std::string& value, int& out) {
+  int parsed = 0;
+  if (!absl::SimpleAtoi(value, &parsed) || parsed <= 0) {
+    std::cerr << "leashd: " << name << " takes a positive whole number; got '" << value << "'\n";
+    return false;
+  }
+  out = parsed;
+  return true;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   leash::controlplane::DaemonOptions options;
@@ -36,6 +54,12 @@ int main(int argc, char** argv) {
       options.tools_socket = value;
     } else if (name == "--tools-group") {
       options.tools_group = value;
+    } else if (name == "--tools-max-request-bytes") {
+      if (!ParseLimit(name, value, options.tools_limits.max_request_bytes)) return 2;
+    } else if (name == "--tools-calls-per-account") {
+      if (!ParseLimit(name, value, options.tools_limits.max_calls_per_account)) return 2;
+    } else if (name == "--tools-connections-per-account") {
+      if (!ParseLimit(name, value, options.tools_limits.max_connections_per_account)) return 2;
     } else if (name == "--proxy-binary") {
       options.proxy_binary = value;
     } else if (name == "--fswatch-binary") {

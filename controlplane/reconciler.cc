@@ -32,6 +32,25 @@ std::string DirName(const std::string& path) {
   return slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
 }
 
+// What a CheckTool request carries besides its inputs (the tool's name, the account, protobuf
+// framing), generously.
+constexpr uint64_t kToolRequestOverhead = 64 << 10;
+
+// A subject whose tools.max_input_bytes the tools socket's request cap would cut short: calls
+// in between are refused by gRPC (RESOURCE_EXHAUSTED, not logged) rather than judged by the
+// policy. "" when it fits, or when there is no tools socket or the tools enforcer is off.
+std::string ToolsTransportWarning(const std::string& account, const leash::v1::Config& policy,
+                                  uint64_t max_request_bytes) {
+  if (max_request_bytes == 0 || !policy.enforcers().tools()) return "";
+  const uint64_t max_input = policy.tools().max_input_bytes();
+  if (max_input + kToolRequestOverhead <= max_request_bytes) return "";
+  return absl::StrCat("warning: ", account, ": tools.max_input_bytes is ", max_input,
+                      " but the tools socket takes requests of at most ", max_request_bytes,
+                      " bytes, so larger calls are refused by the transport (unlogged) instead "
+                      "of judged by the policy; start leashd with --tools-max-request-bytes=",
+                      max_input + kToolRequestOverhead, " or more");
+}
+
 }  // namespace
 
 std::string Fingerprint(const leash::v1::SubjectPolicy& policy) {
@@ -319,6 +338,11 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
                                        ") has no policy and is denied everything: ", d.problem));
     }
     if (!d.policy.has_policy()) continue;
+    if (const std::string warning = ToolsTransportWarning(d.account.name, d.policy.policy(),
+                                                        options_.tools_max_request_bytes);
+        !warning.empty()) {
+      report.add_warnings(warning);
+    }
     for (const leash::v1::InertEntry& inert : engine::InertEntries(d.policy.policy())) {
       report.add_warnings(absl::StrCat(engine::IsInertDeny(inert) ? "critical: " : "warning: ",
                                        d.account.name, ": ", inert.field(), " entry '",

@@ -48,6 +48,9 @@ struct ReconcilerOptions {
   // How long a pass waits for a sidecar's ack before going on and saying so.
   absl::Duration ack_timeout = absl::Seconds(10);
   std::string resolv_conf_path = "/etc/resolv.conf";
+  // The tools socket's request cap (leashd --tools-max-request-bytes); 0: no tools socket. A
+  // subject whose tools.max_input_bytes does not fit under it is warned about on every pass.
+  uint64_t tools_max_request_bytes = 0;
 };
 
 // A subject as leashd has put it in force.

@@ -35,6 +35,9 @@ class FakePolicies : public PolicySource {
     policies_[account] = engine::WithDefaults(c);
     errors_.erase(account);
   }
+  void SetMaxToolInputBytes(const std::string& account, uint64_t bytes) {
+    policies_[account].mutable_tools()->set_max_input_bytes(bytes);
+  }
   void SetError(const std::string& account, const std::string& error) { errors_[account] = error; }
   void SetUnreadable(bool unreadable) { unreadable_ = unreadable; }
   leash::v1::Config floor;
@@ -147,8 +150,10 @@ class ReconcilerTest : public ::testing::Test {
     stream_.Shutdown();
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   }
-  std::unique_ptr<Reconciler> Make(bool single_subject = false) {
+  std::unique_ptr<Reconciler> Make(bool single_subject = false,
+                                   uint64_t tools_max_request_bytes = 0) {
     ReconcilerOptions options;
+    options.tools_max_request_bytes = tools_max_request_bytes;
     options.configured_user = "fido";
     options.single_subject = single_subject;
     options.ports_path = dir_->Join("state/ports.json");
@@ -263,6 +268,28 @@ TEST_F(ReconcilerTest, DanglingProfileDeniesOnlyItsSubject) {
   bool said = false;
   for (const auto& w : report.warnings()) said |= w.find("leash-iris (uid 1001) has no policy") != std::string::npos;
   EXPECT_TRUE(said);
+}
+
+// A subject allowed bigger tool inputs than the tools socket takes would have its bigger calls
+// refused by the transport, unlogged: every pass says so, naming the flag and a value that fits.
+TEST_F(ReconcilerTest, ToolInputsTheToolsSocketCannotCarryAreWarnedAbout) {
+  accounts_.Add("leash-iris", 1001);
+  accounts_.Add("leash-vader", 1002);
+  policies_.Set("leash-iris", "openai.com");
+  policies_.Set("leash-vader", "github.com");
+  policies_.SetMaxToolInputBytes("leash-iris", 8 << 20);
+  auto r = Make(/*single_subject=*/false, /*tools_max_request_bytes=*/4 << 20);
+  for (int pass = 0; pass < 2; ++pass) {
+    leash::v1::ReconcileReport report = r->RunPass();
+    std::vector<std::string> said;
+    for (const auto& w : report.warnings()) {
+      if (w.find("tools socket") != std::string::npos) said.push_back(w);
+    }
+    ASSERT_EQ(said.size(), 1u) << "pass " << pass;
+    EXPECT_THAT(said[0], HasSubstr("leash-iris: tools.max_input_bytes is 8388608 but the tools "
+                                   "socket takes requests of at most 4194304 bytes"));
+    EXPECT_THAT(said[0], HasSubstr("--tools-max-request-bytes=8454144"));
+  }
 }
 
 TEST_F(ReconcilerTest, CorruptPortMapChangesNothing) {

@@ -45,14 +45,131 @@ grpc::Status ErrorStatus(grpc::StatusCode code, const leash::v1::CheckToolRespon
   return grpc::Status(code, message, details.SerializeAsString());
 }
 
+// How often a refusing account's refusals reach the decision log.
+constexpr absl::Duration kRefusalReportInterval = absl::Seconds(10);
+
 }  // namespace
 
+// One CheckTool call, taken at its headers: admitted against its account's share, then read,
+// judged and answered; its share is given back when gRPC is done with it.
+class ToolsService::CheckToolReactor final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  CheckToolReactor(ToolsService* service, grpc::CallbackServerContext* context)
+      : service_(service), context_(context) {
+    uid_ = service->CallerUid(*context);
+    if (!service->admission_.Admit(uid_)) {
+      Finish(service->RefuseOverShare(*context, uid_));
+      return;
+    }
+    admitted_ = true;
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      // The caller half-closed without a request, or went away.
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "tools: CheckTool takes one CheckToolRequest message"));
+      return;
+    }
+    leash::tools_api::CheckToolRequestView view;
+    bool parsed;
+    {
+      grpc::ProtoBufferReader reader(&request_);
+      parsed = view.ParseFromZeroCopyStream(&reader);
+    }
+    request_.Clear();  // the parsed view holds what is needed
+    Answer answer = service_->JudgeParsed(*context_, parsed, view);
+    // Nothing of this object is touched after Finish: OnDone may run (and delete it) at once.
+    ToolsService* const service = service_;
+    leash::v1::DecisionRecord record = std::move(answer.record);
+    if (answer.status.ok()) {
+      bool own_buffer = false;
+      grpc::Status serialized = grpc::SerializationTraits<leash::v1::CheckToolResponse>::Serialize(
+          answer.response, &response_, &own_buffer);
+      if (serialized.ok()) {
+        StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+      } else {
+        Finish(serialized);
+      }
+    } else {
+      context_->AddTrailingMetadata(kResponseTrailer, answer.response.SerializeAsString());
+      Finish(answer.status);
+    }
+    // Answered; now log ("never block an answer on logging").
+    service->options_.sink->Record(std::move(record));
+  }
+
+  void OnDone() override {
+    if (admitted_) service_->admission_.Release(uid_);
+    delete this;
+  }
+
+ private:
+  ToolsService* const service_;
+  grpc::CallbackServerContext* const context_;
+  uint32_t uid_ = kUnknownUid;
+  bool admitted_ = false;
+  grpc::ByteBuffer request_;
+  grpc::ByteBuffer response_;
+};
+
 ToolsService::ToolsService(ToolsServiceOptions options, ToolChecker checker)
-    : options_(std::move(options)), checker_(std::move(checker)) {}
+    : options_(std::move(options)),
+      checker_(std::move(checker)),
+      admission_(options_.limits.max_calls_per_account, kRefusalReportInterval) {
+  // CheckTool (method 0) as a raw bidirectional callback stream. MarkMethodStreamed is the one
+  // way grpc::Service offers to make a method BIDI_STREAMING; the handler it installs is then
+  // replaced (and deleted) by MarkMethodRawCallback's, which serves the call.
+  using Handler = grpc::internal::CallbackBidiHandler<grpc::ByteBuffer, grpc::ByteBuffer>;
+  auto reactor = [this](grpc::CallbackServerContext* context) {
+    return new CheckToolReactor(this, context);
+  };
+  MarkMethodStreamed(0, new Handler(reactor));
+  MarkMethodRawCallback(0, new Handler(reactor));
+}
+
+uint32_t ToolsService::CallerUid(const grpc::ServerContextBase& context) const {
+  if (!options_.caller_uid) return kUnknownUid;
+  return options_.caller_uid(context).value_or(kUnknownUid);
+}
+
+grpc::Status ToolsService::RefuseOverShare(grpc::CallbackServerContext& context,
+                                           uint32_t uid) {
+  const std::string reason = absl::StrCat(
+      "tools: uid ", uid, " already has ", admission_.max_calls_per_account(),
+      " calls in flight, the most one account may; this call was refused unread; send it again "
+      "once one is answered, or raise leashd --tools-calls-per-account");
+  leash::v1::CheckToolResponse response;
+  response.set_action(leash::v1::ACTION_BLOCK);
+  response.set_reason(reason);
+  context.AddTrailingMetadata(kResponseTrailer, response.SerializeAsString());
+  uint64_t unreported = 0;
+  const absl::Time now = options_.clock();
+  if (admission_.ShouldReport(uid, now, unreported)) {
+    engine::Decision decision;
+    decision.verdict = engine::Verdict::kBlock;
+    decision.reason = unreported == 0
+                          ? reason
+                          : absl::StrCat(reason, " (", unreported,
+                                         " more refused since the last such line, not written)");
+    leash::v1::DecisionRecord record = engine::MakeDecisionRecord(
+        now, engine::MakeRef(options_.random_bits()), uid, leash::v1::SURFACE_TOOLS, decision,
+        leash::v1::Subject());
+    record.set_severity("critical");
+    options_.sink->Record(std::move(record));
+  }
+  return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, reason);
+}
 
 absl::StatusOr<std::unique_ptr<ToolsService>> ToolsService::Create(ToolsServiceOptions options) {
   if (!options.lookup) {
     return absl::InvalidArgumentError("ToolsService needs a subject lookup");
+  }
+  if (options.limits.max_request_bytes <= 0 || options.limits.max_calls_per_account <= 0 ||
+      options.limits.max_connections_per_account <= 0) {
+    return absl::InvalidArgumentError("ToolsService's limits must all be positive");
   }
   if (options.sink == nullptr) {
     return absl::InvalidArgumentError("ToolsService needs a decision sink");
@@ -66,19 +183,26 @@ absl::StatusOr<std::unique_ptr<ToolsService>> ToolsService::Create(ToolsServiceO
 
 ToolsService::Answer ToolsService::Judge(const grpc::ServerContextBase& context,
                                          absl::string_view request) const {
+  leash::tools_api::CheckToolRequestView view;
+  const bool parsed = view.ParseFromArray(request.data(), static_cast<int>(request.size()));
+  return JudgeParsed(context, parsed, view);
+}
+
+ToolsService::Answer ToolsService::JudgeParsed(
+    const grpc::ServerContextBase& context, bool parsed,
+    const leash::tools_api::CheckToolRequestView& view) const {
   Answer answer;
   const absl::Time ts = options_.clock();
   const std::string ref = engine::MakeRef(options_.random_bits());
   leash::v1::CheckToolResponse& response = answer.response;
   response.set_ref(ref);
 
-  leash::tools_api::CheckToolRequestView view;
   engine::Decision decision;
   uint32_t uid = kUnknownUid;
   bool critical = false;
   std::string masked_inputs;
   grpc::StatusCode error_code = grpc::StatusCode::PERMISSION_DENIED;
-  if (!view.ParseFromArray(request.data(), static_cast<int>(request.size()))) {
+  if (!parsed) {
     decision.reason = "tools: the request is not a leash.v1.CheckToolRequest (invalid UTF-8 in "
                       "name or account, or malformed protobuf)";
     error_code = grpc::StatusCode::INVALID_ARGUMENT;
@@ -131,37 +255,11 @@ ToolsService::Answer ToolsService::Judge(const grpc::ServerContextBase& context,
   return answer;
 }
 
-grpc::ServerUnaryReactor* ToolsService::CheckTool(grpc::CallbackServerContext* context,
-                                                  const grpc::ByteBuffer* request,
-                                                  grpc::ByteBuffer* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::vector<grpc::Slice> slices;
-  std::string bytes;
-  if (request->Dump(&slices).ok()) {
-    for (const grpc::Slice& slice : slices) {
-      bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-    }
-  }
-  Answer answer = Judge(*context, bytes);
-  if (answer.status.ok()) {
-    bool own_buffer = false;
-    const grpc::Status serialized =
-        grpc::SerializationTraits<leash::v1::CheckToolResponse>::Serialize(answer.response,
-                                                                            response, &own_buffer);
-    if (!serialized.ok()) answer.status = serialized;
-  } else {
-    context->AddTrailingMetadata(kResponseTrailer, answer.response.SerializeAsString());
-  }
-  reactor->Finish(answer.status);
-  // Answered; now log ("never block an answer on logging").
-  options_.sink->Record(std::move(answer.record));
-  return reactor;
-}
-
-void RegisterToolsService(grpc::ServerBuilder& builder, ToolsService& service,
-                          int max_request_bytes) {
+void RegisterToolsService(grpc::ServerBuilder& builder, ToolsService& service) {
   builder.RegisterService(&service);
-  builder.SetMaxReceiveMessageSize(max_request_bytes);
+  builder.SetMaxReceiveMessageSize(service.limits().max_request_bytes);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             service.limits().max_calls_per_account);
 }
 
 }  // namespace leash::tools

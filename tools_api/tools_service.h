@@ -27,10 +27,10 @@
 //             may not act for), message "tools: <lookup's message> (ref <ref>)", and the same
 //             two trailers with action ACTION_BLOCK.
 //
-//   too large for the transport: a request over RegisterToolsService's max_request_bytes is
+//   too large for the transport: a request over ToolsSocketLimits::max_request_bytes is
 //             refused by gRPC itself with RESOURCE_EXHAUSTED before this service sees it (not
 //             logged). Set it above every subject's tools.max_input_bytes so that the policy,
-//             not the transport, decides.
+//             not the transport, decides (leashd warns on every reconcile when it is not).
 //
 // The ref ties the answer to its decision-log line {ts, ref, uid, surface: "tools", action,
 // reason, subject: {name, inputs (masked JSON)}, findings}. Secrets and personal data are
@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -52,6 +53,8 @@
 #include "grpcpp/grpcpp.h"
 #include "leash/v1/decision.pb.h"
 #include "leash/v1/tools.grpc.pb.h"
+#include "tools_api/call_admission.h"
+#include "tools_api/check_tool_request_view.pb.h"
 #include "tools_api/tool_checker.h"
 
 namespace leash::tools {
@@ -78,32 +81,65 @@ struct ToolSubject {
 using SubjectLookup = std::function<absl::StatusOr<ToolSubject>(
     const grpc::ServerContextBase& context, const std::string& requested_account)>;
 
+// What one caller of the tools socket can make leashd hold. The socket is shared by every
+// agent account in its group, and an agent is the party Leash does not trust: without these
+// bounds one account could open any number of calls of any size and run leashd out of memory
+// (measured before them: 16 connections with 16 calls of 4 MiB each raised leashd's peak
+// resident memory by 326 MiB, and nothing stopped a caller from asking for more). With them,
+// the requests one account can make leashd hold at once are at most
+//   max_calls_per_account x max_request_bytes   (8 x 4 MiB by default)
+// plus, briefly, what each refused call's HTTP/2 stream window let through before the refusal.
+// Measured (test/leashd AnAgentFloodingTheToolsSocketIsBoundedAndStarvesNoOtherAgent, 16
+// connections x 16 calls of 4 MiB): leashd's peak rose by 100-112 MiB, and another agent's
+// calls were answered all through.
+// Root is not limited: it acts for every account.
+struct ToolsSocketLimits {
+  // The largest request: 4 MiB, four times the default tools.max_input_bytes (1 MiB), so that
+  // the policy's bound is the one that answers. leashd --tools-max-request-bytes.
+  int max_request_bytes = 4 << 20;
+  // Calls one account may have in flight, counted from their headers, before their message is
+  // read (see CallAdmission); a call over it is refused RESOURCE_EXHAUSTED. It is also each
+  // connection's SETTINGS_MAX_CONCURRENT_STREAMS, so one well-behaved client queues its own
+  // calls rather than being refused. leashd --tools-calls-per-account.
+  int max_calls_per_account = 8;
+  // Connections one account may hold open (enforced when leashd accepts them, see
+  // UnixSocketOptions::max_connections_per_uid). leashd --tools-connections-per-account.
+  int max_connections_per_account = 8;
+};
+
 struct ToolsServiceOptions {
   SubjectLookup lookup;                   // required
   engine::DecisionSink* sink = nullptr;   // required; must outlive the service
   std::function<absl::Time()> clock;      // the record's ts; default absl::Now
   std::function<uint64_t()> random_bits;  // the ref's randomness; default a seeded absl::BitGen
+  // The UID of the account that made the call (leashd: SO_PEERCRED of its connection), for
+  // the per-account call limit; nullopt or unset: every call counts under kUnknownUid.
+  std::function<std::optional<uint32_t>(const grpc::ServerContextBase& context)> caller_uid;
+  ToolsSocketLimits limits;
 };
 
-// The largest request the tools socket accepts by default: 16 MiB, well above the default
-// tools.max_input_bytes (1 MiB), so that the policy's bound is the one that answers.
-inline constexpr int kDefaultMaxRequestBytes = 16 << 20;
 
 // Trailer carrying the serialized CheckToolResponse of a blocked call.
 inline constexpr char kResponseTrailer[] = "leash-check-tool-response-bin";
 
-// Implements leash.v1.Tools with the request read raw (see check_tool_request_view.proto),
-// so inputs nested past protobuf's recursion budget are answered with a block and a reason
-// rather than failing in gRPC's deserializer. Thread-safe.
-class ToolsService final
-    : public leash::v1::Tools::WithRawCallbackMethod_CheckTool<leash::v1::Tools::Service> {
+// Implements leash.v1.Tools. CheckTool is unary on the wire, but it is served as a raw
+// bidirectional callback stream: gRPC reads a unary request whole before its handler runs,
+// while a stream is handed over at its headers. So each call is admitted against its account's
+// share (CallAdmission) before its message is read; then the request is read raw (see
+// check_tool_request_view.proto), so inputs nested past protobuf's recursion budget are
+// answered with a block and a reason rather than failing in gRPC's deserializer. The method
+// stays registered under its name, so reflection and grpcurl see leash.v1.Tools. Thread-safe.
+//
+//   refused unread: a call over its account's share gets RESOURCE_EXHAUSTED, message naming the
+//             account, the limit and the flag, and the CheckToolResponse trailer (action
+//             ACTION_BLOCK, no ref). The decision log gets one critical line per account
+//             every 10 s while refusals go on, with the count of the ones not written.
+class ToolsService final : public leash::v1::Tools::Service {
  public:
-  // InvalidArgument if lookup or sink is missing; Internal if the detectors fail to compile.
+  // InvalidArgument if lookup or sink is missing or a limit is not positive; Internal if the
+  // detectors fail to compile.
   static absl::StatusOr<std::unique_ptr<ToolsService>> Create(ToolsServiceOptions options);
-
-  grpc::ServerUnaryReactor* CheckTool(grpc::CallbackServerContext* context,
-                                      const grpc::ByteBuffer* request,
-                                      grpc::ByteBuffer* response) override;
+  const ToolsSocketLimits& limits() const { return options_.limits; }
 
   // One call's answer: the status sent, the CheckToolResponse (body or trailers), and the
   // decision-log record.
@@ -118,15 +154,24 @@ class ToolsService final
   Answer Judge(const grpc::ServerContextBase& context, absl::string_view request) const;
 
  private:
+  class CheckToolReactor;
   ToolsService(ToolsServiceOptions options, ToolChecker checker);
+  // Judge, on a request parsed (or not) already.
+  Answer JudgeParsed(const grpc::ServerContextBase& context, bool parsed,
+                     const leash::tools_api::CheckToolRequestView& view) const;
+  uint32_t CallerUid(const grpc::ServerContextBase& context) const;
+  // The answer to a call refused unread, and its (rate-limited) decision-log line.
+  grpc::Status RefuseOverShare(grpc::CallbackServerContext& context, uint32_t uid);
 
   ToolsServiceOptions options_;
   ToolChecker checker_;
+  CallAdmission admission_;
 };
 
-// Registers `service` on `builder` (which must outlive neither) and caps incoming messages at
-// `max_request_bytes`. leashd calls this for its tools socket, next to server reflection.
-void RegisterToolsService(grpc::ServerBuilder& builder, ToolsService& service,
-                          int max_request_bytes = kDefaultMaxRequestBytes);
+// Registers `service` on `builder` (which must outlive neither), caps incoming
+// messages at its limits().max_request_bytes and each connection's concurrent calls at
+// limits().max_calls_per_account. leashd calls this for its tools socket, next to server
+// reflection; the per-account connection limit is the socket's (UnixSocketOptions).
+void RegisterToolsService(grpc::ServerBuilder& builder, ToolsService& service);
 
 }  // namespace leash::tools

@@ -337,6 +337,87 @@ TEST_F(ToolsServiceTest, SubjectWithoutPolicyIsBlockedOrAllowedByItsFailMode) {
   EXPECT_EQ(records[1].uid(), 1003u);
 }
 
+// A call is admitted at its headers, before its message is read: calls that have sent only
+// their headers hold their account's share (8), and the next call is refused unread with
+// RESOURCE_EXHAUSTED, the reason in the message and the trailer, and one critical line in the
+// log however many are refused within 10 s. The share comes back as the held calls end.
+TEST_F(ToolsServiceTest, CallsOverTheAccountsShareAreRefusedUnreadAndLoggedOncePerInterval) {
+  const int share = ToolsSocketLimits().max_calls_per_account;
+  // Their own connection: the probe's must not be held up by that connection's stream limit.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  grpc::GenericStub held_stub(
+      grpc::CreateCustomChannel(harness_->target(), grpc::InsecureChannelCredentials(), args));
+  grpc::CompletionQueue cq;
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<grpc::GenericClientAsyncReaderWriter>> held;
+  for (int i = 0; i < share; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    held.push_back(held_stub.PrepareCall(contexts.back().get(), "/leash.v1.Tools/CheckTool", &cq));
+    held.back()->StartCall(reinterpret_cast<void*>(static_cast<intptr_t>(i + 1)));
+  }
+  for (int i = 0; i < share; ++i) {
+    void* tag = nullptr;
+    bool ok = false;
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    EXPECT_TRUE(ok);
+  }
+
+  // The held calls reach the service in their own time; until then a probe is answered.
+  grpc::Status refused;
+  leash::v1::CheckToolResponse response;
+  std::unique_ptr<grpc::ClientContext> probe;
+  ASSERT_TRUE(leash::testing::WaitFor(
+      [&] {
+        probe = std::make_unique<grpc::ClientContext>();
+        refused = Call(Request("read_file", "{}"), &response, probe.get());
+        return refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
+      },
+      absl::Seconds(10)))
+      << refused.error_code() << " " << refused.error_message();
+  EXPECT_THAT(refused.error_message(),
+              HasSubstr(absl::StrCat("already has ", share,
+                                     " calls in flight, the most one account may; this call was "
+                                     "refused unread")));
+  EXPECT_THAT(refused.error_message(), HasSubstr("--tools-calls-per-account"));
+  const auto trailer = probe->GetServerTrailingMetadata().find(kResponseTrailer);
+  ASSERT_NE(trailer, probe->GetServerTrailingMetadata().end());
+  leash::v1::CheckToolResponse trailed;
+  ASSERT_TRUE(trailed.ParseFromString(std::string(trailer->second.data(), trailer->second.size())));
+  EXPECT_EQ(trailed.action(), leash::v1::ACTION_BLOCK);
+  EXPECT_EQ(trailed.reason(), refused.error_message());
+  // A second refusal in the same 10 s is not written again.
+  EXPECT_EQ(Call(Request("read_file", "{}"), &response).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  std::vector<leash::v1::DecisionRecord> refusals;
+  for (const auto& record : sink_.records()) {
+    if (record.reason().find("calls in flight") != std::string::npos) refusals.push_back(record);
+  }
+  ASSERT_EQ(refusals.size(), 1u);
+  EXPECT_EQ(refusals[0].severity(), "critical");
+  EXPECT_EQ(refusals[0].action(), "block");
+  EXPECT_EQ(refusals[0].uid(), kUnknownUid) << "the harness names no caller";
+
+  // The held calls end (their callers go away): the share is given back.
+  for (auto& context : contexts) context->TryCancel();
+  std::vector<grpc::Status> statuses(held.size());
+  for (size_t i = 0; i < held.size(); ++i) {
+    held[i]->Finish(&statuses[i], reinterpret_cast<void*>(static_cast<intptr_t>(100 + i)));
+  }
+  for (size_t i = 0; i < held.size(); ++i) {
+    void* tag = nullptr;
+    bool ok = false;
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+  }
+  cq.Shutdown();
+  void* tag = nullptr;
+  bool ok = false;
+  while (cq.Next(&tag, &ok)) {
+  }
+  EXPECT_TRUE(leash::testing::WaitFor(
+      [&] { return Call(Request("read_file", "{}"), &response).ok(); }, absl::Seconds(10)));
+}
+
 // --- separate client processes ---
 
 TEST_F(ToolsServiceTest, CppClientProcess) {

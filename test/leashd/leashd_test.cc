@@ -5,14 +5,18 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/fixtures/netns.h"
@@ -633,6 +637,101 @@ TEST_F(WatcherFaultTest, StoppedWatcherIsKilledOnAMissedHeartbeatAndTheHostIsRel
   RunResult after = AgentReadsSecret();
   EXPECT_NE(after.exit_code, 0) << leashd_->Log();
   EXPECT_THAT(after.out, HasSubstr("Operation not permitted"));
+}
+
+// The peak resident memory leashd has reached, in KiB (VmHWM), and a reset of that peak.
+int64_t PeakKib(pid_t pid) {
+  for (absl::string_view line :
+       absl::StrSplit(ReadAll(absl::StrCat("/proc/", pid, "/status")), '\n')) {
+    if (absl::ConsumePrefix(&line, "VmHWM:")) {
+      int64_t kib = 0;
+      if (absl::SimpleAtoi(absl::StripSuffix(absl::StripAsciiWhitespace(line), " kB"), &kib)) {
+        return kib;
+      }
+    }
+  }
+  return -1;
+}
+void ResetPeak(pid_t pid) {
+  std::ofstream(absl::StrCat("/proc/", pid, "/clear_refs")) << "5";
+}
+
+// One summary line of tools_flood as fields: channels, answered_channels, calls, codes.
+std::map<std::string, std::string> FloodSummary(const std::string& out) {
+  std::map<std::string, std::string> fields;
+  for (absl::string_view word : absl::StrSplit(absl::StripAsciiWhitespace(out), ' ')) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(word, absl::MaxSplits('=', 1));
+    fields[kv.first] = kv.second;
+  }
+  return fields;
+}
+
+// An agent is the untrusted party, and it can reach the tools socket: nothing it does there may
+// run leashd out of memory or keep another agent's calls from being answered. The flooding
+// account opens 16 connections with 16 calls of almost 4 MiB in flight on each (1 GiB at once
+// if nothing bounded it).
+TEST_F(LeashdTest, AnAgentFloodingTheToolsSocketIsBoundedAndStarvesNoOtherAgent) {
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a", "leash-it-b"}));
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  // In production agents reach the socket through its group (--tools-group); the test
+  // accounts are in no common group, so the socket is opened to every account here.
+  ASSERT_EQ(chmod(leashd_->tools_socket().c_str(), 0666), 0);
+  const std::string flood_binary = RunfilePath("test/leashd/tools_flood");
+  auto one_call = [&](const std::string& agent) {
+    auto run = leash::testing::Run(
+        agents_[agent]->AsUser({flood_binary, leashd_->tools_socket(), "--seconds=0"}), absl::Seconds(60));
+    EXPECT_TRUE(run.ok());
+    return run.ok() ? FloodSummary(run->out) : std::map<std::string, std::string>();
+  };
+  ASSERT_EQ(one_call("leash-it-b")["codes"], "0:1") << "read_file is allowed by the floor";
+
+  ResetPeak(leashd_->pid());
+  const int64_t before = PeakKib(leashd_->pid());
+  ASSERT_GT(before, 0);
+  const std::string flood_log = log_dir_->Join("flood.out");
+  auto flood = Background::Start(
+      agents_["leash-it-a"]->AsUser({flood_binary, leashd_->tools_socket(), "--connections=16",
+                                     "--streams=16", "--bytes=4190000", "--seconds=6"}),
+      flood_log);
+  ASSERT_TRUE(flood.ok()) << flood.status();
+  // The other agent's calls are answered all through the flood.
+  int answered_during = 0;
+  while (flood->Running()) {
+    std::map<std::string, std::string> b = one_call("leash-it-b");
+    EXPECT_EQ(b["codes"], "0:1") << "leash-it-b's call during the flood";
+    if (flood->Running()) ++answered_during;
+  }
+  EXPECT_GE(answered_during, 1) << "the flood ended before another agent could call";
+  std::map<std::string, std::string> a = FloodSummary(ReadAll(flood_log));
+  const int64_t peak_mib = (PeakKib(leashd_->pid()) - before) / 1024;
+  std::cout << "flood: " << ReadAll(flood_log) << "leashd's peak rose by " << peak_mib
+            << " MiB; leash-it-b answered " << answered_during << " times during it\n";
+  int answered_channels = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(a["answered_channels"], &answered_channels)) << ReadAll(flood_log);
+  // 8 connections per account (--tools-connections-per-account), the rest refused.
+  EXPECT_GE(answered_channels, 1);
+  EXPECT_LE(answered_channels, 8);
+  EXPECT_THAT(leashd_->Log(), HasSubstr("connections to the tools socket"));
+  // 8 calls in flight per account (--tools-calls-per-account); calls over it are refused unread
+  // with RESOURCE_EXHAUSTED (8), and the decision log says so under the flooding account.
+  EXPECT_THAT(a["codes"], HasSubstr(",8:"));
+  bool refusal_logged = false;
+  for (absl::string_view line :
+       absl::StrSplit(ReadAll(log_dir_->Join("decisions.jsonl")), '\n')) {
+    refusal_logged |=
+        absl::StrContains(line, "calls in flight, the most one account may") &&
+        absl::StrContains(line, absl::StrCat("\"uid\":", agents_["leash-it-a"]->uid(), ","));
+  }
+  EXPECT_TRUE(refusal_logged) << ReadAll(log_dir_->Join("decisions.jsonl"));
+  // 8 calls x 4 MiB (--tools-max-request-bytes) is 32 MiB of requests, each held twice while
+  // judged (gRPC's buffer and the parsed request): 64 MiB, and the bound leaves room for the
+  // allocator. Measured without the limits: 326 MiB for this flood, and more for a bigger one.
+  EXPECT_LE(peak_mib, 160) << "leashd's peak resident memory rose by " << peak_mib << " MiB";
+
+  // The flood's connections are released with it: the same account is admitted again.
+  EXPECT_TRUE(WaitFor([&] { return one_call("leash-it-a")["codes"] == "0:1"; },
+                      absl::Seconds(20)))
+      << leashd_->Log();
 }
 
 }  // namespace

@@ -1,0 +1,50 @@
+#include "tools_api/call_admission.h"
+
+#include "gtest/gtest.h"
+
+namespace leash::tools {
+namespace {
+
+TEST(CallAdmission, AnAccountGetsItsShareAndNoMore) {
+  CallAdmission admission(2, absl::Seconds(10));
+  EXPECT_TRUE(admission.Admit(1001));
+  EXPECT_TRUE(admission.Admit(1001));
+  EXPECT_FALSE(admission.Admit(1001));
+  EXPECT_EQ(admission.InFlight(1001), 2);
+  // Another account is not affected by the first one's calls.
+  EXPECT_TRUE(admission.Admit(1002));
+  admission.Release(1001);
+  EXPECT_TRUE(admission.Admit(1001));
+  EXPECT_FALSE(admission.Admit(1001));
+}
+
+TEST(CallAdmission, RootIsNeverLimited) {
+  CallAdmission admission(1, absl::Seconds(10));
+  for (int i = 0; i < 100; ++i) EXPECT_TRUE(admission.Admit(0));
+  EXPECT_EQ(admission.InFlight(0), 100);
+}
+
+TEST(CallAdmission, AReleaseWithoutAnAdmissionChangesNothing) {
+  CallAdmission admission(1, absl::Seconds(10));
+  admission.Release(1001);
+  EXPECT_EQ(admission.InFlight(1001), 0);
+  EXPECT_TRUE(admission.Admit(1001));
+  EXPECT_FALSE(admission.Admit(1001));
+}
+
+TEST(CallAdmission, RefusalsAreReportedOncePerIntervalWithTheCountBetween) {
+  CallAdmission admission(1, absl::Seconds(10));
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  uint64_t unreported = 99;
+  EXPECT_TRUE(admission.ShouldReport(1001, t0, unreported));
+  EXPECT_EQ(unreported, 0u);
+  EXPECT_FALSE(admission.ShouldReport(1001, t0 + absl::Seconds(1), unreported));
+  EXPECT_FALSE(admission.ShouldReport(1001, t0 + absl::Seconds(9), unreported));
+  // Another account has its own interval.
+  EXPECT_TRUE(admission.ShouldReport(1002, t0 + absl::Seconds(9), unreported));
+  EXPECT_TRUE(admission.ShouldReport(1001, t0 + absl::Seconds(10), unreported));
+  EXPECT_EQ(unreported, 2u);
+}
+
+}  // namespace
+}  // namespace leash::tools
