@@ -69,6 +69,7 @@ class ToolsService::CheckToolReactor final
   void OnReadDone(bool ok) override {
     if (!ok) {
       // The caller half-closed without a request, or went away.
+      GiveBackShare();
       Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "tools: CheckTool takes one CheckToolRequest message"));
       return;
@@ -84,6 +85,7 @@ class ToolsService::CheckToolReactor final
     // Nothing of this object is touched after Finish: OnDone may run (and delete it) at once.
     ToolsService* const service = service_;
     leash::v1::DecisionRecord record = std::move(answer.record);
+    GiveBackShare();
     if (answer.status.ok()) {
       bool own_buffer = false;
       grpc::Status serialized = grpc::SerializationTraits<leash::v1::CheckToolResponse>::Serialize(
@@ -101,12 +103,21 @@ class ToolsService::CheckToolReactor final
     service->options_.sink->Record(std::move(record));
   }
 
+  // A cancelled call ends here without OnReadDone having answered it.
   void OnDone() override {
-    if (admitted_) service_->admission_.Release(uid_);
+    GiveBackShare();
     delete this;
   }
 
  private:
+  // The share is given back as the answer goes out, not in OnDone: gRPC may run OnDone after
+  // the caller already has its answer and has sent its next call, which would then be refused.
+  void GiveBackShare() {
+    if (!admitted_) return;
+    admitted_ = false;
+    service_->admission_.Release(uid_);
+  }
+
   ToolsService* const service_;
   grpc::CallbackServerContext* const context_;
   uint32_t uid_ = kUnknownUid;

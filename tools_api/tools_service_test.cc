@@ -58,12 +58,19 @@ absl::StatusOr<ToolSubject> Lookup(const grpc::ServerContextBase& context,
 
 class ToolsServiceTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { StartService(); }
+
+  // (Re)starts the service under `limits`, with a new channel to it.
+  void StartService(ToolsSocketLimits limits = {}) {
+    stub_.reset();
+    channel_.reset();
+    harness_.reset();
     ToolsServiceOptions options;
     options.lookup = Lookup;
     options.sink = &sink_;
     options.clock = [] { return kNow; };
     options.random_bits = [] { return kRandomBits; };
+    options.limits = limits;
     auto harness = testing::ServiceHarness::Start(std::getenv("TEST_TMPDIR"), std::move(options));
     ASSERT_TRUE(harness.ok()) << harness.status();
     harness_ = std::move(*harness);
@@ -416,6 +423,24 @@ TEST_F(ToolsServiceTest, CallsOverTheAccountsShareAreRefusedUnreadAndLoggedOnceP
   }
   EXPECT_TRUE(leash::testing::WaitFor(
       [&] { return Call(Request("read_file", "{}"), &response).ok(); }, absl::Seconds(10)));
+}
+
+// A caller that waits for each answer before its next call is never refused, however fast it
+// goes: its share is given back when its answer is sent, not when gRPC later tears the call
+// down (which, measured, let 7 of 10,008 back-to-back calls be refused at a share of 8).
+TEST_F(ToolsServiceTest, BackToBackCallsOfOneCallerAreNeverRefused) {
+  ToolsSocketLimits limits;
+  limits.max_calls_per_account = 1;
+  ASSERT_NO_FATAL_FAILURE(StartService(limits));
+  leash::v1::CheckToolResponse response;
+  int refused = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const grpc::Status status = Call(Request("read_file", "{}"), &response);
+    if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) ++refused;
+    ASSERT_TRUE(status.ok() || status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED)
+        << status.error_message();
+  }
+  EXPECT_EQ(refused, 0) << "of 2000 back-to-back calls";
 }
 
 // --- separate client processes ---
