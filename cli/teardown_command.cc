@@ -1,7 +1,8 @@
 // `leash teardown`: the stop path's safety net, run by leash.service's ExecStopPost after
-// leashd has exited (however it exited); refused while a leashd runs on the run folder. Releases every UID the port map holds, the
-// configured user's, and any agent_<uid> chain still in the kernel — "releasing for real is
-// the service's stop path, which drops every UID the port map holds".
+// leashd has exited (however it exited); refused while a leashd runs on the run folder or in
+// this network namespace. Releases every UID the port map holds, the configured user's, and
+// any agent_<uid> chain still in the kernel — "releasing for real is the service's stop path,
+// which drops every UID the port map holds".
 #include <pwd.h>
 #include <unistd.h>
 
@@ -25,27 +26,35 @@ int RunTeardown(const Args& args, Io io) {
     return kExitRefused;
   }
   // Under a running leashd, releasing its chains would un-confine every agent while leashd
-  // believes them applied: teardown takes leashd's own lock, and holds it while it releases so
-  // that no leashd starts meanwhile. A run folder that does not exist has no leashd in it.
+  // believes them applied: teardown takes leashd's own locks (its run folder's and its network
+  // namespace's), and holds them while it releases so that no leashd starts meanwhile. A run
+  // folder that does not exist has no leashd in it, but a leashd on other folders may still run
+  // in this network namespace.
   const std::string run_dir = args.Option("run-dir", "/run/leash");
-  std::optional<controlplane::FileLock> lock;
+  absl::Status locked;
+  std::optional<controlplane::InstanceLock> instance;
+  std::optional<controlplane::FileLock> netns;
   if (access(run_dir.c_str(), F_OK) == 0) {
-    absl::StatusOr<std::optional<controlplane::FileLock>> taken =
+    absl::StatusOr<controlplane::InstanceLock> taken =
         controlplane::LockInstance(run_dir, absl::ZeroDuration());
-    if (!taken.ok()) {
-      io.err << "leash teardown: cannot tell whether leashd runs on " << run_dir << ": "
-             << taken.status().message() << "; nothing released\n";
-      return kExitRefused;
-    }
-    if (!taken->has_value()) {
-      io.err << "leash teardown: leashd is running on " << run_dir << " ("
-             << controlplane::DescribeLockHolder(run_dir)
-             << "); nothing released. Stop it (`systemctl stop leash`, or SIGTERM to its pid): "
-                "its stop path releases every chain itself, and teardown is for after it has "
-                "ended\n";
-      return kExitRefused;
-    }
-    lock = std::move(*taken);
+    if (taken.ok()) instance = *std::move(taken);
+    locked = taken.status();
+  } else {
+    absl::StatusOr<controlplane::FileLock> taken =
+        controlplane::LockNetworkNamespace(absl::ZeroDuration());
+    if (taken.ok()) netns = *std::move(taken);
+    locked = taken.status();
+  }
+  if (absl::IsFailedPrecondition(locked)) {
+    io.err << "leash teardown: " << locked.message()
+           << "; nothing released. Stop it (`systemctl stop leash`, or SIGTERM to its pid): its "
+              "stop path releases every chain itself, and teardown is for after it has ended\n";
+    return kExitRefused;
+  }
+  if (!locked.ok()) {
+    io.err << "leash teardown: cannot tell whether a leashd runs on " << run_dir
+           << " or in this network namespace: " << locked.message() << "; nothing released\n";
+    return kExitRefused;
   }
   std::vector<uint32_t> uids;
   const std::string ports = args.Option("state-dir", "/var/lib/leash") + "/ports.json";

@@ -155,18 +155,18 @@ int RunDaemon(const DaemonOptions& given) {
   if (absl::Status dir = EnsureRuntimeDirectory(options.run_dir); !dir.ok()) {
     return Refuse(std::string(dir.message()));
   }
-  // One leashd per run folder. A second one would take the admin socket and the pidfile over
-  // and fight the first for the same chains and ports: it refuses here, before touching any
-  // of them. The kernel drops the lock when leashd ends, however it ends.
-  absl::StatusOr<std::optional<FileLock>> instance =
-      LockInstance(options.run_dir, absl::Seconds(2));
-  if (!instance.ok()) return Refuse(std::string(instance.status().message()));
-  if (!instance->has_value()) {
+  // One leashd per run folder and per network namespace. A second one would take the admin
+  // socket and the pidfile over, or (on other folders) fight the first for the same chains and
+  // ports: it refuses here, before touching any of them. The kernel drops the locks when
+  // leashd ends, however it ends.
+  absl::StatusOr<InstanceLock> instance = LockInstance(options.run_dir, absl::Seconds(2));
+  if (absl::IsFailedPrecondition(instance.status())) {
     return Refuse(absl::StrCat(
-        "another leashd is running on ", options.run_dir, " (", DescribeLockHolder(options.run_dir),
-        "), or `leash teardown` is releasing its chains. Stop it first (`systemctl stop leash`, "
-        "or SIGTERM to its pid); to make it pick up a change, send it SIGHUP instead"));
+        instance.status().message(),
+        ". Stop it first (`systemctl stop leash`, or SIGTERM to its pid); to make it pick up a "
+        "change, send it SIGHUP instead"));
   }
+  if (!instance.ok()) return Refuse(std::string(instance.status().message()));
   PolicyStreamService stream;
   BindingStore store(BindingStore::Options(options.state_dir));
   TieredPolicySource policies(options.config_path, &store);

@@ -1,11 +1,17 @@
-// One leashd per run folder: it holds an exclusive flock on <run_dir>/leashd.lock, with its pid
-// written in it, from before it touches any chain, socket or port until it ends (the kernel
-// drops the lock however it ends). A second leashd refuses to start; `leash teardown` takes the
-// same lock for as long as it releases chains, so it never releases them under a running leashd
-// and no leashd starts while it does.
+// One leashd per run folder and per network namespace. leashd holds two exclusive flocks, each
+// with its pid written in it, from before it touches any chain, socket or port until it ends
+// (the kernel drops them however it ends):
+//   - <run_dir>/leashd.lock: its sockets, pidfile and sidecars live in the run folder;
+//   - /run/leash-netns/net-<inode of /proc/self/ns/net>.lock: the nftables tables and the
+//     proxy ports 18000-18999 belong to the network namespace, whatever folders a leashd uses.
+//     A second leashd there on other folders would re-apply the same UIDs' chains, and its
+//     stop would release them under the first, leaving the first's agents unconfined.
+// A second leashd refuses to start. `leash teardown` takes the same locks for as long as it
+// releases chains, so it never releases them under a running leashd and no leashd starts while
+// it does. The lock files are left in place when released (unlinking a lock file races with a
+// process that has just opened it); /run is emptied at boot.
 #pragma once
 
-#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -16,13 +22,25 @@ namespace leash::controlplane {
 
 inline constexpr char kInstanceLockName[] = "leashd.lock";
 inline constexpr char kPidfileName[] = "leashd.pid";
+// Root-owned, 0755, made if missing.
+inline constexpr char kNetnsLockDir[] = "/run/leash-netns";
 
-// Takes the lock and writes this process's pid in it, waiting up to `wait` for a holder that
-// lets go (a `leash teardown` finishing). nullopt when it is still held then.
-absl::StatusOr<std::optional<FileLock>> LockInstance(const std::string& run_dir,
-                                                     absl::Duration wait);
+struct InstanceLock {
+  FileLock run_dir;
+  FileLock network_namespace;
+};
 
-// Who holds the lock, for a refusal: "pid N", or that it is still starting.
-std::string DescribeLockHolder(const std::string& run_dir);
+// Takes both locks and writes this process's pid in them, waiting up to `wait` for a holder
+// that lets go (a `leash teardown` finishing). FailedPrecondition when one is still held then,
+// its message saying who holds it ("a leashd is running on <run_dir> (pid N), or `leash
+// teardown` is releasing its chains" / "a leashd is running in this network namespace
+// (pid N, lock <path>), or `leash teardown` is releasing its chains"), for the caller to finish
+// with its advice; any other error means it could not tell.
+absl::StatusOr<InstanceLock> LockInstance(const std::string& run_dir, absl::Duration wait,
+                                          const std::string& netns_lock_dir = kNetnsLockDir);
+
+// The network namespace's lock alone, for a teardown whose run folder does not exist.
+absl::StatusOr<FileLock> LockNetworkNamespace(absl::Duration wait,
+                                              const std::string& netns_lock_dir = kNetnsLockDir);
 
 }  // namespace leash::controlplane

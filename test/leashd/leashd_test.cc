@@ -3,6 +3,7 @@
 // tmpfs, driven through its Control RPCs and SIGHUP as an operator and Sentinel would.
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <fstream>
 #include <iostream>
@@ -413,7 +414,7 @@ TEST_F(LeashdTest, TeardownRefusesWhileLeashdRunsAndReleasesNothing) {
   auto teardown = Teardown();
   ASSERT_TRUE(teardown.ok());
   EXPECT_EQ(teardown->exit_code, 1) << teardown->out;
-  EXPECT_THAT(teardown->out, HasSubstr(absl::StrCat("leash teardown: leashd is running on ",
+  EXPECT_THAT(teardown->out, HasSubstr(absl::StrCat("leash teardown: a leashd is running on ",
                                                     leashd_->run_dir(), " (pid ")));
   EXPECT_THAT(teardown->out, HasSubstr("nothing released"));
   EXPECT_EQ(ChainHandles(a), handles);
@@ -440,7 +441,7 @@ TEST_F(LeashdTest, ASecondLeashdOnTheSameFoldersRefusesAndLeavesTheFirstAlone) {
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(second->exit_code, 1) << second->out;
   EXPECT_THAT(second->out,
-              HasSubstr(absl::StrCat("not starting: another leashd is running on ",
+              HasSubstr(absl::StrCat("not starting: a leashd is running on ",
                                      leashd_->run_dir(), " (pid ", first_pid,
                                      "), or `leash teardown` is releasing its chains. Stop it "
                                      "first")));
@@ -462,6 +463,48 @@ TEST_F(LeashdTest, ASecondLeashdOnTheSameFoldersRefusesAndLeavesTheFirstAlone) {
     EXPECT_EQ(after.sidecars(i).pid(), before.sidecars(i).pid());
   }
   EXPECT_NE(ChainHandles(agents_["leash-it-a"]->uid()), "");
+}
+
+// The nftables tables and the proxy ports belong to the network namespace, not to a folder:
+// a second leashd there on other folders would re-apply the same UIDs' chains, and its stop (or
+// a teardown on its folders) would release them under the first, leaving the first's agents
+// unconfined while it reports them enforced. It refuses, and so does such a teardown.
+TEST_F(LeashdTest, ASecondLeashdInTheSameNetworkNamespaceRefusesEvenOnOtherFolders) {
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  const uint32_t a = agents_["leash-it-a"]->uid();
+  const std::string handles = ChainHandles(a);
+  ASSERT_NE(handles, "");
+  auto other = TempDir::Create("lid-other");
+  ASSERT_TRUE(other.ok());
+  ASSERT_EQ(mkdir((*other)->Join("run").c_str(), 0755), 0);
+  std::vector<std::string> argv = leashd_->argv();
+  for (std::string& arg : argv) {
+    if (absl::StartsWith(arg, "--state-dir=")) arg = "--state-dir=" + (*other)->Join("state");
+    if (absl::StartsWith(arg, "--run-dir=")) arg = "--run-dir=" + (*other)->Join("run");
+  }
+  const std::string log = (*other)->Join("leashd.log");
+  auto second = Background::Start(argv, log);
+  ASSERT_TRUE(second.ok());
+  absl::StatusOr<int> ended = second->Wait(absl::Seconds(30));
+  ASSERT_TRUE(ended.ok()) << "the second leashd is still running:\n" << ReadAll(log);
+  EXPECT_TRUE(WIFEXITED(*ended) && WEXITSTATUS(*ended) == 1) << ReadAll(log);
+  EXPECT_THAT(ReadAll(log),
+              HasSubstr(absl::StrCat("not starting: a leashd is running in this network namespace (pid ",
+                                     leashd_->pid())))
+      << ReadAll(log);
+
+  auto teardown = leash::testing::Run(ns_->ExecSharingMounts(
+      {RunfilePath("cli/leash"), "--config=" + leashd_->config_path(),
+       "--state-dir=" + (*other)->Join("state"), "--run-dir=" + (*other)->Join("run"),
+       "teardown"}));
+  ASSERT_TRUE(teardown.ok());
+  EXPECT_EQ(teardown->exit_code, 1) << teardown->out;
+  EXPECT_THAT(teardown->out, HasSubstr("leash teardown: a leashd is running in this network namespace (pid "));
+  EXPECT_THAT(teardown->out, HasSubstr("nothing released"));
+
+  EXPECT_EQ(ChainHandles(a), handles);
+  EXPECT_EQ(Subjects()["leash-it-a"].state(), "enforced");
 }
 
 TEST_F(LeashdTest, AfterACrashLeashdStartsAgainOnTheSameFolders) {
