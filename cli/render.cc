@@ -168,4 +168,10 @@ std::string RenderReconcile(const leash::v1::ReconcileReport& report) {
   return out;
 }
 
+std::string RenderNotInForce(const leash::v1::ReconcileReport& report) {
+  std::string out;
+  for (const std::string& line : report.not_in_force()) absl::StrAppend(&out, "  - ", line, "\n");
+  return out;
+}
+
 }  // namespace leash::cli

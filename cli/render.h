@@ -33,5 +33,7 @@ std::string RenderCheck(const leash::v1::CheckResponse& response, const std::str
 std::string RenderStatus(const leash::v1::StatusResponse& response);
 // What a reconcile changed, one line per subject, then its warnings.
 std::string RenderReconcile(const leash::v1::ReconcileReport& report);
+// What a pass could not put in force, one "  - <sentence>" line each ("" when nothing).
+std::string RenderNotInForce(const leash::v1::ReconcileReport& report);
 
 }  // namespace leash::cli

@@ -1,6 +1,7 @@
 // The policy writes: each goes through leashd (it owns the files), is judged there, and is
-// followed by a reconcile unless --no-reconcile. A write that landed but whose reconcile failed
-// is the one state that must not exit 0: the policy is on disk and not in force.
+// followed by a reconcile unless --no-reconcile. A write that landed but whose reconcile failed,
+// or could not put all of it in force (ReconcileReport.not_in_force), is the one state that
+// must not exit 0: the policy is on disk and not in force.
 #include <unistd.h>
 
 #include <cstdlib>
@@ -54,6 +55,12 @@ int ReportWrite(const leash::v1::PolicyWriteResponse& response, const Args& args
     return kExitRefused;
   }
   if (!args.json) io.out << RenderReconcile(report);
+  if (report.not_in_force_size() > 0) {
+    io.err << "leash: the policy is on disk and is NOT in force:\n"
+           << RenderNotInForce(report)
+           << "fix the cause, then run by hand: sudo leash reconcile\n";
+    return kExitRefused;
+  }
   return kExitOk;
 }
 
@@ -236,6 +243,11 @@ int RunReconcile(const Args& args, Io io) {
   if (!response.report().error().empty()) {
     io.err << "leash: the reconcile failed and changed nothing: " << response.report().error()
            << "\n";
+    return kExitRefused;
+  }
+  if (response.report().not_in_force_size() > 0) {
+    io.err << "leash: the reconcile ran, but the policy on disk is NOT in force:\n"
+           << RenderNotInForce(response.report());
     return kExitRefused;
   }
   return kExitOk;

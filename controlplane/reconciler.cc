@@ -93,6 +93,8 @@ void Reconciler::PublishAndWait(const std::vector<leash::v1::SubjectPolicy>& sub
     if (!acked.ok()) {
       report.add_warnings(absl::StrCat("critical: ", name, " has not put map version ", version,
                                        " in force: ", acked.message()));
+      report.add_not_in_force(
+          absl::StrCat(name, " has not put map version ", version, " in force"));
     }
   };
   // The watcher first: a new subject is denied in the watcher before its chain goes in.
@@ -165,10 +167,15 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
 
   // --- Plan: who should be in force, and how. ---
   std::vector<Account> wanted = {**user};
-  if (options_.single_subject) {
-    if (!agents->empty() && !warned_first_agent_) {
-      std::vector<std::string> names;
-      for (const Account& a : *agents) names.push_back(a.name);
+  if (options_.single_subject && !agents->empty()) {
+    std::vector<std::string> names;
+    for (const Account& a : *agents) names.push_back(a.name);
+    // On every pass, so that a write aimed at one of them never reads as in force.
+    report.add_not_in_force(absl::StrCat(
+        "agent account(s) ", absl::StrJoin(names, ", "),
+        " are not enforced: this service started with none (the single-subject path); restart "
+        "it once (systemctl restart leash.service)"));
+    if (!warned_first_agent_) {
       report.add_warnings(absl::StrCat(
           "agent account(s) ", absl::StrJoin(names, ", "),
           " appeared, but this service started with none and runs the single-subject path, "
@@ -195,6 +202,7 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
         d.port = *port;
       } else {
         d.problem = std::string(port.status().message());
+        d.runtime_problem = true;
       }
     }
     absl::StatusOr<leash::v1::Config> policy =
@@ -297,6 +305,7 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
       if (!d.chain || batched) continue;
       if (!ApplyChain(d, report)) {
         d.problem = "its nftables chain would not apply";
+        d.runtime_problem = true;
         d.chain.reset();
         d.policy = NoPolicy(d, d.problem, floor_fail_mode);
       }
@@ -315,6 +324,7 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
       auto it = desired.find(uid);
       if (it == desired.end() || !it->second.policy.has_policy()) continue;
       it->second.problem = "its proxy listener would not bind";
+      it->second.runtime_problem = true;
       it->second.policy = NoPolicy(it->second, it->second.problem, floor_fail_mode);
       unbound.push_back(it->second.policy);
     }
@@ -326,6 +336,7 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
     if (!d.in_discovery && subjects_[uid].chain == d.chain) continue;
     if (!ApplyChain(d, report) && d.chain) {
       d.problem = "its nftables chain would not re-apply";
+      d.runtime_problem = true;
       d.policy = NoPolicy(d, d.problem, floor_fail_mode);
       PublishAndWait({d.policy}, report);
     }
@@ -336,6 +347,10 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
     if (!d.problem.empty() && d.in_discovery) {
       report.add_warnings(absl::StrCat("critical: ", d.account.name, " (uid ", uid,
                                        ") has no policy and is denied everything: ", d.problem));
+      if (d.runtime_problem) {
+        report.add_not_in_force(absl::StrCat(d.account.name, " (uid ", uid,
+                                             ") is denied everything: ", d.problem));
+      }
     }
     if (!d.policy.has_policy()) continue;
     if (const std::string warning = ToolsTransportWarning(d.account.name, d.policy.policy(),

@@ -97,6 +97,9 @@ class Reconciler {
     std::optional<NetfilterSubject> chain;
     std::vector<std::string> sources;
     std::string problem;
+    // The problem is the host's (no port, a chain that would not apply, a listener that would
+    // not bind), not the policy files': the policy on disk is not in force for this subject.
+    bool runtime_problem = false;
   };
 
   // Step helpers; each records what it did in `report`.

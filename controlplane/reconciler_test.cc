@@ -151,8 +151,10 @@ class ReconcilerTest : public ::testing::Test {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   }
   std::unique_ptr<Reconciler> Make(bool single_subject = false,
-                                   uint64_t tools_max_request_bytes = 0) {
+                                   uint64_t tools_max_request_bytes = 0,
+                                   absl::Duration ack_timeout = absl::Seconds(10)) {
     ReconcilerOptions options;
+    options.ack_timeout = ack_timeout;
     options.tools_max_request_bytes = tools_max_request_bytes;
     options.configured_user = "fido";
     options.single_subject = single_subject;
@@ -355,6 +357,10 @@ TEST_F(ReconcilerTest, ChainThatWillNotApplyDeniesThatSubjectAlone) {
   EXPECT_EQ(fswatch_->map()->at(1001).policy, nullptr);
   EXPECT_NE(fswatch_->map()->at(1002).policy, nullptr);
   EXPECT_THAT(Calls(netfilter_), ::testing::Contains("apply 1002:18002"));
+  // The policy on disk asks for more than is in force: a write's CLI must not exit 0.
+  EXPECT_THAT(report.not_in_force(),
+              ElementsAre("leash-iris (uid 1001) is denied everything: its nftables chain would "
+                          "not apply"));
 }
 
 TEST_F(ReconcilerTest, ListenerThatWillNotBindDeniesThatSubjectAlone) {
@@ -362,10 +368,38 @@ TEST_F(ReconcilerTest, ListenerThatWillNotBindDeniesThatSubjectAlone) {
   accounts_.Add("leash-vader", 1002);
   proxy_->SetUnbindable(1002);
   auto r = Make();
-  r->RunPass();
+  leash::v1::ReconcileReport report = r->RunPass();
   EXPECT_EQ(fswatch_->map()->at(1002).policy, nullptr);
   EXPECT_THAT(fswatch_->map()->at(1002).no_policy_reason, HasSubstr("listener would not bind"));
   EXPECT_NE(fswatch_->map()->at(1001).policy, nullptr);
+  EXPECT_THAT(report.not_in_force(),
+              ElementsAre("leash-vader (uid 1002) is denied everything: its proxy listener would "
+                          "not bind"));
+}
+
+TEST_F(ReconcilerTest, ASidecarThatDoesNotAcknowledgeLeavesThePolicyNotInForce) {
+  accounts_.Add("leash-iris", 1001);
+  proxy_.reset();  // no proxy subscribed: nobody acknowledges the network side
+  auto r = Make(/*single_subject=*/false, /*tools_max_request_bytes=*/0,
+                /*ack_timeout=*/absl::Milliseconds(200));
+  leash::v1::ReconcileReport report = r->RunPass();
+  // A first pass publishes twice (new subjects denied first, then their policies): each
+  // version the proxy did not acknowledge is named.
+  ASSERT_GE(report.not_in_force_size(), 1) << report.DebugString();
+  for (const std::string& line : report.not_in_force()) {
+    EXPECT_THAT(line, ::testing::MatchesRegex("the proxy has not put map version [0-9]+ in force"));
+  }
+}
+
+// A subject whose policy files do not resolve is the files' state, not the host's: it is
+// warned about (and `leash validate` says why), but it does not make every write fail.
+TEST_F(ReconcilerTest, APolicyThatDoesNotResolveIsNotCountedAsNotInForce) {
+  accounts_.Add("leash-iris", 1001);
+  policies_.SetError("leash-iris", "binding agent:leash-iris names profile 'gone'");
+  auto r = Make();
+  leash::v1::ReconcileReport report = r->RunPass();
+  EXPECT_EQ(fswatch_->map()->at(1001).policy, nullptr);
+  EXPECT_EQ(report.not_in_force_size(), 0) << report.DebugString();
 }
 
 TEST_F(ReconcilerTest, NoPolicyCarriesTheFloorFailMode) {
@@ -402,6 +436,13 @@ TEST_F(ReconcilerTest, SingleSubjectHostUsesTheSingleAgentPortAndSaysSoOnTheFirs
   EXPECT_THAT(report.warnings(0), HasSubstr("cannot grow its first agent"));
   EXPECT_THAT(report.warnings(0), HasSubstr("systemctl restart leash.service"));
   EXPECT_EQ(r->subjects().count(1001), 0u);
+  // The warning is said once; that the agent is not enforced is said on every pass.
+  for (int pass = 0; pass < 2; ++pass) {
+    ASSERT_EQ(report.not_in_force_size(), 1) << "pass " << pass;
+    EXPECT_THAT(report.not_in_force(0),
+                HasSubstr("agent account(s) leash-iris are not enforced"));
+    report = r->RunPass();
+  }
 }
 
 }  // namespace

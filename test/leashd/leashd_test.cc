@@ -241,6 +241,30 @@ TEST_F(LeashdTest, DanglingProfileDeniesOnlyItsSubject) {
   EXPECT_NE(ChainHandles(agents_["leash-it-a"]->uid()), "");
 }
 
+// "The policy is on disk and is not in force, and that is the one state that must not exit
+// 0": a service that started with no agent accounts cannot enforce one that appears later, so
+// binding it writes the binding but must not read as done.
+TEST_F(LeashdTest, AWriteThatIsNotInForceDoesNotExitZero) {
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());  // no agent accounts: the single-subject path
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
+  // Every write says so while the agent is not enforced, a profile save included.
+  RunResult saved = SaveProfile("pa", "network: { deny: [\"x.example\"] }\n");
+  EXPECT_EQ(saved.exit_code, 1) << saved.out;
+  EXPECT_THAT(saved.out, HasSubstr("written"));
+  EXPECT_THAT(saved.out, HasSubstr("the policy is on disk and is NOT in force"));
+  for (int attempt = 0; attempt < 2; ++attempt) {  // not only on the first write
+    RunResult bound = Cli({"bind", "agent:leash-it-a", "pa"});
+    EXPECT_EQ(bound.exit_code, 1) << bound.out;
+    EXPECT_THAT(bound.out, HasSubstr("the policy is on disk and is NOT in force"));
+    EXPECT_THAT(bound.out, HasSubstr("agent account(s) leash-it-a are not enforced"));
+    RunResult unbound = Cli({"unbind", "agent:leash-it-a"});
+    EXPECT_EQ(unbound.exit_code, 1) << unbound.out;
+  }
+  RunResult reconciled = Cli({"reconcile"});
+  EXPECT_EQ(reconciled.exit_code, 1) << reconciled.out;
+  EXPECT_THAT(reconciled.out, HasSubstr("the policy on disk is NOT in force"));
+}
+
 TEST_F(LeashdTest, CheckToolFollowsAFailModeChangeForASubjectWithNoPolicy) {
   ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
