@@ -31,29 +31,20 @@ int RunTeardown(const Args& args, Io io) {
   // folder that does not exist has no leashd in it, but a leashd on other folders may still run
   // in this network namespace.
   const std::string run_dir = args.Option("run-dir", "/run/leash");
-  absl::Status locked;
-  std::optional<controlplane::InstanceLock> instance;
-  std::optional<controlplane::FileLock> netns;
-  if (access(run_dir.c_str(), F_OK) == 0) {
-    absl::StatusOr<controlplane::InstanceLock> taken =
-        controlplane::LockInstance(run_dir, absl::ZeroDuration());
-    if (taken.ok()) instance = *std::move(taken);
-    locked = taken.status();
-  } else {
-    absl::StatusOr<controlplane::FileLock> taken =
-        controlplane::LockNetworkNamespace(absl::ZeroDuration());
-    if (taken.ok()) netns = *std::move(taken);
-    locked = taken.status();
-  }
-  if (absl::IsFailedPrecondition(locked)) {
-    io.err << "leash teardown: " << locked.message()
-           << "; nothing released. Stop it (`systemctl stop leash`, or SIGTERM to its pid): its "
-              "stop path releases every chain itself, and teardown is for after it has ended\n";
-    return kExitRefused;
-  }
+  absl::StatusOr<controlplane::InstanceLock> locked =
+      access(run_dir.c_str(), F_OK) == 0
+          ? controlplane::LockInstance(run_dir, absl::ZeroDuration())
+          : controlplane::LockNetworkNamespace(absl::ZeroDuration());
   if (!locked.ok()) {
     io.err << "leash teardown: cannot tell whether a leashd runs on " << run_dir
-           << " or in this network namespace: " << locked.message() << "; nothing released\n";
+           << " or in this network namespace: " << locked.status().message()
+           << "; nothing released\n";
+    return kExitRefused;
+  }
+  if (!locked->acquired()) {
+    io.err << "leash teardown: " << locked->held_by
+           << "; nothing released. Stop it (`systemctl stop leash`, or SIGTERM to its pid): its "
+              "stop path releases every chain itself, and teardown is for after it has ended\n";
     return kExitRefused;
   }
   std::vector<uint32_t> uids;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -64,11 +65,22 @@ void LogReport(const leash::v1::ReconcileReport& report) {
 // Who a CheckTool call is judged for: the account asked for, or the caller's own. Root and
 // the configured user (who runs the harness for its agents) may ask for any subject; anyone
 // else only for itself.
-tools::SubjectLookup MakeToolsLookup(const UnixGrpcServer* const* server,
+// The tools server, once started. Its accept thread runs (and calls can arrive) before Start
+// returns the server, so the handlers read it through this, null until then.
+using ToolsServerRef = std::atomic<const UnixGrpcServer*>;
+
+std::optional<ucred> ToolsCaller(const ToolsServerRef& server,
+                                 const grpc::ServerContextBase& context) {
+  const UnixGrpcServer* const started = server.load();
+  if (started == nullptr) return std::nullopt;
+  return started->PeerOf(context);
+}
+
+tools::SubjectLookup MakeToolsLookup(const ToolsServerRef* server,
                                      const SubjectDirectory* subjects, uint32_t user_uid) {
   return [=](const grpc::ServerContextBase& context,
              const std::string& account) -> absl::StatusOr<tools::ToolSubject> {
-    std::optional<ucred> peer = (*server)->PeerOf(context);
+    std::optional<ucred> peer = ToolsCaller(*server, context);
     if (!peer) return absl::UnauthenticatedError("the caller's credentials are unknown");
     std::optional<SubjectView> view =
         account.empty() ? subjects->ByUid(peer->uid) : subjects->ByAccount(account);
@@ -160,13 +172,13 @@ int RunDaemon(const DaemonOptions& given) {
   // ports: it refuses here, before touching any of them. The kernel drops the locks when
   // leashd ends, however it ends.
   absl::StatusOr<InstanceLock> instance = LockInstance(options.run_dir, absl::Seconds(2));
-  if (absl::IsFailedPrecondition(instance.status())) {
+  if (!instance.ok()) return Refuse(std::string(instance.status().message()));
+  if (!instance->acquired()) {
     return Refuse(absl::StrCat(
-        instance.status().message(),
+        instance->held_by,
         ". Stop it first (`systemctl stop leash`, or SIGTERM to its pid); to make it pick up a "
         "change, send it SIGHUP instead"));
   }
-  if (!instance.ok()) return Refuse(std::string(instance.status().message()));
   PolicyStreamService stream;
   BindingStore store(BindingStore::Options(options.state_dir));
   TieredPolicySource policies(options.config_path, &store);
@@ -282,7 +294,7 @@ int RunDaemon(const DaemonOptions& given) {
   std::unique_ptr<sidecar::AsyncDecisionLog> tools_log;
   std::unique_ptr<tools::ToolsService> tools_service;
   std::unique_ptr<UnixGrpcServer> tools_server;
-  const UnixGrpcServer* tools_server_raw = nullptr;
+  ToolsServerRef tools_server_raw{nullptr};
   if (tools_on) {
     tools_log = std::make_unique<sidecar::AsyncDecisionLog>(fcntl(*log_fd, F_DUPFD_CLOEXEC, 3));
     tools::ToolsServiceOptions tools_options;
@@ -290,7 +302,7 @@ int RunDaemon(const DaemonOptions& given) {
     tools_options.lookup = MakeToolsLookup(&tools_server_raw, &subjects, (*user)->uid);
     tools_options.caller_uid =
         [raw = &tools_server_raw](const grpc::ServerContextBase& context) -> std::optional<uint32_t> {
-      std::optional<ucred> peer = (*raw)->PeerOf(context);
+      std::optional<ucred> peer = ToolsCaller(*raw, context);
       if (!peer) return std::nullopt;
       return peer->uid;
     };
@@ -318,7 +330,7 @@ int RunDaemon(const DaemonOptions& given) {
         });
     if (!server.ok()) return Refuse(std::string(server.status().message()));
     tools_server = *std::move(server);
-    tools_server_raw = tools_server.get();
+    tools_server_raw.store(tools_server.get());
     const tools::ToolsSocketLimits& limits = options.tools_limits;
     Say(absl::StrCat("tools socket ", options.tools_socket, " (0660, group ", group,
                      "); per account: ", limits.max_connections_per_account, " connections, ",

@@ -50,7 +50,6 @@ absl::StatusOr<std::string> NetnsLockPath(const std::string& dir) {
   struct stat folder {};
   if (lstat(dir.c_str(), &folder) != 0) return absl::ErrnoToStatus(errno, absl::StrCat("stat ", dir));
   if (!S_ISDIR(folder.st_mode) || folder.st_uid != 0 || (folder.st_mode & 022) != 0) {
-    // Not FailedPrecondition: that code means "held by another" to the callers.
     return absl::PermissionDeniedError(absl::StrCat(
         dir, " must be a folder owned by root and writable by root only (it holds the lock of "
              "each network namespace's leashd); fix it with: chown root:root ", dir,
@@ -65,18 +64,21 @@ absl::StatusOr<std::string> NetnsLockPath(const std::string& dir) {
 
 }  // namespace
 
-absl::StatusOr<FileLock> LockNetworkNamespace(absl::Duration wait,
-                                              const std::string& netns_lock_dir) {
+absl::StatusOr<InstanceLock> LockNetworkNamespace(absl::Duration wait,
+                                                  const std::string& netns_lock_dir) {
   absl::StatusOr<std::string> path = NetnsLockPath(netns_lock_dir);
   if (!path.ok()) return path.status();
   absl::StatusOr<std::optional<FileLock>> lock = LockWithPid(*path, wait);
   if (!lock.ok()) return lock.status();
+  InstanceLock out;
   if (!lock->has_value()) {
-    return absl::FailedPreconditionError(
+    out.held_by =
         absl::StrCat("a leashd is running in this network namespace (", DescribeHolder(*path),
-                     ", lock ", *path, "), or `leash teardown` is releasing its chains"));
+                     ", lock ", *path, "), or `leash teardown` is releasing its chains");
+    return out;
   }
-  return std::move(**lock);
+  out.network_namespace = std::move(*lock);
+  return out;
 }
 
 absl::StatusOr<InstanceLock> LockInstance(const std::string& run_dir, absl::Duration wait,
@@ -85,13 +87,15 @@ absl::StatusOr<InstanceLock> LockInstance(const std::string& run_dir, absl::Dura
   absl::StatusOr<std::optional<FileLock>> run = LockWithPid(path, wait);
   if (!run.ok()) return run.status();
   if (!run->has_value()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("a leashd is running on ", run_dir, " (", DescribeHolder(path),
-                     "), or `leash teardown` is releasing its chains"));
+    InstanceLock out;
+    out.held_by = absl::StrCat("a leashd is running on ", run_dir, " (", DescribeHolder(path),
+                               "), or `leash teardown` is releasing its chains");
+    return out;
   }
-  absl::StatusOr<FileLock> netns = LockNetworkNamespace(wait, netns_lock_dir);
-  if (!netns.ok()) return netns.status();
-  return InstanceLock{std::move(**run), *std::move(netns)};
+  absl::StatusOr<InstanceLock> out = LockNetworkNamespace(wait, netns_lock_dir);
+  if (!out.ok() || !out->acquired()) return out;  // the run folder's lock is let go
+  out->run_dir = std::move(*run);
+  return out;
 }
 
 }  // namespace leash::controlplane

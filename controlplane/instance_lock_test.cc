@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -28,10 +30,11 @@ class InstanceLockTest : public ::testing::Test {
 
 TEST_F(InstanceLockTest, ASecondInstanceOnTheSameRunFolderIsRefusedNamingTheHolder) {
   auto first = LockInstance(dir_->Join("run-a"), absl::ZeroDuration(), NetnsDir());
-  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(first.ok() && first->acquired()) << first.status();
   auto second = LockInstance(dir_->Join("run-a"), absl::Milliseconds(100), NetnsDir());
-  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(second.status().message()),
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_FALSE(second->acquired());
+  EXPECT_THAT(second->held_by,
               HasSubstr(absl::StrCat("a leashd is running on ", dir_->Join("run-a"), " (pid ",
                                      getpid(), ")")));
 }
@@ -40,23 +43,39 @@ TEST_F(InstanceLockTest, ASecondInstanceOnTheSameRunFolderIsRefusedNamingTheHold
 // make a second leashd safe.
 TEST_F(InstanceLockTest, ASecondInstanceInTheSameNetworkNamespaceIsRefusedOnOtherFolders) {
   auto first = LockInstance(dir_->Join("run-a"), absl::ZeroDuration(), NetnsDir());
-  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(first.ok() && first->acquired()) << first.status();
   auto second = LockInstance(dir_->Join("run-b"), absl::ZeroDuration(), NetnsDir());
-  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(second.status().message()),
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_FALSE(second->acquired());
+  EXPECT_FALSE(second->run_dir.has_value()) << "run-b's lock is let go again";
+  EXPECT_THAT(second->held_by,
               HasSubstr(absl::StrCat("a leashd is running in this network namespace (pid ",
                                      getpid(), ", lock ", NetnsDir(), "/net-")));
   auto alone = LockNetworkNamespace(absl::ZeroDuration(), NetnsDir());
-  EXPECT_EQ(alone.status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_FALSE(alone->acquired());
 }
 
 TEST_F(InstanceLockTest, BothLocksAreFreeAgainOnceReleased) {
   {
     auto first = LockInstance(dir_->Join("run-a"), absl::ZeroDuration(), NetnsDir());
-    ASSERT_TRUE(first.ok()) << first.status();
+    ASSERT_TRUE(first.ok() && first->acquired()) << first.status();
   }
-  EXPECT_TRUE(LockInstance(dir_->Join("run-b"), absl::ZeroDuration(), NetnsDir()).ok());
-  EXPECT_TRUE(LockInstance(dir_->Join("run-a"), absl::ZeroDuration(), NetnsDir()).ok());
+  auto other = LockInstance(dir_->Join("run-b"), absl::ZeroDuration(), NetnsDir());
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE(other->acquired()) << other->held_by;
+}
+
+// An error that says nothing about a holder (here: the run folder is a file) is an error, not
+// "a leashd is running": the callers' advice to stop one would be wrong.
+TEST_F(InstanceLockTest, ARunFolderThatIsAFileIsAnErrorNotAHolder) {
+  const std::string file = dir_->Join("not-a-folder");
+  FILE* f = fopen(file.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fclose(f);
+  auto lock = LockInstance(file, absl::ZeroDuration(), NetnsDir());
+  EXPECT_FALSE(lock.ok());
+  EXPECT_THAT(std::string(lock.status().message()), HasSubstr("not-a-folder"));
 }
 
 TEST_F(InstanceLockTest, ALockFolderOthersCanWriteIsRefused) {

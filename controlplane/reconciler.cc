@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <limits>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -43,12 +44,23 @@ std::string ToolsTransportWarning(const std::string& account, const leash::v1::C
                                   uint64_t max_request_bytes) {
   if (max_request_bytes == 0 || !policy.enforcers().tools()) return "";
   const uint64_t max_input = policy.tools().max_input_bytes();
-  if (max_input + kToolRequestOverhead <= max_request_bytes) return "";
+  // Compared without overflow: a max_input_bytes near 2^64 means "no limit".
+  if (max_input <= max_request_bytes && max_request_bytes - max_input >= kToolRequestOverhead) {
+    return "";
+  }
+  // The flag takes an int: past that, no value fits, and the policy's bound cannot be reached.
+  constexpr uint64_t kLargestFlag = std::numeric_limits<int>::max();
+  const std::string fix =
+      max_input <= kLargestFlag - kToolRequestOverhead
+          ? absl::StrCat("start leashd with --tools-max-request-bytes=",
+                         max_input + kToolRequestOverhead, " or more")
+          : absl::StrCat("lower tools.max_input_bytes to ", kLargestFlag - kToolRequestOverhead,
+                         " or less (the largest request the tools socket can take is ",
+                         kLargestFlag, " bytes)");
   return absl::StrCat("warning: ", account, ": tools.max_input_bytes is ", max_input,
                       " but the tools socket takes requests of at most ", max_request_bytes,
                       " bytes, so larger calls are refused by the transport (unlogged) instead "
-                      "of judged by the policy; start leashd with --tools-max-request-bytes=",
-                      max_input + kToolRequestOverhead, " or more");
+                      "of judged by the policy; ", fix);
 }
 
 }  // namespace

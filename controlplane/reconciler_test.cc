@@ -3,9 +3,10 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <limits>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -292,6 +293,22 @@ TEST_F(ReconcilerTest, ToolInputsTheToolsSocketCannotCarryAreWarnedAbout) {
                                    "socket takes requests of at most 4194304 bytes"));
     EXPECT_THAT(said[0], HasSubstr("--tools-max-request-bytes=8454144"));
   }
+}
+
+// "No limit" written as the largest number: no overflow hides the warning, and the advice is
+// one the flag can follow.
+TEST_F(ReconcilerTest, AnUnboundedToolInputIsWarnedAboutWithAFixThatExists) {
+  accounts_.Add("leash-iris", 1001);
+  policies_.Set("leash-iris", "openai.com");
+  policies_.SetMaxToolInputBytes("leash-iris", std::numeric_limits<uint64_t>::max());
+  auto r = Make(/*single_subject=*/false, /*tools_max_request_bytes=*/4 << 20);
+  leash::v1::ReconcileReport report = r->RunPass();
+  std::string said;
+  for (const auto& w : report.warnings()) {
+    if (w.find("tools socket") != std::string::npos) said = w;
+  }
+  EXPECT_THAT(said, HasSubstr("tools.max_input_bytes is 18446744073709551615"));
+  EXPECT_THAT(said, HasSubstr("lower tools.max_input_bytes to 2147418111 or less"));
 }
 
 TEST_F(ReconcilerTest, CorruptPortMapChangesNothing) {

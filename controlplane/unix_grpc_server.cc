@@ -137,28 +137,34 @@ void UnixGrpcServer::AcceptLoop() {
     struct stat st {};
     const bool stated = fstat(conn, &st) == 0;
     const int fstat_errno = errno;
+    // Decided and written to stderr outside the lock: `admit` is the caller's code, and a
+    // stalled stderr must not hold up PeerOf on every call.
+    std::string refusal;
+    if (!known) {
+      refusal = "peer credentials unreadable";
+    } else if (!options_.admit(cred)) {
+      refusal = "not permitted on this socket";
+    } else if (!stated) {
+      refusal = absl::StrCat("fstat of the connection failed: ", std::strerror(fstat_errno));
+    }
+    std::string line;
     {
       absl::MutexLock lock(&mu_);
-      std::string refusal;
-      if (!known) {
-        refusal = "peer credentials unreadable";
-      } else if (!options_.admit(cred)) {
-        refusal = "not permitted on this socket";
-      } else if (!stated) {
-        refusal = absl::StrCat("fstat of the connection failed: ", std::strerror(fstat_errno));
+      if (refusal.empty()) refusal = RefusalOf(cred);
+      if (refusal.empty()) {
+        // In place before gRPC can run a call on the connection, or close it.
+        peers_[PeerKey(conn)] = Connection{cred, st.st_dev, st.st_ino};
       } else {
-        refusal = RefusalOf(cred);
-      }
-      if (!refusal.empty()) {
-        close(conn);
         ++refused_;
-        LogRefusal(cred, known, refusal);
-        continue;
+        line = RefusalLine(cred, known, refusal);
       }
-      // In place before gRPC can run a call on the connection, or close it.
-      peers_[PeerKey(conn)] = Connection{cred, st.st_dev, st.st_ino};
     }
-    grpc::AddInsecureChannelFromFd(server_.get(), conn);
+    if (refusal.empty()) {
+      grpc::AddInsecureChannelFromFd(server_.get(), conn);
+      continue;
+    }
+    close(conn);
+    if (!line.empty()) std::fputs(line.c_str(), stderr);
   }
 }
 
@@ -184,23 +190,23 @@ std::string UnixGrpcServer::RefusalOf(const ucred& cred) {
                       options_.name, "-connections-per-account)");
 }
 
-void UnixGrpcServer::LogRefusal(const ucred& cred, bool known, const std::string& why) {
+std::string UnixGrpcServer::RefusalLine(const ucred& cred, bool known, const std::string& why) {
   RefusalLog& log = refusal_log_[known ? cred.uid : ~0u];
   const absl::Time now = absl::Now();
   if (now - log.last_written < absl::Seconds(10)) {
     ++log.unwritten;
-    return;
+    return "";
   }
   const std::string unwritten =
       log.unwritten == 0
           ? ""
           : absl::StrCat(" (and ", log.unwritten, " more from this uid in the last ",
                          absl::FormatDuration(now - log.last_written), ", not written)");
-  std::fprintf(stderr, "leashd: refused a connection to the %s socket %s from uid %u (pid %d): %s%s\n",
-               options_.name.c_str(), options_.path.c_str(), known ? cred.uid : ~0u,
-               known ? cred.pid : -1, why.c_str(), unwritten.c_str());
   log.last_written = now;
   log.unwritten = 0;
+  return absl::StrCat("leashd: refused a connection to the ", options_.name, " socket ",
+                      options_.path, " from uid ", known ? cred.uid : ~0u, " (pid ",
+                      known ? cred.pid : -1, "): ", why, unwritten, "\n");
 }
 
 void UnixGrpcServer::Shutdown(absl::Duration deadline) {

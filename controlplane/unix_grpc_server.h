@@ -74,9 +74,10 @@ class UnixGrpcServer {
   std::string RefusalOf(const ucred& cred) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Forgets connections gRPC has closed since the last call.
   void ForgetClosed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Writes one refusal to stderr, at most once per account every 10 s (with the count of the
-  // ones not written), so that a caller retrying in a loop cannot flood the journal.
-  void LogRefusal(const ucred& cred, bool known, const std::string& why)
+  // The stderr line for one refusal, or "" when it is not to be written: at most one per
+  // account every 10 s (with the count of the ones not written), so that a caller retrying in
+  // a loop cannot flood the journal.
+  std::string RefusalLine(const ucred& cred, bool known, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const UnixSocketOptions options_;

@@ -51,7 +51,7 @@ constexpr absl::Duration kRefusalReportInterval = absl::Seconds(10);
 }  // namespace
 
 // One CheckTool call, taken at its headers: admitted against its account's share, then read,
-// judged and answered; its share is given back when gRPC is done with it.
+// judged and answered; its share is given back as the answer goes out.
 class ToolsService::CheckToolReactor final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
@@ -103,7 +103,8 @@ class ToolsService::CheckToolReactor final
     service->options_.sink->Record(std::move(record));
   }
 
-  // A cancelled call ends here without OnReadDone having answered it.
+  // A safety net: an admitted call always gets OnReadDone (false when cancelled), which gives
+  // the share back.
   void OnDone() override {
     GiveBackShare();
     delete this;

@@ -133,7 +133,10 @@ inline constexpr char kResponseTrailer[] = "leash-check-tool-response-bin";
 //   refused unread: a call over its account's share gets RESOURCE_EXHAUSTED, message naming the
 //             account, the limit and the flag, and the CheckToolResponse trailer (action
 //             ACTION_BLOCK, no ref). The decision log gets one critical line per account
-//             every 10 s while refusals go on, with the count of the ones not written.
+//             every 10 s while refusals go on, with the count of the ones not written. Only
+//             this refusal carries the trailer: a request over the size cap is also
+//             RESOURCE_EXHAUSTED (gRPC's own, see above) but has none, and sending it again
+//             will not help.
 class ToolsService final : public leash::v1::Tools::Service {
  public:
   // InvalidArgument if lookup or sink is missing or a limit is not positive; Internal if the

@@ -781,7 +781,7 @@ TEST_F(LeashdTest, AnAgentFloodingTheToolsSocketIsBoundedAndStarvesNoOtherAgent)
   EXPECT_THAT(leashd_->Log(), HasSubstr("connections to the tools socket"));
   // 8 calls in flight per account (--tools-calls-per-account); calls over it are refused unread
   // with RESOURCE_EXHAUSTED (8), and the decision log says so under the flooding account.
-  EXPECT_THAT(a["codes"], HasSubstr(",8:"));
+  EXPECT_THAT(absl::StrCat(",", a["codes"]), HasSubstr(",8:"));
   bool refusal_logged = false;
   for (absl::string_view line :
        absl::StrSplit(ReadAll(log_dir_->Join("decisions.jsonl")), '\n')) {
