@@ -67,7 +67,7 @@ void LogReport(const leash::v1::ReconcileReport& report) {
 // else only for itself.
 // The tools server, once started. Its accept thread runs (and calls can arrive) before Start
 // returns the server, so the handlers read it through this, null until then.
-using ToolsServerRef = std::atomic<const UnixGrpcServer*>;
+using ToolsServerRef = std::atomic<UnixGrpcServer*>;
 
 std::optional<ucred> ToolsCaller(const ToolsServerRef& server,
                                  const grpc::ServerContextBase& context) {
@@ -307,6 +307,16 @@ int RunDaemon(const DaemonOptions& given) {
       return peer->uid;
     };
     tools_options.limits = options.tools_limits;
+    tools_options.caller_not_reading = [raw = &tools_server_raw](
+                                           const grpc::ServerContextBase& context) {
+      const UnixGrpcServer* const started = raw->load();
+      return started != nullptr && started->PeerIsNotReading(context);
+    };
+    tools_options.cut_connections = [raw = &tools_server_raw](uint32_t uid) {
+      if (UnixGrpcServer* const started = raw->load(); started != nullptr) {
+        started->CutConnectionsOf(uid);
+      }
+    };
     absl::StatusOr<std::unique_ptr<tools::ToolsService>> service =
         tools::ToolsService::Create(std::move(tools_options));
     if (!service.ok()) return Refuse(std::string(service.status().message()));

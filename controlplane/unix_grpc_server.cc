@@ -1,8 +1,10 @@
 #include "controlplane/unix_grpc_server.h"
 
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -168,15 +170,46 @@ void UnixGrpcServer::AcceptLoop() {
   }
 }
 
+int UnixGrpcServer::LiveDescriptor(const std::string& key, const Connection& connection) {
+  int fd = -1;
+  struct stat st {};
+  const bool live = absl::SimpleAtoi(absl::string_view(key).substr(3), &fd) &&
+                    fstat(fd, &st) == 0 && st.st_dev == connection.dev &&
+                    st.st_ino == connection.ino;
+  return live ? fd : -1;
+}
+
 void UnixGrpcServer::ForgetClosed() {
   for (auto it = peers_.begin(); it != peers_.end();) {
-    int fd = -1;
-    struct stat st {};
-    const bool live = absl::SimpleAtoi(absl::string_view(it->first).substr(3), &fd) &&
-                      fstat(fd, &st) == 0 && st.st_dev == it->second.dev &&
-                      st.st_ino == it->second.ino;
-    it = live ? std::next(it) : peers_.erase(it);
+    it = LiveDescriptor(it->first, it->second) >= 0 ? std::next(it) : peers_.erase(it);
   }
+}
+
+bool UnixGrpcServer::PeerIsNotReading(const grpc::ServerContextBase& context) const {
+  absl::MutexLock lock(&mu_);
+  auto it = peers_.find(context.peer());
+  if (it == peers_.end()) return false;
+  const int fd = LiveDescriptor(it->first, it->second);
+  int queued = 0;
+  int sndbuf = 0;
+  socklen_t length = sizeof(sndbuf);
+  if (fd < 0 || ioctl(fd, SIOCOUTQ, &queued) != 0 ||
+      getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, &length) != 0) {
+    return false;
+  }
+  return queued >= sndbuf / 2;
+}
+
+int UnixGrpcServer::CutConnectionsOf(uid_t uid) {
+  absl::MutexLock lock(&mu_);
+  ForgetClosed();
+  int cut = 0;
+  for (const auto& [key, connection] : peers_) {
+    if (connection.cred.uid != uid) continue;
+    const int fd = LiveDescriptor(key, connection);
+    if (fd >= 0 && shutdown(fd, SHUT_RDWR) == 0) ++cut;
+  }
+  return cut;
 }
 
 std::string UnixGrpcServer::RefusalOf(const ucred& cred) {

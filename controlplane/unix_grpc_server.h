@@ -66,6 +66,18 @@ class UnixGrpcServer {
   // Connections refused since start, by the admit rule or the per-account limit.
   uint64_t refused() const;
 
+  // Whether the peer of the connection `context`'s call arrived on is not reading what it was
+  // sent: the kernel's send queue of that connection is at least half full. gRPC queues what
+  // the kernel will not take in its own memory, without a bound, so a caller that keeps opening
+  // calls without reading the answers would grow leashd without end. False when unknown.
+  bool PeerIsNotReading(const grpc::ServerContextBase& context) const;
+
+  // Shuts down (both ways) every connection `uid` holds, so that gRPC ends all its calls; for
+  // an account that misbehaves on a shared socket. Returns how many were cut. A descriptor is
+  // shut only if it still names the socket that was accepted (device and inode), checked under
+  // the lock just before.
+  int CutConnectionsOf(uid_t uid);
+
  private:
   UnixGrpcServer(UnixSocketOptions options, int listen_fd, int wake_fd,
                  std::unique_ptr<grpc::Server> server);
@@ -74,6 +86,11 @@ class UnixGrpcServer {
   std::string RefusalOf(const ucred& cred) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Forgets connections gRPC has closed since the last call.
   void ForgetClosed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  struct Connection;
+  // The descriptor of a recorded connection ("fd:N"), or -1 when gRPC has closed it (the
+  // number no longer names the same socket).
+  static int LiveDescriptor(const std::string& key, const Connection& connection);
   // The stderr line for one refusal, or "" when it is not to be written: at most one per
   // account every 10 s (with the count of the ones not written), so that a caller retrying in
   // a loop cannot flood the journal.

@@ -5,6 +5,26 @@ namespace leash::tools {
 CallAdmission::CallAdmission(int max_calls_per_account, absl::Duration report_every)
     : max_calls_per_account_(max_calls_per_account), report_every_(report_every) {}
 
+bool CallAdmission::Opened(uint32_t uid) {
+  absl::MutexLock lock(&mu_);
+  Account& account = accounts_[uid];
+  ++account.alive;
+  return uid == 0 || account.alive <= kLiveCallsPerShare * max_calls_per_account_;
+}
+
+void CallAdmission::Closed(uint32_t uid) {
+  absl::MutexLock lock(&mu_);
+  auto it = accounts_.find(uid);
+  if (it == accounts_.end() || it->second.alive == 0) return;
+  --it->second.alive;
+}
+
+int CallAdmission::Alive(uint32_t uid) const {
+  absl::MutexLock lock(&mu_);
+  auto it = accounts_.find(uid);
+  return it == accounts_.end() ? 0 : it->second.alive;
+}
+
 bool CallAdmission::Admit(uint32_t uid) {
   absl::MutexLock lock(&mu_);
   Account& account = accounts_[uid];
@@ -26,16 +46,18 @@ int CallAdmission::InFlight(uint32_t uid) const {
   return it == accounts_.end() ? 0 : it->second.in_flight;
 }
 
-bool CallAdmission::ShouldReport(uint32_t uid, absl::Time now, uint64_t& unreported) {
+bool CallAdmission::ShouldReport(uint32_t uid, Event event, absl::Time now,
+                                 uint64_t& unreported) {
   absl::MutexLock lock(&mu_);
   Account& account = accounts_[uid];
-  if (now - account.last_report < report_every_) {
-    ++account.unreported;
+  Reports& reports = event == Event::kCut ? account.cut : account.refused;
+  if (now - reports.last < report_every_) {
+    ++reports.unreported;
     return false;
   }
-  unreported = account.unreported;
-  account.unreported = 0;
-  account.last_report = now;
+  unreported = reports.unreported;
+  reports.unreported = 0;
+  reports.last = now;
   return true;
 }
 

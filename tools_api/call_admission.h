@@ -5,11 +5,18 @@
 // chttp2 parsing: the *acked* setting), so a client that never acknowledges can open any number
 // of calls, each up to the request cap, and leashd would hold them all. ToolsService therefore
 // takes each call when its headers arrive, before its message is read, and admits it here: a
-// call over its account's share is refused at once, unread, and costs leashd only the stream's
-// flow-control window. Root is never limited: it acts for every account.
+// call over its account's share is refused at once, unread, and costs leashd only what the
+// stream's flow-control window lets in. Root is never limited: it acts for every account.
 //
 // Refusals are also counted per account so that the decision log gets one line per account
 // every `report_every`, not one per refused call of a caller retrying in a loop.
+//
+// The share covers a call until its answer goes out; the call itself lives on until gRPC has
+// sent it and torn the stream down. A caller that never reads its socket keeps every answered
+// or refused call alive (with what its stream window let in), and can open more without end.
+// So the calls alive per account are counted too (Opened/Closed, from the headers to gRPC's
+// OnDone): past a cap (kLiveCallsPerShare times the share) the account's connections are to be
+// cut, which ends all its calls at once.
 #pragma once
 
 #include <cstdint>
@@ -21,9 +28,19 @@
 
 namespace leash::tools {
 
+// The calls one account may have alive, per call of its share.
+inline constexpr int kLiveCallsPerShare = 4;
+
 class CallAdmission {
  public:
   CallAdmission(int max_calls_per_account, absl::Duration report_every);
+
+  // A call of `uid` is alive (its headers arrived): false when that makes more than
+  // kLiveCallsPerShare x the share alive, and the account's connections should be cut. Every
+  // call is matched by one Closed, cut or not. Root is never over.
+  bool Opened(uint32_t uid);
+  void Closed(uint32_t uid);
+  int Alive(uint32_t uid) const;
 
   // Counts a call of `uid` in and returns true, or returns false when the account already has
   // its share in flight. Every true must be matched by one Release.
@@ -32,15 +49,22 @@ class CallAdmission {
   int InFlight(uint32_t uid) const;
   int max_calls_per_account() const { return max_calls_per_account_; }
 
-  // After a refusal: whether it should be reported now (true at most once per account every
-  // `report_every`), and how many refusals of that account went unreported before it.
-  bool ShouldReport(uint32_t uid, absl::Time now, uint64_t& unreported);
+  // After a refusal (or a cut): whether it should be reported now (true at most once per
+  // account and kind every `report_every`), and how many of that account's went unreported
+  // before it.
+  enum class Event { kRefused, kCut };
+  bool ShouldReport(uint32_t uid, Event event, absl::Time now, uint64_t& unreported);
 
  private:
+  struct Reports {
+    absl::Time last = absl::InfinitePast();
+    uint64_t unreported = 0;
+  };
   struct Account {
     int in_flight = 0;
-    absl::Time last_report = absl::InfinitePast();
-    uint64_t unreported = 0;
+    int alive = 0;
+    Reports refused;
+    Reports cut;
   };
   const int max_calls_per_account_;
   const absl::Duration report_every_;

@@ -5,6 +5,9 @@
 namespace leash::tools {
 namespace {
 
+constexpr CallAdmission::Event kRefused = CallAdmission::Event::kRefused;
+constexpr CallAdmission::Event kCut = CallAdmission::Event::kCut;
+
 TEST(CallAdmission, AnAccountGetsItsShareAndNoMore) {
   CallAdmission admission(2, absl::Seconds(10));
   EXPECT_TRUE(admission.Admit(1001));
@@ -32,18 +35,34 @@ TEST(CallAdmission, AReleaseWithoutAnAdmissionChangesNothing) {
   EXPECT_FALSE(admission.Admit(1001));
 }
 
+TEST(CallAdmission, MoreCallsAliveThanFourSharesSaysCut) {
+  CallAdmission admission(2, absl::Seconds(10));
+  for (int i = 0; i < 8; ++i) EXPECT_TRUE(admission.Opened(1001)) << i;
+  EXPECT_FALSE(admission.Opened(1001));
+  EXPECT_FALSE(admission.Opened(1001));
+  EXPECT_TRUE(admission.Opened(1002)) << "another account is not affected";
+  EXPECT_EQ(admission.Alive(1001), 10);
+  for (int i = 0; i < 10; ++i) admission.Closed(1001);
+  EXPECT_EQ(admission.Alive(1001), 0);
+  EXPECT_TRUE(admission.Opened(1001));
+  for (int i = 0; i < 100; ++i) EXPECT_TRUE(admission.Opened(0)) << "root is never cut";
+}
+
 TEST(CallAdmission, RefusalsAreReportedOncePerIntervalWithTheCountBetween) {
   CallAdmission admission(1, absl::Seconds(10));
   const absl::Time t0 = absl::FromUnixSeconds(1000);
   uint64_t unreported = 99;
-  EXPECT_TRUE(admission.ShouldReport(1001, t0, unreported));
+  EXPECT_TRUE(admission.ShouldReport(1001, kRefused, t0, unreported));
   EXPECT_EQ(unreported, 0u);
-  EXPECT_FALSE(admission.ShouldReport(1001, t0 + absl::Seconds(1), unreported));
-  EXPECT_FALSE(admission.ShouldReport(1001, t0 + absl::Seconds(9), unreported));
+  EXPECT_FALSE(admission.ShouldReport(1001, kRefused, t0 + absl::Seconds(1), unreported));
+  EXPECT_FALSE(admission.ShouldReport(1001, kRefused, t0 + absl::Seconds(9), unreported));
   // Another account has its own interval.
-  EXPECT_TRUE(admission.ShouldReport(1002, t0 + absl::Seconds(9), unreported));
-  EXPECT_TRUE(admission.ShouldReport(1001, t0 + absl::Seconds(10), unreported));
+  EXPECT_TRUE(admission.ShouldReport(1002, kRefused, t0 + absl::Seconds(9), unreported));
+  EXPECT_TRUE(admission.ShouldReport(1001, kRefused, t0 + absl::Seconds(10), unreported));
   EXPECT_EQ(unreported, 2u);
+  // A cut is reported on its own clock: refusals do not hide it.
+  EXPECT_TRUE(admission.ShouldReport(1001, kCut, t0 + absl::Seconds(11), unreported));
+  EXPECT_EQ(unreported, 0u);
 }
 
 }  // namespace

@@ -58,6 +58,18 @@ class ToolsService::CheckToolReactor final
   CheckToolReactor(ToolsService* service, grpc::CallbackServerContext* context)
       : service_(service), context_(context) {
     uid_ = service->CallerUid(*context);
+    if (!service->admission_.Opened(uid_)) {
+      Finish(service->Cut(
+          uid_, absl::StrCat("has more than ",
+                             kLiveCallsPerShare * service->admission_.max_calls_per_account(),
+                             " calls alive (calls it keeps open, or answers it does not let "
+                             "through)")));
+      return;
+    }
+    if (service->CallerNotReading(*context)) {
+      Finish(service->Cut(uid_, "opened a call while not reading what was already sent to it"));
+      return;
+    }
     if (!service->admission_.Admit(uid_)) {
       Finish(service->RefuseOverShare(*context, uid_));
       return;
@@ -107,6 +119,7 @@ class ToolsService::CheckToolReactor final
   // the share back.
   void OnDone() override {
     GiveBackShare();
+    service_->admission_.Closed(uid_);
     delete this;
   }
 
@@ -147,6 +160,24 @@ uint32_t ToolsService::CallerUid(const grpc::ServerContextBase& context) const {
   return options_.caller_uid(context).value_or(kUnknownUid);
 }
 
+void ToolsService::ReportThrottled(uint32_t uid, CallAdmission::Event event,
+                                   const std::string& reason) {
+  uint64_t unreported = 0;
+  const absl::Time now = options_.clock();
+  if (!admission_.ShouldReport(uid, event, now, unreported)) return;
+  engine::Decision decision;
+  decision.verdict = engine::Verdict::kBlock;
+  decision.reason = unreported == 0
+                        ? reason
+                        : absl::StrCat(reason, " (", unreported,
+                                       " more since the last such line, not written)");
+  leash::v1::DecisionRecord record = engine::MakeDecisionRecord(
+      now, engine::MakeRef(options_.random_bits()), uid, leash::v1::SURFACE_TOOLS, decision,
+      leash::v1::Subject());
+  record.set_severity("critical");
+  options_.sink->Record(std::move(record));
+}
+
 grpc::Status ToolsService::RefuseOverShare(grpc::CallbackServerContext& context,
                                            uint32_t uid) {
   const std::string reason = absl::StrCat(
@@ -157,22 +188,20 @@ grpc::Status ToolsService::RefuseOverShare(grpc::CallbackServerContext& context,
   response.set_action(leash::v1::ACTION_BLOCK);
   response.set_reason(reason);
   context.AddTrailingMetadata(kResponseTrailer, response.SerializeAsString());
-  uint64_t unreported = 0;
-  const absl::Time now = options_.clock();
-  if (admission_.ShouldReport(uid, now, unreported)) {
-    engine::Decision decision;
-    decision.verdict = engine::Verdict::kBlock;
-    decision.reason = unreported == 0
-                          ? reason
-                          : absl::StrCat(reason, " (", unreported,
-                                         " more refused since the last such line, not written)");
-    leash::v1::DecisionRecord record = engine::MakeDecisionRecord(
-        now, engine::MakeRef(options_.random_bits()), uid, leash::v1::SURFACE_TOOLS, decision,
-        leash::v1::Subject());
-    record.set_severity("critical");
-    options_.sink->Record(std::move(record));
-  }
+  ReportThrottled(uid, CallAdmission::Event::kRefused, reason);
   return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, reason);
+}
+
+grpc::Status ToolsService::Cut(uint32_t uid, const std::string& why) {
+  const std::string reason =
+      absl::StrCat("tools: uid ", uid, " ", why, "; its connections to the tools socket are cut");
+  if (options_.cut_connections) options_.cut_connections(uid);
+  ReportThrottled(uid, CallAdmission::Event::kCut, reason);
+  return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, reason);
+}
+
+bool ToolsService::CallerNotReading(const grpc::ServerContextBase& context) const {
+  return options_.caller_not_reading && options_.caller_not_reading(context);
 }
 
 absl::StatusOr<std::unique_ptr<ToolsService>> ToolsService::Create(ToolsServiceOptions options) {

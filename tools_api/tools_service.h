@@ -88,7 +88,9 @@ using SubjectLookup = std::function<absl::StatusOr<ToolSubject>(
 // resident memory by 326 MiB, and nothing stopped a caller from asking for more). With them,
 // the requests one account can make leashd hold at once are at most
 //   max_calls_per_account x max_request_bytes   (8 x 4 MiB by default)
-// plus, briefly, what each refused call's HTTP/2 stream window let through before the refusal.
+// plus what the stream windows of its other live calls let in: answered or refused calls that
+// gRPC cannot finish because the caller does not read, at most kLiveCallsPerShare x
+// max_calls_per_account of them (32 by default) before the account's connections are cut.
 // Measured (test/leashd AnAgentFloodingTheToolsSocketIsBoundedAndStarvesNoOtherAgent, 16
 // connections x 16 calls of 4 MiB): leashd's peak rose by 100-112 MiB, and another agent's
 // calls were answered all through.
@@ -116,6 +118,14 @@ struct ToolsServiceOptions {
   // the per-account call limit; nullopt or unset: every call counts under kUnknownUid.
   std::function<std::optional<uint32_t>(const grpc::ServerContextBase& context)> caller_uid;
   ToolsSocketLimits limits;
+  // Closes every connection `uid` has to the tools socket (leashd: UnixGrpcServer's
+  // CutConnectionsOf), for an account with more calls alive than kLiveCallsPerShare shares.
+  // Unset: the call is refused, and nothing is cut.
+  std::function<void(uint32_t uid)> cut_connections;
+  // Whether the caller is not reading what was already sent to it (leashd: the connection's
+  // kernel send queue is half full, UnixGrpcServer::PeerIsNotReading). A call opened then has
+  // the caller's connections cut: gRPC would hold every further answer in memory. Unset: never.
+  std::function<bool(const grpc::ServerContextBase& context)> caller_not_reading;
 };
 
 
@@ -129,6 +139,14 @@ inline constexpr char kResponseTrailer[] = "leash-check-tool-response-bin";
 // check_tool_request_view.proto), so inputs nested past protobuf's recursion budget are
 // answered with a block and a reason rather than failing in gRPC's deserializer. The method
 // stays registered under its name, so reflection and grpcurl see leash.v1.Tools. Thread-safe.
+//
+//   cut:      an account that opens a call while it has more than kLiveCallsPerShare shares
+//             of calls alive (it keeps calls open, or does not open its flow-control window, so
+//             gRPC cannot finish them), or while it is not reading what was sent to it (gRPC
+//             would queue every further answer in memory), has every connection to the socket
+//             cut (ToolsServiceOptions::cut_connections), which ends all its calls; the call
+//             gets RESOURCE_EXHAUSTED, and the decision log one critical line per account
+//             every 10 s.
 //
 //   refused unread: a call over its account's share gets RESOURCE_EXHAUSTED, message naming the
 //             account, the limit and the flag, and the CheckToolResponse trailer (action
@@ -165,6 +183,12 @@ class ToolsService final : public leash::v1::Tools::Service {
   uint32_t CallerUid(const grpc::ServerContextBase& context) const;
   // The answer to a call refused unread, and its (rate-limited) decision-log line.
   grpc::Status RefuseOverShare(grpc::CallbackServerContext& context, uint32_t uid);
+  // Cuts the connections of an account that misbehaves (`why`); the answer to the call that
+  // showed it, and its (rate-limited) decision-log line.
+  grpc::Status Cut(uint32_t uid, const std::string& why);
+  bool CallerNotReading(const grpc::ServerContextBase& context) const;
+  // One critical decision-log line for `uid`, at most once per kind of event every 10 s.
+  void ReportThrottled(uint32_t uid, CallAdmission::Event event, const std::string& reason);
 
   ToolsServiceOptions options_;
   ToolChecker checker_;

@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
@@ -799,6 +800,91 @@ TEST_F(LeashdTest, AnAgentFloodingTheToolsSocketIsBoundedAndStarvesNoOtherAgent)
   EXPECT_TRUE(WaitFor([&] { return one_call("leash-it-a")["codes"] == "0:1"; },
                       absl::Seconds(20)))
       << leashd_->Log();
+}
+
+// A caller that never reads its socket and never opens its flow-control window: gRPC can send
+// neither its answers' messages (those calls stay alive) nor, once the kernel's buffers are
+// full, anything (gRPC then queues it in leashd's memory, without a bound). Either way the
+// caller's connections are cut: past four shares of calls alive, or at the first call it opens
+// while the kernel's send queue is full. Measured with the cuts switched off: leashd's peak
+// rose by 365 MiB for 20,000 such calls on one connection, and by 3,617 MiB for 200,000; with
+// them, the connection is cut after 328-3,897 calls and the peak rises by 1-49 MiB (the calls
+// gRPC has read before any of them reaches leashd's code are not bounded by anything leashd
+// can set in gRPC 1.51).
+class UnreadingCallerTest : public LeashdTest {
+ protected:
+  // Runs h2_unread_calls as leash-it-a; returns its line and leashd's peak rise in MiB.
+  std::pair<std::string, int64_t> Unread(const std::vector<std::string>& args) {
+    ResetPeak(leashd_->pid());
+    const int64_t before = PeakKib(leashd_->pid());
+    std::vector<std::string> argv = {RunfilePath("test/leashd/h2_unread_calls"),
+                                     leashd_->tools_socket()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto run = leash::testing::Run(agents_["leash-it-a"]->AsUser(argv), absl::Seconds(120));
+    EXPECT_TRUE(run.ok());
+    const int64_t peak_mib = (PeakKib(leashd_->pid()) - before) / 1024;
+    std::cout << absl::StrJoin(args, " ") << ": " << (run.ok() ? run->out : "")
+              << "leashd's peak rose by " << peak_mib << " MiB\n";
+    return {run.ok() ? run->out : "", peak_mib};
+  }
+  // The decision log says, under leash-it-a's uid, that its connections were cut.
+  void ExpectCutLogged() {
+    const std::string uid = absl::StrCat("\"uid\":", agents_["leash-it-a"]->uid(), ",");
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          for (absl::string_view line :
+               absl::StrSplit(ReadAll(log_dir_->Join("decisions.jsonl")), '\n')) {
+            if (absl::StrContains(line, "its connections to the tools socket are cut") &&
+                absl::StrContains(line, uid)) {
+              return true;
+            }
+          }
+          return false;
+        },
+        absl::Seconds(10)))
+        << ReadAll(log_dir_->Join("decisions.jsonl"));
+  }
+  // Both agents are answered: the cut account's calls have all ended.
+  void ExpectBothAnswered() {
+    const std::string flood_binary = RunfilePath("test/leashd/tools_flood");
+    for (const char* agent : {"leash-it-b", "leash-it-a"}) {
+      EXPECT_TRUE(WaitFor(
+          [&] {
+            auto run = leash::testing::Run(agents_[agent]->AsUser(
+                {flood_binary, leashd_->tools_socket(), "--seconds=0"}));
+            return run.ok() && FloodSummary(run->out)["codes"] == "0:1";
+          },
+          absl::Seconds(20)))
+          << agent;
+    }
+  }
+  void SetUp() override {
+    LeashdTest::SetUp();
+    ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a", "leash-it-b"}));
+    ASSERT_NO_FATAL_FAILURE(StartLeashd());
+    ASSERT_EQ(chmod(leashd_->tools_socket().c_str(), 0666), 0);
+  }
+};
+
+// Answered calls whose messages cannot be sent stay alive: past 32 (four shares) the account's
+// connections are cut, said in the decision log under its uid.
+TEST_F(UnreadingCallerTest, CallsKeptAliveGetTheConnectionCut) {
+  auto [out, peak_mib] = Unread({"20000"});
+  EXPECT_THAT(out, HasSubstr("cut_after=")) << "the connection was never cut";
+  EXPECT_LE(peak_mib, 128);
+  ExpectCutLogged();
+  ExpectBothAnswered();
+}
+
+// Calls held in flight take the share, so every further call is refused; refusals need no
+// window, so they go out until the kernel's buffers are full, and gRPC would then queue the
+// rest in memory. The next call opened while the connection is unread cuts it.
+TEST_F(UnreadingCallerTest, AnswersLeftUnreadGetTheConnectionCut) {
+  auto [out, peak_mib] = Unread({"200000", "--hold=8"});
+  EXPECT_THAT(out, HasSubstr("cut_after=")) << "the connection was never cut";
+  EXPECT_LE(peak_mib, 128);
+  ExpectCutLogged();
+  ExpectBothAnswered();
 }
 
 }  // namespace
