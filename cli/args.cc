@@ -49,9 +49,8 @@ absl::StatusOr<Args> ParseArgs(int argc, const char* const* argv, const char* en
                                                 "inputs", "account",      "socket",
                                                 "tools-socket", "state-dir",  "run-dir"};
   Args args;
-  args.config_path = env_config != nullptr && *env_config != '\0'
-                         ? env_config
-                         : std::string(engine::kDefaultConfigPath);
+  args.config_named = env_config != nullptr && *env_config != '\0';
+  args.config_path = args.config_named ? env_config : std::string(engine::kDefaultConfigPath);
   bool words_only = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -83,6 +82,7 @@ absl::StatusOr<Args> ParseArgs(int argc, const char* const* argv, const char* en
       absl::StatusOr<std::string> v = take_value();
       if (!v.ok()) return v.status();
       args.config_path = *v;
+      args.config_named = true;
     } else if (name == "--ack") {
       absl::StatusOr<std::string> v = take_value();
       if (!v.ok()) return v.status();

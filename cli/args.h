@@ -13,6 +13,8 @@ namespace leash::cli {
 struct Args {
   // --config / -c, else $LEASH_CONFIG, else /etc/leash/leash.yaml.
   std::string config_path;
+  // Whether the operator named it (--config, -c or LEASH_CONFIG) rather than taking the default.
+  bool config_named = false;
   bool json = false;
   bool help = false;
   bool offline = false;

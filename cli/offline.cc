@@ -49,6 +49,7 @@ int ValidateOffline(const Args& args, std::ostream& out, std::ostream& err) {
   response.set_failed(engine::HasBlockingFinding(
       {response.findings().begin(), response.findings().end()}));
   response.set_evaluated_by("offline");
+  response.set_config_path(args.config_path);
   if (args.json) {
     out << ToJson(response) << "\n";
   } else {

@@ -1,8 +1,12 @@
 // status, validate and check: answered by leashd when it is running (the live, resolved policy
 // of every subject), and from the config file when it is not — saying which.
+#include <optional>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "cli/client.h"
 #include "cli/commands.h"
+#include "cli/config_target.h"
 #include "cli/offline.h"
 #include "cli/render.h"
 #include "engine/config_defaults.h"
@@ -11,14 +15,27 @@
 namespace leash::cli {
 namespace {
 
-// Whether to answer from the file: --offline, or leashd is not there.
-bool UseOffline(const Args& args, Client& client) { return args.offline || !client.Reachable(); }
+// Why to answer from the file rather than from leashd: --offline, leashd is not there, or the
+// operator named a file leashd does not run on (then also said on stderr, since the answer is
+// about that file). nullopt: ask leashd.
+std::optional<std::string> WhyOffline(const Args& args, Client& client, Io io) {
+  if (args.offline) return std::string("--offline");
+  if (!client.Reachable()) {
+    return absl::StrCat("leashd is not answering on ", client.admin_socket());
+  }
+  std::optional<std::string> leashd = LeashdRunsOnAnotherConfig(args, client);
+  if (!leashd) return std::nullopt;
+  io.err << "note: --config names " << args.config_path << ", not " << *leashd
+         << " that leashd runs on: judging " << args.config_path
+         << " directly (leave out --config for the live policy)\n";
+  return absl::StrCat("leashd runs on ", *leashd, ", not on ", args.config_path);
+}
 
 }  // namespace
 
 int RunStatus(const Args& args, Io io) {
   Client client(args.Option("socket", kDefaultAdminSocket));
-  if (UseOffline(args, client)) {
+  if (std::optional<std::string> why = WhyOffline(args, client, io)) {
     absl::StatusOr<leash::v1::Config> config = LoadConfigFile(args.config_path);
     if (!config.ok()) return ReportFailure(io, config.status());
     leash::v1::StatusResponse response;
@@ -29,7 +46,7 @@ int RunStatus(const Args& args, Io io) {
       io.out << ToJson(response) << "\n";
     } else {
       io.out << RenderStatus(response)
-             << "(offline: leashd is not answering on " << client.admin_socket()
+             << "(offline: " << *why
              << "; this is the config file, and nothing is known about what is enforced)\n";
     }
     return kExitOk;
@@ -43,11 +60,15 @@ int RunStatus(const Args& args, Io io) {
 
 int RunValidate(const Args& args, Io io) {
   Client client(args.Option("socket", kDefaultAdminSocket));
-  if (UseOffline(args, client)) return ValidateOffline(args, io.out, io.err);
+  if (WhyOffline(args, client, io)) return ValidateOffline(args, io.out, io.err);
   leash::v1::ValidateResponse response;
   grpc::Status status = client.control().Validate(client.Context().get(), {}, &response);
   if (!status.ok()) return ReportFailure(io, client.Explain(status));
-  io.out << (args.json ? ToJson(response) + "\n" : RenderValidate(response, args.config_path));
+  // The file leashd judged: its own, which need not be the default path.
+  io.out << (args.json ? ToJson(response) + "\n"
+                       : RenderValidate(response, response.config_path().empty()
+                                                      ? args.config_path
+                                                      : response.config_path()));
   return response.failed() ? kExitRefused : kExitOk;
 }
 
@@ -58,7 +79,7 @@ int RunCheck(const Args& args, Io io) {
     return kExitUsage;
   }
   Client client(args.Option("socket", kDefaultAdminSocket));
-  if (UseOffline(args, client)) {
+  if (WhyOffline(args, client, io)) {
     if (args.HasOption("account")) {
       io.err << "leash check: --account needs leashd (each agent's policy is resolved there); "
                 "offline, only the floor's user can be checked\n";

@@ -6,12 +6,14 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/client.h"
 #include "cli/commands.h"
+#include "cli/config_target.h"
 #include "cli/offline.h"
 #include "cli/render.h"
 #include "engine/config_yaml.h"
@@ -74,6 +76,7 @@ int RunListEdit(const Args& args, Io io) {
   absl::StatusOr<engine::Surface> surface = engine::ParseSurfaceName(args.words[0]);
   if (!surface.ok()) return ReportFailure(io, surface.status());
   Client client(args.Option("socket", kDefaultAdminSocket));
+  if (std::optional<int> refused = RefuseWriteToAnotherConfig(args, client, io)) return *refused;
   leash::v1::PolicyWriteResponse response;
   grpc::Status status;
   const std::string& verb = args.words[1];
@@ -142,6 +145,7 @@ int RunProfile(const Args& args, Io io) {
     return kExitOk;
   }
   if (verb == "delete") {
+  if (std::optional<int> refused = RefuseWriteToAnotherConfig(args, client, io)) return *refused;
     leash::v1::DeleteProfileRequest request;
     request.set_name(name);
     request.set_no_reconcile(args.no_reconcile);
@@ -154,6 +158,8 @@ int RunProfile(const Args& args, Io io) {
   if (verb == "save") {
     const std::string from = args.Option("from");
     if (from.empty()) return Usage(io, kUsage);
+  if (std::optional<int> refused = RefuseWriteToAnotherConfig(args, client, io)) return *refused;
+
     std::ifstream file(from, std::ios::binary);
     if (!file) {
       return ReportFailure(io, absl::NotFoundError(absl::StrCat("cannot read ", from)));
@@ -180,6 +186,7 @@ int RunBind(const Args& args, Io io) {
     return Usage(io, "leash bind global|agent:<account> <profile> [--ack '<field>:<value>']...");
   }
   Client client(args.Option("socket", kDefaultAdminSocket));
+  if (std::optional<int> refused = RefuseWriteToAnotherConfig(args, client, io)) return *refused;
   leash::v1::BindRequest request;
   request.set_scope(args.words[1]);
   request.set_profile(args.words[2]);
@@ -196,6 +203,7 @@ int RunUnbind(const Args& args, Io io) {
     return Usage(io, "leash unbind global|agent:<account> [--ack '<field>:<value>']...");
   }
   Client client(args.Option("socket", kDefaultAdminSocket));
+  if (std::optional<int> refused = RefuseWriteToAnotherConfig(args, client, io)) return *refused;
   leash::v1::UnbindRequest request;
   request.set_scope(args.words[1]);
   for (const std::string& ack : args.acks) request.add_acks(ack);

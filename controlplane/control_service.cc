@@ -225,6 +225,7 @@ grpc::Status ControlService::Validate(grpc::ServerContext*, const leash::v1::Val
   response->set_failed(engine::HasBlockingFinding(
       {response->findings().begin(), response->findings().end()}));
   response->set_evaluated_by("leashd");
+  response->set_config_path(deps_.config_path);
   return grpc::Status::OK;
 }
 

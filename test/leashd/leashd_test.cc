@@ -266,6 +266,45 @@ TEST_F(LeashdTest, AWriteThatIsNotInForceDoesNotExitZero) {
   EXPECT_THAT(reconciled.out, HasSubstr("the policy on disk is NOT in force"));
 }
 
+// "The config path comes from --config/-c or LEASH_CONFIG": a write through leashd can only
+// change leashd's own file, so naming another is refused and changes nothing; a read judges
+// the named file itself and says so; the same file by another spelling is leashd's.
+TEST_F(LeashdTest, AConfigOtherThanLeashdsIsJudgedDirectlyAndNeverWrittenThroughLeashd) {
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  const std::string live = leashd_->config_path();
+  const std::string before = ReadAll(live);
+  const std::string other = log_dir_->Join("staging.yaml");
+  // The same floor, with the network surface in blacklist mode (its allow list then never
+  // consulted: a finding validate fails on).
+  std::ofstream(other) << absl::StrReplaceAll(before, {{"network: { mode: whitelist",
+                                                        "network: { mode: blacklist"}});
+  RunResult write = Cli({"--config=" + other, "net", "mode", "blacklist"});
+  EXPECT_EQ(write.exit_code, 2) << write.out;
+  EXPECT_THAT(write.out, HasSubstr(absl::StrCat("--config names ", other, ", but leashd runs on ",
+                                                live)));
+  EXPECT_THAT(write.out, HasSubstr("nothing was written"));
+  EXPECT_EQ(ReadAll(live), before) << "leashd's floor was changed";
+  RunResult bind = Cli({"--config=" + other, "bind", "global", "nothing"});
+  EXPECT_EQ(bind.exit_code, 2) << bind.out;
+
+  RunResult validate = Cli({"--config=" + other, "validate"});
+  EXPECT_EQ(validate.exit_code, 1) << validate.out;
+  EXPECT_THAT(validate.out, HasSubstr(absl::StrCat("judging ", other, " directly")));
+  EXPECT_THAT(validate.out, HasSubstr(absl::StrCat(other, ": ")));
+  RunResult status = Cli({"--config=" + other, "status"});
+  EXPECT_EQ(status.exit_code, 0) << status.out;
+  EXPECT_THAT(status.out, HasSubstr(absl::StrCat("(offline: leashd runs on ", live)));
+
+  // leashd's own file, named through a path with a dot in it: a write goes through.
+  const std::string dotted =
+      absl::StrCat(live.substr(0, live.rfind('/')), "/.", live.substr(live.rfind('/')));
+  RunResult same = Cli({"--config=" + dotted, "net", "allow", "more.example"});
+  EXPECT_EQ(same.exit_code, 0) << same.out;
+  EXPECT_THAT(ReadAll(live), HasSubstr("more.example"));
+  RunResult live_validate = Cli({"validate"});
+  EXPECT_THAT(live_validate.out, HasSubstr(absl::StrCat(live, ": ")));
+}
+
 TEST_F(LeashdTest, CheckToolFollowsAFailModeChangeForASubjectWithNoPolicy) {
   ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
