@@ -55,7 +55,8 @@ int RunStatus(const Args& args, Io io) {
   grpc::Status status = client.control().GetStatus(client.Context().get(), {}, &response);
   if (!status.ok()) return ReportFailure(io, client.Explain(status));
   io.out << (args.json ? ToJson(response) + "\n" : RenderStatus(response));
-  return kExitOk;
+  // A floor that does not load is a fault to fix, not a state to report as fine.
+  return response.floor_error().empty() ? kExitOk : kExitRefused;
 }
 
 int RunValidate(const Args& args, Io io) {

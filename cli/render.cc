@@ -84,39 +84,11 @@ std::string RenderCheck(const leash::v1::CheckResponse& response,
                       "\n", Provenance(response.evaluated_by(), config_path));
 }
 
-std::string RenderStatus(const leash::v1::StatusResponse& response) {
-  const leash::v1::Config& floor = response.floor();
-  std::string out = absl::StrCat("user: ", response.user());
-  if (response.uid() != 0 || response.user() == "root") absl::StrAppend(&out, " (uid ", response.uid(), ")");
-  absl::StrAppend(&out, "\nconfig: ", response.config_path(), "\nfail_mode: ", floor.fail_mode(),
-                  "\n", absl::StrFormat("%-11s %-10s %6s %6s\n", "surface", "mode", "allow", "deny"));
-  auto row = [&out](const char* name, leash::v1::Mode mode, int allow, int deny,
-                    const std::string& extra) {
-    absl::StrAppend(&out, absl::StrFormat("%-11s %-10s %6d %6d", name,
-                                          std::string(engine::ModeName(mode)), allow, deny),
-                    extra.empty() ? "" : "  " + extra, "\n");
-  };
-  row("network", floor.network().mode(), floor.network().allow().entries_size(),
-      floor.network().deny().entries_size(),
-      absl::StrCat("udp: ", engine::UdpModeName(floor.network().udp())));
-  row("filesystem", floor.filesystem().mode(), floor.filesystem().allow().entries_size(),
-      floor.filesystem().deny().entries_size(), "");
-  row("commands", floor.commands().mode(), floor.commands().allow().entries_size(),
-      floor.commands().deny().entries_size(), "");
-  std::vector<std::string> inspect;
-  for (absl::string_view category : engine::kInspectCategories) {
-    auto it = floor.tools().inspect().find(std::string(category));
-    if (it != floor.tools().inspect().end()) {
-      inspect.push_back(absl::StrCat(category, "=", engine::InspectActionName(it->second)));
-    }
-  }
-  row("tools", floor.tools().mode(), floor.tools().allow().entries_size(),
-      floor.tools().deny().entries_size(), absl::StrCat("inspect: ", absl::StrJoin(inspect, " ")));
-  const leash::v1::Enforcers& e = floor.enforcers();
-  absl::StrAppend(&out, "enforcers: network ", e.network() ? "on" : "OFF", ", filesystem ",
-                  e.filesystem() ? "on" : "OFF", ", tools ", e.tools() ? "on" : "OFF", "\n");
-  absl::StrAppend(&out, "decision log: ", floor.logging().decisions(), "\n");
-  if (!response.netfilter().empty()) absl::StrAppend(&out, "network enforcement: ", response.netfilter(), "\n");
+namespace {
+
+// What leashd has in force: its subjects, its sidecars and its last reconcile.
+std::string RenderSubjectsAndSidecars(const leash::v1::StatusResponse& response) {
+  std::string out;
   if (!response.subjects().empty()) {
     absl::StrAppend(&out, "subjects (", response.subjects_size(),
                     response.single_subject() ? ", single-subject host" : "", ", map version ",
@@ -150,6 +122,55 @@ std::string RenderStatus(const leash::v1::StatusResponse& response) {
                     "\n");
   }
   return out;
+}
+
+}  // namespace
+
+std::string RenderStatus(const leash::v1::StatusResponse& response) {
+  const leash::v1::Config& floor = response.floor();
+  if (!response.floor_error().empty()) {
+    // An empty floor would render as "unspecified" modes and every enforcer OFF: not what runs.
+    std::string out = absl::StrCat(
+        "config: ", response.config_path(), "\nfloor: CANNOT BE READ: ", response.floor_error(),
+        "\n  What is enforced is what the last reconcile that read it put in force (the subjects "
+        "below); fix the file, then run: sudo leash reconcile\n");
+    if (!response.netfilter().empty()) {
+      absl::StrAppend(&out, "network enforcement: ", response.netfilter(), "\n");
+    }
+    return out + RenderSubjectsAndSidecars(response);
+  }
+  std::string out = absl::StrCat("user: ", response.user());
+  if (response.uid() != 0 || response.user() == "root") absl::StrAppend(&out, " (uid ", response.uid(), ")");
+  absl::StrAppend(&out, "\nconfig: ", response.config_path(), "\nfail_mode: ", floor.fail_mode(),
+                  "\n", absl::StrFormat("%-11s %-10s %6s %6s\n", "surface", "mode", "allow", "deny"));
+  auto row = [&out](const char* name, leash::v1::Mode mode, int allow, int deny,
+                    const std::string& extra) {
+    absl::StrAppend(&out, absl::StrFormat("%-11s %-10s %6d %6d", name,
+                                          std::string(engine::ModeName(mode)), allow, deny),
+                    extra.empty() ? "" : "  " + extra, "\n");
+  };
+  row("network", floor.network().mode(), floor.network().allow().entries_size(),
+      floor.network().deny().entries_size(),
+      absl::StrCat("udp: ", engine::UdpModeName(floor.network().udp())));
+  row("filesystem", floor.filesystem().mode(), floor.filesystem().allow().entries_size(),
+      floor.filesystem().deny().entries_size(), "");
+  row("commands", floor.commands().mode(), floor.commands().allow().entries_size(),
+      floor.commands().deny().entries_size(), "");
+  std::vector<std::string> inspect;
+  for (absl::string_view category : engine::kInspectCategories) {
+    auto it = floor.tools().inspect().find(std::string(category));
+    if (it != floor.tools().inspect().end()) {
+      inspect.push_back(absl::StrCat(category, "=", engine::InspectActionName(it->second)));
+    }
+  }
+  row("tools", floor.tools().mode(), floor.tools().allow().entries_size(),
+      floor.tools().deny().entries_size(), absl::StrCat("inspect: ", absl::StrJoin(inspect, " ")));
+  const leash::v1::Enforcers& e = floor.enforcers();
+  absl::StrAppend(&out, "enforcers: network ", e.network() ? "on" : "OFF", ", filesystem ",
+                  e.filesystem() ? "on" : "OFF", ", tools ", e.tools() ? "on" : "OFF", "\n");
+  absl::StrAppend(&out, "decision log: ", floor.logging().decisions(), "\n");
+  if (!response.netfilter().empty()) absl::StrAppend(&out, "network enforcement: ", response.netfilter(), "\n");
+  return out + RenderSubjectsAndSidecars(response);
 }
 
 std::string RenderReconcile(const leash::v1::ReconcileReport& report) {

@@ -179,6 +179,8 @@ grpc::Status ControlService::GetStatus(grpc::ServerContext*, const leash::v1::St
   if (floor.ok()) {
     response->set_user(floor->user());
     *response->mutable_floor() = engine::WithDefaults(*floor);
+  } else {
+    response->set_floor_error(std::string(floor.status().message()));
   }
   for (const auto& [uid, view] : deps_.subjects->All()) {
     const SubjectState& state = view.state;

@@ -33,6 +33,7 @@ namespace {
 
 using ::testing::Contains;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // The floor every test starts from: network by name, the filesystem confined to the tmpfs.
 std::string Floor(const std::string& user, const std::string& fs) {
@@ -303,6 +304,21 @@ TEST_F(LeashdTest, AConfigOtherThanLeashdsIsJudgedDirectlyAndNeverWrittenThrough
   EXPECT_THAT(ReadAll(live), HasSubstr("more.example"));
   RunResult live_validate = Cli({"validate"});
   EXPECT_THAT(live_validate.out, HasSubstr(absl::StrCat(live, ": ")));
+}
+
+// A floor that no longer loads is said as such by status (exit 1), not rendered as an empty
+// floor with every enforcer OFF while leashd goes on enforcing the last policy it read.
+TEST_F(LeashdTest, StatusSaysTheFloorCannotBeReadRatherThanShowingItEmpty) {
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  std::ofstream(leashd_->config_path(), std::ios::app) << "network: [this is not a mapping\n";
+  RunResult status = Cli({"status"});
+  EXPECT_EQ(status.exit_code, 1) << status.out;
+  EXPECT_THAT(status.out, HasSubstr("floor: CANNOT BE READ: "));
+  EXPECT_THAT(status.out, HasSubstr(leashd_->config_path()));
+  EXPECT_THAT(status.out, Not(HasSubstr("enforcers: network OFF")));
+  EXPECT_THAT(status.out, HasSubstr("leash-it-a"));
+  EXPECT_THAT(status.out, HasSubstr("enforced"));
 }
 
 TEST_F(LeashdTest, CheckToolFollowsAFailModeChangeForASubjectWithNoPolicy) {
