@@ -247,6 +247,13 @@ class Reader {
         node, "logging", {"level", "decisions"},
         [&](const std::string& key, const YAML::Node& value) -> absl::Status {
           if (key == "decisions") {
+            // What leashd can open: a relative path would be relative to wherever it started.
+            if (value.IsScalar() && value.Scalar() != "stdout" &&
+                (value.Scalar().empty() || value.Scalar()[0] != '/')) {
+              return Error(value, "logging.decisions",
+                           absl::StrCat("'", value.Scalar(),
+                                        "' is not an absolute file path or \"stdout\""));
+            }
             return ReadString(value, "logging.decisions",
                               [&](std::string v) { logging.set_decisions(v); });
           }

@@ -109,6 +109,11 @@ INSTANTIATE_TEST_SUITE_P(
                   "network.udp: 'reject' is not drop|allow"},
         ErrorCase{"BadLevel", "logging: { level: loud }\n", ConfigKind::kFloor,
                   "logging.level: 'loud' is not a level"},
+        // leashd opens it from wherever it started, and refuses to start on a relative path.
+        ErrorCase{"RelativeDecisionLog", "logging: { decisions: decisions.jsonl }\n",
+                  ConfigKind::kFloor,
+                  "logging.decisions: 'decisions.jsonl' is not an absolute file path or "
+                  "\"stdout\""},
         ErrorCase{"BadMaxInputBytes", "tools: { max_input_bytes: -1 }\n", ConfigKind::kFloor,
                   "tools.max_input_bytes: expected a positive number"},
         ErrorCase{"DuplicateKey", "user: a\nuser: b\n", ConfigKind::kFloor,
