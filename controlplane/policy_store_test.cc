@@ -116,7 +116,8 @@ TEST_F(PolicyStoreTest, SaveProfileRefusedWhenItLoosensABoundSubjectBeyondItsAck
   EXPECT_EQ(outcome.refusal->kind(), "loosening");
   ASSERT_EQ(outcome.refusal->loosenings_size(), 1);
   EXPECT_EQ(outcome.refusal->loosenings(0).scope(), "agent:leash-vader");
-  EXPECT_EQ(outcome.refusal->loosenings(0).ack_token(), "network.allow:openai.com");
+  EXPECT_EQ(outcome.refusal->loosenings(0).ack_token(),
+            "agent:leash-vader=network.allow:openai.com");
   // Nothing written: not the profile, and not iris's consent either.
   EXPECT_EQ(Contents(ProfileFile("web-research")), kNarrow);
   EXPECT_EQ(Contents(BindingsFile()), bindings_before);

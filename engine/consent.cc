@@ -232,7 +232,13 @@ ProfileEditJudgement JudgeProfileEdit(const Resolver& current, absl::string_view
       }
     }
     const std::vector<FieldChange> missing = Unacknowledged(loosenings, acks);
-    for (const FieldChange& change : missing) AddLoosening(refusal, binding->scope, change);
+    for (FieldChange change : missing) {
+      // The token as a profile save takes it: 'agent:<account>=<token>'. A global binding's
+      // consent is never taken by a save (the message says how), so it gets no --ack line.
+      change.ack_token =
+          scope->is_global() ? "" : absl::StrCat(binding->scope, "=", change.ack_token);
+      AddLoosening(refusal, binding->scope, change);
+    }
     if (!missing.empty()) {
       loosened_scopes.push_back(absl::StrCat(binding->scope, " (", Ways(missing.size()), ")"));
       global_loosened |= scope->is_global();

@@ -1,6 +1,7 @@
 // Consent judgement: bind, profile edit, unbind and validate's tier findings, each test named
 // for the spec sentence it checks ("Configuring one agent's policy").
 #include "engine/consent.h"
+#include "engine/refusal.h"
 
 #include "engine/testing/tiers_fixtures.h"
 #include "gmock/gmock.h"
@@ -16,6 +17,7 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 constexpr char kFloor[] = R"(
 user: fido
@@ -229,6 +231,25 @@ World TwoAgentsOnWebResearch() {
   return w;
 }
 
+// A profile save never takes the global binding's consent: its loosening is listed without an
+// --ack line (none would be accepted), and the message says to bind the edit globally instead.
+TEST(JudgeProfileEdit, AGlobalBindingsLooseningIsListedWithoutAnAckItCouldNotTake) {
+  World w;
+  w.bindings.Put({"global", "web-research", {}});
+  w.profiles = Library({{"web-research", "network: {allow: [github.com]}"}});
+  ProfileEditJudgement j =
+      JudgeProfileEdit(w.resolver(), "web-research",
+                       Fragment("network: {allow: [github.com, openai.com]}"), {},
+                       "web-research.yaml");
+  ASSERT_TRUE(j.refusal.has_value());
+  ASSERT_EQ(j.refusal->loosenings_size(), 1);
+  EXPECT_EQ(j.refusal->loosenings(0).scope(), "global");
+  EXPECT_EQ(j.refusal->loosenings(0).ack_token(), "");
+  EXPECT_THAT(j.refusal->message(),
+              HasSubstr("Consent for the global binding is never taken by a profile save"));
+  EXPECT_THAT(RenderRefusal(*j.refusal), Not(HasSubstr("\n      --ack ")));
+}
+
 TEST(JudgeProfileEdit, EditingAProfileRevalidatesEveryBindingThatNamesIt) {
   World w = TwoAgentsOnWebResearch();
   ProfileEditJudgement j =
@@ -238,8 +259,10 @@ TEST(JudgeProfileEdit, EditingAProfileRevalidatesEveryBindingThatNamesIt) {
   ASSERT_TRUE(j.refusal.has_value());
   EXPECT_EQ(j.refusal->kind(), "loosening");
   EXPECT_THAT(Scopes(*j.refusal), ElementsAre("agent:leash-iris", "agent:leash-vader"));
+  // Each as a profile save takes it: for that agent.
   EXPECT_THAT(Tokens(*j.refusal),
-              ElementsAre("network.allow:openai.com", "network.allow:openai.com"));
+              ElementsAre("agent:leash-iris=network.allow:openai.com",
+                          "agent:leash-vader=network.allow:openai.com"));
   EXPECT_THAT(j.refusal->message(),
               HasSubstr("would loosen 2 bound subjects beyond its own acks: agent:leash-iris "
                         "(1 way), agent:leash-vader (1 way)"));

@@ -55,8 +55,11 @@ std::string RenderRefusal(const leash::v1::Refusal& refusal) {
   std::string out = absl::StrCat("refused (", refusal.kind(), "): ", refusal.message(), "\n");
   for (const leash::v1::Loosening& loosening : refusal.loosenings()) {
     absl::StrAppend(&out, "  - ", loosening.scope().empty() ? "" : loosening.scope() + ": ",
-                    loosening.message(), "\n      --ack ", SingleQuoted(loosening.ack_token()),
-                    "\n");
+                    loosening.message(), "\n");
+    // No token: no --ack can consent to it here (the message says what can).
+    if (!loosening.ack_token().empty()) {
+      absl::StrAppend(&out, "      --ack ", SingleQuoted(loosening.ack_token()), "\n");
+    }
   }
   if (refusal.inert_entries_size() > 0) out += "entries that can never match:\n";
   for (const leash::v1::InertEntry& inert : refusal.inert_entries()) {

@@ -97,7 +97,7 @@ TEST(RenderRefusal, ProfileSaveNamesEachSubjectGolden) {
   ASSERT_TRUE(j.refusal.has_value());
   EXPECT_EQ(RenderRefusal(*j.refusal), R"(refused (loosening): saving profile 'web-research' would loosen 1 bound subject beyond its own acks: agent:leash-vader (1 way); each agent's consent is an --ack 'agent:<account>=<token>' for that agent alone
   - agent:leash-vader: network.allow gains 'openai.com' while network is in whitelist mode (default-deny): 'openai.com' becomes allowed
-      --ack 'network.allow:openai.com'
+      --ack 'agent:leash-vader=network.allow:openai.com'
 re-run with consent:
   sudo leash profile save web-research --from web-research.yaml --ack 'agent:leash-iris=network.allow:openai.com' --ack 'agent:leash-vader=network.allow:openai.com'
 )");
