@@ -428,6 +428,12 @@ UnbindJudgement JudgeUnbind(const absl::StatusOr<Config>& floor, const Bindings&
   return judgement;
 }
 
+// Whether `findings` has one for `field`.
+bool SaysField(const std::vector<Finding>& findings, absl::string_view field) {
+  return std::any_of(findings.begin(), findings.end(),
+                     [&](const Finding& f) { return f.field() == field; });
+}
+
 std::vector<Finding> ValidateTiers(const Config& floor, const Bindings& bindings,
                                    const ProfileLibrary& profiles,
                                    const std::vector<std::string>& agent_accounts) {
@@ -452,15 +458,37 @@ std::vector<Finding> ValidateTiers(const Config& floor, const Bindings& bindings
                        "' is discovered, so the binding resolves for nobody")));
     }
     std::optional<ResolveFailure> failure;
+    std::optional<Config> resolved;  // the policy the binding's subjects end up with
     if (scope->is_global()) {
       failure = resolver.global_failure();
+      if (resolver.folded() != nullptr) resolved = *resolver.folded();
     } else if (resolver.global_failure() == std::nullopt) {
-      failure = resolver.ResolveAgent(scope->account).failure;
+      ResolvedSubject subject = resolver.ResolveAgent(scope->account);
+      failure = std::move(subject.failure);
+      resolved = std::move(subject.policy);
     }
     if (failure && failure->scope == binding.scope) {
       out.push_back(MakeFinding(leash::v1::SEVERITY_CRITICAL, binding.scope,
                                 std::string(ResolveFailureKindName(failure->kind)),
                                 binding.profile, failure->message));
+    }
+    if (resolved) {
+      // A mode and an allow list from different tiers (a profile that only switches a surface
+      // to blacklist over the floor's allow list): neither file alone shows it.
+      auto profile = profiles.find(binding.profile);
+      for (Finding& finding : ValidateBlacklistAllow(*resolved, binding.scope)) {
+        if (SaysField(ValidateBlacklistAllow(floor, ""), finding.field()) ||
+            (profile != profiles.end() && profile->second.ok() &&
+             SaysField(ValidateBlacklistAllow(*profile->second, ""), finding.field()))) {
+          continue;  // said already, for the file that has both
+        }
+        finding.set_entry(binding.profile);
+        finding.set_message(absl::StrCat("as resolved for ", binding.scope, " (the floor",
+                                         scope->is_global() ? "" : ", the global binding",
+                                         ", then profile '", binding.profile,
+                                         "'): ", finding.message()));
+        out.push_back(std::move(finding));
+      }
     }
 
     // Stale acks: consent to a loosening its profile does not perform (any more).

@@ -2,6 +2,7 @@
 // for the spec sentence it checks ("Configuring one agent's policy").
 #include "engine/consent.h"
 #include "engine/refusal.h"
+#include "engine/validate.h"
 
 #include "engine/testing/tiers_fixtures.h"
 #include "gmock/gmock.h"
@@ -486,6 +487,29 @@ TEST(ValidateTiers, StaleAcksAreReported) {
   EXPECT_THAT(stale->message(), HasSubstr("sudo leash bind agent:leash-iris research --ack "
                                           "'network.allow:openai.com'"));
   EXPECT_EQ(FindingFor(findings, "network.allow:openai.com"), nullptr);
+}
+
+// The floor allow-lists github.com in whitelist mode; a profile (acknowledged) only switches
+// network to blacklist. Neither file alone has a blacklist with an allow list, but the agent's
+// policy does: its allow list is never consulted, and validate fails on it.
+TEST(ValidateTiers, ABlacklistWithAnAllowListFormedAcrossTiersIsAnError) {
+  World w;
+  w.bindings.Put({"agent:leash-iris", "open", {"network.mode:blacklist"}});
+  w.profiles = Library({{"open", "network: {mode: blacklist}"}});
+  ASSERT_TRUE(w.resolver().ResolveAgent("leash-iris").ok())
+      << w.resolver().ResolveAgent("leash-iris").failure->message;
+  std::vector<leash::v1::Finding> findings =
+      ValidateTiers(w.floor, w.bindings, w.profiles, {"leash-iris"});
+  const leash::v1::Finding* across = FindingFor(findings, "open");
+  ASSERT_NE(across, nullptr);
+  EXPECT_EQ(across->severity(), leash::v1::SEVERITY_ERROR);
+  EXPECT_EQ(across->source(), "agent:leash-iris");
+  EXPECT_EQ(across->field(), "network.allow");
+  EXPECT_THAT(across->message(),
+              HasSubstr("as resolved for agent:leash-iris (the floor, the global binding, then "
+                        "profile 'open'): network is in blacklist mode (default-allow), so its "
+                        "allow list (1 entry) is never consulted"));
+  EXPECT_TRUE(HasBlockingFinding(findings));
 }
 
 TEST(ValidateTiers, DeadScopesAndUnresolvableSubjectsAreReported) {

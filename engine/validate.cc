@@ -39,12 +39,18 @@ void CheckBlacklistAllow(const Surface& surface, absl::string_view name,
 
 }  // namespace
 
-std::vector<Finding> ValidateConfig(const leash::v1::Config& config, absl::string_view source) {
+std::vector<Finding> ValidateBlacklistAllow(const leash::v1::Config& config,
+                                            absl::string_view source) {
   std::vector<Finding> out;
   CheckBlacklistAllow(config.network(), "network", source, out);
   CheckBlacklistAllow(config.filesystem(), "filesystem", source, out);
   CheckBlacklistAllow(config.commands(), "commands", source, out);
   CheckBlacklistAllow(config.tools(), "tools", source, out);
+  return out;
+}
+
+std::vector<Finding> ValidateConfig(const leash::v1::Config& config, absl::string_view source) {
+  std::vector<Finding> out = ValidateBlacklistAllow(config, source);
 
   for (const leash::v1::InertEntry& inert : InertEntries(config)) {
     if (IsInertDeny(inert)) {

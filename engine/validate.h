@@ -19,6 +19,11 @@ namespace leash::engine {
 std::vector<leash::v1::Finding> ValidateConfig(const leash::v1::Config& config,
                                                absl::string_view source);
 
+// The blacklist-with-an-allow-list findings alone (error), e.g. for a policy as resolved
+// across tiers, where the mode and the allow list can come from different tiers.
+std::vector<leash::v1::Finding> ValidateBlacklistAllow(const leash::v1::Config& config,
+                                                       absl::string_view source);
+
 // True when any finding is an error or critical.
 bool HasBlockingFinding(const std::vector<leash::v1::Finding>& findings);
 
