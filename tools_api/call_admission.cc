@@ -9,7 +9,7 @@ bool CallAdmission::Opened(uint32_t uid) {
   absl::MutexLock lock(&mu_);
   Account& account = accounts_[uid];
   ++account.alive;
-  return uid == 0 || account.alive <= kLiveCallsPerShare * max_calls_per_account_;
+  return uid == 0 || account.alive <= max_alive();
 }
 
 void CallAdmission::Closed(uint32_t uid) {

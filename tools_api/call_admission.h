@@ -15,8 +15,8 @@
 // sent it and torn the stream down. A caller that never reads its socket keeps every answered
 // or refused call alive (with what its stream window let in), and can open more without end.
 // So the calls alive per account are counted too (Opened/Closed, from the headers to gRPC's
-// OnDone): past a cap (kLiveCallsPerShare times the share) the account's connections are to be
-// cut, which ends all its calls at once.
+// OnDone): past a cap (kLiveCallsPerShare times the share, plus kLiveCallsSlack) the account's
+// connections are to be cut, which ends all its calls at once.
 #pragma once
 
 #include <cstdint>
@@ -28,15 +28,19 @@
 
 namespace leash::tools {
 
-// The calls one account may have alive, per call of its share.
+// The calls one account may have alive: kLiveCallsPerShare per call of its share, plus
+// kLiveCallsSlack, since gRPC runs a finished call's OnDone a little after the caller has its
+// answer and may have sent its next call (with a share of 1 and no slack, back-to-back calls
+// were cut). An alive call costs about what its stream window lets in.
 inline constexpr int kLiveCallsPerShare = 4;
+inline constexpr int kLiveCallsSlack = 64;
 
 class CallAdmission {
  public:
   CallAdmission(int max_calls_per_account, absl::Duration report_every);
 
   // A call of `uid` is alive (its headers arrived): false when that makes more than
-  // kLiveCallsPerShare x the share alive, and the account's connections should be cut. Every
+  // max_alive() alive, and the account's connections should be cut. Every
   // call is matched by one Closed, cut or not. Root is never over.
   bool Opened(uint32_t uid);
   void Closed(uint32_t uid);
@@ -48,6 +52,7 @@ class CallAdmission {
   void Release(uint32_t uid);
   int InFlight(uint32_t uid) const;
   int max_calls_per_account() const { return max_calls_per_account_; }
+  int max_alive() const { return kLiveCallsPerShare * max_calls_per_account_ + kLiveCallsSlack; }
 
   // After a refusal (or a cut): whether it should be reported now (true at most once per
   // account and kind every `report_every`), and how many of that account's went unreported

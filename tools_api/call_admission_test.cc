@@ -35,14 +35,15 @@ TEST(CallAdmission, AReleaseWithoutAnAdmissionChangesNothing) {
   EXPECT_FALSE(admission.Admit(1001));
 }
 
-TEST(CallAdmission, MoreCallsAliveThanFourSharesSaysCut) {
+TEST(CallAdmission, MoreCallsAliveThanFourSharesAndTheSlackSaysCut) {
   CallAdmission admission(2, absl::Seconds(10));
-  for (int i = 0; i < 8; ++i) EXPECT_TRUE(admission.Opened(1001)) << i;
+  ASSERT_EQ(admission.max_alive(), 4 * 2 + kLiveCallsSlack);
+  for (int i = 0; i < admission.max_alive(); ++i) EXPECT_TRUE(admission.Opened(1001)) << i;
   EXPECT_FALSE(admission.Opened(1001));
   EXPECT_FALSE(admission.Opened(1001));
   EXPECT_TRUE(admission.Opened(1002)) << "another account is not affected";
-  EXPECT_EQ(admission.Alive(1001), 10);
-  for (int i = 0; i < 10; ++i) admission.Closed(1001);
+  EXPECT_EQ(admission.Alive(1001), admission.max_alive() + 2);
+  for (int i = 0; i < admission.max_alive() + 2; ++i) admission.Closed(1001);
   EXPECT_EQ(admission.Alive(1001), 0);
   EXPECT_TRUE(admission.Opened(1001));
   for (int i = 0; i < 100; ++i) EXPECT_TRUE(admission.Opened(0)) << "root is never cut";

@@ -60,8 +60,7 @@ class ToolsService::CheckToolReactor final
     uid_ = service->CallerUid(*context);
     if (!service->admission_.Opened(uid_)) {
       Finish(service->Cut(
-          uid_, absl::StrCat("has more than ",
-                             kLiveCallsPerShare * service->admission_.max_calls_per_account(),
+          uid_, absl::StrCat("has more than ", service->admission_.max_alive(),
                              " calls alive (calls it keeps open, or answers it does not let "
                              "through)")));
       return;

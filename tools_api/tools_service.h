@@ -89,8 +89,8 @@ using SubjectLookup = std::function<absl::StatusOr<ToolSubject>(
 // the requests one account can make leashd hold at once are at most
 //   max_calls_per_account x max_request_bytes   (8 x 4 MiB by default)
 // plus what the stream windows of its other live calls let in: answered or refused calls that
-// gRPC cannot finish because the caller does not read, at most kLiveCallsPerShare x
-// max_calls_per_account of them (32 by default) before the account's connections are cut.
+// gRPC cannot finish because the caller does not read, at most CallAdmission::max_alive() of
+// them (4 x 8 + 64 = 96 by default) before the account's connections are cut.
 // Measured (test/leashd AnAgentFloodingTheToolsSocketIsBoundedAndStarvesNoOtherAgent, 16
 // connections x 16 calls of 4 MiB): leashd's peak rose by 100-112 MiB, and another agent's
 // calls were answered all through.
@@ -119,7 +119,7 @@ struct ToolsServiceOptions {
   std::function<std::optional<uint32_t>(const grpc::ServerContextBase& context)> caller_uid;
   ToolsSocketLimits limits;
   // Closes every connection `uid` has to the tools socket (leashd: UnixGrpcServer's
-  // CutConnectionsOf), for an account with more calls alive than kLiveCallsPerShare shares.
+  // CutConnectionsOf), for an account with more calls alive than CallAdmission::max_alive().
   // Unset: the call is refused, and nothing is cut.
   std::function<void(uint32_t uid)> cut_connections;
   // Whether the caller is not reading what was already sent to it (leashd: the connection's
@@ -140,8 +140,8 @@ inline constexpr char kResponseTrailer[] = "leash-check-tool-response-bin";
 // answered with a block and a reason rather than failing in gRPC's deserializer. The method
 // stays registered under its name, so reflection and grpcurl see leash.v1.Tools. Thread-safe.
 //
-//   cut:      an account that opens a call while it has more than kLiveCallsPerShare shares
-//             of calls alive (it keeps calls open, or does not open its flow-control window, so
+//   cut:      an account that opens a call while it has more than CallAdmission::max_alive()
+//             calls alive (it keeps calls open, or does not open its flow-control window, so
 //             gRPC cannot finish them), or while it is not reading what was sent to it (gRPC
 //             would queue every further answer in memory), has every connection to the socket
 //             cut (ToolsServiceOptions::cut_connections), which ends all its calls; the call

@@ -37,7 +37,7 @@ expect "$(row leash-demo-iris 'run bin/build-tool' ok allow)" "an allowed comman
 expect "$(row leash-demo-iris 'run bin/exfiltrate' 'FAILED \(exit 126\)' block)" "a denied command (EPERM)"
 expect "secrets/github_token at \\\$\\.cmd: ghp_\\*\\*\\*\\*" "the planted secret found and masked"
 expect "raw secret appears nowhere in the log" "the log free of the raw secret"
-expect "--ack 'network.allow:evil.example'" "the ack token in the profile-save refusal"
+expect "^ +--ack 'agent:leash-demo-iris=network\\.allow:evil\\.example'\$" "the ack token in the profile-save refusal"
 expect "^reconciled: 1 changed, 2 unchanged" "the acked save re-applying one subject"
 expect "$(row leash-demo-iris 'https://evil.example/ \(now allowed\)' ok allow)" "the change in force"
 expect "vader untouched: its nft chain kept the same rule handles" "the other agent untouched"

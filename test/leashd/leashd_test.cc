@@ -860,8 +860,8 @@ TEST_F(LeashdTest, AnAgentFloodingTheToolsSocketIsBoundedAndStarvesNoOtherAgent)
 // A caller that never reads its socket and never opens its flow-control window: gRPC can send
 // neither its answers' messages (those calls stay alive) nor, once the kernel's buffers are
 // full, anything (gRPC then queues it in leashd's memory, without a bound). Either way the
-// caller's connections are cut: past four shares of calls alive, or at the first call it opens
-// while the kernel's send queue is full. Measured with the cuts switched off: leashd's peak
+// caller's connections are cut: past 96 calls alive (four shares and a slack), or at the first
+// call it opens while the kernel's send queue is full. Measured with the cuts switched off: leashd's peak
 // rose by 365 MiB for 20,000 such calls on one connection, and by 3,617 MiB for 200,000; with
 // them, the connection is cut after 328-3,897 calls and the peak rises by 1-49 MiB (the calls
 // gRPC has read before any of them reaches leashd's code are not bounded by anything leashd
@@ -921,8 +921,8 @@ class UnreadingCallerTest : public LeashdTest {
   }
 };
 
-// Answered calls whose messages cannot be sent stay alive: past 32 (four shares) the account's
-// connections are cut, said in the decision log under its uid.
+// Answered calls whose messages cannot be sent stay alive: past 96 (four shares and a slack) the
+// account's connections are cut, said in the decision log under its uid.
 TEST_F(UnreadingCallerTest, CallsKeptAliveGetTheConnectionCut) {
   auto [out, peak_mib] = Unread({"20000"});
   EXPECT_THAT(out, HasSubstr("cut_after=")) << "the connection was never cut";
