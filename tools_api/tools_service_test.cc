@@ -344,6 +344,94 @@ TEST_F(ToolsServiceTest, SubjectWithoutPolicyIsBlockedOrAllowedByItsFailMode) {
   EXPECT_EQ(records[1].uid(), 1003u);
 }
 
+// Calls that send their headers and nothing more: each is admitted at its headers and stays in
+// flight, holding a slot of its account's share, until it is ended. One whose slot was taken by
+// another call when it arrived is refused at once; Replenish() opens another in its place.
+class HeldCalls {
+ public:
+  HeldCalls(std::shared_ptr<grpc::Channel> channel, int count) : stub_(std::move(channel)) {
+    slots_.resize(count);
+    for (Slot& slot : slots_) Open(slot);
+  }
+  ~HeldCalls() { EndAll(); }
+
+  void Replenish() {
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq_.AsyncNext(&tag, &ok, std::chrono::system_clock::now()) ==
+           grpc::CompletionQueue::GOT_EVENT) {
+      Handle(tag);
+    }
+  }
+
+  // Cancels them all and waits until each has finished.
+  void EndAll() {
+    if (ended_) return;
+    ended_ = true;
+    for (Slot& slot : slots_) slot.context->TryCancel();
+    for (Slot& slot : slots_) {
+      if (!slot.finishing) Finish(slot);
+    }
+    while (finishing_ > 0) {
+      void* tag = nullptr;
+      bool ok = false;
+      if (!cq_.Next(&tag, &ok)) break;
+      Handle(tag);
+    }
+    cq_.Shutdown();
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq_.Next(&tag, &ok)) {
+    }
+  }
+
+ private:
+  enum Op : intptr_t { kStart = 0, kRead = 1, kFinish = 2 };
+  struct Slot {
+    std::unique_ptr<grpc::ClientContext> context;
+    std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call;
+    grpc::ByteBuffer received;
+    grpc::Status status;
+    bool finishing = false;
+  };
+  void* Tag(size_t index, Op op) { return reinterpret_cast<void*>(index * 4 + op); }
+  void Open(Slot& slot) {
+    const size_t index = static_cast<size_t>(&slot - slots_.data());
+    slot.context = std::make_unique<grpc::ClientContext>();
+    slot.finishing = false;
+    slot.call = stub_.PrepareCall(slot.context.get(), "/leash.v1.Tools/CheckTool", &cq_);
+    slot.call->StartCall(Tag(index, kStart));
+    // Completes only when the server ends the call (a held call gets no message).
+    slot.call->Read(&slot.received, Tag(index, kRead));
+  }
+  void Finish(Slot& slot) {
+    const size_t index = static_cast<size_t>(&slot - slots_.data());
+    slot.finishing = true;
+    ++finishing_;
+    slot.call->Finish(&slot.status, Tag(index, kFinish));
+  }
+  void Handle(void* tag) {
+    const intptr_t value = reinterpret_cast<intptr_t>(tag);
+    Slot& slot = slots_[static_cast<size_t>(value / 4)];
+    switch (static_cast<Op>(value % 4)) {
+      case kStart:
+        break;
+      case kRead:  // the server ended it
+        if (!slot.finishing) Finish(slot);
+        break;
+      case kFinish:
+        --finishing_;
+        if (!ended_) Open(slot);
+        break;
+    }
+  }
+  grpc::GenericStub stub_;
+  grpc::CompletionQueue cq_;
+  std::vector<Slot> slots_;
+  int finishing_ = 0;
+  bool ended_ = false;
+};
+
 // A call is admitted at its headers, before its message is read: calls that have sent only
 // their headers hold their account's share (8), and the next call is refused unread with
 // RESOURCE_EXHAUSTED, the reason in the message and the trailer, and one critical line in the
@@ -353,22 +441,9 @@ TEST_F(ToolsServiceTest, CallsOverTheAccountsShareAreRefusedUnreadAndLoggedOnceP
   // Their own connection: the probe's must not be held up by that connection's stream limit.
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  grpc::GenericStub held_stub(
-      grpc::CreateCustomChannel(harness_->target(), grpc::InsecureChannelCredentials(), args));
-  grpc::CompletionQueue cq;
-  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
-  std::vector<std::unique_ptr<grpc::GenericClientAsyncReaderWriter>> held;
-  for (int i = 0; i < share; ++i) {
-    contexts.push_back(std::make_unique<grpc::ClientContext>());
-    held.push_back(held_stub.PrepareCall(contexts.back().get(), "/leash.v1.Tools/CheckTool", &cq));
-    held.back()->StartCall(reinterpret_cast<void*>(static_cast<intptr_t>(i + 1)));
-  }
-  for (int i = 0; i < share; ++i) {
-    void* tag = nullptr;
-    bool ok = false;
-    ASSERT_TRUE(cq.Next(&tag, &ok));
-    EXPECT_TRUE(ok);
-  }
+  HeldCalls held(
+      grpc::CreateCustomChannel(harness_->target(), grpc::InsecureChannelCredentials(), args),
+      share);
 
   // The held calls reach the service in their own time; until then a probe is answered.
   grpc::Status refused;
@@ -376,6 +451,8 @@ TEST_F(ToolsServiceTest, CallsOverTheAccountsShareAreRefusedUnreadAndLoggedOnceP
   std::unique_ptr<grpc::ClientContext> probe;
   ASSERT_TRUE(leash::testing::WaitFor(
       [&] {
+        // A held call that arrived while a probe held a slot was refused: open another.
+        held.Replenish();
         probe = std::make_unique<grpc::ClientContext>();
         refused = Call(Request("read_file", "{}"), &response, probe.get());
         return refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
@@ -406,21 +483,7 @@ TEST_F(ToolsServiceTest, CallsOverTheAccountsShareAreRefusedUnreadAndLoggedOnceP
   EXPECT_EQ(refusals[0].uid(), kUnknownUid) << "the harness names no caller";
 
   // The held calls end (their callers go away): the share is given back.
-  for (auto& context : contexts) context->TryCancel();
-  std::vector<grpc::Status> statuses(held.size());
-  for (size_t i = 0; i < held.size(); ++i) {
-    held[i]->Finish(&statuses[i], reinterpret_cast<void*>(static_cast<intptr_t>(100 + i)));
-  }
-  for (size_t i = 0; i < held.size(); ++i) {
-    void* tag = nullptr;
-    bool ok = false;
-    ASSERT_TRUE(cq.Next(&tag, &ok));
-  }
-  cq.Shutdown();
-  void* tag = nullptr;
-  bool ok = false;
-  while (cq.Next(&tag, &ok)) {
-  }
+  held.EndAll();
   EXPECT_TRUE(leash::testing::WaitFor(
       [&] { return Call(Request("read_file", "{}"), &response).ok(); }, absl::Seconds(10)));
 }
