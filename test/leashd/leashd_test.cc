@@ -779,6 +779,15 @@ void ResetPeak(pid_t pid) {
   std::ofstream(absl::StrCat("/proc/", pid, "/clear_refs")) << "5";
 }
 
+// Whether the decision log `log` has a line under `uid` whose text contains `text`.
+bool HasDecisionLine(const std::string& log, absl::string_view text, uint32_t uid) {
+  const std::string uid_field = absl::StrCat("\"uid\":", uid, ",");
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (absl::StrContains(line, text) && absl::StrContains(line, uid_field)) return true;
+  }
+  return false;
+}
+
 // One summary line of tools_flood as fields: channels, answered_channels, calls, codes.
 std::map<std::string, std::string> FloodSummary(const std::string& out) {
   std::map<std::string, std::string> fields;
@@ -838,18 +847,20 @@ TEST_F(LeashdTest, AnAgentFloodingTheToolsSocketIsBoundedAndStarvesNoOtherAgent)
   // 8 calls in flight per account (--tools-calls-per-account); calls over it are refused unread
   // with RESOURCE_EXHAUSTED (8), and the decision log says so under the flooding account.
   EXPECT_THAT(absl::StrCat(",", a["codes"]), HasSubstr(",8:"));
-  bool refusal_logged = false;
-  for (absl::string_view line :
-       absl::StrSplit(ReadAll(log_dir_->Join("decisions.jsonl")), '\n')) {
-    refusal_logged |=
-        absl::StrContains(line, "calls in flight, the most one account may") &&
-        absl::StrContains(line, absl::StrCat("\"uid\":", agents_["leash-it-a"]->uid(), ","));
-  }
-  EXPECT_TRUE(refusal_logged) << ReadAll(log_dir_->Join("decisions.jsonl"));
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return HasDecisionLine(ReadAll(log_dir_->Join("decisions.jsonl")),
+                               "calls in flight, the most one account may",
+                               agents_["leash-it-a"]->uid());
+      },
+      absl::Seconds(10)))
+      << ReadAll(log_dir_->Join("decisions.jsonl"));
   // 8 calls x 4 MiB (--tools-max-request-bytes) is 32 MiB of requests, each held twice while
-  // judged (gRPC's buffer and the parsed request): 64 MiB, and the bound leaves room for the
-  // allocator. Measured without the limits: 326 MiB for this flood, and more for a bigger one.
-  EXPECT_LE(peak_mib, 160) << "leashd's peak resident memory rose by " << peak_mib << " MiB";
+  // judged (gRPC's buffer and the parsed request): 64 MiB. Refused calls whose data had started
+  // to arrive hold what their stream windows let in until gRPC ends them (up to 96 alive), and
+  // the allocator keeps some. Measured: 97-128 MiB with the limits (docs/PERFORMANCE.md);
+  // 326 MiB without them for this flood, and more for a bigger one.
+  EXPECT_LE(peak_mib, 192) << "leashd's peak resident memory rose by " << peak_mib << " MiB";
 
   // The flood's connections are released with it: the same account is admitted again.
   EXPECT_TRUE(WaitFor([&] { return one_call("leash-it-a")["codes"] == "0:1"; },
@@ -884,17 +895,11 @@ class UnreadingCallerTest : public LeashdTest {
   }
   // The decision log says, under leash-it-a's uid, that its connections were cut.
   void ExpectCutLogged() {
-    const std::string uid = absl::StrCat("\"uid\":", agents_["leash-it-a"]->uid(), ",");
     EXPECT_TRUE(WaitFor(
         [&] {
-          for (absl::string_view line :
-               absl::StrSplit(ReadAll(log_dir_->Join("decisions.jsonl")), '\n')) {
-            if (absl::StrContains(line, "its connections to the tools socket are cut") &&
-                absl::StrContains(line, uid)) {
-              return true;
-            }
-          }
-          return false;
+          return HasDecisionLine(ReadAll(log_dir_->Join("decisions.jsonl")),
+                                 "its connections to the tools socket are cut",
+                                 agents_["leash-it-a"]->uid());
         },
         absl::Seconds(10)))
         << ReadAll(log_dir_->Join("decisions.jsonl"));
