@@ -1,7 +1,6 @@
 #include "tools_api/tools_service.h"
 
 #include <utility>
-#include <vector>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"

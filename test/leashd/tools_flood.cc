@@ -9,7 +9,6 @@
 // service (a code other than UNAVAILABLE): a connection leashd refused never gets one. A lane
 // whose call ends UNAVAILABLE stops (a refused connection would otherwise spin).
 //   tools_flood <socket> [--connections=1] [--streams=1] [--bytes=64] [--seconds=1]
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
