@@ -798,6 +798,16 @@ std::map<std::string, std::string> FloodSummary(const std::string& out) {
   return fields;
 }
 
+// One CheckTool call of read_file (which the test floor allows) as `agent`, through
+// tools_flood; its summary, empty when it could not run.
+std::map<std::string, std::string> OneToolCall(const TestAccount& agent,
+                                               const std::string& tools_socket) {
+  auto run = leash::testing::Run(
+      agent.AsUser({RunfilePath("test/leashd/tools_flood"), tools_socket, "--seconds=0"}),
+      absl::Seconds(60));
+  return run.ok() ? FloodSummary(run->out) : std::map<std::string, std::string>();
+}
+
 // An agent is the untrusted party, and it can reach the tools socket: nothing it does there may
 // run leashd out of memory or keep another agent's calls from being answered. The flooding
 // account opens 16 connections with 16 calls of almost 4 MiB in flight on each (1 GiB at once
@@ -810,10 +820,7 @@ TEST_F(LeashdTest, AnAgentFloodingTheToolsSocketIsBoundedAndStarvesNoOtherAgent)
   ASSERT_EQ(chmod(leashd_->tools_socket().c_str(), 0666), 0);
   const std::string flood_binary = RunfilePath("test/leashd/tools_flood");
   auto one_call = [&](const std::string& agent) {
-    auto run = leash::testing::Run(
-        agents_[agent]->AsUser({flood_binary, leashd_->tools_socket(), "--seconds=0"}), absl::Seconds(60));
-    EXPECT_TRUE(run.ok());
-    return run.ok() ? FloodSummary(run->out) : std::map<std::string, std::string>();
+    return OneToolCall(*agents_[agent], leashd_->tools_socket());
   };
   ASSERT_EQ(one_call("leash-it-b")["codes"], "0:1") << "read_file is allowed by the floor";
 
@@ -906,14 +913,9 @@ class UnreadingCallerTest : public LeashdTest {
   }
   // Both agents are answered: the cut account's calls have all ended.
   void ExpectBothAnswered() {
-    const std::string flood_binary = RunfilePath("test/leashd/tools_flood");
     for (const char* agent : {"leash-it-b", "leash-it-a"}) {
       EXPECT_TRUE(WaitFor(
-          [&] {
-            auto run = leash::testing::Run(agents_[agent]->AsUser(
-                {flood_binary, leashd_->tools_socket(), "--seconds=0"}));
-            return run.ok() && FloodSummary(run->out)["codes"] == "0:1";
-          },
+          [&] { return OneToolCall(*agents_[agent], leashd_->tools_socket())["codes"] == "0:1"; },
           absl::Seconds(20)))
           << agent;
     }
