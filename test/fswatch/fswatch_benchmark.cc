@@ -48,6 +48,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "test/fixtures/sample_stats.h"
 #include "test/fixtures/subprocess.h"
 #include "test/fixtures/test_account.h"
 #include "test/fixtures/tmpfs.h"
@@ -185,12 +186,6 @@ double MeasureOpens(const std::string& path, uid_t uid, gid_t gid, int openers, 
   return total / elapsed;
 }
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;  // a row --rows left out
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 int Main(int argc, char** argv) {
   double seconds = 2;
   int rounds = 3;
@@ -325,16 +320,20 @@ int Main(int argc, char** argv) {
       {"e", "(d') --compare's leash-fswatch, as (d)"}};
   for (const auto& [key, label] : rows) {
     if (std::string(key) == "e" && compare.empty()) continue;
+    if (results[absl::StrCat(key, 1)].empty()) continue;  // a row --rows left out
     printf("%-58s %14.0f %14.0f\n", label, Median(results[absl::StrCat(key, 1)]),
            Median(results[absl::StrCat(key, 4)]));
   }
-  // Per-round ratio of two rows, then their median.
-  auto paired = [&](const std::string& row, const std::string& base, int k) {
+  // Per-round ratios of two rows (a row --rows left out has none).
+  auto round_ratios = [&](const std::string& row, const std::string& base, int k) {
     const std::vector<double>& x = results[absl::StrCat(row, k)];
     const std::vector<double>& y = results[absl::StrCat(base, k)];
     std::vector<double> ratios;
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) ratios.push_back(x[i] / y[i]);
-    return Median(ratios);
+    return ratios;
+  };
+  auto paired = [&](const std::string& row, const std::string& base, int k) {
+    return Median(round_ratios(row, base, k));
   };
   if (!compare.empty() && want('d')) {
     printf("\n(d')/(d), median of the %d per-round ratios: 1 opener %.3f, 4 openers %.3f "
@@ -362,17 +361,33 @@ int Main(int argc, char** argv) {
   auto ratio = [&](char row, int k) { return paired(std::string(1, row), "m", k); };
   printf("\nratios to (b) (the mean of the round's two), median of the %d per-round ratios:\n",
          rounds);
+  for (int k : {1, 4}) {
+    const double us_b = 1e6 / Median(results[absl::StrCat("m", k)]) * k;
+    printf("%d opener(s): b'/b = %.3f   b''/b = %.3f   c/b = %.3f   d/b = %.3f   "
+           "per-open latency b %.1f us, c %.1f us, d %.1f us\n",
+           k, ratio('p', k), ratio('f', k), ratio('c', k), ratio('d', k), us_b,
+           us_b / ratio('c', k), us_b / ratio('d', k));
+  }
+  // The verdict: one run's median moves by a few hundredths between runs on this VM, so a
+  // target counts as met only when the whole 95 % interval of the median ratio is at or above
+  // it, missed when all of it is below, and undecided otherwise (more rounds narrow it).
+  printf("\ntargets, judged on the 95%% distribution-free interval of the median ratio:\n");
   bool met = true;
   for (int k : {1, 4}) {
-    const double c = ratio('c', k);
-    const double d = ratio('d', k);
-    const double us_b = 1e6 / Median(results[absl::StrCat("m", k)]) * k;
-    printf("%d opener(s): b'/b = %.3f   b''/b = %.3f   ", k, ratio('p', k), ratio('f', k));
-    printf("c/b = %.3f (target >= 0.90: %s)   d/b = %.3f (target >= 0.75: %s)   "
-           "per-open latency b %.1f us, c %.1f us, d %.1f us\n",
-           c, c >= 0.90 ? "met" : "MISSED", d, d >= 0.75 ? "met" : "MISSED", us_b, us_b / c,
-           us_b / d);
-    met = met && c >= 0.90 && d >= 0.75;
+    for (const auto& [row, target] : {std::pair<char, double>{'c', 0.90}, {'d', 0.75}}) {
+      const MedianInterval interval =
+          MedianConfidenceInterval(round_ratios(std::string(1, row), "m", k), 0.95);
+      const Verdict verdict = AtLeast(interval, target);
+      if (interval.valid) {
+        printf("%d opener(s): %c/b in [%.3f, %.3f] (coverage %.3f), target >= %.2f: %s\n", k,
+               row, interval.low, interval.high, interval.coverage, target, VerdictText(verdict));
+      } else {
+        printf("%d opener(s): %c/b: too few rounds for a 95%% interval (6 at least), "
+               "target >= %.2f: %s\n",
+               k, row, target, VerdictText(verdict));
+      }
+      met = met && verdict == Verdict::kMet;
+    }
   }
   Run({"rm", "-rf", work}).IgnoreError();
   return met ? 0 : 3;
