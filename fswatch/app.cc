@@ -467,8 +467,10 @@ int FswatchMain(int argc, char** argv) {
     }
   }
 
-  // Shutdown: no new maps, no re-scan, the watchdog off before the loop stops making passes,
-  // then the group closed (every pending event is answered allow by the kernel).
+  // Shutdown: no new maps, no re-scan, then the loop stopped while the watchdog still watches
+  // it (a loop stuck in a pass when SIGTERM came is dumped and exits in 10 s, as at any other
+  // time), then the watchdog off and the group closed (every pending event is answered allow by
+  // the kernel).
   if (subscriber != nullptr) subscriber->Stop();
   {
     std::lock_guard<std::mutex> lock(rescan_mu);
@@ -476,11 +478,12 @@ int FswatchMain(int argc, char** argv) {
   }
   rescan_cv.notify_all();
   rescan.join();
-  watchdog.reset();
   loop.StopAndJoin();
+  watchdog.reset();
   group.reset();
   Say(absl::StrCat("stopped: ", watcher->events_answered(), " events answered, ", log->lost(),
-                   " records lost, ", watcher->overflows(), " queue overflows"));
+                   " records lost, ", watcher->overflows(), " queue overflows, ",
+                   watcher->unopenable(), " events the kernel could not open for the watcher"));
   log.reset();
   return exit_code;
 }

@@ -128,6 +128,12 @@ absl::StatusOr<std::unique_ptr<FanotifyLinux>> FanotifyLinux::Open(
       fd, proc_fd_dir, identity, check, cache ? PidfdCacheSlots() : 0));
 }
 
+int PidfdFromInfoRecord(int reported) {
+  if (reported >= 0) return reported;
+  if (reported == FAN_NOPIDFD) return FanEvent::kPidfdGone;
+  return FanEvent::kNoPidfd;  // FAN_EPIDFD, or anything else negative
+}
+
 FanotifyLinux::FanotifyLinux(int fd, int proc_fd_dir, IdentityMethod identity,
                              MountCheck mount_check, size_t pidfd_slots)
     : fd_(fd),
@@ -152,7 +158,21 @@ int FanotifyLinux::ReadEvents(absl::Span<FanEvent> out, int timeout_ms) {
   // Blocking: one syscall per wake-up. A signal (leash-fswatch's once-a-second kick) ends the
   // wait with EINTR, which is a pass with no events.
   const ssize_t n = read(fd_, buffer_.data(), buffer_.size());
-  if (n < 0) return (errno == EAGAIN || errno == EINTR) ? 0 : -errno;
+  if (n < 0) {
+    const int error = errno;
+    if (error == EAGAIN || error == EINTR) return 0;
+    // The group itself: our own bug, or the group is gone. Nothing more can be read.
+    if (error == EBADF || error == EFAULT || error == EINVAL) return -error;
+    // Anything else is the kernel failing to open the first pending event's file for us
+    // (without FAN_REPORT_FD_ERROR it then denies that event itself and returns the open's
+    // error from read). That is one event, not a broken group: any user can raise it with a
+    // 0:0 device node, so treating it as fatal would let them stop the watcher at will.
+    if (out.empty()) return 0;
+    out[0] = FanEvent{};
+    out[0].fd = FAN_NOFD;
+    out[0].open_error = error;
+    return 1;
+  }
 
   size_t count = 0;
   const char* at = buffer_.data();
@@ -161,6 +181,7 @@ int FanotifyLinux::ReadEvents(absl::Span<FanEvent> out, int timeout_ms) {
   while (FAN_EVENT_OK(meta, left) && count < out.size()) {
     if (meta->vers != FANOTIFY_METADATA_VERSION) return -EPROTO;
     FanEvent& event = out[count++];
+    event = FanEvent{};  // the slot may hold an earlier pass's event (an open_error above)
     event.mask = meta->mask;
     event.fd = meta->fd;
     event.pid = meta->pid;
@@ -173,8 +194,8 @@ int FanotifyLinux::ReadEvents(absl::Span<FanEvent> out, int timeout_ms) {
       if (header->len == 0) break;
       if (header->info_type == FAN_EVENT_INFO_TYPE_PIDFD &&
           offset + sizeof(fanotify_event_info_pidfd) <= meta->event_len) {
-        event.pidfd = reinterpret_cast<const fanotify_event_info_pidfd*>(header)->pidfd;
-        if (event.pidfd == FAN_EPIDFD) event.pidfd = FanEvent::kPidfdGone;
+        event.pidfd = PidfdFromInfoRecord(
+            reinterpret_cast<const fanotify_event_info_pidfd*>(header)->pidfd);
       }
       offset += header->len;
     }

@@ -42,6 +42,14 @@ enum class MountCheck {
   kNone,
 };
 
+// The pidfd an event's FAN_EVENT_INFO_TYPE_PIDFD record carries, as FanEvent holds it. The
+// kernel writes FAN_NOPIDFD (-1) when the process has already exited (or is not visible from
+// the watcher's PID namespace) — kPidfdGone, so the event is never attributed through a /proc
+// read of a PID that may be someone else's by now — and FAN_EPIDFD (-2) when making the pidfd
+// failed (the watcher out of descriptors) while the process lives — kNoPidfd: the /proc read
+// goes ahead unchecked, with the race of kernels that report no pidfds.
+int PidfdFromInfoRecord(int reported);
+
 class FanotifyLinux : public FanotifySource {
  public:
   // Makes the group. PermissionDenied without CAP_SYS_ADMIN; Unimplemented where the kernel

@@ -27,13 +27,18 @@ struct FanEvent {
   // The acting process (thread-group id).
   pid_t pid = 0;
   // A pidfd for `pid` when the group reports them: >= 0; kNoPidfd when the group does not
-  // report pidfds; kPidfdGone when the kernel could not make one (the process is exiting).
+  // report pidfds (or could not make one for a live process); kPidfdGone when the process had
+  // already exited.
   int pidfd = -1;
 
   static constexpr int kNoPidfd = -1;
   static constexpr int kPidfdGone = -2;
+  // Non-zero (an errno) for an event the kernel could not open the file of for the watcher
+  // (a 0:0 device node, which any user may make; a write-only sysfs file; a stale NFS file).
+  // The kernel has denied such an event itself and tells only the error: no fd, no pid.
+  int open_error = 0;
 
-  enum class Kind { kOpen, kExec, kOverflow, kOther };
+  enum class Kind { kOpen, kExec, kOverflow, kUnopenable, kOther };
   Kind kind() const;
 };
 
@@ -82,7 +87,9 @@ class FanotifySource {
   // source can time out (the fake), or until a signal interrupts the wait (the real group is
   // read blocking, one syscall per wake-up like the bare kernel round trip; leash-fswatch
   // interrupts it every second so the loop makes a pass for the watchdog). Returns the number
-  // of events put in `out` (0 on timeout or when interrupted), or -errno.
+  // of events put in `out` (0 on timeout or when interrupted), or -errno when the group itself
+  // cannot be read. An event whose file the kernel could not open for the watcher is not a
+  // failure to read: it comes back as one event of Kind::kUnopenable.
   virtual int ReadEvents(absl::Span<FanEvent> out, int timeout_ms) = 0;
 
   // Answers a permission event (FAN_ALLOW / FAN_DENY). Returns 0 or an errno.

@@ -97,6 +97,7 @@ bool FilesystemDeniesSomething(const engine::CompiledPolicy& policy) {
 }  // namespace
 
 FanEvent::Kind FanEvent::kind() const {
+  if (open_error != 0) return Kind::kUnopenable;
   if (mask & FAN_Q_OVERFLOW) return Kind::kOverflow;
   if (mask & FAN_OPEN_EXEC_PERM) return Kind::kExec;
   if (mask & FAN_OPEN_PERM) return Kind::kOpen;
@@ -218,6 +219,18 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
     decision.reason =
         "fanotify: the kernel's event queue overflowed; events were lost (permission events are "
         "never dropped while the queue is unlimited, so this should not happen)";
+    Log(kUnknownUid, SURFACE_FILESYSTEM, decision, /*path=*/{}, /*critical=*/true);
+    return;
+  }
+  if (kind == FanEvent::Kind::kUnopenable) {
+    unopenable_.fetch_add(1, std::memory_order_relaxed);
+    Decision decision;
+    decision.verdict = Verdict::kBlock;
+    decision.reason = absl::StrCat(
+        "fanotify: the kernel could not open an event's file for the watcher (",
+        strerrorname_np(event.open_error) != nullptr ? strerrorname_np(event.open_error) : "errno",
+        " ", event.open_error,
+        ") and denied that open itself; the kernel does not say whose open it was");
     Log(kUnknownUid, SURFACE_FILESYSTEM, decision, /*path=*/{}, /*critical=*/true);
     return;
   }

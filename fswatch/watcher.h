@@ -90,6 +90,8 @@ class Watcher {
   uint64_t events_answered() const { return events_.load(std::memory_order_relaxed); }
   uint64_t overflows() const { return overflows_.load(std::memory_order_relaxed); }
   uint64_t answer_errors() const { return answer_errors_.load(std::memory_order_relaxed); }
+  // Events the kernel denied itself because it could not open their file for the watcher.
+  uint64_t unopenable() const { return unopenable_.load(std::memory_order_relaxed); }
 
  private:
   struct State {
@@ -150,6 +152,7 @@ class Watcher {
   std::atomic<int64_t> last_pass_ns_{0};
   std::atomic<uint64_t> events_{0};
   std::atomic<uint64_t> overflows_{0};
+  std::atomic<uint64_t> unopenable_{0};
   std::atomic<uint64_t> answer_errors_{0};
 
   std::vector<FanEvent> batch_;  // loop thread only

@@ -429,6 +429,21 @@ TEST_F(WatcherTest, OverflowIsCountedAndReportedCritical) {
   EXPECT_THAT(sink_.records()[0].reason(), HasSubstr("queue overflowed"));
 }
 
+// The kernel could not open the file for the watcher (any user can make a 0:0 device node) and
+// denied the open itself: counted, reported critical, nothing answered, and the loop goes on.
+TEST_F(WatcherTest, AnEventTheKernelCouldNotOpenIsCountedAndReportedAndTheLoopGoesOn) {
+  source_.PushUnopenable(ENXIO);
+  const int fd = source_.PushOpen(200, kWhite, "/t/ok/f");
+  Drain();
+  EXPECT_EQ(watcher_.unopenable(), 1u);
+  ASSERT_GE(sink_.records().size(), 1u);
+  EXPECT_EQ(sink_.records()[0].severity(), "critical");
+  EXPECT_THAT(sink_.records()[0].reason(), HasSubstr("could not open an event's file"));
+  EXPECT_THAT(sink_.records()[0].reason(), HasSubstr("ENXIO"));
+  EXPECT_EQ(source_.answers().size(), 1u);  // only the real event's
+  EXPECT_TRUE(Allowed(fd));
+}
+
 TEST_F(WatcherTest, FailedAnswerIsCountedAndReported) {
   FakeEvent event;
   event.mask = FAN_OPEN_PERM;

@@ -13,7 +13,7 @@ namespace leash::fswatch::testing {
 int FakeFanotifySource::Push(FakeEvent event) {
   std::lock_guard<std::mutex> lock(mu_);
   const int fd = next_fd_++;
-  queue_.emplace_back(fd, event.mask);
+  queue_.push_back(Queued{fd, event.mask});
   events_[fd] = std::move(event);
   return fd;
 }
@@ -46,7 +46,12 @@ int FakeFanotifySource::PushExec(pid_t pid, uint32_t uid, std::string path) {
 
 void FakeFanotifySource::PushOverflow() {
   std::lock_guard<std::mutex> lock(mu_);
-  queue_.emplace_back(FAN_NOFD, FAN_Q_OVERFLOW);
+  queue_.push_back(Queued{FAN_NOFD, FAN_Q_OVERFLOW});
+}
+
+void FakeFanotifySource::PushUnopenable(int error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_.push_back(Queued{FAN_NOFD, 0, error});
 }
 
 std::vector<Answer> FakeFanotifySource::answers() const {
@@ -93,11 +98,13 @@ int FakeFanotifySource::ReadEvents(absl::Span<FanEvent> out, int timeout_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;
   while (n < out.size() && !queue_.empty()) {
-    const auto [fd, mask] = queue_.front();
+    const auto [fd, mask, open_error] = queue_.front();
     queue_.pop_front();
     FanEvent& event = out[n++];
+    event = FanEvent{};
     event.mask = mask;
     event.fd = fd;
+    event.open_error = open_error;
     event.pidfd = FanEvent::kNoPidfd;
     auto it = events_.find(fd);
     event.pid = it == events_.end() ? 0 : it->second.pid;

@@ -44,6 +44,8 @@ class FakeFanotifySource : public FanotifySource {
   int PushOpen(pid_t pid, uint32_t uid, std::string path);
   int PushExec(pid_t pid, uint32_t uid, std::string path);
   void PushOverflow();
+  // An event whose file the kernel could not open for the watcher (it denied it itself).
+  void PushUnopenable(int error);
 
   std::vector<Answer> answers() const;
   // The answer given for `fd`; fails the test (returns false) if none or more than one.
@@ -73,7 +75,12 @@ class FakeFanotifySource : public FanotifySource {
  private:
   mutable std::mutex mu_;
   int next_fd_ ABSL_GUARDED_BY(mu_) = 100;
-  std::deque<std::pair<int, uint64_t>> queue_ ABSL_GUARDED_BY(mu_);  // fd, mask
+  struct Queued {
+    int fd;
+    uint64_t mask;
+    int open_error = 0;
+  };
+  std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);
   std::map<int, FakeEvent> events_ ABSL_GUARDED_BY(mu_);
   std::vector<Answer> answers_ ABSL_GUARDED_BY(mu_);
   std::map<int, int> released_ ABSL_GUARDED_BY(mu_);

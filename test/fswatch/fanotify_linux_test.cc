@@ -4,6 +4,7 @@
 #include "fswatch/fanotify_linux.h"
 
 #include <fcntl.h>
+#include <sys/fanotify.h>
 #include <unistd.h>
 
 #include <vector>
@@ -15,6 +16,15 @@ namespace leash::fswatch {
 namespace {
 
 bool IsOpen(int fd) { return fcntl(fd, F_GETFD) != -1; }
+
+// FAN_NOPIDFD (-1) is a process already gone; FAN_EPIDFD (-2) a pidfd the kernel failed to
+// make for a live one. They were swapped: a live process (root's, too) was denied as gone, and a
+// gone one was read from /proc unchecked, where its PID may already be another's.
+TEST(FanotifyLinux, PidfdInfoRecordValuesAreReadTheWayTheKernelMeansThem) {
+  EXPECT_EQ(PidfdFromInfoRecord(7), 7);
+  EXPECT_EQ(PidfdFromInfoRecord(FAN_NOPIDFD), FanEvent::kPidfdGone);
+  EXPECT_EQ(PidfdFromInfoRecord(FAN_EPIDFD), FanEvent::kNoPidfd);
+}
 
 TEST(FanotifyLinux, ReleaseAllClosesTheBatchAndNothingInItsGaps) {
   LEASH_REQUIRE_ROOT();

@@ -13,13 +13,17 @@
 #include <grp.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
+#include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -433,6 +437,46 @@ TEST_F(FswatchRootTest, FifoOpenedByASubjectDoesNotWedgeTheWatcher) {
   EXPECT_TRUE(reader->Wait(absl::Seconds(10)).ok());
   EXPECT_EQ(ProbeAsRoot({"open", T("z/file")}), "ok");  // still answering
   EXPECT_EQ(Stop(*w), 0);
+}
+
+// For each event the kernel opens the file again, for the watcher. Where that open fails, the
+// kernel denies the event itself and read() returns the open's error. The loop used to take
+// that for a broken group and exit: on kernels that raise permission events for device nodes
+// and sockets (6.1, Debian 12's), any user could stop the watcher with one open of a 0:0 device
+// node, which needs no privilege, and four such opens made leashd give up. This kernel raises
+// none for those, so the failure is made here the other way: the watcher has no descriptor
+// left for the kernel to give it (EMFILE), which fails every event the same way.
+TEST_F(FswatchRootTest, AFileTheKernelCannotOpenForTheWatcherDoesNotStopIt) {
+  WatcherProcess* w = Start(StandardMap());
+  ASSERT_NE(w, nullptr);
+  const pid_t pid = w->process->pid();
+  // The lowest descriptor number the watcher does not use: a limit there leaves it none.
+  std::set<int> used;
+  for (const auto& entry : std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/fd"))) {
+    used.insert(std::stoi(entry.path().filename().string()));
+  }
+  int lowest_free = 0;
+  while (used.count(lowest_free)) ++lowest_free;
+  // Only the soft limit (which descriptor allocation obeys): raising a hard limit back would
+  // take CAP_SYS_RESOURCE.
+  rlimit before{};
+  ASSERT_EQ(prlimit(pid, RLIMIT_NOFILE, nullptr, &before), 0) << strerror(errno);
+  rlimit none{static_cast<rlim_t>(lowest_free), before.rlim_max};
+  ASSERT_EQ(prlimit(pid, RLIMIT_NOFILE, &none, nullptr), 0) << strerror(errno);
+  for (int i = 0; i < 4; ++i) {
+    // Denied by the kernel, even where the policy (or no policy, for root) allows it.
+    EXPECT_EQ(Probe(*g_accounts->a, {"open", T("a/file")}), kEperm);
+    EXPECT_EQ(ProbeAsRoot({"open", T("z/file")}), kEperm);
+  }
+  EXPECT_TRUE(w->process->Running());
+  ASSERT_EQ(prlimit(pid, RLIMIT_NOFILE, &before, nullptr), 0) << strerror(errno);
+  // Still there, still judging by the same map.
+  EXPECT_EQ(Probe(*g_accounts->a, {"open", T("a/file")}), "ok");
+  EXPECT_EQ(Probe(*g_accounts->a, {"open", T("z/file")}), kEperm);
+  EXPECT_EQ(ProbeAsRoot({"open", T("z/file")}), "ok");
+  EXPECT_EQ(Stop(*w), 0);
+  EXPECT_THAT(w->Log(), HasSubstr("could not open an event's file for the watcher (EMFILE"));
+  EXPECT_THAT(w->Stderr(), HasSubstr("8 events the kernel could not open for the watcher"));
 }
 
 TEST_F(FswatchRootTest, ProcStatusIdentityFallbackDecidesTheSame) {
