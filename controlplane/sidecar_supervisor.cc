@@ -104,38 +104,45 @@ void SidecarSupervisor::Monitor() {
       if (stopping_) return;
       const absl::Time now = absl::Now();
       for (auto& [kind, child] : children_) {
-        if (child.pid <= 0) continue;
-        int status = 0;
-        const pid_t done = waitpid(child.pid, &status, WNOHANG);
-        if (done == child.pid) {
-          std::fprintf(stderr, "leashd: %s (pid %d) %s\n", child.spec.name.c_str(), child.pid,
-                       DescribeExit(status).c_str());
-          child.pid = 0;
-          child.deaths.push_back(now);
-          while (!child.deaths.empty() && now - child.deaths.front() > policy_.window) {
-            child.deaths.pop_front();
-          }
-          if (static_cast<int>(child.deaths.size()) > policy_.max_deaths) {
-            give_up_reason = absl::StrCat(child.spec.name, " died ", child.deaths.size(),
-                                          " times in ", absl::FormatDuration(policy_.window),
-                                          "; exiting for systemd to restart leash");
+        if (child.pid > 0) {
+          int status = 0;
+          const pid_t done = waitpid(child.pid, &status, WNOHANG);
+          if (done == child.pid) {
+            std::fprintf(stderr, "leashd: %s (pid %d) %s\n", child.spec.name.c_str(), child.pid,
+                         DescribeExit(status).c_str());
+            child.pid = 0;
+            child.deaths.push_back(now);
+            child.awaiting_respawn = true;
           } else {
-            respawn.emplace_back(kind, child.spec.name);
+            // Alive: is it answering? A SIGSTOPped process sends no heartbeats.
+            const SidecarState state = stream_->State(child.spec.kind);
+            const bool connected_as_this = state.pid == static_cast<uint32_t>(child.pid);
+            const bool silent =
+                connected_as_this ? now - state.last_heartbeat > child.spec.heartbeat_timeout
+                                  : now - child.started > child.spec.startup_grace;
+            if (silent) {
+              std::fprintf(stderr, "leashd: %s (pid %d) %s; killing it\n",
+                           child.spec.name.c_str(), child.pid,
+                           connected_as_this ? "stopped sending heartbeats"
+                                             : "never connected to PolicyStream");
+              kill(child.pid, SIGKILL);  // reaped, counted and respawned on the next pass
+            }
+            continue;
           }
-          continue;
         }
-        // Alive: is it answering? A SIGSTOPped process sends no heartbeats.
-        const SidecarState state = stream_->State(child.spec.kind);
-        const bool connected_as_this = state.pid == static_cast<uint32_t>(child.pid);
-        const bool silent =
-            connected_as_this ? now - state.last_heartbeat > child.spec.heartbeat_timeout
-                              : now - child.started > child.spec.startup_grace;
-        if (silent) {
-          std::fprintf(stderr, "leashd: %s (pid %d) %s; killing it\n", child.spec.name.c_str(),
-                       child.pid,
-                       connected_as_this ? "stopped sending heartbeats"
-                                         : "never connected to PolicyStream");
-          kill(child.pid, SIGKILL);  // reaped, counted and respawned on the next pass
+        // Dead, or a respawn that failed on an earlier pass (a failed spawn counts as a death
+        // and is tried again here, so a sidecar is never left down without either coming back
+        // or leashd giving up).
+        if (!child.awaiting_respawn) continue;
+        while (!child.deaths.empty() && now - child.deaths.front() > policy_.window) {
+          child.deaths.pop_front();
+        }
+        if (static_cast<int>(child.deaths.size()) > policy_.max_deaths) {
+          give_up_reason = absl::StrCat(child.spec.name, " died ", child.deaths.size(),
+                                        " times in ", absl::FormatDuration(policy_.window),
+                                        "; exiting for systemd to restart leash");
+        } else {
+          respawn.emplace_back(kind, child.spec.name);
         }
       }
       if (!give_up_reason.empty() && !gave_up_) {
@@ -160,11 +167,14 @@ void SidecarSupervisor::Monitor() {
       absl::MutexLock lock(&mu_);
       Child& child = children_[kind];
       if (!pid.ok()) {
+        // Counted as a death; awaiting_respawn stays set, so the next pass tries again or
+        // gives up.
         std::fprintf(stderr, "leashd: respawning %s failed: %s\n", name.c_str(),
                      std::string(pid.status().message()).c_str());
         child.deaths.push_back(absl::Now());
         continue;
       }
+      child.awaiting_respawn = false;
       child.pid = *pid;
       child.started = absl::Now();
       ++child.restarts;

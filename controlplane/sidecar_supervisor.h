@@ -71,6 +71,8 @@ class SidecarSupervisor {
     pid_t pid = 0;
     absl::Time started;
     std::deque<absl::Time> deaths;
+    // Died (or its respawn failed) and is to be spawned again on the next pass.
+    bool awaiting_respawn = false;
     uint32_t restarts = 0;
   };
   absl::StatusOr<pid_t> Spawn(const SidecarSpec& spec);

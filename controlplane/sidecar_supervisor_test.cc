@@ -38,19 +38,22 @@ class SupervisorTest : public ::testing::Test {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     close(log_fd_);
   }
-  SidecarSpec Spec(bool exit_at_once = false) {
+  SidecarSpec Spec(bool exit_at_once = false, const std::string& program = kSidecar) {
     SidecarSpec spec;
     spec.name = "test-fswatch";
     spec.kind = leash::v1::SIDECAR_KIND_FSWATCH;
-    spec.argv = {kSidecar, "--socket=" + dir_->Join("s"), "--kind=fswatch", "--log-fd={log_fd}"};
+    spec.argv = {program, "--socket=" + dir_->Join("s"), "--kind=fswatch", "--log-fd={log_fd}"};
     if (exit_at_once) spec.argv.push_back("--exit-at-once");
     spec.decision_log_fd = log_fd_;
     spec.heartbeat_timeout = absl::Milliseconds(500);
     return spec;
   }
-  void MakeSupervisor() {
+  static SupervisorPolicy FastPolicy() {
     SupervisorPolicy policy;
     policy.poll_period = absl::Milliseconds(20);
+    return policy;
+  }
+  void MakeSupervisor(SupervisorPolicy policy = FastPolicy()) {
     supervisor_ = std::make_unique<SidecarSupervisor>(&stream_, policy, [this](const std::string& r) {
       absl::MutexLock lock(&mu_);
       gave_up_ = r;
@@ -130,6 +133,71 @@ TEST_F(SupervisorTest, GivesUpAfterMoreThanThreeDeathsInTheWindow) {
   EXPECT_THAT(GaveUp(), ::testing::HasSubstr("died 4 times"));
   EXPECT_THAT(GaveUp(), ::testing::HasSubstr("systemd"));
   EXPECT_EQ(supervisor_->Status()[0].restarts(), 3u);
+}
+
+// A respawn that fails (the binary gone for a moment, a pids limit) used to leave the sidecar
+// down for good: nothing tried again, and nothing counted towards giving up.
+TEST_F(SupervisorTest, ARespawnThatFailsIsTriedAgainOnTheNextPass) {
+  const std::string program = dir_->Join("sidecar-copy");
+  ASSERT_TRUE(leash::testing::RunOk({"cp", kSidecar, program}).ok());
+  stream_.Publish({});
+  SupervisorPolicy policy = FastPolicy();
+  policy.max_deaths = 1000000;  // this test is about the retry, not the give-up
+  MakeSupervisor(policy);
+  ASSERT_TRUE(supervisor_->Start(Spec(false, program)).ok());
+  const pid_t first = supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH);
+  ASSERT_TRUE(stream_.WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, 1, absl::Seconds(10)).ok());
+  ASSERT_EQ(rename(program.c_str(), (program + ".away").c_str()), 0);
+  kill(first, SIGKILL);
+  ASSERT_TRUE(WaitFor([&] { return supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH) == 0; },
+                      absl::Seconds(10)));
+  absl::SleepFor(absl::Milliseconds(200));  // several passes whose spawn fails
+  EXPECT_EQ(supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH), 0);
+  ASSERT_EQ(rename((program + ".away").c_str(), program.c_str()), 0);
+  ASSERT_TRUE(WaitFor([&] { return supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH) > 0; },
+                      absl::Seconds(10)));
+  EXPECT_NE(supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH), first);
+  EXPECT_TRUE(GaveUp().empty());
+}
+
+TEST_F(SupervisorTest, RespawnsThatKeepFailingCountTowardsGivingUp) {
+  const std::string program = dir_->Join("sidecar-copy");
+  ASSERT_TRUE(leash::testing::RunOk({"cp", kSidecar, program}).ok());
+  stream_.Publish({});
+  MakeSupervisor();
+  ASSERT_TRUE(supervisor_->Start(Spec(false, program)).ok());
+  const pid_t first = supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH);
+  ASSERT_TRUE(stream_.WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, 1, absl::Seconds(10)).ok());
+  ASSERT_EQ(unlink(program.c_str()), 0);
+  kill(first, SIGKILL);
+  // One death and three failed spawns: more than 3 in the window.
+  ASSERT_TRUE(WaitFor([&] { return !GaveUp().empty(); }, absl::Seconds(10)));
+  EXPECT_THAT(GaveUp(), ::testing::HasSubstr("died 4 times"));
+  EXPECT_EQ(supervisor_->Status()[0].restarts(), 0u);
+}
+
+// "More than 3 deaths in 10 minutes": deaths older than the window do not count. Five deaths,
+// each after the previous one has left a 300 ms window, never make it give up.
+TEST_F(SupervisorTest, DeathsOlderThanTheWindowAreForgotten) {
+  stream_.Publish({});
+  SupervisorPolicy policy = FastPolicy();
+  policy.window = absl::Milliseconds(300);
+  MakeSupervisor(policy);
+  ASSERT_TRUE(supervisor_->Start(Spec()).ok());
+  for (int death = 1; death <= 5; ++death) {
+    const pid_t pid = supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH);
+    ASSERT_GT(pid, 0);
+    kill(pid, SIGKILL);
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          const pid_t now = supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH);
+          return now > 0 && now != pid;
+        },
+        absl::Seconds(10)));
+    absl::SleepFor(absl::Milliseconds(400));
+  }
+  EXPECT_TRUE(GaveUp().empty()) << GaveUp();
+  EXPECT_EQ(supervisor_->Status()[0].restarts(), 5u);
 }
 
 }  // namespace
