@@ -213,11 +213,15 @@ int RunDaemon(const DaemonOptions& given) {
         static_cast<uint64_t>(options.tools_limits.max_request_bytes);
   }
   Reconciler reconciler(reconcile_options, &accounts, &policies, netfilter.get(), &stream);
+  // A pass that leaves something not in force (a chain, a listener, a sidecar's ack) is
+  // followed by another after 5 s, then 10, 20, ... up to 80 s, until it is in force: a
+  // squatted port freed, a transient netlink error, a respawned sidecar.
   ReconcileLoop loop([&] { return reconciler.RunPass(); },
                      [&](const leash::v1::ReconcileReport& report) {
                        LogReport(report);
                        subjects.Update(reconciler.subjects());
-                     });
+                     },
+                     absl::Seconds(30), nullptr, options.reconcile_retry);
 
   int exit_code = 0;
   SupervisorPolicy supervisor_policy;

@@ -40,6 +40,8 @@ struct DaemonOptions {
   // "auto" (nftables, iptables only when nf_tables does not answer), "nftables", "iptables".
   std::string netfilter_backend = "auto";
   absl::Duration ack_timeout = absl::Seconds(10);
+  // The first retry of a pass that left something not in force (ReconcileLoop's `retry`).
+  absl::Duration reconcile_retry = absl::Seconds(5);
   // How long a sidecar may go without a heartbeat before it is killed and respawned.
   absl::Duration heartbeat_timeout = absl::Seconds(5);
 };

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -10,7 +11,7 @@
 namespace leash::controlplane {
 
 ReconcileLoop::ReconcileLoop(PassFn pass, ReportFn on_report, absl::Duration watchdog,
-                             OverrunFn on_overrun)
+                             OverrunFn on_overrun, absl::Duration retry)
     : pass_(std::move(pass)),
       on_report_(std::move(on_report)),
       watchdog_(watchdog),
@@ -20,7 +21,8 @@ ReconcileLoop::ReconcileLoop(PassFn pass, ReportFn on_report, absl::Duration wat
                      "thread's stack follows\n",
                      absl::FormatDuration(running).c_str());
         sidecar::DumpAllThreadStacks(STDERR_FILENO);
-      }) {}
+      }),
+      retry_(retry) {}
 
 ReconcileLoop::~ReconcileLoop() { Stop(); }
 
@@ -72,11 +74,14 @@ leash::v1::ReconcileReport ReconcileLoop::last_report() const {
 }
 
 void ReconcileLoop::Run() {
+  // When the last pass left something not in force, the next one runs by itself at retry_at.
+  absl::Time retry_at = absl::InfiniteFuture();
+  absl::Duration next_retry = retry_;
   while (true) {
     {
       absl::MutexLock lock(&mu_);
       auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return pending_ || stopping_; };
-      mu_.Await(absl::Condition(&ready));
+      mu_.AwaitWithDeadline(absl::Condition(&ready), retry_at);  // false: the retry is due
       if (stopping_) return;
       // Every request made up to now is served by this one pass.
       pending_ = false;
@@ -89,6 +94,13 @@ void ReconcileLoop::Run() {
     leash::v1::ReconcileReport report = pass_();
     report.set_duration_us(absl::ToInt64Microseconds(absl::Now() - started));
     if (on_report_) on_report_(report);
+    if (retry_ > absl::ZeroDuration() && report.not_in_force_size() > 0) {
+      retry_at = absl::Now() + next_retry;
+      next_retry = std::min(next_retry * 2, retry_ * 16);
+    } else {
+      retry_at = absl::InfiniteFuture();
+      next_retry = retry_;
+    }
     absl::MutexLock lock(&mu_);
     running_ = false;
     last_ = std::move(report);

@@ -56,6 +56,44 @@ TEST(ReconcileLoop, RequestAndWaitReturnsAPassThatStartedAfterTheRequest) {
   loop.Stop();
 }
 
+// A pass that leaves something not in force (a chain that would not apply, a squatted
+// listener port) is followed by another without anyone asking, until one is clean; then the
+// loop waits for a request again.
+TEST(ReconcileLoop, APassThatLeavesSomethingNotInForceIsRetriedUntilItIs) {
+  std::atomic<int> passes{0};
+  ReconcileLoop loop(
+      [&] {
+        leash::v1::ReconcileReport report;
+        if (++passes <= 3) report.add_not_in_force("leash-iris (uid 1001): its chain");
+        return report;
+      },
+      nullptr, absl::Seconds(30), nullptr, /*retry=*/absl::Milliseconds(20));
+  loop.Start();
+  loop.Request();
+  ASSERT_TRUE(WaitFor([&] { return loop.passes() == 4; }, absl::Seconds(5)));
+  absl::SleepFor(absl::Milliseconds(500));  // well past the longest retry delay (16 x 20 ms)
+  EXPECT_EQ(passes.load(), 4);
+  loop.Stop();
+}
+
+TEST(ReconcileLoop, WithoutARetryDelayNothingRunsUnasked) {
+  std::atomic<int> passes{0};
+  ReconcileLoop loop(
+      [&] {
+        ++passes;
+        leash::v1::ReconcileReport report;
+        report.add_not_in_force("leash-iris (uid 1001): its chain");
+        return report;
+      },
+      nullptr);
+  loop.Start();
+  loop.Request();
+  ASSERT_TRUE(WaitFor([&] { return loop.passes() == 1; }, absl::Seconds(5)));
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(passes.load(), 1);
+  loop.Stop();
+}
+
 TEST(ReconcileLoop, APassPastTheWatchdogLimitIsReportedOnce) {
   absl::Mutex mu;
   bool release = false;

@@ -107,6 +107,20 @@ void Reconciler::PublishAndWait(const std::vector<leash::v1::SubjectPolicy>& sub
                                        " in force: ", acked.message()));
       report.add_not_in_force(
           absl::StrCat(name, " has not put map version ", version, " in force"));
+      return;
+    }
+    // The watcher acks a map once it decides by it, and says in the ack when some of the
+    // marks that map needs would not go on: opens on those filesystems are not judged, so the
+    // write is not in force. (The proxy's ack error names listeners that would not bind; those
+    // subjects are denied and reported below, by name.)
+    if (kind != leash::v1::SIDECAR_KIND_FSWATCH) return;
+    const SidecarState state = stream_->State(kind);
+    if (state.acked_version >= version && !state.last_ack_error.empty()) {
+      report.add_warnings(absl::StrCat("critical: ", name, " put map version ",
+                                       state.acked_version, " in force, but: ",
+                                       state.last_ack_error));
+      report.add_not_in_force(absl::StrCat(name, " put map version ", state.acked_version,
+                                           " in force, but: ", state.last_ack_error));
     }
   };
   // The watcher first: a new subject is denied in the watcher before its chain goes in.
@@ -318,6 +332,7 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
       if (!ApplyChain(d, report)) {
         d.problem = "its nftables chain would not apply";
         d.runtime_problem = true;
+        d.network_unconfined = true;
         d.chain.reset();
         d.policy = NoPolicy(d, d.problem, floor_fail_mode);
       }
@@ -356,7 +371,13 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
 
   // --- Say, on every pass, who is denied and which entries can never match. ---
   for (const auto& [uid, d] : desired) {
-    if (!d.problem.empty() && d.in_discovery) {
+    if (!d.problem.empty() && d.in_discovery && d.network_unconfined) {
+      const std::string what = absl::StrCat(
+          d.account.name, " (uid ", uid, ") is denied its files and commands, but its network "
+          "traffic is NOT confined: ", d.problem);
+      report.add_warnings(absl::StrCat("critical: ", what));
+      report.add_not_in_force(what);
+    } else if (!d.problem.empty() && d.in_discovery) {
       report.add_warnings(absl::StrCat("critical: ", d.account.name, " (uid ", uid,
                                        ") has no policy and is denied everything: ", d.problem));
       if (d.runtime_problem) {

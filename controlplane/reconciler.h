@@ -100,6 +100,10 @@ class Reconciler {
     // The problem is the host's (no port, a chain that would not apply, a listener that would
     // not bind), not the policy files': the policy on disk is not in force for this subject.
     bool runtime_problem = false;
+    // A new subject whose chain would not go in has no chain at all: its network traffic is
+    // not redirected or filtered, whatever the sidecars are told. Said as such, not as
+    // "denied everything" (the pass that applies the chain is the next one; leashd retries).
+    bool network_unconfined = false;
   };
 
   // Step helpers; each records what it did in `report`.

@@ -89,6 +89,7 @@ class FakeSidecar {
           for (uint32_t uid : unbindable_) {
             if (map->count(uid)) ack.add_failed_uids(uid);
           }
+          ack.set_error(ack_error_);
           return ack;
         },
         nullptr);
@@ -102,11 +103,17 @@ class FakeSidecar {
     absl::MutexLock lock(&mu_);
     unbindable_.insert(uid);
   }
+  // The error every later ack carries (the watcher's "filesystems not watched: ...").
+  void SetAckError(const std::string& error) {
+    absl::MutexLock lock(&mu_);
+    ack_error_ = error;
+  }
 
  private:
   absl::Mutex mu_;
   SubjectMapPtr map_;
   std::set<uint32_t> unbindable_;
+  std::string ack_error_;
   std::unique_ptr<PolicySubscriber> subscriber_;
 };
 
@@ -374,10 +381,18 @@ TEST_F(ReconcilerTest, ChainThatWillNotApplyDeniesThatSubjectAlone) {
   EXPECT_EQ(fswatch_->map()->at(1001).policy, nullptr);
   EXPECT_NE(fswatch_->map()->at(1002).policy, nullptr);
   EXPECT_THAT(Calls(netfilter_), ::testing::Contains("apply 1002:18002"));
-  // The policy on disk asks for more than is in force: a write's CLI must not exit 0.
+  // The policy on disk asks for more than is in force: a write's CLI must not exit 0. And a
+  // new subject with no chain is not "denied everything" on the network: nothing redirects or
+  // filters its traffic, and the report says so.
   EXPECT_THAT(report.not_in_force(),
-              ElementsAre("leash-iris (uid 1001) is denied everything: its nftables chain would "
-                          "not apply"));
+              ElementsAre("leash-iris (uid 1001) is denied its files and commands, but its "
+                          "network traffic is NOT confined: its nftables chain would not apply"));
+  // The next pass tries the chain again; once it goes in, the subject gets its policy.
+  netfilter_.ClearFailures();
+  report = r->RunPass();
+  EXPECT_EQ(report.not_in_force_size(), 0) << report.DebugString();
+  EXPECT_NE(fswatch_->map()->at(1001).policy, nullptr);
+  EXPECT_THAT(Calls(netfilter_), ::testing::Contains("apply 1001:18001"));
 }
 
 TEST_F(ReconcilerTest, ListenerThatWillNotBindDeniesThatSubjectAlone) {
@@ -406,6 +421,26 @@ TEST_F(ReconcilerTest, ASidecarThatDoesNotAcknowledgeLeavesThePolicyNotInForce) 
   for (const std::string& line : report.not_in_force()) {
     EXPECT_THAT(line, ::testing::MatchesRegex("the proxy has not put map version [0-9]+ in force"));
   }
+}
+
+// The watcher puts a map in force and then marks the filesystems it needs; when a mark will not
+// go on it says so in its ack. Opens there are not judged, so the write is not in force (it
+// used to count as acknowledged, and `leash bind` exited 0).
+TEST_F(ReconcilerTest, AWatcherAckThatSaysMarksFailedIsNotInForce) {
+  accounts_.Add("leash-iris", 1001);
+  fswatch_->SetAckError("filesystems not watched: /srv: fanotify_mark: ENOSPC");
+  auto r = Make();
+  leash::v1::ReconcileReport report = r->RunPass();
+  ASSERT_GE(report.not_in_force_size(), 1) << report.DebugString();
+  for (const std::string& line : report.not_in_force()) {
+    EXPECT_THAT(line, ::testing::MatchesRegex(
+                          "the filesystem watcher put map version [0-9]+ in force, but: "
+                          "filesystems not watched: /srv: fanotify_mark: ENOSPC"));
+  }
+  // Once the marks go on, the next write is in force again.
+  fswatch_->SetAckError("");
+  policies_.Set("leash-iris", "openai.com");
+  EXPECT_EQ(r->RunPass().not_in_force_size(), 0);
 }
 
 // A subject whose policy files do not resolve is the files' state, not the host's: it is
