@@ -65,14 +65,27 @@ class RuleBuilder {
     nftnl_expr_set_u32(e.get(), NFTNL_EXPR_META_DREG, NFT_REG_1);
     return Add(std::move(e));
   }
-  RuleBuilder& CmpEq(const void* data, uint32_t len) {
+  RuleBuilder& Cmp(uint32_t op, const void* data, uint32_t len) {
     ExprPtr e(nftnl_expr_alloc("cmp"));
     nftnl_expr_set_u32(e.get(), NFTNL_EXPR_CMP_SREG, NFT_REG_1);
-    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_CMP_OP, NFT_CMP_EQ);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_CMP_OP, op);
     nftnl_expr_set(e.get(), NFTNL_EXPR_CMP_DATA, data, len);
     return Add(std::move(e));
   }
+  RuleBuilder& CmpEq(const void* data, uint32_t len) { return Cmp(NFT_CMP_EQ, data, len); }
   RuleBuilder& CmpEqU8(uint8_t value) { return CmpEq(&value, sizeof(value)); }
+  RuleBuilder& CmpNeqU8(uint8_t value) { return Cmp(NFT_CMP_NEQ, &value, sizeof(value)); }
+  // reg 1 = reg 1 & mask (one byte), as nft writes `x & mask == value`.
+  RuleBuilder& MaskU8(uint8_t mask) {
+    const uint8_t zero = 0;
+    ExprPtr e(nftnl_expr_alloc("bitwise"));
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_BITWISE_LEN, sizeof(mask));
+    nftnl_expr_set(e.get(), NFTNL_EXPR_BITWISE_MASK, &mask, sizeof(mask));
+    nftnl_expr_set(e.get(), NFTNL_EXPR_BITWISE_XOR, &zero, sizeof(zero));
+    return Add(std::move(e));
+  }
   RuleBuilder& CmpEqU32(uint32_t value) { return CmpEq(&value, sizeof(value)); }
   RuleBuilder& Payload(uint32_t base, uint32_t offset, uint32_t len) {
     ExprPtr e(nftnl_expr_alloc("payload"));
@@ -82,8 +95,11 @@ class RuleBuilder {
     nftnl_expr_set_u32(e.get(), NFTNL_EXPR_PAYLOAD_LEN, len);
     return Add(std::move(e));
   }
-  // Transport header destination port (TCP and UDP alike): 2 bytes at offset 2.
+  // Transport header ports (TCP and UDP alike): source at offset 0, destination at 2.
+  RuleBuilder& SourcePort() { return Payload(NFT_PAYLOAD_TRANSPORT_HEADER, 0, 2); }
   RuleBuilder& DestinationPort() { return Payload(NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2); }
+  // TCP flags: 1 byte at offset 13.
+  RuleBuilder& TcpFlags() { return Payload(NFT_PAYLOAD_TRANSPORT_HEADER, 13, 1); }
   RuleBuilder& PortNotInRange(uint16_t first, uint16_t last) {
     const uint16_t from = htons(first);
     const uint16_t to = htons(last);
@@ -93,6 +109,12 @@ class RuleBuilder {
     nftnl_expr_set(e.get(), NFTNL_EXPR_RANGE_FROM_DATA, &from, sizeof(from));
     nftnl_expr_set(e.get(), NFTNL_EXPR_RANGE_TO_DATA, &to, sizeof(to));
     return Add(std::move(e));
+  }
+  // As nft writes `th sport 18000-18999`: two compares, not a range expression.
+  RuleBuilder& PortInRange(uint16_t first, uint16_t last) {
+    const uint16_t from = htons(first);
+    const uint16_t to = htons(last);
+    return Cmp(NFT_CMP_GTE, &from, sizeof(from)).Cmp(NFT_CMP_LTE, &to, sizeof(to));
   }
   RuleBuilder& Counter() { return Add(ExprPtr(nftnl_expr_alloc("counter"))); }
   RuleBuilder& Verdict(int verdict) {
@@ -194,9 +216,11 @@ void AddRedirectRules(NftBatch& batch, const LeashTable& table, const std::strin
                                               subject.port, "` to ", table.Label(), " ", chain));
 }
 
-void AddUdpRules(NftBatch& batch, const LeashTable& table, const std::string& chain,
+// DNS to the host's own resolvers, returned before the drop (not under network.udp: allow,
+// where all UDP returns).
+void AddDnsRules(NftBatch& batch, const LeashTable& table, const std::string& chain,
                  const NetfilterSubject& subject) {
-  if (subject.udp_allowed) return;  // network.udp: allow — UDP unfiltered, as a choice.
+  if (subject.udp_allowed) return;
   // DNS to the host's own resolvers passes; UDP/53 anywhere else is a tunnel and stays closed.
   std::set<std::pair<int, std::array<uint8_t, 16>>> seen;
   for (const IpAddress& raw : subject.dns_resolvers) {
@@ -220,11 +244,49 @@ void AddUdpRules(NftBatch& batch, const LeashTable& table, const std::string& ch
                                engine::FormatIpAddress(resolver), " udp dport 53 return` to ",
                                table.Label(), " ", chain));
   }
-  RuleBuilder drop(table, chain);
-  drop.Meta(NFT_META_L4PROTO).CmpEqU8(IPPROTO_UDP).Counter().Verdict(NF_DROP);
-  batch.AddRule(drop.rule(),
-                absl::StrCat("add rule `meta l4proto udp drop` to ", table.Label(), " ", chain));
 }
+
+// The filter chain: what the proxy cannot judge does not leave.
+void AddFilterRules(NftBatch& batch, const LeashTable& table, const std::string& chain,
+                    const NetfilterSubject& subject) {
+  // A socket of this UID completing a handshake from a port of the proxy range is a listener
+  // squatting there: a port the proxy has not bound yet (a subject being added, the proxy
+  // respawning), which another subject's redirect then delivers to this one (spec: "those
+  // 1000 ports on loopback are reserved for Leash"). Its SYN-ACK goes through this chain (the
+  // kernel owns a SYN-ACK to the listener's socket), so it never completes one. Only SYN-ACKs:
+  // a connection this UID makes from such a port as an ephemeral one still works.
+  constexpr uint8_t kSynAck = 0x02 | 0x10;  // TCP SYN | ACK
+  RuleBuilder squat(table, chain);
+  squat.Meta(NFT_META_L4PROTO)
+      .CmpEqU8(IPPROTO_TCP)
+      .SourcePort()
+      .PortInRange(kProxyPortFirst, kProxyPortLast)
+      .TcpFlags()
+      .MaskU8(kSynAck)
+      .CmpEqU8(kSynAck)
+      .Counter()
+      .Verdict(NF_DROP);
+  batch.AddRule(squat.rule(),
+                absl::StrCat("add rule `tcp sport ", PortRange(),
+                             " tcp flags & (syn | ack) == syn | ack drop` to ", table.Label(), " ",
+                             chain));
+  if (subject.udp_allowed) {
+    // network.udp: allow — UDP unfiltered, as a choice.
+    RuleBuilder udp(table, chain);
+    udp.Meta(NFT_META_L4PROTO).CmpEqU8(IPPROTO_UDP).Counter().Verdict(NFT_RETURN);
+    batch.AddRule(udp.rule(), absl::StrCat("add rule `meta l4proto udp return` to ",
+                                           table.Label(), " ", chain));
+  }
+  AddDnsRules(batch, table, chain, subject);
+  // Everything but TCP (which the nat chain sent to the proxy) and what returned above is
+  // dropped: UDP, and also ICMP echo from an unprivileged ping socket, UDP-Lite, SCTP — none of
+  // which needs CAP_NET_RAW (spec: "forwarding what you cannot inspect is not enforcement").
+  RuleBuilder drop(table, chain);
+  drop.Meta(NFT_META_L4PROTO).CmpNeqU8(IPPROTO_TCP).Counter().Verdict(NF_DROP);
+  batch.AddRule(drop.rule(),
+                absl::StrCat("add rule `meta l4proto != tcp drop` to ", table.Label(), " ", chain));
+}
+
 
 }  // namespace
 
@@ -319,7 +381,7 @@ void ApplySubjects(NftBatch& batch, const LeashTable& table,
     if (table.nat) {
       AddRedirectRules(batch, table, name, subject);
     } else {
-      AddUdpRules(batch, table, name, subject);
+      AddFilterRules(batch, table, name, subject);
     }
   }
   ForEachElementChunk(uids, [&](absl::Span<const uint32_t> chunk) {

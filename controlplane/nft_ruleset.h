@@ -14,10 +14,13 @@
 //   table inet leash_filter
 //     map agents, chain output { type filter hook output priority 0; ... vmap @agents }
 //     chain agent_<uid> {
-//       ip daddr <resolver> udp dport 53 counter return      (one per IPv4 resolver)
-//       ip6 daddr <resolver> udp dport 53 counter return     (one per IPv6 resolver)
-//       meta l4proto udp counter drop                       (absent when network.udp: allow)
-//     }
+//       tcp sport 18000-18999 tcp flags & (syn | ack) == syn | ack counter drop
+//                                                           (a listener squatting a proxy port)
+//       meta l4proto udp counter return                     (only when network.udp: allow)
+//       ip daddr <resolver> udp dport 53 counter return      (one per IPv4 resolver; not with
+//       ip6 daddr <resolver> udp dport 53 counter return      network.udp: allow)
+//       meta l4proto != tcp counter drop                    (UDP, ICMP ping sockets, UDP-Lite,
+//     }                                                      SCTP: nothing the proxy judges)
 // The dispatcher is one hash lookup keyed by the socket's UID, so a new connection costs the
 // same with 1 agent or 1,000 (a linear list of `meta skuid X jump` rules costs ~40 ns per rule).
 //

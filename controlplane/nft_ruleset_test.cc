@@ -225,8 +225,18 @@ constexpr char kDns2001_db8__53[] =
     "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000011 ] "
     "[ payload load 2b @ transport header + 2 => reg 1 ] [ cmp eq reg 1 0x00003500 ] "
     "[ counter pkts 0 bytes 0 ] [ immediate reg 0 return ]";
-constexpr char kUdpDrop1001[] =
+constexpr char kSquatDrop1001[] =
+    "agent_1001: [ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
+    "[ payload load 2b @ transport header + 0 => reg 1 ] "
+    "[ cmp gte reg 1 0x00005046 ] [ cmp lte reg 1 0x0000374a ] "
+    "[ payload load 1b @ transport header + 13 => reg 1 ] "
+    "[ bitwise reg 1 = ( reg 1 & 0x00000012 ) ^ 0x00000000 ] [ cmp eq reg 1 0x00000012 ] "
+    "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ]";
+constexpr char kUdpReturn1001[] =
     "agent_1001: [ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000011 ] "
+    "[ counter pkts 0 bytes 0 ] [ immediate reg 0 return ]";
+constexpr char kNotTcpDrop1001[] =
+    "agent_1001: [ meta load l4proto => reg 1 ] [ cmp neq reg 1 0x00000006 ] "
     "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ]";
 
 TEST(NftRuleset, SkeletonIsTableMapDispatcherAndOneVmapRule) {
@@ -290,7 +300,9 @@ TEST(NftRuleset, SubjectInNatTableIsLoopbackExemptionExceptProxyRangeThenRedirec
   }
 }
 
-TEST(NftRuleset, SubjectInFilterTableDropsUdpExceptDnsToResolvers) {
+// Filter chains: the squatter rule first, then what may leave besides TCP, then the drop of
+// everything else that is not TCP (UDP, ICMP ping sockets, UDP-Lite, SCTP).
+TEST(NftRuleset, SubjectInFilterTableDropsAllButTcpAndDnsToResolvers) {
   NftBatch batch(1);
   // A duplicate and an IPv4-mapped spelling of the same resolver collapse into one rule.
   ApplySubjects(batch, Inet(),
@@ -299,9 +311,10 @@ TEST(NftRuleset, SubjectInFilterTableDropsUdpExceptDnsToResolvers) {
                               Addr("::ffff:10.0.0.53")})},
                 {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
-              ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kDns10_0_0_53),
+              ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
+                          absl::StrCat("newrule 1 ", kDns10_0_0_53),
                           absl::StrCat("newrule 1 ", kDns2001_db8__53),
-                          absl::StrCat("newrule 1 ", kUdpDrop1001),
+                          absl::StrCat("newrule 1 ", kNotTcpDrop1001),
                           "newsetelem 1 agents: 1001 : jump agent_1001"));
 }
 
@@ -309,15 +322,19 @@ TEST(NftRuleset, SubjectWithoutResolversDropsAllUdp) {
   NftBatch batch(1);
   ApplySubjects(batch, Inet(), {MakeSubject(1001, 18001)}, {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
-              ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kUdpDrop1001),
+              ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
+                          absl::StrCat("newrule 1 ", kNotTcpDrop1001),
                           "newsetelem 1 agents: 1001 : jump agent_1001"));
 }
 
-TEST(NftRuleset, UdpAllowedSubjectHasAnEmptyFilterChain) {
+TEST(NftRuleset, UdpAllowedSubjectReturnsUdpAndStillDropsTheRest) {
   NftBatch batch(1);
   ApplySubjects(batch, Inet(), {MakeSubject(1001, 18001, true, {Addr("10.0.0.53")})}, {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
-              ElementsAre("newchain 1 agent_1001", "newsetelem 1 agents: 1001 : jump agent_1001"));
+              ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
+                          absl::StrCat("newrule 1 ", kUdpReturn1001),
+                          absl::StrCat("newrule 1 ", kNotTcpDrop1001),
+                          "newsetelem 1 agents: 1001 : jump agent_1001"));
 }
 
 TEST(NftRuleset, ReleaseDeletesElementsBeforeChains) {
@@ -381,9 +398,10 @@ TEST(NftBatchFraming, ThousandSubjectsFitOneBatchWithElementsGrouped) {
   }
   for (const LeashTable& table : LeashTables()) ApplySubjects(batch, table, subjects, {}, {});
   const std::vector<Message> messages = Decode(batch.Finish());
-  // Per UID and table: a chain and two rules; elements 256 to a message (4 per table).
-  EXPECT_EQ(batch.command_count(), 1000 * 9 + 3 * 4);
-  EXPECT_EQ(messages.size(), 1000u * 9 + 3 * 4 + 2);
+  // Per UID: in each nat table a chain and two rules, in the filter table a chain and three
+  // (squatter, DNS, not-TCP); elements 256 to a message (4 per table).
+  EXPECT_EQ(batch.command_count(), 1000 * 10 + 3 * 4);
+  EXPECT_EQ(messages.size(), 1000u * 10 + 3 * 4 + 2);
   EXPECT_EQ(messages.back().type, NFNL_MSG_BATCH_END);
   size_t elements = 0;
   for (const Message& m : messages) {

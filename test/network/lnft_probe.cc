@@ -1,10 +1,16 @@
 // A tiny client run *as a test account* (setpriv) inside a test namespace, so the kernel sees
 // that account's UID on the socket: `lnft_probe tcp|udp ADDRESS PORT`. Prints what the server
 // answered, or `error <ERRNO>` / `timeout`, on one line. Exit 0 whenever it printed an outcome.
+// Also: `icmp ADDRESS 0` (an echo through an unprivileged ping socket: "echo reply"),
+// `udplite ADDRESS PORT` ("sent" once the datagram left), and `serve ADDRESS PORT` (a listener
+// owned by the account: prints "listening", then answers every connection with "squatter" for
+// 20 s).
 // A compiled binary because the test accounts cannot read the build tree or pyenv's python.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/icmp6.h>
 #include <netinet/in.h>
+#include <netinet/ip_icmp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -30,11 +36,61 @@ int Error(int error) {
   return 0;
 }
 
+int Icmp(const sockaddr_storage& address, socklen_t length) {
+  const bool v4 = address.ss_family == AF_INET;
+  const int fd = socket(address.ss_family, SOCK_DGRAM | SOCK_NONBLOCK,
+                        v4 ? static_cast<int>(IPPROTO_ICMP) : static_cast<int>(IPPROTO_ICMPV6));
+  if (fd < 0) return Error(errno);  // EACCES: ping_group_range leaves this group out
+  unsigned char echo[16] = {};
+  echo[0] = v4 ? ICMP_ECHO : ICMP6_ECHO_REQUEST;  // the kernel fills the id and checksum
+  if (sendto(fd, echo, sizeof(echo), 0, reinterpret_cast<const sockaddr*>(&address), length) < 0) {
+    return Error(errno);  // a drop in the output hook surfaces here as EPERM
+  }
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, kTimeoutMs) <= 0) return Outcome("timeout");
+  unsigned char reply[64];
+  const ssize_t n = recv(fd, reply, sizeof(reply), 0);
+  if (n < 0) return Error(errno);
+  const int echo_reply = v4 ? ICMP_ECHOREPLY : ICMP6_ECHO_REPLY;
+  return Outcome(n > 0 && reply[0] == echo_reply ? "echo reply"
+                                                                                : "other reply");
+}
+
+int UdpLite(const sockaddr_storage& address, socklen_t length) {
+  const int fd = socket(address.ss_family, SOCK_DGRAM, IPPROTO_UDPLITE);
+  if (fd < 0) return Error(errno);
+  if (sendto(fd, "ping", 4, 0, reinterpret_cast<const sockaddr*>(&address), length) < 0) {
+    return Error(errno);
+  }
+  return Outcome("sent");
+}
+
+int Serve(const sockaddr_storage& address, socklen_t length) {
+  const int fd = socket(address.ss_family, SOCK_STREAM, 0);
+  if (fd < 0) return Error(errno);
+  const int on = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&address), length) != 0 || listen(fd, 16) != 0) {
+    return Error(errno);
+  }
+  std::printf("listening\n");
+  std::fflush(stdout);
+  for (int waited_ms = 0; waited_ms < 20000; waited_ms += 100) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    const int client = accept(fd, nullptr, nullptr);
+    if (client < 0) continue;
+    if (write(client, "squatter\n", 9) < 0) std::perror("write");
+    close(client);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: %s tcp|udp ADDRESS PORT\n", argv[0]);
+    std::fprintf(stderr, "usage: %s tcp|udp|icmp|udplite|serve ADDRESS PORT\n", argv[0]);
     return 2;
   }
   const bool udp = std::strcmp(argv[1], "udp") == 0;
@@ -55,6 +111,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "not an address: %s\n", argv[2]);
     return 2;
   }
+  if (std::strcmp(argv[1], "icmp") == 0) return Icmp(address, length);
+  if (std::strcmp(argv[1], "udplite") == 0) return UdpLite(address, length);
+  if (std::strcmp(argv[1], "serve") == 0) return Serve(address, length);
   const int fd = socket(address.ss_family, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_NONBLOCK, 0);
   if (fd < 0) return Error(errno);
   char reply[512];

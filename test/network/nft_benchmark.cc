@@ -39,6 +39,7 @@
 #include "controlplane/nft_netfilter.h"
 #include "controlplane/testing/fake_netfilter.h"
 #include "test/fixtures/netns.h"
+#include "test/fixtures/sample_stats.h"
 #include "test/fixtures/subprocess.h"
 
 namespace leash {
@@ -47,7 +48,9 @@ namespace {
 using controlplane::NetfilterSubject;
 using controlplane::NftNetfilter;
 using controlplane::testing::MakeSubject;
+using testing::Median;
 using testing::NetNamespace;
+using testing::Percentile;
 
 constexpr int kSubjects = 1000;
 constexpr uint32_t kFirstUid = 200000;
@@ -67,13 +70,6 @@ double NowUs() {
       .count();
 }
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5));
-  return v[i];
-}
-
 uint16_t PortOf(int i) { return static_cast<uint16_t>(18000 + i % 1000); }
 
 std::vector<NetfilterSubject> Subjects() {
@@ -91,9 +87,11 @@ std::string AgentRules(const std::string& family, uint32_t uid, uint16_t port) {
   const std::string chain = absl::StrCat("agent_", uid);
   if (family == "inet") {
     return absl::StrCat("add chain inet leash_filter ", chain, "\n",
+                        "add rule inet leash_filter ", chain,
+                        " tcp sport 18000-18999 tcp flags & (syn | ack) == syn | ack counter drop\n",
                         "add rule inet leash_filter ", chain, " ip daddr ", kResolver,
                         " udp dport 53 counter return\n", "add rule inet leash_filter ", chain,
-                        " meta l4proto udp counter drop\n");
+                        " meta l4proto != tcp counter drop\n");
   }
   const std::string loopback = family == "ip" ? "ip daddr 127.0.0.0/8" : "ip6 daddr ::1";
   return absl::StrCat("add chain ", family, " leash ", chain, "\n", "add rule ", family,
@@ -313,8 +311,6 @@ std::map<uint32_t, ConnectFigures> MeasureConnects(AcceptTimer& timer,
   for (auto& [uid, v] : samples) out[uid] = {Percentile(v, 0.5), Percentile(v, 0.99)};
   return out;
 }
-
-double Median(std::vector<double> v) { return Percentile(std::move(v), 0.5); }
 
 int Main(int argc, char** argv) {
   int repetitions = 5;

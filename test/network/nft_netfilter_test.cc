@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "controlplane/testing/fake_netfilter.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -110,8 +111,15 @@ TEST_F(NftNetfilterTest, ApplyAddsExactlyTheUidsChainsAndElements) {
               HasSubstr("ip6 daddr ::1 tcp dport != 18000-18999 counter packets 0 bytes 0 return"));
   const std::string filter_1001 = List({"list", "chain", "inet", "leash_filter", "agent_1001"});
   EXPECT_THAT(filter_1001, HasSubstr("ip daddr 192.0.2.53 udp dport 53 counter"));
-  EXPECT_THAT(filter_1001, HasSubstr("meta l4proto udp counter packets 0 bytes 0 drop"));
-  EXPECT_THAT(List({"list", "chain", "inet", "leash_filter", "agent_1002"}), Not(HasSubstr("drop")));
+  EXPECT_THAT(filter_1001, HasSubstr("meta l4proto != tcp counter packets 0 bytes 0 drop"));
+  EXPECT_THAT(filter_1001,
+              HasSubstr("tcp sport 18000-18999 tcp flags syn,ack / syn,ack counter packets 0 "
+                        "bytes 0 drop"));
+  EXPECT_THAT(filter_1001, Not(HasSubstr("meta l4proto udp counter packets 0 bytes 0 return")));
+  // network.udp: allow returns UDP before the drop of what is not TCP.
+  EXPECT_THAT(List({"list", "chain", "inet", "leash_filter", "agent_1002"}),
+              HasSubstr("meta l4proto udp counter packets 0 bytes 0 return\n\t\tmeta l4proto != "
+                        "tcp counter packets 0 bytes 0 drop"));
   // The dispatchers still hold one rule each, whatever the number of subjects.
   EXPECT_THAT(List({"list", "chain", "ip", "leash", "output"}),
               HasSubstr("type nat hook output priority -100; policy accept;\n\t\tmeta skuid vmap "
@@ -131,7 +139,7 @@ TEST_F(NftNetfilterTest, ReplacingOneUidLeavesAnotherUidsObjectsUntouched) {
   ASSERT_TRUE(nf_->Apply(MakeSubject(1001, 18005, true)).ok());
   EXPECT_THAT(List({"list", "chain", "ip", "leash", "agent_1001"}), HasSubstr("redirect to :18005"));
   EXPECT_THAT(List({"list", "chain", "inet", "leash_filter", "agent_1001"}),
-              Not(HasSubstr("drop")));
+              HasSubstr("meta l4proto udp counter packets 0 bytes 0 return"));
   // Same rule handles (nothing re-created) for the UID that was not applied.
   EXPECT_EQ(List({"-a", "list", "chain", "ip", "leash", "agent_1002"}), other_before);
   EXPECT_EQ(List({"-a", "list", "chain", "inet", "leash_filter", "agent_1002"}),
@@ -226,7 +234,10 @@ TEST_F(NftNetfilterTest, ApplyAllOfAThousandSubjectsIsOneBatch) {
   applied = nf_->ApplyAll(subjects);
   ASSERT_TRUE(applied.ok()) << applied;
   EXPECT_THAT(*MapKeys(*ns_, "ip6", "leash"), SizeIs(1000));
-  EXPECT_THAT(List({"list", "table", "inet", "leash_filter"}), Not(HasSubstr("drop")));
+  const std::string filter = List({"list", "table", "inet", "leash_filter"});
+  // Every one of the 1,000 replaced: each now returns UDP.
+  EXPECT_EQ(std::vector<std::string>(absl::StrSplit(filter, "meta l4proto udp counter packets 0 bytes 0 return")).size(),
+            1001u);
 }
 
 // --- Startup migration ---------------------------------------------------------------------

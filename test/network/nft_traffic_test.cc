@@ -4,6 +4,7 @@
 // connections are made as that account (setpriv) and the reply says where they landed and what
 // SO_ORIGINAL_DST / IP6T_SO_ORIGINAL_DST reported. Account names do not start with "leash-", so
 // a leashd running on the host never discovers them.
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -126,6 +127,59 @@ TEST_F(NftTrafficTest, UdpIsDroppedExceptDnsToTheConfiguredResolvers) {
   EXPECT_EQ(Probe(a_, "udp", "192.0.2.11", server_->port(kUdpOther)), "error EPERM");
   EXPECT_EQ(Probe(a_, "udp", "192.0.2.10", 53), "error EPERM");
   EXPECT_EQ(Probe(a_, "udp", "2001:db8::10", 53), "error EPERM");
+}
+
+// Not only UDP: every protocol but TCP (sent to the proxy) is dropped for a leashed UID, DNS
+// to the resolvers and network.udp: allow excepted. ICMP echo needs no CAP_NET_RAW where
+// ping_group_range admits the account's group (Debian's systemd admits every group), and
+// UDP-Lite none at all: both used to leave unjudged.
+TEST_F(NftTrafficTest, NothingButTcpAndTheAllowedUdpLeaves) {
+  ASSERT_TRUE(leash::testing::RunOk(world_->ns().Exec(
+                  {"sysctl", "-qw", "net.ipv4.ping_group_range=0 2147483647"}))
+                  .ok());
+  EXPECT_EQ(Probe(nullptr, "icmp", "192.0.2.11", 0), "echo reply");
+  EXPECT_EQ(Probe(nullptr, "icmp", "2001:db8::11", 0), "echo reply");
+  EXPECT_EQ(Probe(nullptr, "udplite", "192.0.2.11", 9), "sent");
+  for (const TestAccount* account : {a_, b_}) {  // b has network.udp: allow
+    EXPECT_EQ(Probe(account, "icmp", "192.0.2.11", 0), "error EPERM") << account->name();
+    // IPv6 ping sockets do not report the drop to sendto: the echo is simply never answered.
+    EXPECT_THAT(Probe(account, "icmp", "2001:db8::11", 0), ::testing::AnyOf("error EPERM", "timeout"))
+        << account->name();
+    EXPECT_EQ(Probe(account, "udplite", "192.0.2.11", 9), "error EPERM") << account->name();
+    EXPECT_EQ(Probe(account, "udplite", "2001:db8::11", 9), "error EPERM") << account->name();
+  }
+}
+
+// A port of the proxy range that the proxy has not bound (a subject being added, the proxy
+// respawning) can be taken by any account. The redirect of the subject it belongs to would then
+// hand that subject's connections to the squatter, which could relay them under its own policy.
+// A leashed account's socket never completes a handshake from the range.
+TEST_F(NftTrafficTest, AnAgentSquattingAProxyPortNeverCompletesAHandshake) {
+  constexpr uint16_t kSquatted = 18150;
+  constexpr uint16_t kOutsideTheRange = 28150;
+  std::vector<leash::testing::Background> squatters;
+  for (uint16_t port : {kSquatted, kOutsideTheRange}) {
+    const std::string log = absl::StrCat(getenv("TEST_TMPDIR"), "/serve-", port);
+    absl::StatusOr<leash::testing::Background> serve = leash::testing::Background::Start(
+        world_->ns().Exec(a_->AsUser({world_->probe_path(), "serve", "127.0.0.1",
+                                      absl::StrCat(port)})),
+        log);
+    ASSERT_TRUE(serve.ok()) << serve.status();
+    squatters.push_back(*std::move(serve));
+    ASSERT_TRUE(leash::testing::WaitFor(
+        [&] {
+          std::ifstream in(log);
+          std::string line;
+          return std::getline(in, line) && line == "listening";
+        },
+        absl::Seconds(10)));
+  }
+  // b's redirect now points at the squatted port.
+  ASSERT_TRUE(nf_->Apply(MakeSubject(b_->uid(), kSquatted, /*udp_allowed=*/true)).ok());
+  EXPECT_EQ(Probe(b_, "tcp", "192.0.2.11", 443), "timeout");
+  EXPECT_EQ(Probe(nullptr, "tcp", "127.0.0.1", kSquatted), "timeout");
+  // The same account's listener outside the range is an ordinary local service.
+  EXPECT_EQ(Probe(nullptr, "tcp", "127.0.0.1", kOutsideTheRange), "squatter");
 }
 
 TEST_F(NftTrafficTest, UdpAllowedPassesAllUdp) {

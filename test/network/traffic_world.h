@@ -30,6 +30,8 @@ class TrafficWorld {
   // "probe failed: ..." when it could not run — which no expectation matches.
   std::string Probe(const TestAccount* account, const std::string& proto,
                     const std::string& address, uint16_t port) const;
+  // lnft_probe's path, where the test accounts can run it.
+  const std::string& probe_path() const { return probe_; }
 
  private:
   TrafficWorld() = default;
