@@ -163,13 +163,20 @@ void Connection::Decide(const PeekResult& peek, bool timed_out) {
   if (peek.outcome == PeekOutcome::kName) subject.domain = engine::NormalizeHost(peek.domain);
   pending->subject = NetworkSubjectProto(subject.domain, original_dst_);
 
-  if (peek.outcome == PeekOutcome::kUnreadable) {
+  if (peek.outcome == PeekOutcome::kUnreadable && policy_->fail_mode() != engine::FailMode::kOpen) {
     // The connection says it carries a name (a TLS hello, an HTTP request) and it cannot be
-    // read: no decision can be reached, so the subject's fail_mode answers.
+    // read, so a rule on that name cannot be checked: refused (fail_mode closed).
     pending->decision = engine::FailDecision(
         policy_->fail_mode(), leash::v1::SURFACE_NETWORK,
         absl::StrCat("destination name unreadable (", peek.detail, ") for ",
                      FormatSocketAddress(original_dst_)));
+  } else if (peek.outcome == PeekOutcome::kUnreadable) {
+    // Under fail_mode open, the same is decided on the address, as a connection that carries
+    // no name is. The unreadable bytes are the agent's own, not an internal error, so they
+    // never take it anywhere the address alone would not (a deny or a whitelist miss holds).
+    pending->decision = policy_->DecideNetwork(subject);
+    absl::StrAppend(&pending->decision.reason, "; destination name unreadable (", peek.detail,
+                    "), decided on the address (fail_mode: open)");
   } else {
     pending->decision = policy_->DecideNetwork(subject);
     if (peek.outcome == PeekOutcome::kName) {

@@ -376,10 +376,17 @@ TEST_F(ListenerManagerTest, AClientThatSendsNothingIsDecidedOnTheAddressAfterThe
   EXPECT_TRUE(absl::StrContains(record.reason(), "nothing sent within 200ms")) << record.reason();
 }
 
-TEST_F(ListenerManagerTest, UnreadableHelloFollowsTheSubjectsFailMode) {
+// A name the agent's own bytes make unreadable (a cut hello, two SNIs, two Host headers) is
+// not an internal error: under fail_mode: closed it is refused, and under open it is decided on
+// the address like a connection that carries no name, so it can never reach a destination the
+// address alone would not. (It used to be allowed anywhere under open: two Host headers took
+// a subject whose whitelist was empty to any address.)
+TEST_F(ListenerManagerTest, UnreadableHelloIsRefusedWhenClosedAndDecidedOnTheAddressWhenOpen) {
   Upstream target(Addr("127.0.0.4", 0));
+  Upstream elsewhere(Addr("127.0.0.5", 0));
   Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb"),
-         Subject(kUidB, R"pb(fail_mode: "open" network { mode: MODE_WHITELIST })pb")});
+         Subject(kUidB, R"pb(fail_mode: "open"
+                            network { mode: MODE_WHITELIST allow { entries: "127.0.0.4" } })pb")});
   const std::string broken = Tls("a.example").substr(0, 40);
   // Closed (the default): a connection whose name cannot be read is refused, even in blacklist.
   {
@@ -391,7 +398,7 @@ TEST_F(ListenerManagerTest, UnreadableHelloFollowsTheSubjectsFailMode) {
   }
   EXPECT_TRUE(absl::StrContains(NthRecord(0).reason(), "unreadable")) << NthRecord(0).reason();
   EXPECT_EQ(NthRecord(0).action(), "block");
-  // Open: allowed to the original destination.
+  // Open: decided on the address. The whitelisted one is reached...
   {
     const int fd = Connect(Listener(kUidB), target.address());
     Send(fd, broken);
@@ -400,6 +407,18 @@ TEST_F(ListenerManagerTest, UnreadableHelloFollowsTheSubjectsFailMode) {
     close(fd);
   }
   EXPECT_EQ(NthRecord(1).action(), "allow");
+  EXPECT_TRUE(absl::StrContains(NthRecord(1).reason(), "unreadable")) << NthRecord(1).reason();
+  EXPECT_TRUE(absl::StrContains(NthRecord(1).reason(), "decided on the address"))
+      << NthRecord(1).reason();
+  // ...and one the whitelist does not name is not, whatever the bytes.
+  {
+    const int fd = Connect(Listener(kUidB), elsewhere.address());
+    Send(fd, "GET / HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n\r\n");
+    EXPECT_TRUE(ReadLine(fd).reset);
+    close(fd);
+  }
+  EXPECT_EQ(NthRecord(2).action(), "block");
+  EXPECT_TRUE(absl::StrContains(NthRecord(2).reason(), "unreadable")) << NthRecord(2).reason();
 }
 
 TEST_F(ListenerManagerTest, ADirectConnectionIsRefusedAsCriticalWithoutPolicy) {
