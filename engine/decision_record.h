@@ -15,6 +15,11 @@
 
 namespace leash::engine {
 
+// The uid a record carries when no account can be named for it ((uid_t)-1, which no account
+// has): a caller that could not be identified, an event whose process is unknown, a record
+// about the log itself. Never 0, which reads as root.
+inline constexpr uint32_t kUnknownUid = 0xFFFFFFFFu;
+
 // Where enforcers send decision records. Implementations must never block the caller: a
 // decision is answered first and logged after, and a full log loses records (counting them)
 // rather than delaying an answer. Thread-safe.

@@ -49,7 +49,7 @@
 namespace leash::fswatch {
 
 // The UID written on records about an event whose process could not be identified.
-inline constexpr uint32_t kUnknownUid = 0xFFFFFFFFu;
+using engine::kUnknownUid;
 
 struct WatcherOptions {
   pid_t self_pid = 0;

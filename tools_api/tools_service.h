@@ -59,9 +59,8 @@
 
 namespace leash::tools {
 
-// The uid written to the decision log when the caller could not be identified ((uid_t)-1,
-// which no account has).
-inline constexpr uint32_t kUnknownUid = 0xFFFFFFFFu;
+// The uid written to the decision log when the caller could not be identified.
+using engine::kUnknownUid;
 
 // Who a call is judged for, as the host (leashd) resolves it.
 struct ToolSubject {

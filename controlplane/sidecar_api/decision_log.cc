@@ -306,6 +306,7 @@ class AsyncDecisionLog::Impl {
     leash::v1::DecisionRecord lost;
     lost.set_ts(absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone()));
     lost.set_ref(engine::MakeRef(RandomBits()));
+    lost.set_uid(engine::kUnknownUid);  // about the log, not any account (0 would read as root)
     lost.set_action("lost");
     lost.set_severity("critical");
     lost.set_reason(absl::StrCat("decision log: ", since_last,

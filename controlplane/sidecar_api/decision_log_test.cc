@@ -168,6 +168,8 @@ TEST(AsyncDecisionLog, FullQueueDropsWithoutBlockingAndReportsTheLossAsCritical)
   EXPECT_EQ(reported, lost) << critical;
   EXPECT_THAT(critical, HasSubstr(absl::StrCat("(", lost, " since start)")));
   EXPECT_THAT(critical, HasSubstr("every decision was still answered"));
+  // About the log, not an account: never uid 0, which reads as root's.
+  EXPECT_THAT(critical, HasSubstr("\"uid\":4294967295"));
 }
 
 // RecordLine renders straight into ring cells that held earlier lines (16 cells, 200
