@@ -120,6 +120,14 @@ TEST_F(NftTrafficTest, LoopbackToTheProxyRangeLandsOnTheAttemptingUidsOwnListene
   EXPECT_EQ(Probe(a_, "tcp", "::1", kProxyPortLast), "a [::1]:18999");
 }
 
+// A destination written IPv4-mapped on a dual-stack socket leaves as IPv4 and meets the ip
+// table; another loopback address than 127.0.0.1 in the proxy range is not exempt either.
+TEST_F(NftTrafficTest, MappedAndOtherLoopbackAddressesAreRedirectedLikeThePlainOnes) {
+  EXPECT_EQ(Probe(a_, "tcp", "::ffff:192.0.2.11", 443), "a 192.0.2.11:443");
+  EXPECT_EQ(Probe(a_, "tcp", "::ffff:127.0.0.1", kPortB), "a 127.0.0.1:18102");
+  EXPECT_EQ(Probe(a_, "tcp", "127.0.0.2", kPortB), "a 127.0.0.2:18102");
+}
+
 TEST_F(NftTrafficTest, UdpIsDroppedExceptDnsToTheConfiguredResolvers) {
   EXPECT_EQ(Probe(a_, "udp", "192.0.2.11", 53), "dns");
   EXPECT_EQ(Probe(a_, "udp", "2001:db8::11", 53), "dns6");
