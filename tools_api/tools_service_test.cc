@@ -4,6 +4,7 @@
 // client whose stubs are generated at test time.
 #include "tools_api/tools_service.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -219,8 +220,12 @@ TEST_F(ToolsServiceTest, EveryCallIsLoggedOnceMaskedWithFindings) {
                                      R"(' x","to":"alice@corp.io"})")),
        &response);
   Call(Request("web_fetch", absl::StrCat(R"({"t":")", kGhp, R"("})")), &response);
-  const auto records = Records(2);
+  // A record is written after its answer, so the second call's may come first: by name.
+  auto records = Records(2);
   ASSERT_EQ(records.size(), 2u);
+  std::sort(records.begin(), records.end(), [](const auto& x, const auto& y) {
+    return x.subject().name() < y.subject().name();
+  });
   EXPECT_EQ(records[0].action(), "block");
   EXPECT_EQ(records[0].subject().inputs(),
             R"({"cmd":"curl -H 'Authorization: token ghp_****W3oV' x","to":"al****io"})");
