@@ -41,7 +41,9 @@ ResolveResult GetaddrinfoLookup(const std::string& name) {
 }
 
 ThreadPoolResolver::ThreadPoolResolver(EventLoop* loop, ResolverOptions options)
-    : loop_(loop), options_(std::move(options)) {
+    : loop_(loop),
+      options_(std::move(options)),
+      running_cap_(std::max(1, options_.threads - 1)) {
   for (int i = 0; i < std::max(1, options_.threads); ++i) {
     workers_.emplace_back([this] { Work(); });
   }
@@ -119,14 +121,24 @@ void ThreadPoolResolver::Cancel(const std::string& name, ResolveWaiter* waiter) 
 void ThreadPoolResolver::Work() {
   while (true) {
     std::string name;
+    uint32_t requester = 0;
     bool dropped = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [this] { return stopping_ || !turns_.empty(); });
+      // The first requester in turn that is below its cap of running lookups.
+      auto eligible = turns_.end();
+      wake_.wait(lock, [&] {
+        if (stopping_) return true;
+        eligible = std::find_if(turns_.begin(), turns_.end(), [this](uint32_t r) {
+          auto running = running_.find(r);
+          return running == running_.end() || running->second < running_cap_;
+        });
+        return eligible != turns_.end();
+      });
       if (stopping_) return;
-      // One name from the requester whose turn it is; it goes to the back if it has more.
-      const uint32_t requester = turns_.front();
-      turns_.pop_front();
+      // One name from that requester; it goes to the back if it has more.
+      requester = *eligible;
+      turns_.erase(eligible);
       std::deque<std::string>& queue = queues_[requester];
       name = std::move(queue.front());
       queue.pop_front();
@@ -136,12 +148,18 @@ void ThreadPoolResolver::Work() {
         turns_.push_back(requester);
       }
       dropped = abandoned_.erase(name) > 0;
+      if (!dropped) ++running_[requester];
     }
     if (dropped) {
       loop_->Post([this, name = std::move(name)] { Dropped(name); });
       continue;
     }
     ResolveResult result = options_.lookup(name);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--running_[requester] == 0) running_.erase(requester);
+    }
+    wake_.notify_all();  // a requester at its cap may have a name another worker can take now
     loop_->Post([this, name = std::move(name), result = std::move(result)]() mutable {
       Complete(name, std::move(result));
     });

@@ -9,9 +9,11 @@
 // (getaddrinfo reports no TTL), concurrent lookups of one name are coalesced, and the cache is
 // bounded. Lookups wait in one queue per requester (the subject's UID) and the workers take
 // from the queues in turn, so one agent asking for thousands of names delays another agent's
-// lookup by at most one lookup per busy requester, not by its whole backlog; a requester with
-// max_pending_per_requester names waiting is refused more at once, and a queued name nobody
-// waits for any more is dropped unlooked-up.
+// lookup by at most one lookup per busy requester, not by its whole backlog. One requester
+// never holds every worker (at most threads - 1 of them at once), so slow names of its own —
+// a zone it controls that answers after glibc's time-outs — cannot starve everyone else's
+// lookups. A requester with max_pending_per_requester names waiting is refused more at once,
+// and a queued name nobody waits for any more is dropped unlooked-up.
 #pragma once
 
 #include <condition_variable>
@@ -119,6 +121,9 @@ class ThreadPoolResolver final : public Resolver {
   absl::flat_hash_map<uint32_t, std::deque<std::string>> queues_;
   // Requesters with names queued, in the order the workers serve them.
   std::deque<uint32_t> turns_;
+  // Lookups running now, per requester; a requester at running_cap_ waits its turn.
+  absl::flat_hash_map<uint32_t, int> running_;
+  const int running_cap_;
   // Queued names whose every waiter cancelled: skipped, answered as dropped.
   absl::flat_hash_set<std::string> abandoned_;
   bool stopping_ = false;

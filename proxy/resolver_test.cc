@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -33,7 +34,7 @@ struct Waiter : ResolveWaiter {
 
 constexpr uint32_t kRequester = 1001;
 
-// A lookup table whose "slow.test" blocks until released.
+// A lookup table whose "slow*" names block until released.
 struct Table {
   absl::Notification release_slow;
   std::atomic<int> calls{0};
@@ -49,7 +50,7 @@ struct Table {
       absl::MutexLock lock(&mu);
       order.push_back(name);
     }
-    if (name == "slow.test") release_slow.WaitForNotification();
+    if (absl::StartsWith(name, "slow")) release_slow.WaitForNotification();
     ResolveResult result;
     if (name == "missing.test") {
       result.status = absl::NotFoundError("no address for missing.test");
@@ -99,10 +100,11 @@ TEST(ThreadPoolResolver, ConcurrentAsksForOneNameShareOneLookup) {
   EXPECT_EQ(table.calls.load(), 1);
 }
 
+// With the default four workers (one requester may hold three of them).
 TEST(ThreadPoolResolver, ASlowNameDoesNotHoldUpAnother) {
   LoopThread thread;
   Table table;
-  ThreadPoolResolver resolver(thread.loop(), OptionsFor(&table));
+  ThreadPoolResolver resolver(thread.loop(), OptionsFor(&table, /*threads=*/4));
   Waiter slow, fast;
   thread.loop()->RunSync([&] {
     resolver.Resolve("slow.test", kRequester, &slow);
@@ -172,6 +174,34 @@ TEST(ThreadPoolResolver, OneRequestersBacklogDoesNotDelayAnother) {
   ASSERT_NE(at, order.end());
   EXPECT_LE(at - order.begin(), 2);
   for (auto& waiter : flood) ASSERT_TRUE(waiter->done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+}
+
+// Slow names of one requester's own (a zone it controls, answering after glibc's time-outs)
+// used to take every worker, and another agent's lookup waited out all of them, past its
+// connect time-out. One requester runs at most threads - 1 lookups at once.
+TEST(ThreadPoolResolver, OneRequestersSlowLookupsLeaveAWorkerForAnother) {
+  LoopThread thread;
+  Table table;
+  ThreadPoolResolver resolver(thread.loop(), OptionsFor(&table, /*threads=*/4));
+  constexpr uint32_t kSlowZone = 2001, kOther = 2002;
+  std::vector<std::unique_ptr<Waiter>> slow;
+  Waiter other;
+  thread.loop()->RunSync([&] {
+    for (int i = 0; i < 8; ++i) {
+      slow.push_back(std::make_unique<Waiter>());
+      resolver.Resolve(absl::StrCat("slow", i, ".test"), kSlowZone, slow.back().get());
+    }
+  });
+  for (int waited = 0; table.calls.load() < 3 && waited < 500; ++waited) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  absl::SleepFor(absl::Milliseconds(100));  // time for a fourth to start, were it allowed
+  EXPECT_EQ(table.calls.load(), 3);
+  thread.loop()->RunSync([&] { resolver.Resolve("other.test", kOther, &other); });
+  // Answered while every one of the slow requester's lookups is still blocked.
+  EXPECT_TRUE(other.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  table.release_slow.Notify();
+  for (auto& waiter : slow) ASSERT_TRUE(waiter->done.WaitForNotificationWithTimeout(absl::Seconds(5)));
 }
 
 TEST(ThreadPoolResolver, ARequesterAtItsCapIsRefusedAtOnceAndOthersAreNot) {
