@@ -323,6 +323,12 @@ int FswatchMain(int argc, char** argv) {
             "are judged as the kernel reports them");
   Say("subject = the acting process's real UID (a setuid program the agent runs stays the "
       "agent's)");
+  Say(group->reports_open_errors()
+          ? "an open whose file the kernel cannot open for the watcher: denied by the kernel, "
+            "logged under the opener's UID (FAN_REPORT_FD_ERROR)"
+          : "an open whose file the kernel cannot open for the watcher: denied by the kernel, "
+            "logged without an opener (kernel < 6.13 has no FAN_REPORT_FD_ERROR; such an event "
+            "later in a batch is not seen at all)");
   if (!flags.mark_only_under.empty()) {
     Say(absl::StrCat("marks confined to filesystems mounted under ", flags.mark_only_under));
   }

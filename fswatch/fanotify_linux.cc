@@ -19,6 +19,11 @@
 #include "fswatch/proc_status.h"
 
 namespace leash::fswatch {
+#ifndef FAN_REPORT_FD_ERROR
+#define FAN_REPORT_FD_ERROR 0x00002000  // Linux 6.13; Debian 12's headers predate it
+#endif
+constexpr unsigned kFanReportFdError = FAN_REPORT_FD_ERROR;
+
 namespace {
 
 // Debian 12's kernel headers predate these (Linux 6.8 and 6.13); the values are the kernel's
@@ -90,7 +95,12 @@ absl::StatusOr<std::unique_ptr<FanotifyLinux>> FanotifyLinux::Open(
   // With PIDFD_GET_INFO the loop keeps its own pidfds (PidfdCache) and the events need none;
   // without it, the event's pidfd is what makes the /proc read race-free.
   const bool cache = preference == IdentityPreference::kBest && PidfdCredsWork();
-  int fd = fanotify_init(base | (cache ? 0 : FAN_REPORT_PIDFD), event_flags);
+  const unsigned identity_flags = cache ? 0 : FAN_REPORT_PIDFD;
+  // FAN_REPORT_FD_ERROR (6.13): an event whose file the kernel cannot open for us still comes
+  // with its pid, the error in place of the fd, so the record names whose open it was.
+  int fd = fanotify_init(base | identity_flags | kFanReportFdError, event_flags);
+  const bool fd_errors = fd >= 0;
+  if (fd < 0 && errno == EINVAL) fd = fanotify_init(base | identity_flags, event_flags);
   bool pidfds = !cache && fd >= 0;
   if (fd < 0 && errno == EINVAL && !cache) {
     // Kernels before 5.15 have no FAN_REPORT_PIDFD.
@@ -125,7 +135,7 @@ absl::StatusOr<std::unique_ptr<FanotifyLinux>> FanotifyLinux::Open(
   }
   const MountCheck check = StatmountWorks() ? MountCheck::kStatmount : MountCheck::kNone;
   return std::unique_ptr<FanotifyLinux>(new FanotifyLinux(
-      fd, proc_fd_dir, identity, check, cache ? PidfdCacheSlots() : 0));
+      fd, proc_fd_dir, identity, check, cache ? PidfdCacheSlots() : 0, fd_errors));
 }
 
 int PidfdFromInfoRecord(int reported) {
@@ -135,11 +145,12 @@ int PidfdFromInfoRecord(int reported) {
 }
 
 FanotifyLinux::FanotifyLinux(int fd, int proc_fd_dir, IdentityMethod identity,
-                             MountCheck mount_check, size_t pidfd_slots)
+                             MountCheck mount_check, size_t pidfd_slots, bool fd_errors)
     : fd_(fd),
       proc_fd_dir_(proc_fd_dir),
       identity_(identity),
       mount_check_(mount_check),
+      fd_errors_(fd_errors),
       pidfds_(pidfd_slots) {}
 
 FanotifyLinux::~FanotifyLinux() {
@@ -185,6 +196,12 @@ int FanotifyLinux::ReadEvents(absl::Span<FanEvent> out, int timeout_ms) {
     event.mask = meta->mask;
     event.fd = meta->fd;
     event.pid = meta->pid;
+    if (fd_errors_ && meta->fd < 0 && !(meta->mask & FAN_Q_OVERFLOW)) {
+      // FAN_REPORT_FD_ERROR: the kernel could not open the file for us and has denied the
+      // event itself (a response to it is refused with EINVAL); -errno stands for the fd.
+      event.open_error = -meta->fd;
+      event.fd = FAN_NOFD;
+    }
     event.pidfd = FanEvent::kNoPidfd;
     // Info records follow the metadata up to event_len.
     size_t offset = meta->metadata_len;

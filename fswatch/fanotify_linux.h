@@ -1,5 +1,6 @@
-// The real FanotifySource: one fanotify group (FAN_CLASS_CONTENT, FAN_UNLIMITED_QUEUE, and
-// FAN_REPORT_PIDFD on kernels without PIDFD_GET_INFO), answered one write per event. The
+// The real FanotifySource: one fanotify group (FAN_CLASS_CONTENT, FAN_UNLIMITED_QUEUE,
+// FAN_REPORT_FD_ERROR where the kernel has it, and FAN_REPORT_PIDFD on kernels without
+// PIDFD_GET_INFO), answered one write per event. The
 // group is read blocking (see FanotifySource::ReadEvents).
 //
 // Why each flag:
@@ -59,6 +60,9 @@ class FanotifyLinux : public FanotifySource {
 
   int group_fd() const { return fd_; }
   MountCheck mount_check() const { return mount_check_; }
+  // Whether an event the kernel cannot open the file of still comes with its pid
+  // (FAN_REPORT_FD_ERROR, kernel >= 6.13); without it only the read's error says so.
+  bool reports_open_errors() const { return fd_errors_; }
   size_t pidfd_cache_slots() const { return pidfds_.slots(); }
 
   int ReadEvents(absl::Span<FanEvent> out, int timeout_ms) override;
@@ -73,13 +77,14 @@ class FanotifyLinux : public FanotifySource {
 
  private:
   FanotifyLinux(int fd, int proc_fd_dir, IdentityMethod identity, MountCheck mount_check,
-                size_t pidfd_slots);
+                size_t pidfd_slots, bool fd_errors);
   bool MountIsOurs(uint64_t unique_id, bool& ours);
 
   const int fd_;
   const int proc_fd_dir_;  // /proc/self/fd
   const IdentityMethod identity_;
   const MountCheck mount_check_;
+  const bool fd_errors_;
   std::vector<char> buffer_;
   std::vector<int> release_fds_;  // ReleaseAll's scratch, sized before the marks
   // Loop thread only: the pidfds of recently seen processes (IdentityMethod::kPidfdCache).

@@ -223,15 +223,21 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
     return;
   }
   if (kind == FanEvent::Kind::kUnopenable) {
+    // Nothing to answer: the kernel has denied it. Said, under the opener's UID where the
+    // kernel names the process (FAN_REPORT_FD_ERROR) and it can still be identified.
     unopenable_.fetch_add(1, std::memory_order_relaxed);
+    Creds creds;
+    const bool known = event.pid > 0 && source_.CredsOf(event, creds) == 0;
     Decision decision;
     decision.verdict = Verdict::kBlock;
     decision.reason = absl::StrCat(
         "fanotify: the kernel could not open an event's file for the watcher (",
         strerrorname_np(event.open_error) != nullptr ? strerrorname_np(event.open_error) : "errno",
-        " ", event.open_error,
-        ") and denied that open itself; the kernel does not say whose open it was");
-    Log(kUnknownUid, SURFACE_FILESYSTEM, decision, /*path=*/{}, /*critical=*/true);
+        " ", event.open_error, ") and denied that open itself",
+        event.pid > 0 ? absl::StrCat(" (pid ", event.pid, ")")
+                      : std::string("; the kernel does not say whose open it was"));
+    Log(known ? creds.ruid : kUnknownUid, SURFACE_FILESYSTEM, decision, /*path=*/{},
+        /*critical=*/true);
     return;
   }
   if (kind == FanEvent::Kind::kOther) {

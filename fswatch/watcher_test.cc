@@ -444,6 +444,20 @@ TEST_F(WatcherTest, AnEventTheKernelCouldNotOpenIsCountedAndReportedAndTheLoopGo
   EXPECT_TRUE(Allowed(fd));
 }
 
+// With FAN_REPORT_FD_ERROR the event names its process: the record goes under its UID.
+TEST_F(WatcherTest, AnUnopenableEventWithAPidIsLoggedUnderTheOpenersUid) {
+  FakeEvent event;
+  event.pid = 4242;
+  event.creds = Creds{kWhite, kWhite, kWhite, kWhite};
+  source_.PushUnopenable(EMFILE, event);
+  Drain();
+  EXPECT_EQ(watcher_.unopenable(), 1u);
+  ASSERT_EQ(sink_.records().size(), 1u);
+  EXPECT_EQ(sink_.records()[0].uid(), kWhite);
+  EXPECT_THAT(sink_.records()[0].reason(), HasSubstr("(EMFILE 24) and denied that open itself (pid 4242)"));
+  EXPECT_TRUE(source_.answers().empty());
+}
+
 TEST_F(WatcherTest, FailedAnswerIsCountedAndReported) {
   FakeEvent event;
   event.mask = FAN_OPEN_PERM;

@@ -50,8 +50,15 @@ void FakeFanotifySource::PushOverflow() {
 }
 
 void FakeFanotifySource::PushUnopenable(int error) {
+  FakeEvent nobody;
+  nobody.pid = 0;
+  PushUnopenable(error, std::move(nobody));
+}
+
+void FakeFanotifySource::PushUnopenable(int error, FakeEvent process) {
   std::lock_guard<std::mutex> lock(mu_);
-  queue_.push_back(Queued{FAN_NOFD, 0, error});
+  queue_.push_back(Queued{FAN_NOFD, 0, error, process.pid});
+  if (process.pid > 0) unopenable_[process.pid] = std::move(process);
 }
 
 std::vector<Answer> FakeFanotifySource::answers() const {
@@ -98,7 +105,7 @@ int FakeFanotifySource::ReadEvents(absl::Span<FanEvent> out, int timeout_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;
   while (n < out.size() && !queue_.empty()) {
-    const auto [fd, mask, open_error] = queue_.front();
+    const auto [fd, mask, open_error, pid] = queue_.front();
     queue_.pop_front();
     FanEvent& event = out[n++];
     event = FanEvent{};
@@ -107,7 +114,7 @@ int FakeFanotifySource::ReadEvents(absl::Span<FanEvent> out, int timeout_ms) {
     event.open_error = open_error;
     event.pidfd = FanEvent::kNoPidfd;
     auto it = events_.find(fd);
-    event.pid = it == events_.end() ? 0 : it->second.pid;
+    event.pid = it == events_.end() ? pid : it->second.pid;
   }
   return static_cast<int>(n);
 }
@@ -131,10 +138,15 @@ void FakeFanotifySource::ReleaseAll(absl::Span<const FanEvent> events) {
 int FakeFanotifySource::CredsOf(const FanEvent& event, Creds& out) {
   if (on_creds_) on_creds_(event.fd);
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = events_.find(event.fd);
-  if (it == events_.end()) return EBADF;
-  if (it->second.creds_error != 0) return it->second.creds_error;
-  out = it->second.creds;
+  const std::map<int, FakeEvent>::const_iterator it = events_.find(event.fd);
+  const FakeEvent* found = it != events_.end() ? &it->second : nullptr;
+  if (found == nullptr && event.fd < 0) {
+    auto by_pid = unopenable_.find(event.pid);
+    if (by_pid != unopenable_.end()) found = &by_pid->second;
+  }
+  if (found == nullptr) return EBADF;
+  if (found->creds_error != 0) return found->creds_error;
+  out = found->creds;
   return 0;
 }
 

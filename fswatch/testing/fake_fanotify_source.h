@@ -44,8 +44,10 @@ class FakeFanotifySource : public FanotifySource {
   int PushOpen(pid_t pid, uint32_t uid, std::string path);
   int PushExec(pid_t pid, uint32_t uid, std::string path);
   void PushOverflow();
-  // An event whose file the kernel could not open for the watcher (it denied it itself).
+  // An event whose file the kernel could not open for the watcher (it denied it itself): no
+  // fd; `process` gives the pid (0: the kernel named none) and the credentials CredsOf finds.
   void PushUnopenable(int error);
+  void PushUnopenable(int error, FakeEvent process);
 
   std::vector<Answer> answers() const;
   // The answer given for `fd`; fails the test (returns false) if none or more than one.
@@ -79,9 +81,11 @@ class FakeFanotifySource : public FanotifySource {
     int fd;
     uint64_t mask;
     int open_error = 0;
+    pid_t pid = 0;  // for an unopenable event (no fd to find its FakeEvent by)
   };
   std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);
   std::map<int, FakeEvent> events_ ABSL_GUARDED_BY(mu_);
+  std::map<pid_t, FakeEvent> unopenable_ ABSL_GUARDED_BY(mu_);  // by pid
   std::vector<Answer> answers_ ABSL_GUARDED_BY(mu_);
   std::map<int, int> released_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> marks_ ABSL_GUARDED_BY(mu_);
