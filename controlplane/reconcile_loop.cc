@@ -94,7 +94,7 @@ void ReconcileLoop::Run() {
     leash::v1::ReconcileReport report = pass_();
     report.set_duration_us(absl::ToInt64Microseconds(absl::Now() - started));
     if (on_report_) on_report_(report);
-    if (retry_ > absl::ZeroDuration() && report.not_in_force_size() > 0) {
+    if (retry_ > absl::ZeroDuration() && report.retry()) {
       retry_at = absl::Now() + next_retry;
       next_retry = std::min(next_retry * 2, retry_ * 16);
     } else {

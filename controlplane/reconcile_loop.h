@@ -24,9 +24,9 @@ class ReconcileLoop {
   // stderr).
   using OverrunFn = std::function<void(absl::Duration running)>;
 
-  // `retry`: after a pass whose report says something is not in force (a chain that would not
-  // apply, a listener that would not bind, a sidecar that did not ack), another pass runs by
-  // itself after this long, doubling up to 16 times it while the problem stays; zero: never.
+  // `retry`: after a pass whose report asks for it (report.retry: a chain that would not apply,
+  // a listener that would not bind, a sidecar that did not ack), another pass runs by itself
+  // after this long, doubling up to 16 times it while the problem stays; zero: never.
   ReconcileLoop(PassFn pass, ReportFn on_report, absl::Duration watchdog = absl::Seconds(30),
                 OverrunFn on_overrun = nullptr, absl::Duration retry = absl::ZeroDuration());
   ~ReconcileLoop();  // Stop()s

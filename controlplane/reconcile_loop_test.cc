@@ -64,7 +64,10 @@ TEST(ReconcileLoop, APassThatLeavesSomethingNotInForceIsRetriedUntilItIs) {
   ReconcileLoop loop(
       [&] {
         leash::v1::ReconcileReport report;
-        if (++passes <= 3) report.add_not_in_force("leash-iris (uid 1001): its chain");
+        if (++passes <= 3) {
+          report.add_not_in_force("leash-iris (uid 1001): its chain");
+          report.set_retry(true);
+        }
         return report;
       },
       nullptr, absl::Seconds(30), nullptr, /*retry=*/absl::Milliseconds(20));
@@ -76,6 +79,26 @@ TEST(ReconcileLoop, APassThatLeavesSomethingNotInForceIsRetriedUntilItIs) {
   loop.Stop();
 }
 
+// Something not in force that no later pass can change (agents a single-subject service
+// cannot enforce) is not retried.
+TEST(ReconcileLoop, NotInForceWithoutRetryIsNotRetried) {
+  std::atomic<int> passes{0};
+  ReconcileLoop loop(
+      [&] {
+        ++passes;
+        leash::v1::ReconcileReport report;
+        report.add_not_in_force("agent account(s) leash-iris are not enforced: ...");
+        return report;
+      },
+      nullptr, absl::Seconds(30), nullptr, /*retry=*/absl::Milliseconds(20));
+  loop.Start();
+  loop.Request();
+  ASSERT_TRUE(WaitFor([&] { return loop.passes() == 1; }, absl::Seconds(5)));
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(passes.load(), 1);
+  loop.Stop();
+}
+
 TEST(ReconcileLoop, WithoutARetryDelayNothingRunsUnasked) {
   std::atomic<int> passes{0};
   ReconcileLoop loop(
@@ -83,6 +106,7 @@ TEST(ReconcileLoop, WithoutARetryDelayNothingRunsUnasked) {
         ++passes;
         leash::v1::ReconcileReport report;
         report.add_not_in_force("leash-iris (uid 1001): its chain");
+        report.set_retry(true);
         return report;
       },
       nullptr);

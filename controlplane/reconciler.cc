@@ -105,27 +105,44 @@ void Reconciler::PublishAndWait(const std::vector<leash::v1::SubjectPolicy>& sub
     if (!acked.ok()) {
       report.add_warnings(absl::StrCat("critical: ", name, " has not put map version ", version,
                                        " in force: ", acked.message()));
-      report.add_not_in_force(
-          absl::StrCat(name, " has not put map version ", version, " in force"));
-      return;
-    }
-    // The watcher acks a map once it decides by it, and says in the ack when some of the
-    // marks that map needs would not go on: opens on those filesystems are not judged, so the
-    // write is not in force. (The proxy's ack error names listeners that would not bind; those
-    // subjects are denied and reported below, by name.)
-    if (kind != leash::v1::SIDECAR_KIND_FSWATCH) return;
-    const SidecarState state = stream_->State(kind);
-    if (state.acked_version >= version && !state.last_ack_error.empty()) {
-      report.add_warnings(absl::StrCat("critical: ", name, " put map version ",
-                                       state.acked_version, " in force, but: ",
-                                       state.last_ack_error));
-      report.add_not_in_force(absl::StrCat(name, " put map version ", state.acked_version,
-                                           " in force, but: ", state.last_ack_error));
+      AddNotInForce(report, absl::StrCat(name, " has not put map version ", version, " in force"));
     }
   };
   // The watcher first: a new subject is denied in the watcher before its chain goes in.
   wait(options_.filesystem_enforced, leash::v1::SIDECAR_KIND_FSWATCH, "the filesystem watcher");
   wait(options_.network_enforced, leash::v1::SIDECAR_KIND_PROXY, "the proxy");
+}
+
+void Reconciler::AddNotInForce(leash::v1::ReconcileReport& report, const std::string& line) {
+  for (const std::string& present : report.not_in_force()) {
+    if (present == line) return;
+  }
+  report.add_not_in_force(line);
+  report.set_retry(true);
+}
+
+void Reconciler::CheckSidecarsInForce(leash::v1::ReconcileReport& report) {
+  const uint64_t latest = stream_->version();
+  if (latest == 0) return;
+  auto check = [&](bool enforced, leash::v1::SidecarKind kind, const char* name) {
+    if (!enforced) return;
+    const SidecarState state = stream_->State(kind);
+    if (!state.connected || state.acked_version < latest) {
+      AddNotInForce(report, absl::StrCat(name, " has not put map version ", latest, " in force"));
+      return;
+    }
+    // The watcher acks a map once it decides by it, and says in the ack when some of the marks
+    // that map needs would not go on: opens on those filesystems are not judged. (The proxy's
+    // ack error names listeners that would not bind; those subjects are reported by name.)
+    if (kind == leash::v1::SIDECAR_KIND_FSWATCH && !state.last_ack_error.empty()) {
+      const std::string line = absl::StrCat(name, " put map version ", state.acked_version,
+                                            " in force, but: ", state.last_ack_error);
+      report.add_warnings(absl::StrCat("critical: ", line));
+      AddNotInForce(report, line);
+    }
+  };
+  check(options_.filesystem_enforced, leash::v1::SIDECAR_KIND_FSWATCH, "the filesystem watcher");
+  check(options_.network_enforced, leash::v1::SIDECAR_KIND_PROXY, "the proxy");
 }
 
 bool Reconciler::ApplyChain(const Desired& desired, leash::v1::ReconcileReport& report) {
@@ -361,9 +378,17 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
     Desired& d = desired[uid];
     // A subject that left discovery keeps its chain exactly as it was.
     if (!d.in_discovery && subjects_[uid].chain == d.chain) continue;
+    const bool had_chain = subjects_[uid].chain.has_value();
     if (!ApplyChain(d, report) && d.chain) {
-      d.problem = "its nftables chain would not re-apply";
       d.runtime_problem = true;
+      if (had_chain) {
+        d.problem = "its nftables chain would not re-apply";  // the old one is still in place
+      } else {
+        // A subject whose chain never went in (a retry): still no chain, still unconfined.
+        d.problem = "its nftables chain would not apply";
+        d.network_unconfined = true;
+        d.chain.reset();
+      }
       d.policy = NoPolicy(d, d.problem, floor_fail_mode);
       PublishAndWait({d.policy}, report);
     }
@@ -376,13 +401,13 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
           d.account.name, " (uid ", uid, ") is denied its files and commands, but its network "
           "traffic is NOT confined: ", d.problem);
       report.add_warnings(absl::StrCat("critical: ", what));
-      report.add_not_in_force(what);
+      AddNotInForce(report, what);
     } else if (!d.problem.empty() && d.in_discovery) {
       report.add_warnings(absl::StrCat("critical: ", d.account.name, " (uid ", uid,
                                        ") has no policy and is denied everything: ", d.problem));
       if (d.runtime_problem) {
-        report.add_not_in_force(absl::StrCat(d.account.name, " (uid ", uid,
-                                             ") is denied everything: ", d.problem));
+        AddNotInForce(report, absl::StrCat(d.account.name, " (uid ", uid,
+                                           ") is denied everything: ", d.problem));
       }
     }
     if (!d.policy.has_policy()) continue;
@@ -397,6 +422,8 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
                                        inert.entry(), "' can never match: ", inert.reason()));
     }
   }
+
+  CheckSidecarsInForce(report);
 
   // --- Record what is in force, and say what changed. ---
   std::set<uint32_t> added_set(added.begin(), added.end());

@@ -109,6 +109,11 @@ class Reconciler {
   // Step helpers; each records what it did in `report`.
   void PublishAndWait(const std::vector<leash::v1::SubjectPolicy>& subjects,
                       leash::v1::ReconcileReport& report);
+  // A runtime fact not in force (a later pass may put it right: report.retry); once each.
+  static void AddNotInForce(leash::v1::ReconcileReport& report, const std::string& line);
+  // Every pass, whether or not it published: each enforcing sidecar has acked the latest map,
+  // and the watcher's ack says nothing failed.
+  void CheckSidecarsInForce(leash::v1::ReconcileReport& report);
   // Applies (or, when `chain` is absent, releases) one subject's chain; false on failure.
   bool ApplyChain(const Desired& desired, leash::v1::ReconcileReport& report);
   leash::v1::SubjectPolicy NoPolicy(const Desired& desired, const std::string& reason,

@@ -387,6 +387,12 @@ TEST_F(ReconcilerTest, ChainThatWillNotApplyDeniesThatSubjectAlone) {
   EXPECT_THAT(report.not_in_force(),
               ElementsAre("leash-iris (uid 1001) is denied its files and commands, but its "
                           "network traffic is NOT confined: its nftables chain would not apply"));
+  EXPECT_TRUE(report.retry());
+  // A retry while the chain still fails says the same, not "denied everything".
+  report = r->RunPass();
+  EXPECT_THAT(report.not_in_force(),
+              ElementsAre("leash-iris (uid 1001) is denied its files and commands, but its "
+                          "network traffic is NOT confined: its nftables chain would not apply"));
   // The next pass tries the chain again; once it goes in, the subject gets its policy.
   netfilter_.ClearFailures();
   report = r->RunPass();
@@ -437,10 +443,31 @@ TEST_F(ReconcilerTest, AWatcherAckThatSaysMarksFailedIsNotInForce) {
                           "the filesystem watcher put map version [0-9]+ in force, but: "
                           "filesystems not watched: /srv: fanotify_mark: ENOSPC"));
   }
+  EXPECT_TRUE(report.retry());
+  // A pass that publishes nothing still looks: the watcher's last ack still says so.
+  report = r->RunPass();
+  EXPECT_THAT(report.not_in_force(),
+              ElementsAre(::testing::HasSubstr("filesystems not watched: /srv")));
   // Once the marks go on, the next write is in force again.
   fswatch_->SetAckError("");
   policies_.Set("leash-iris", "openai.com");
   EXPECT_EQ(r->RunPass().not_in_force_size(), 0);
+}
+
+// A pass that publishes nothing still checks that each sidecar has the latest map in force: a
+// retry after an ack timeout used to find no diff and call everything in force.
+TEST_F(ReconcilerTest, APassThatPublishesNothingStillSeesASidecarWithoutTheMap) {
+  accounts_.Add("leash-iris", 1001);
+  auto r = Make(/*single_subject=*/false, /*tools_max_request_bytes=*/0,
+                /*ack_timeout=*/absl::Milliseconds(200));
+  ASSERT_EQ(r->RunPass().not_in_force_size(), 0);
+  proxy_.reset();  // the proxy goes away
+  policies_.Set("leash-iris", "openai.com");
+  ASSERT_GE(r->RunPass().not_in_force_size(), 1);
+  leash::v1::ReconcileReport again = r->RunPass();  // nothing to publish
+  EXPECT_THAT(again.not_in_force(),
+              ElementsAre(::testing::MatchesRegex("the proxy has not put map version [0-9]+ in force")));
+  EXPECT_TRUE(again.retry());
 }
 
 // A subject whose policy files do not resolve is the files' state, not the host's: it is
