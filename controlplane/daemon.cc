@@ -222,6 +222,10 @@ int RunDaemon(const DaemonOptions& given) {
                        subjects.Update(reconciler.subjects());
                      },
                      absl::Seconds(30), nullptr, options.reconcile_retry);
+  // A sidecar's ack that names other failed listeners (a respawned proxy that cannot bind a
+  // port someone took meanwhile) asks for a pass: that subject is denied and its chain resets
+  // its TCP instead of redirecting it there.
+  stream.SetOnAckChange([&loop](leash::v1::SidecarKind) { loop.Request(); });
 
   int exit_code = 0;
   SupervisorPolicy supervisor_policy;

@@ -41,10 +41,14 @@ struct NetfilterSubject {
   // UDP/53 to these addresses passes the UDP drop (the host's /etc/resolv.conf, or
   // network.dns_resolvers). Empty: no DNS exception.
   std::vector<engine::IpAddress> dns_resolvers;
+  // The proxy could not bind this UID's listener (someone else holds the port): its TCP is
+  // refused (reset) at its own chain rather than redirected to whoever holds the port.
+  // Loopback services stay reachable as for every subject.
+  bool refuse_tcp = false;
 
   bool operator==(const NetfilterSubject& other) const {
     return uid == other.uid && port == other.port && udp_allowed == other.udp_allowed &&
-           dns_resolvers == other.dns_resolvers;
+           dns_resolvers == other.dns_resolvers && refuse_tcp == other.refuse_tcp;
   }
   bool operator!=(const NetfilterSubject& other) const { return !(*this == other); }
 };

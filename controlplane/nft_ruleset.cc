@@ -134,6 +134,12 @@ class RuleBuilder {
     nftnl_expr_set_u32(redir.get(), NFTNL_EXPR_REDIR_FLAGS, NF_NAT_RANGE_PROTO_SPECIFIED);
     return Add(std::move(redir));
   }
+  RuleBuilder& RejectWithTcpReset() {
+    ExprPtr e(nftnl_expr_alloc("reject"));
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_REJECT_TYPE, NFT_REJECT_TCP_RST);
+    nftnl_expr_set_u8(e.get(), NFTNL_EXPR_REJECT_CODE, 0);
+    return Add(std::move(e));
+  }
   RuleBuilder& VmapLookup(uint32_t set_id) {
     ExprPtr e(nftnl_expr_alloc("lookup"));
     nftnl_expr_set_u32(e.get(), NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
@@ -187,13 +193,15 @@ std::string ElementsLabel(absl::Span<const uint32_t> uids) {
 
 std::string PortRange() { return absl::StrCat(kProxyPortFirst, "-", kProxyPortLast); }
 
-void AddRedirectRules(NftBatch& batch, const LeashTable& table, const std::string& chain,
-                      const NetfilterSubject& subject) {
-  // Loopback (a local service) is exempt, except the proxy range: an attempt at another
-  // subject's listener falls through to this UID's own redirect (spec: "The loopback
-  // exemption excludes the proxy port range (18000-18999)").
-  const bool v4 = table.family == NFPROTO_IPV4;
+// `ip daddr 127.0.0.0/8 tcp dport != 18000-18999 return` (`ip6 daddr ::1 ...` for v6): a
+// local service is exempt, the proxy range is not. In the inet filter table the rule first
+// names its family (`meta nfproto`).
+void AddLoopbackExemption(NftBatch& batch, const LeashTable& table, const std::string& chain,
+                          bool v4) {
   RuleBuilder exempt(table, chain);
+  if (table.family == NFPROTO_INET) {
+    exempt.Meta(NFT_META_NFPROTO).CmpEqU8(v4 ? NFPROTO_IPV4 : NFPROTO_IPV6);
+  }
   if (v4) {
     // ip daddr 127.0.0.0/8: nft compiles the /8 to a one-byte compare.
     exempt.Payload(NFT_PAYLOAD_NETWORK_HEADER, 16, 1).CmpEqU8(127);
@@ -210,6 +218,14 @@ void AddRedirectRules(NftBatch& batch, const LeashTable& table, const std::strin
                 absl::StrCat("add rule `", v4 ? "ip daddr 127.0.0.0/8" : "ip6 daddr ::1",
                              " tcp dport != ", PortRange(), " return` to ", table.Label(), " ",
                              chain));
+}
+
+void AddRedirectRules(NftBatch& batch, const LeashTable& table, const std::string& chain,
+                      const NetfilterSubject& subject) {
+  // Loopback (a local service) is exempt, except the proxy range: an attempt at another
+  // subject's listener falls through to this UID's own redirect (spec: "The loopback
+  // exemption excludes the proxy port range (18000-18999)").
+  AddLoopbackExemption(batch, table, chain, table.family == NFPROTO_IPV4);
   RuleBuilder redirect(table, chain);
   redirect.Meta(NFT_META_L4PROTO).CmpEqU8(IPPROTO_TCP).Counter().RedirectToPort(subject.port);
   batch.AddRule(redirect.rule(), absl::StrCat("add rule `meta l4proto tcp redirect to :",
@@ -278,6 +294,17 @@ void AddFilterRules(NftBatch& batch, const LeashTable& table, const std::string&
                                            table.Label(), " ", chain));
   }
   AddDnsRules(batch, table, chain, subject);
+  if (subject.refuse_tcp) {
+    // The listener is not bound, so the port the nat chain redirects to may be someone
+    // else's: the redirected connection is reset here (the filter hook runs after the nat
+    // one), local services stay reachable.
+    AddLoopbackExemption(batch, table, chain, /*v4=*/true);
+    AddLoopbackExemption(batch, table, chain, /*v4=*/false);
+    RuleBuilder reject(table, chain);
+    reject.Meta(NFT_META_L4PROTO).CmpEqU8(IPPROTO_TCP).Counter().RejectWithTcpReset();
+    batch.AddRule(reject.rule(), absl::StrCat("add rule `meta l4proto tcp reject with tcp reset` "
+                                              "to ", table.Label(), " ", chain));
+  }
   // Everything but TCP (which the nat chain sent to the proxy) and what returned above is
   // dropped: UDP, and also ICMP echo from an unprivileged ping socket, UDP-Lite, SCTP — none of
   // which needs CAP_NET_RAW (spec: "forwarding what you cannot inspect is not enforcement").

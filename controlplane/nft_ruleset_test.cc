@@ -337,6 +337,41 @@ TEST(NftRuleset, UdpAllowedSubjectReturnsUdpAndStillDropsTheRest) {
                           "newsetelem 1 agents: 1001 : jump agent_1001"));
 }
 
+constexpr char kFilterLoopbackExempt1001[] =
+    "agent_1001: [ meta load nfproto => reg 1 ] [ cmp eq reg 1 0x00000002 ] "
+    "[ payload load 1b @ network header + 16 => reg 1 ] [ cmp eq reg 1 0x0000007f ] "
+    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
+    "[ payload load 2b @ transport header + 2 => reg 1 ] "
+    "[ range neq reg 1 0x00005046 0x0000374a ] [ counter pkts 0 bytes 0 ] "
+    "[ immediate reg 0 return ]";
+constexpr char kFilterLoopback6Exempt1001[] =
+    "agent_1001: [ meta load nfproto => reg 1 ] [ cmp eq reg 1 0x0000000a ] "
+    "[ payload load 16b @ network header + 24 => reg 1 ] "
+    "[ cmp eq reg 1 0x00000000 0x00000000 0x00000000 0x01000000 ] "
+    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
+    "[ payload load 2b @ transport header + 2 => reg 1 ] "
+    "[ range neq reg 1 0x00005046 0x0000374a ] [ counter pkts 0 bytes 0 ] "
+    "[ immediate reg 0 return ]";
+constexpr char kTcpReset1001[] =
+    "agent_1001: [ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
+    "[ counter pkts 0 bytes 0 ] [ reject type 1 code 0 ]";
+
+// A subject whose listener is not bound: loopback services exempt, the rest of its TCP reset.
+TEST(NftRuleset, RefusedTcpIsResetAfterTheLoopbackExemption) {
+  NetfilterSubject subject = MakeSubject(1001, 18001, true);
+  subject.refuse_tcp = true;
+  NftBatch batch(1);
+  ApplySubjects(batch, Inet(), {subject}, {}, {});
+  EXPECT_THAT(Commands(Decode(batch.Finish())),
+              ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
+                          absl::StrCat("newrule 1 ", kUdpReturn1001),
+                          absl::StrCat("newrule 1 ", kFilterLoopbackExempt1001),
+                          absl::StrCat("newrule 1 ", kFilterLoopback6Exempt1001),
+                          absl::StrCat("newrule 1 ", kTcpReset1001),
+                          absl::StrCat("newrule 1 ", kNotTcpDrop1001),
+                          "newsetelem 1 agents: 1001 : jump agent_1001"));
+}
+
 TEST(NftRuleset, ReleaseDeletesElementsBeforeChains) {
   NftBatch batch(1);
   ReleaseSubjects(batch, Ip6(), {1001, 1002}, {1001, 1002});

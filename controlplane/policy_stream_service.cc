@@ -100,18 +100,24 @@ grpc::Status PolicyStreamService::Watch(
   std::thread reader([&] {
     SidecarMessage message;
     while (stream->Read(&message)) {
-      absl::MutexLock lock(&mu_);
-      if (generation_[kind] != generation) continue;  // a newer connection replaced this one
-      SidecarState& state = sidecars_[kind];
-      if (message.has_ack()) {
-        state.acked_version = std::max(state.acked_version, message.ack().version());
-        state.last_ack_error = message.ack().error();
-        state.failed_uids.assign(message.ack().failed_uids().begin(),
-                                 message.ack().failed_uids().end());
-      } else if (message.has_heartbeat()) {
-        state.last_heartbeat = absl::Now();
-        state.heartbeat = message.heartbeat();
+      bool ack_changed = false;
+      {
+        absl::MutexLock lock(&mu_);
+        if (generation_[kind] != generation) continue;  // a newer connection replaced this one
+        SidecarState& state = sidecars_[kind];
+        if (message.has_ack()) {
+          const std::vector<uint32_t> failed(message.ack().failed_uids().begin(),
+                                             message.ack().failed_uids().end());
+          ack_changed = failed != state.failed_uids || message.ack().error() != state.last_ack_error;
+          state.acked_version = std::max(state.acked_version, message.ack().version());
+          state.last_ack_error = message.ack().error();
+          state.failed_uids = failed;
+        } else if (message.has_heartbeat()) {
+          state.last_heartbeat = absl::Now();
+          state.heartbeat = message.heartbeat();
+        }
       }
+      if (ack_changed && on_ack_change_) on_ack_change_(static_cast<leash::v1::SidecarKind>(kind));
     }
     absl::MutexLock lock(&mu_);
     reader_done = true;

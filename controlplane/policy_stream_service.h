@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <vector>
@@ -49,6 +50,13 @@ class PolicyStreamService final : public leash::v1::PolicyStream::Service {
 
   SidecarState State(leash::v1::SidecarKind kind) const;
 
+  // Called (on a stream's reader thread, without the service's lock) when a sidecar's ack
+  // names other failed UIDs or another error than its previous one: a respawned proxy that
+  // cannot bind a listener any more. leashd runs a reconcile then. Set before serving.
+  void SetOnAckChange(std::function<void(leash::v1::SidecarKind)> fn) {
+    on_ack_change_ = std::move(fn);
+  }
+
   // Ends every open stream (shutdown), so handler threads return.
   void Shutdown();
 
@@ -58,6 +66,7 @@ class PolicyStreamService final : public leash::v1::PolicyStream::Service {
       override;
 
  private:
+  std::function<void(leash::v1::SidecarKind)> on_ack_change_;
   struct Entry {
     leash::v1::SubjectPolicy policy;
     uint64_t changed_version = 0;

@@ -3,6 +3,8 @@
 #include <vector>
 
 #include "controlplane/policy_stream_service.h"
+
+#include <atomic>
 #include "controlplane/sidecar_api/policy_subscriber.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -138,6 +140,23 @@ TEST_F(PolicyStreamTest, AckErrorsAndHeartbeatsReachTheService) {
   ASSERT_TRUE(WaitFor(
       [&] { return service_->State(leash::v1::SIDECAR_KIND_FSWATCH).heartbeat.events() == 42; },
       absl::Seconds(10)));
+}
+
+// An ack naming other failed UIDs than the last one (a respawned proxy that cannot bind a port
+// any more) is told to leashd, which reconciles; the same failure acked again is not.
+TEST_F(PolicyStreamTest, AnAckThatChangesTheFailedUidsIsReported) {
+  std::atomic<int> changes{0};
+  service_->SetOnAckChange([&](leash::v1::SidecarKind kind) {
+    if (kind == leash::v1::SIDECAR_KIND_FSWATCH) ++changes;
+  });
+  const uint64_t v1 = service_->Publish({WithPolicy(13, "x.com")});
+  Subscribe();
+  ASSERT_TRUE(service_->WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, v1, absl::Seconds(10)).ok());
+  ASSERT_TRUE(WaitFor([&] { return changes.load() == 1; }, absl::Seconds(10)));
+  const uint64_t v2 = service_->Publish({WithPolicy(14, "y.com")});
+  ASSERT_TRUE(service_->WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, v2, absl::Seconds(10)).ok());
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(changes.load(), 1);  // still uid 13 failing: nothing new to reconcile
 }
 
 TEST_F(PolicyStreamTest, WaitForAckTimesOutNamingTheSidecar) {

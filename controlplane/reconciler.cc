@@ -121,6 +121,12 @@ void Reconciler::AddNotInForce(leash::v1::ReconcileReport& report, const std::st
   report.set_retry(true);
 }
 
+std::set<uint32_t> Reconciler::UnboundListeners() const {
+  if (!options_.network_enforced) return {};
+  const SidecarState proxy = stream_->State(leash::v1::SIDECAR_KIND_PROXY);
+  return std::set<uint32_t>(proxy.failed_uids.begin(), proxy.failed_uids.end());
+}
+
 void Reconciler::CheckSidecarsInForce(leash::v1::ReconcileReport& report) {
   const uint64_t latest = stream_->version();
   if (latest == 0) return;
@@ -207,6 +213,9 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
   }
   const leash::v1::Config& floor = (*snapshot)->floor();
   const std::string floor_fail_mode = floor.has_fail_mode() ? floor.fail_mode() : "closed";
+  // Listeners the proxy could not bind as of its last ack (a respawned proxy whose port someone
+  // took): those subjects' chains reset TCP rather than redirect it.
+  const std::set<uint32_t> unbound = UnboundListeners();
 
   // --- Plan: who should be in force, and how. ---
   std::vector<Account> wanted = {**user};
@@ -271,6 +280,7 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
       NetfilterSubject chain;
       chain.uid = account.uid;
       chain.port = d.port;
+      chain.refuse_tcp = unbound.count(account.uid) > 0;
       if (d.problem.empty()) {
         chain.udp_allowed = policy->network().udp() == leash::v1::UDP_MODE_ALLOW;
         if (policy->network().dns_resolvers().entries().empty()) {
@@ -362,17 +372,28 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
   for (uint32_t uid : changed) publish.push_back(desired[uid].policy);
   PublishAndWait(publish, report);
   if (options_.network_enforced && !publish.empty()) {
-    // A listener that would not bind denies its subject alone.
-    std::vector<leash::v1::SubjectPolicy> unbound;
-    for (uint32_t uid : stream_->State(leash::v1::SIDECAR_KIND_PROXY).failed_uids) {
-      auto it = desired.find(uid);
-      if (it == desired.end() || !it->second.policy.has_policy()) continue;
-      it->second.problem = "its proxy listener would not bind";
-      it->second.runtime_problem = true;
-      it->second.policy = NoPolicy(it->second, it->second.problem, floor_fail_mode);
-      unbound.push_back(it->second.policy);
+    // A listener that would not bind denies its subject alone, and its chain resets its TCP
+    // instead of redirecting it to a port someone else holds (refuse_tcp). What the proxy
+    // says now decides, for every subject this pass touched.
+    const std::set<uint32_t> unbound_after = UnboundListeners();
+    std::vector<leash::v1::SubjectPolicy> denied_now;
+    for (const std::vector<uint32_t>* uids : {&added, &changed}) {
+      for (uint32_t uid : *uids) {
+        Desired& d = desired[uid];
+        const bool refuse = unbound_after.count(uid) > 0;
+        if (d.chain && d.chain->refuse_tcp != refuse) {
+          d.chain->refuse_tcp = refuse;
+          // A new subject's chain went in before its policy: put the right one in now.
+          if (uids == &added && !ApplyChain(d, report)) d.chain.reset();
+        }
+        if (!refuse || !d.policy.has_policy()) continue;
+        d.problem = "its proxy listener would not bind";
+        d.runtime_problem = true;
+        d.policy = NoPolicy(d, d.problem, floor_fail_mode);
+        denied_now.push_back(d.policy);
+      }
     }
-    PublishAndWait(unbound, report);
+    PublishAndWait(denied_now, report);
   }
   for (uint32_t uid : changed) {
     Desired& d = desired[uid];

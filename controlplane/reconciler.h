@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,8 @@ class Reconciler {
   // Step helpers; each records what it did in `report`.
   void PublishAndWait(const std::vector<leash::v1::SubjectPolicy>& subjects,
                       leash::v1::ReconcileReport& report);
+  // The UIDs whose proxy listener the proxy's last ack says would not bind.
+  std::set<uint32_t> UnboundListeners() const;
   // A runtime fact not in force (a later pass may put it right: report.retry); once each.
   static void AddNotInForce(leash::v1::ReconcileReport& report, const std::string& line);
   // Every pass, whether or not it published: each enforcing sidecar has acked the latest map,

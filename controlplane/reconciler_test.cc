@@ -103,6 +103,10 @@ class FakeSidecar {
     absl::MutexLock lock(&mu_);
     unbindable_.insert(uid);
   }
+  void ClearUnbindable() {
+    absl::MutexLock lock(&mu_);
+    unbindable_.clear();
+  }
   // The error every later ack carries (the watcher's "filesystems not watched: ...").
   void SetAckError(const std::string& error) {
     absl::MutexLock lock(&mu_);
@@ -413,6 +417,27 @@ TEST_F(ReconcilerTest, ListenerThatWillNotBindDeniesThatSubjectAlone) {
   EXPECT_THAT(report.not_in_force(),
               ElementsAre("leash-vader (uid 1002) is denied everything: its proxy listener would "
                           "not bind"));
+  EXPECT_TRUE(report.retry());
+  // Its chain resets its TCP instead of redirecting it to a port someone else holds.
+  auto last_chain_of = [&](uint32_t uid) {
+    std::optional<NetfilterSubject> last;
+    for (const auto& call : netfilter_.calls()) {
+      for (const NetfilterSubject& s : call.subjects) {
+        if (s.uid == uid) last = s;
+      }
+    }
+    return last;
+  };
+  ASSERT_TRUE(last_chain_of(1002).has_value());
+  EXPECT_TRUE(last_chain_of(1002)->refuse_tcp);
+  EXPECT_FALSE(last_chain_of(1001)->refuse_tcp);
+  // Once the port is free, the retry puts the listener, the redirect and the policy back.
+  proxy_->ClearUnbindable();
+  r->RunPass();  // publishes the policy again; the proxy binds and acks with nothing failed
+  report = r->RunPass();
+  EXPECT_EQ(report.not_in_force_size(), 0) << report.DebugString();
+  EXPECT_FALSE(last_chain_of(1002)->refuse_tcp);
+  EXPECT_NE(fswatch_->map()->at(1002).policy, nullptr);
 }
 
 TEST_F(ReconcilerTest, ASidecarThatDoesNotAcknowledgeLeavesThePolicyNotInForce) {

@@ -190,6 +190,37 @@ TEST_F(NftTrafficTest, AnAgentSquattingAProxyPortNeverCompletesAHandshake) {
   EXPECT_EQ(Probe(nullptr, "tcp", "127.0.0.1", kOutsideTheRange), "squatter");
 }
 
+// Whoever holds the port (an account whose SYN-ACKs go out as SYN cookies and so escape the
+// rule above, or a process that is not leashed), a subject whose listener the proxy could not
+// bind has its TCP reset at its own chain: it never reaches that port. Local services stay
+// reachable.
+TEST_F(NftTrafficTest, ASubjectWhoseListenerIsNotBoundHasItsTcpResetNotRedirected) {
+  constexpr uint16_t kTaken = 18160;
+  const std::string log = absl::StrCat(getenv("TEST_TMPDIR"), "/serve-root-", kTaken);
+  absl::StatusOr<leash::testing::Background> holder = leash::testing::Background::Start(
+      world_->ns().Exec({world_->probe_path(), "serve", "127.0.0.1", absl::StrCat(kTaken)}), log);
+  ASSERT_TRUE(holder.ok()) << holder.status();
+  ASSERT_TRUE(leash::testing::WaitFor(
+      [&] {
+        std::ifstream in(log);
+        std::string line;
+        return std::getline(in, line) && line == "listening";
+      },
+      absl::Seconds(10)));
+  NetfilterSubject b = MakeSubject(b_->uid(), kTaken, /*udp_allowed=*/true);
+  ASSERT_TRUE(nf_->Apply(b).ok());
+  EXPECT_EQ(Probe(b_, "tcp", "192.0.2.11", 443), "squatter");  // what refuse_tcp prevents
+  b.refuse_tcp = true;
+  ASSERT_TRUE(nf_->Apply(b).ok());
+  EXPECT_EQ(Probe(b_, "tcp", "192.0.2.11", 443), "error ECONNREFUSED");
+  EXPECT_EQ(Probe(b_, "tcp", "2001:db8::11", 443), "error ECONNREFUSED");
+  EXPECT_EQ(Probe(b_, "tcp", "127.0.0.1", kTaken), "error ECONNREFUSED");
+  const uint16_t local4 = server_->port(kLocal4);
+  EXPECT_EQ(Probe(b_, "tcp", "127.0.0.1", local4), absl::StrCat("local 127.0.0.1:", local4));
+  // The other account is untouched.
+  EXPECT_EQ(Probe(a_, "tcp", "192.0.2.11", 443), "a 192.0.2.11:443");
+}
+
 TEST_F(NftTrafficTest, UdpAllowedPassesAllUdp) {
   EXPECT_EQ(Probe(b_, "udp", "192.0.2.11", server_->port(kUdpOther)), "udp");
   EXPECT_EQ(Probe(b_, "udp", "192.0.2.10", 53), "dns-other");
