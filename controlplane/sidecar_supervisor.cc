@@ -133,7 +133,7 @@ void SidecarSupervisor::Monitor() {
         // Dead, or a respawn that failed on an earlier pass (a failed spawn counts as a death
         // and is tried again here, so a sidecar is never left down without either coming back
         // or leashd giving up).
-        if (!child.awaiting_respawn) continue;
+        if (!child.awaiting_respawn || now < child.next_spawn) continue;
         while (!child.deaths.empty() && now - child.deaths.front() > policy_.window) {
           child.deaths.pop_front();
         }
@@ -169,12 +169,17 @@ void SidecarSupervisor::Monitor() {
       if (!pid.ok()) {
         // Counted as a death; awaiting_respawn stays set, so the next pass tries again or
         // gives up.
-        std::fprintf(stderr, "leashd: respawning %s failed: %s\n", name.c_str(),
-                     std::string(pid.status().message()).c_str());
+        child.backoff = child.backoff == absl::ZeroDuration() ? policy_.respawn_backoff
+                                                              : child.backoff * 2;
+        child.next_spawn = absl::Now() + child.backoff;
+        std::fprintf(stderr, "leashd: respawning %s failed: %s; trying again in %s\n",
+                     name.c_str(), std::string(pid.status().message()).c_str(),
+                     absl::FormatDuration(child.backoff).c_str());
         child.deaths.push_back(absl::Now());
         continue;
       }
       child.awaiting_respawn = false;
+      child.backoff = absl::ZeroDuration();
       child.pid = *pid;
       child.started = absl::Now();
       ++child.restarts;

@@ -45,6 +45,10 @@ struct SupervisorPolicy {
   int max_deaths = 3;
   absl::Duration window = absl::Minutes(10);
   absl::Duration poll_period = absl::Milliseconds(100);
+  // After a spawn that fails, the next try waits this long, doubling on each further failure
+  // (1, 2, 4 s: a pids limit or a package upgrade a few seconds long is ridden out; one that
+  // lasts is more than max_deaths and leashd gives up).
+  absl::Duration respawn_backoff = absl::Seconds(1);
 };
 
 class SidecarSupervisor {
@@ -71,8 +75,10 @@ class SidecarSupervisor {
     pid_t pid = 0;
     absl::Time started;
     std::deque<absl::Time> deaths;
-    // Died (or its respawn failed) and is to be spawned again on the next pass.
+    // Died (or its respawn failed) and is to be spawned again, not before next_spawn.
     bool awaiting_respawn = false;
+    absl::Time next_spawn = absl::InfinitePast();
+    absl::Duration backoff = absl::ZeroDuration();  // after the last failed spawn
     uint32_t restarts = 0;
   };
   absl::StatusOr<pid_t> Spawn(const SidecarSpec& spec);

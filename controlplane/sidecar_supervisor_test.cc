@@ -51,6 +51,7 @@ class SupervisorTest : public ::testing::Test {
   static SupervisorPolicy FastPolicy() {
     SupervisorPolicy policy;
     policy.poll_period = absl::Milliseconds(20);
+    policy.respawn_backoff = absl::Milliseconds(20);
     return policy;
   }
   void MakeSupervisor(SupervisorPolicy policy = FastPolicy()) {
@@ -157,6 +158,29 @@ TEST_F(SupervisorTest, ARespawnThatFailsIsTriedAgainOnTheNextPass) {
   ASSERT_TRUE(WaitFor([&] { return supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH) > 0; },
                       absl::Seconds(10)));
   EXPECT_NE(supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH), first);
+  EXPECT_TRUE(GaveUp().empty());
+}
+
+// A failed spawn is not tried again before its backoff: here a very long one, so the binary
+// coming back does not bring the sidecar back, and nothing more counts towards giving up.
+TEST_F(SupervisorTest, AFailedSpawnWaitsForItsBackoff) {
+  const std::string program = dir_->Join("sidecar-copy");
+  ASSERT_TRUE(leash::testing::RunOk({"cp", kSidecar, program}).ok());
+  stream_.Publish({});
+  SupervisorPolicy policy = FastPolicy();
+  policy.respawn_backoff = absl::Minutes(10);
+  MakeSupervisor(policy);
+  ASSERT_TRUE(supervisor_->Start(Spec(false, program)).ok());
+  const pid_t first = supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH);
+  ASSERT_TRUE(stream_.WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, 1, absl::Seconds(10)).ok());
+  ASSERT_EQ(rename(program.c_str(), (program + ".away").c_str()), 0);
+  kill(first, SIGKILL);
+  ASSERT_TRUE(WaitFor([&] { return supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH) == 0; },
+                      absl::Seconds(10)));
+  absl::SleepFor(absl::Milliseconds(200));  // the first respawn has failed by now
+  ASSERT_EQ(rename((program + ".away").c_str(), program.c_str()), 0);
+  absl::SleepFor(absl::Seconds(1));  // 50 passes
+  EXPECT_EQ(supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH), 0);
   EXPECT_TRUE(GaveUp().empty());
 }
 
