@@ -466,8 +466,14 @@ int FswatchMain(int argc, char** argv) {
       break;
     }
     if (const int error = loop.failed_errno.load(); error != 0) {
-      Say(absl::StrCat("the event loop failed reading the fanotify group (errno ", error,
-                       "); exiting so leashd respawns the watcher"));
+      Say(error == EMFILE
+              ? absl::StrCat("no event has had a descriptor for ",
+                             absl::FormatDuration(WatcherOptions().descriptor_starvation_limit),
+                             " (EMFILE: the watcher's descriptor table is full, and the kernel "
+                             "denies every open meanwhile); exiting so leashd respawns the "
+                             "watcher with a fresh one")
+              : absl::StrCat("the event loop failed reading the fanotify group (errno ", error,
+                             "); exiting so leashd respawns the watcher"));
       exit_code = kExitLoopFailed;
       break;
     }

@@ -194,6 +194,17 @@ int Watcher::RunOnce(int timeout_ms) {
   // Every event of the batch is answered: their descriptors go together (a few syscalls for
   // the batch rather than one per event).
   source_.ReleaseAll(absl::MakeConstSpan(batch_.data(), static_cast<size_t>(n)));
+  if (starved_since_ns_ != 0) {
+    // Out of descriptors since then: one event with a file means it has healed.
+    const bool healed = std::any_of(batch_.begin(), batch_.begin() + n,
+                                    [](const FanEvent& e) { return e.fd >= 0; });
+    if (healed) {
+      starved_since_ns_ = 0;
+    } else if (MonotonicNs() - starved_since_ns_ >=
+               absl::ToInt64Nanoseconds(options_.descriptor_starvation_limit)) {
+      return -EMFILE;
+    }
+  }
   return 0;
 }
 
@@ -226,6 +237,7 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
     // Nothing to answer: the kernel has denied it. Said, under the opener's UID where the
     // kernel names the process (FAN_REPORT_FD_ERROR) and it can still be identified.
     unopenable_.fetch_add(1, std::memory_order_relaxed);
+    if (event.open_error == EMFILE && starved_since_ns_ == 0) starved_since_ns_ = MonotonicNs();
     Creds creds;
     const bool known = event.pid > 0 && source_.CredsOf(event, creds) == 0;
     Decision decision;

@@ -61,6 +61,11 @@ struct WatcherOptions {
   bool fault_stall_on_subject_event = false;
   // Events read per pass.
   size_t batch_size = 128;
+  // How long the watcher may go without a descriptor for any event (every one failing with
+  // EMFILE: its descriptor table full, a leak that does not heal) before the loop ends with
+  // EMFILE, so that leashd respawns it. Meanwhile the kernel denies every open on the marked
+  // filesystems, root's included.
+  absl::Duration descriptor_starvation_limit = absl::Seconds(10);
 };
 
 class Watcher {
@@ -153,6 +158,9 @@ class Watcher {
   std::atomic<uint64_t> events_{0};
   std::atomic<uint64_t> overflows_{0};
   std::atomic<uint64_t> unopenable_{0};
+  // Loop thread only: CLOCK_MONOTONIC ns of the first EMFILE event since an event last had a
+  // descriptor (0: none).
+  int64_t starved_since_ns_ = 0;
   std::atomic<uint64_t> answer_errors_{0};
 
   std::vector<FanEvent> batch_;  // loop thread only

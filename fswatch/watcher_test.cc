@@ -458,6 +458,39 @@ TEST_F(WatcherTest, AnUnopenableEventWithAPidIsLoggedUnderTheOpenersUid) {
   EXPECT_TRUE(source_.answers().empty());
 }
 
+// Out of descriptors for good (a leak): every event fails and the kernel denies every open,
+// root's too, while the loop keeps making passes, so the watchdog never fires. After the limit
+// with no event that had a descriptor, the loop ends (leashd respawns the watcher).
+TEST(WatcherStarvationTest, EventsWithoutADescriptorForTheLimitEndTheLoop) {
+  FakeFanotifySource source;
+  RecordingSink sink;
+  WatcherOptions options;
+  options.self_pid = kSelf;
+  options.descriptor_starvation_limit = absl::Milliseconds(50);
+  Watcher watcher(source, sink, options);
+  watcher.Publish(std::make_shared<sidecar::SubjectMap>(), 1);
+  source.PushUnopenable(EMFILE);
+  EXPECT_EQ(watcher.RunOnce(0), 0);
+  // One event with a descriptor in between: healed, the clock starts again.
+  absl::SleepFor(absl::Milliseconds(60));
+  source.PushOpen(100, 4242, "/t/f");
+  EXPECT_EQ(watcher.RunOnce(0), 0);
+  source.PushUnopenable(EMFILE);
+  EXPECT_EQ(watcher.RunOnce(0), 0);
+  absl::SleepFor(absl::Milliseconds(60));
+  source.PushUnopenable(EMFILE);
+  EXPECT_EQ(watcher.RunOnce(0), -EMFILE);
+  // Other errors (a 0:0 device node's ENXIO) are the opener's file, not the watcher's state.
+  FakeFanotifySource other_source;
+  Watcher other(other_source, sink, options);
+  other.Publish(std::make_shared<sidecar::SubjectMap>(), 1);
+  other_source.PushUnopenable(ENXIO);
+  EXPECT_EQ(other.RunOnce(0), 0);
+  absl::SleepFor(absl::Milliseconds(60));
+  other_source.PushUnopenable(ENXIO);
+  EXPECT_EQ(other.RunOnce(0), 0);
+}
+
 TEST_F(WatcherTest, FailedAnswerIsCountedAndReported) {
   FakeEvent event;
   event.mask = FAN_OPEN_PERM;
