@@ -131,8 +131,8 @@ void SidecarSupervisor::Monitor() {
           }
         }
         // Dead, or a respawn that failed on an earlier pass (a failed spawn counts as a death
-        // and is tried again here, so a sidecar is never left down without either coming back
-        // or leashd giving up).
+        // and is tried again here once its backoff is over, so a sidecar is never left down
+        // without either coming back or leashd giving up).
         if (!child.awaiting_respawn || now < child.next_spawn) continue;
         while (!child.deaths.empty() && now - child.deaths.front() > policy_.window) {
           child.deaths.pop_front();
@@ -167,8 +167,8 @@ void SidecarSupervisor::Monitor() {
       absl::MutexLock lock(&mu_);
       Child& child = children_[kind];
       if (!pid.ok()) {
-        // Counted as a death; awaiting_respawn stays set, so the next pass tries again or
-        // gives up.
+        // Counted as a death; awaiting_respawn stays set, so a pass after the backoff tries
+        // again or gives up.
         child.backoff = child.backoff == absl::ZeroDuration() ? policy_.respawn_backoff
                                                               : child.backoff * 2;
         child.next_spawn = absl::Now() + child.backoff;
