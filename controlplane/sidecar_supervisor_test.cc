@@ -60,6 +60,24 @@ class SupervisorTest : public ::testing::Test {
       gave_up_ = r;
     });
   }
+  // Starts the sidecar from a copy of its binary under `policy`, then moves the copy away
+  // (to Away()) and kills the sidecar, so every respawn fails until the copy is put back.
+  // Returns the first pid, once the supervisor has reaped it.
+  pid_t StartThenKillWithTheBinaryGone(SupervisorPolicy policy) {
+    EXPECT_TRUE(leash::testing::RunOk({"cp", kSidecar, Program()}).ok());
+    stream_.Publish({});
+    MakeSupervisor(policy);
+    EXPECT_TRUE(supervisor_->Start(Spec(false, Program())).ok());
+    const pid_t first = supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH);
+    EXPECT_TRUE(stream_.WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, 1, absl::Seconds(10)).ok());
+    EXPECT_EQ(rename(Program().c_str(), Away().c_str()), 0);
+    kill(first, SIGKILL);
+    EXPECT_TRUE(WaitFor([&] { return supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH) == 0; },
+                        absl::Seconds(10)));
+    return first;
+  }
+  std::string Program() const { return dir_->Join("sidecar-copy"); }
+  std::string Away() const { return Program() + ".away"; }
   std::string Log() {
     std::ifstream in(dir_->Join("decisions.jsonl"));
     std::stringstream s;
@@ -139,22 +157,12 @@ TEST_F(SupervisorTest, GivesUpAfterMoreThanThreeDeathsInTheWindow) {
 // A respawn that fails (the binary gone for a moment, a pids limit) used to leave the sidecar
 // down for good: nothing tried again, and nothing counted towards giving up.
 TEST_F(SupervisorTest, ARespawnThatFailsIsTriedAgainOnTheNextPass) {
-  const std::string program = dir_->Join("sidecar-copy");
-  ASSERT_TRUE(leash::testing::RunOk({"cp", kSidecar, program}).ok());
-  stream_.Publish({});
   SupervisorPolicy policy = FastPolicy();
   policy.max_deaths = 1000000;  // this test is about the retry, not the give-up
-  MakeSupervisor(policy);
-  ASSERT_TRUE(supervisor_->Start(Spec(false, program)).ok());
-  const pid_t first = supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH);
-  ASSERT_TRUE(stream_.WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, 1, absl::Seconds(10)).ok());
-  ASSERT_EQ(rename(program.c_str(), (program + ".away").c_str()), 0);
-  kill(first, SIGKILL);
-  ASSERT_TRUE(WaitFor([&] { return supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH) == 0; },
-                      absl::Seconds(10)));
+  const pid_t first = StartThenKillWithTheBinaryGone(policy);
   absl::SleepFor(absl::Milliseconds(200));  // several passes whose spawn fails
   EXPECT_EQ(supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH), 0);
-  ASSERT_EQ(rename((program + ".away").c_str(), program.c_str()), 0);
+  ASSERT_EQ(rename(Away().c_str(), Program().c_str()), 0);
   ASSERT_TRUE(WaitFor([&] { return supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH) > 0; },
                       absl::Seconds(10)));
   EXPECT_NE(supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH), first);
@@ -164,36 +172,18 @@ TEST_F(SupervisorTest, ARespawnThatFailsIsTriedAgainOnTheNextPass) {
 // A failed spawn is not tried again before its backoff: here a very long one, so the binary
 // coming back does not bring the sidecar back, and nothing more counts towards giving up.
 TEST_F(SupervisorTest, AFailedSpawnWaitsForItsBackoff) {
-  const std::string program = dir_->Join("sidecar-copy");
-  ASSERT_TRUE(leash::testing::RunOk({"cp", kSidecar, program}).ok());
-  stream_.Publish({});
   SupervisorPolicy policy = FastPolicy();
   policy.respawn_backoff = absl::Minutes(10);
-  MakeSupervisor(policy);
-  ASSERT_TRUE(supervisor_->Start(Spec(false, program)).ok());
-  const pid_t first = supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH);
-  ASSERT_TRUE(stream_.WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, 1, absl::Seconds(10)).ok());
-  ASSERT_EQ(rename(program.c_str(), (program + ".away").c_str()), 0);
-  kill(first, SIGKILL);
-  ASSERT_TRUE(WaitFor([&] { return supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH) == 0; },
-                      absl::Seconds(10)));
+  StartThenKillWithTheBinaryGone(policy);
   absl::SleepFor(absl::Milliseconds(200));  // the first respawn has failed by now
-  ASSERT_EQ(rename((program + ".away").c_str(), program.c_str()), 0);
+  ASSERT_EQ(rename(Away().c_str(), Program().c_str()), 0);
   absl::SleepFor(absl::Seconds(1));  // 50 passes
   EXPECT_EQ(supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH), 0);
   EXPECT_TRUE(GaveUp().empty());
 }
 
 TEST_F(SupervisorTest, RespawnsThatKeepFailingCountTowardsGivingUp) {
-  const std::string program = dir_->Join("sidecar-copy");
-  ASSERT_TRUE(leash::testing::RunOk({"cp", kSidecar, program}).ok());
-  stream_.Publish({});
-  MakeSupervisor();
-  ASSERT_TRUE(supervisor_->Start(Spec(false, program)).ok());
-  const pid_t first = supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH);
-  ASSERT_TRUE(stream_.WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, 1, absl::Seconds(10)).ok());
-  ASSERT_EQ(unlink(program.c_str()), 0);
-  kill(first, SIGKILL);
+  StartThenKillWithTheBinaryGone(FastPolicy());
   // One death and three failed spawns: more than 3 in the window.
   ASSERT_TRUE(WaitFor([&] { return !GaveUp().empty(); }, absl::Seconds(10)));
   EXPECT_THAT(GaveUp(), ::testing::HasSubstr("died 4 times"));

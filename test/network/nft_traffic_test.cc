@@ -79,7 +79,28 @@ class NftTrafficTest : public TrafficTest {
     return out.value_or("");
   }
 
+  // lnft_probe's `serve` on 127.0.0.1:`port` in the namespace, as `account` (root when null),
+  // once it says it is listening; it answers every connection with "squatter".
+  void Serve(const TestAccount* account, uint16_t port) {
+    const std::string log = absl::StrCat(getenv("TEST_TMPDIR"), "/serve-", port);
+    std::vector<std::string> argv = {world_->probe_path(), "serve", "127.0.0.1",
+                                     absl::StrCat(port)};
+    if (account != nullptr) argv = account->AsUser(argv);
+    absl::StatusOr<leash::testing::Background> serve =
+        leash::testing::Background::Start(world_->ns().Exec(argv), log);
+    ASSERT_TRUE(serve.ok()) << serve.status();
+    servers_.push_back(*std::move(serve));
+    ASSERT_TRUE(leash::testing::WaitFor(
+        [&] {
+          std::ifstream in(log);
+          std::string line;
+          return std::getline(in, line) && line == "listening";
+        },
+        absl::Seconds(10)));
+  }
+
   std::unique_ptr<TaggedServer> server_;
+  std::vector<leash::testing::Background> servers_;
   std::unique_ptr<NftNetfilter> nf_;
   NetfilterSubject subject_a_;
   NetfilterSubject subject_b_;
@@ -165,23 +186,8 @@ TEST_F(NftTrafficTest, NothingButTcpAndTheAllowedUdpLeaves) {
 TEST_F(NftTrafficTest, AnAgentSquattingAProxyPortNeverCompletesAHandshake) {
   constexpr uint16_t kSquatted = 18150;
   constexpr uint16_t kOutsideTheRange = 28150;
-  std::vector<leash::testing::Background> squatters;
-  for (uint16_t port : {kSquatted, kOutsideTheRange}) {
-    const std::string log = absl::StrCat(getenv("TEST_TMPDIR"), "/serve-", port);
-    absl::StatusOr<leash::testing::Background> serve = leash::testing::Background::Start(
-        world_->ns().Exec(a_->AsUser({world_->probe_path(), "serve", "127.0.0.1",
-                                      absl::StrCat(port)})),
-        log);
-    ASSERT_TRUE(serve.ok()) << serve.status();
-    squatters.push_back(*std::move(serve));
-    ASSERT_TRUE(leash::testing::WaitFor(
-        [&] {
-          std::ifstream in(log);
-          std::string line;
-          return std::getline(in, line) && line == "listening";
-        },
-        absl::Seconds(10)));
-  }
+  ASSERT_NO_FATAL_FAILURE(Serve(a_, kSquatted));
+  ASSERT_NO_FATAL_FAILURE(Serve(a_, kOutsideTheRange));
   // b's redirect now points at the squatted port.
   ASSERT_TRUE(nf_->Apply(MakeSubject(b_->uid(), kSquatted, /*udp_allowed=*/true)).ok());
   EXPECT_EQ(Probe(b_, "tcp", "192.0.2.11", 443), "timeout");
@@ -196,17 +202,7 @@ TEST_F(NftTrafficTest, AnAgentSquattingAProxyPortNeverCompletesAHandshake) {
 // reachable.
 TEST_F(NftTrafficTest, ASubjectWhoseListenerIsNotBoundHasItsTcpResetNotRedirected) {
   constexpr uint16_t kTaken = 18160;
-  const std::string log = absl::StrCat(getenv("TEST_TMPDIR"), "/serve-root-", kTaken);
-  absl::StatusOr<leash::testing::Background> holder = leash::testing::Background::Start(
-      world_->ns().Exec({world_->probe_path(), "serve", "127.0.0.1", absl::StrCat(kTaken)}), log);
-  ASSERT_TRUE(holder.ok()) << holder.status();
-  ASSERT_TRUE(leash::testing::WaitFor(
-      [&] {
-        std::ifstream in(log);
-        std::string line;
-        return std::getline(in, line) && line == "listening";
-      },
-      absl::Seconds(10)));
+  ASSERT_NO_FATAL_FAILURE(Serve(nullptr, kTaken));
   NetfilterSubject b = MakeSubject(b_->uid(), kTaken, /*udp_allowed=*/true);
   ASSERT_TRUE(nf_->Apply(b).ok());
   EXPECT_EQ(Probe(b_, "tcp", "192.0.2.11", 443), "squatter");  // what refuse_tcp prevents
