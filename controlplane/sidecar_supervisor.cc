@@ -18,7 +18,7 @@ extern char** environ;
 namespace leash::controlplane {
 namespace {
 
-// The decision log's number in a sidecar.
+// The decision log's number in a sidecar; inherited descriptors follow it.
 constexpr int kChildLogFd = 3;
 
 std::string DescribeExit(int status) {
@@ -28,6 +28,8 @@ std::string DescribeExit(int status) {
 }
 
 }  // namespace
+
+int SidecarInheritedFd(size_t index) { return kChildLogFd + 1 + static_cast<int>(index); }
 
 SidecarSupervisor::SidecarSupervisor(PolicyStreamService* stream, SupervisorPolicy policy,
                                      std::function<void(const std::string&)> give_up)
@@ -43,7 +45,12 @@ SidecarSupervisor::~SidecarSupervisor() {
 absl::StatusOr<pid_t> SidecarSupervisor::Spawn(const SidecarSpec& spec) {
   std::vector<std::string> args;
   for (const std::string& arg : spec.argv) {
-    args.push_back(absl::StrReplaceAll(arg, {{"{log_fd}", std::to_string(kChildLogFd)}}));
+    std::string expanded = absl::StrReplaceAll(arg, {{"{log_fd}", std::to_string(kChildLogFd)}});
+    for (size_t i = 0; i < spec.inherited_fds.size(); ++i) {
+      expanded = absl::StrReplaceAll(
+          expanded, {{absl::StrCat("{fd:", i, "}"), std::to_string(SidecarInheritedFd(i))}});
+    }
+    args.push_back(std::move(expanded));
   }
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
@@ -51,15 +58,30 @@ absl::StatusOr<pid_t> SidecarSupervisor::Spawn(const SidecarSpec& spec) {
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  int source_fd = -1;
-  if (spec.decision_log_fd >= 0) {
-    // dup2 onto itself would keep close-on-exec; go through a fresh descriptor first.
-    source_fd = fcntl(spec.decision_log_fd, F_DUPFD_CLOEXEC, 10);
-    if (source_fd < 0) {
-      posix_spawn_file_actions_destroy(&actions);
-      return absl::ErrnoToStatus(errno, "dup the decision log for " + spec.name);
-    }
-    posix_spawn_file_actions_adddup2(&actions, source_fd, kChildLogFd);
+  // dup2 onto itself would keep close-on-exec, and a source number may be a target number of
+  // another: every descriptor goes through a fresh one above all the targets first.
+  std::vector<int> sources;
+  auto close_sources = [&sources] {
+    for (int fd : sources) close(fd);
+  };
+  auto hand_down = [&](int fd, int child_fd, absl::string_view what) -> absl::Status {
+    const int source = fcntl(fd, F_DUPFD_CLOEXEC,
+                             SidecarInheritedFd(spec.inherited_fds.size()) + 1);
+    if (source < 0) return absl::ErrnoToStatus(errno, absl::StrCat("dup ", what, " for ", spec.name));
+    sources.push_back(source);
+    posix_spawn_file_actions_adddup2(&actions, source, child_fd);
+    return absl::OkStatus();
+  };
+  absl::Status handed = absl::OkStatus();
+  if (spec.decision_log_fd >= 0) handed = hand_down(spec.decision_log_fd, kChildLogFd, "the decision log");
+  for (size_t i = 0; handed.ok() && i < spec.inherited_fds.size(); ++i) {
+    handed = hand_down(spec.inherited_fds[i], SidecarInheritedFd(i),
+                       absl::StrCat("inherited descriptor ", i));
+  }
+  if (!handed.ok()) {
+    close_sources();
+    posix_spawn_file_actions_destroy(&actions);
+    return handed;
   }
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
@@ -75,7 +97,7 @@ absl::StatusOr<pid_t> SidecarSupervisor::Spawn(const SidecarSpec& spec) {
   const int rc = posix_spawn(&pid, argv[0], &actions, &attributes, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
-  if (source_fd >= 0) close(source_fd);
+  close_sources();
   if (rc != 0) {
     return absl::ErrnoToStatus(rc, absl::StrCat("spawn ", spec.name, " (", spec.argv[0], ")"));
   }

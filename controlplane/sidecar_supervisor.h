@@ -25,6 +25,9 @@
 
 namespace leash::controlplane {
 
+// The descriptor number SidecarSpec::inherited_fds[index] has in a spawned sidecar.
+int SidecarInheritedFd(size_t index);
+
 struct SidecarSpec {
   // "leash-proxy" / "leash-fswatch".
   std::string name;
@@ -34,6 +37,10 @@ struct SidecarSpec {
   std::vector<std::string> argv;
   // The decision log (O_APPEND), inherited by the child; -1 for none.
   int decision_log_fd = -1;
+  // Descriptors leashd keeps open for the sidecar's whole supervised life (for example a
+  // kernel object that must outlive one process of it), handed to every spawn: the i-th is
+  // number SidecarInheritedFd(i) in the child. "{fd:i}" in an argument is replaced by it.
+  std::vector<int> inherited_fds;
   // A sidecar whose last heartbeat is older than this is killed (and respawned).
   absl::Duration heartbeat_timeout = absl::Seconds(5);
   // Time a new process has to connect and say hello before it is treated as hung.

@@ -98,6 +98,31 @@ class SupervisorTest : public ::testing::Test {
   std::string gave_up_;
 };
 
+TEST_F(SupervisorTest, InheritedDescriptorsReachTheChildAtTheirNumbers) {
+  int first[2], second[2];
+  ASSERT_EQ(pipe2(first, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(second, O_CLOEXEC), 0);
+  SidecarSpec spec = Spec();
+  // The second pipe's write end is handed down as inherited descriptor 1: the child writes to
+  // the number "{fd:1}" names, and the bytes come out of that pipe, not the first.
+  spec.argv = {"/bin/sh", "-c", "echo one >&{fd:0}; echo two >&{fd:1}; exec sleep 30"};
+  spec.inherited_fds = {first[1], second[1]};
+  stream_.Publish({});
+  MakeSupervisor();
+  ASSERT_TRUE(supervisor_->Start(spec).ok());
+  close(first[1]);
+  close(second[1]);
+  char buffer[16] = {};
+  ASSERT_EQ(read(first[0], buffer, sizeof buffer), 4);
+  EXPECT_EQ(std::string(buffer, 4), "one\n");
+  ASSERT_EQ(read(second[0], buffer, sizeof buffer), 4);
+  EXPECT_EQ(std::string(buffer, 4), "two\n");
+  EXPECT_EQ(SidecarInheritedFd(0), 4);
+  supervisor_.reset();
+  close(first[0]);
+  close(second[0]);
+}
+
 TEST_F(SupervisorTest, SidecarInheritsTheDecisionLogAndGetsTheMap) {
   stream_.Publish({});
   MakeSupervisor();

@@ -7,6 +7,8 @@ LEASH_PACKAGES=(
   libabsl-dev libyaml-cpp-dev libnftnl-dev libmnl-dev libre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nftables iptables iproute2 util-linux passwd procps
+  # newuidmap/newgidmap: the subordinate-UID tests map an agent's ranges for real.
+  uidmap
   systemd libcap2-bin
   python3 python3-grpcio
   # tools_api: Python stubs generated at test time (python3-grpc-tools), and
