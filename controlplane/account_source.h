@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/uid_ranges.h"
 
 namespace leash::controlplane {
 
@@ -17,11 +19,25 @@ namespace leash::controlplane {
 inline constexpr absl::string_view kAgentAccountPrefix = "leash-";
 
 struct Account {
+  Account() = default;
+  Account(std::string name, uint32_t uid, uint32_t gid)
+      : name(std::move(name)), uid(uid), gid(gid) {}
+
   std::string name;
   uint32_t uid = 0;
   uint32_t gid = 0;
+  // The subordinate UID and GID ranges the account holds (/etc/subuid, /etc/subgid; merged):
+  // host IDs its processes can run under inside a user namespace (engine/uid_ranges.h).
+  std::vector<engine::UidRange> subordinate_uids;
+  std::vector<engine::UidRange> subordinate_gids;
+  // Why its subordinate ranges are not known for certain (a line of those files that names it
+  // but cannot be read): leashd denies such a subject rather than guess.
+  std::vector<std::string> subordinate_problems;
   bool operator==(const Account& other) const {
-    return name == other.name && uid == other.uid && gid == other.gid;
+    return name == other.name && uid == other.uid && gid == other.gid &&
+           subordinate_uids == other.subordinate_uids &&
+           subordinate_gids == other.subordinate_gids &&
+           subordinate_problems == other.subordinate_problems;
   }
 };
 
@@ -38,6 +54,10 @@ class AccountSource {
   virtual absl::StatusOr<std::vector<Account>> ListAgentAccounts() = 0;
   // One account by name; nullopt when it does not exist.
   virtual absl::StatusOr<std::optional<Account>> Lookup(absl::string_view name) = 0;
+  // Every account (any name) whose UID is inside `uids`: whom a subject's subordinate ranges
+  // would let it act as. An error means the database could not be read.
+  virtual absl::StatusOr<std::vector<Account>> AccountsWithUidIn(
+      const std::vector<engine::UidRange>& uids) = 0;
 };
 
 }  // namespace leash::controlplane

@@ -19,7 +19,21 @@ absl::Status ValidateNetfilterSubject(const NetfilterSubject& subject) {
         "UID ", subject.uid, " has proxy port ", subject.port, ", outside the reserved range ",
         kProxyPortFirst, "-", kProxyPortLast, "; the port map assigns ports in that range"));
   }
+  // Root inside a subordinate range would be the same mistake by another route.
+  for (const engine::UidRange& range : subject.subordinate_uids) {
+    if (range.Contains(0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "UID ", subject.uid, "'s subordinate range ", engine::FormatUidRange(range),
+          " holds UID 0 (root); remove it from /etc/subuid"));
+    }
+  }
   return absl::OkStatus();
+}
+
+std::vector<engine::UidRange> DispatchedUids(const NetfilterSubject& subject) {
+  std::vector<engine::UidRange> uids = subject.subordinate_uids;
+  uids.push_back({subject.uid, subject.uid});
+  return engine::MergeUidRanges(std::move(uids));
 }
 
 }  // namespace leash::controlplane

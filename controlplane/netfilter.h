@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "engine/ip_address.h"
 #include "engine/reserved_ports.h"
+#include "engine/uid_ranges.h"
 
 namespace leash::controlplane {
 
@@ -34,6 +35,10 @@ using engine::kSingleSubjectPort;
 
 struct NetfilterSubject {
   uint32_t uid = 0;
+  // The subordinate UIDs that are this subject's too (disjoint from every other subject's):
+  // dispatched to the same chain, so a process of the agent inside its own user namespace
+  // meets the same redirect and filter.
+  std::vector<engine::UidRange> subordinate_uids;
   // The UID's proxy listener port (127.0.0.1 and ::1).
   uint16_t port = 0;
   // network.udp: allow — UDP unfiltered, as an explicit choice.
@@ -47,7 +52,7 @@ struct NetfilterSubject {
   bool refuse_tcp = false;
 
   bool operator==(const NetfilterSubject& other) const {
-    return uid == other.uid && port == other.port && udp_allowed == other.udp_allowed &&
+    return uid == other.uid && subordinate_uids == other.subordinate_uids && port == other.port && udp_allowed == other.udp_allowed &&
            dns_resolvers == other.dns_resolvers && refuse_tcp == other.refuse_tcp;
   }
   bool operator!=(const NetfilterSubject& other) const { return !(*this == other); }
@@ -58,6 +63,9 @@ struct NetfilterSubject {
 // listener port inside kProxyPortFirst..kProxyPortLast. InvalidArgument naming the subject
 // otherwise.
 absl::Status ValidateNetfilterSubject(const NetfilterSubject& subject);
+
+// The UIDs a subject's dispatch covers: its own and its subordinate ranges, merged.
+std::vector<engine::UidRange> DispatchedUids(const NetfilterSubject& subject);
 
 class Netfilter {
  public:

@@ -9,6 +9,8 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 
+#include <endian.h>
+
 #include <cstring>
 #include <utility>
 
@@ -44,8 +46,8 @@ absl::Status ParseError(const std::string& what) {
   return absl::InternalError(absl::StrCat("cannot parse the kernel's ", what, " message"));
 }
 
-// Keys of the agents map are host-order UIDs (meta skuid); read them back the same way.
-absl::Status CollectElementUids(const nlmsghdr* h, std::set<uint32_t>& uids) {
+// Keys of the agents map are big-endian UIDs (an interval map); read back in host order.
+absl::Status CollectElements(const nlmsghdr* h, std::vector<nft::DumpedElement>& elements) {
   SetPtr set(nftnl_set_alloc());
   if (nftnl_set_elems_nlmsg_parse(h, set.get()) < 0) return ParseError("set element");
   nftnl_set_elems_iter* it = nftnl_set_elems_iter_create(set.get());
@@ -54,9 +56,17 @@ absl::Status CollectElementUids(const nlmsghdr* h, std::set<uint32_t>& uids) {
     uint32_t len = 0;
     const void* key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
     if (key == nullptr || len != sizeof(uint32_t)) continue;
-    uint32_t uid = 0;
-    std::memcpy(&uid, key, sizeof(uid));
-    uids.insert(uid);
+    nft::DumpedElement element;
+    uint32_t big_endian = 0;
+    std::memcpy(&big_endian, key, sizeof(big_endian));
+    element.key = be32toh(big_endian);
+    element.interval_end = nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_FLAGS) &&
+                           (nftnl_set_elem_get_u32(e, NFTNL_SET_ELEM_FLAGS) &
+                            NFT_SET_ELEM_INTERVAL_END) != 0;
+    if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_CHAIN)) {
+      element.jump_chain = nftnl_set_elem_get_str(e, NFTNL_SET_ELEM_CHAIN);
+    }
+    elements.push_back(std::move(element));
   }
   nftnl_set_elems_iter_destroy(it);
   return absl::OkStatus();
@@ -152,6 +162,10 @@ absl::StatusOr<nft::TableSnapshot> NftNetfilter::ReadTable(const LeashTable& tab
             if (x.name == "meta") {
               x.meta_key = nftnl_expr_get_u32(e, NFTNL_EXPR_META_KEY);
               x.dreg = nftnl_expr_get_u32(e, NFTNL_EXPR_META_DREG);
+            } else if (x.name == "byteorder") {
+              x.sreg = nftnl_expr_get_u32(e, NFTNL_EXPR_BYTEORDER_SREG);
+              x.dreg = nftnl_expr_get_u32(e, NFTNL_EXPR_BYTEORDER_DREG);
+              x.byteorder_op = nftnl_expr_get_u32(e, NFTNL_EXPR_BYTEORDER_OP);
             } else if (x.name == "lookup") {
               x.sreg = nftnl_expr_get_u32(e, NFTNL_EXPR_LOOKUP_SREG);
               x.dreg = nftnl_expr_get_u32(e, NFTNL_EXPR_LOOKUP_DREG);
@@ -192,16 +206,16 @@ absl::StatusOr<std::set<uint32_t>> NftNetfilter::AgentChains(const LeashTable& t
   return uids;
 }
 
-absl::StatusOr<std::set<uint32_t>> NftNetfilter::MapElements(const LeashTable& table) {
-  std::set<uint32_t> uids;
+absl::StatusOr<nft::PresentIntervals> NftNetfilter::MapElements(const LeashTable& table) {
+  std::vector<nft::DumpedElement> elements;
   SetPtr request = MapNamed(table);
   absl::Status s = socket_->Request(
       NFT_MSG_GETSETELEM, table.family, /*dump=*/true,
       [&](nlmsghdr* h) { nftnl_set_elems_nlmsg_build_payload(h, request.get()); },
-      [&](const nlmsghdr* h) { return CollectElementUids(h, uids); });
-  if (absl::IsNotFound(s)) return uids;
+      [&](const nlmsghdr* h) { return CollectElements(h, elements); });
+  if (absl::IsNotFound(s)) return nft::PresentIntervals();
   if (!s.ok()) return s;
-  return uids;
+  return nft::PairDumpedElements(std::move(elements));
 }
 
 absl::StatusOr<bool> NftNetfilter::ChainExists(const LeashTable& table, uint32_t uid) {
@@ -217,28 +231,15 @@ absl::StatusOr<bool> NftNetfilter::ChainExists(const LeashTable& table, uint32_t
   return true;
 }
 
-absl::StatusOr<bool> NftNetfilter::ElementExists(const LeashTable& table, uint32_t uid) {
-  SetPtr request = MapNamed(table);
-  nftnl_set_elem* element = nftnl_set_elem_alloc();
-  nftnl_set_elem_set(element, NFTNL_SET_ELEM_KEY, &uid, sizeof(uid));
-  nftnl_set_elem_add(request.get(), element);
-  std::set<uint32_t> found;
-  absl::Status s = socket_->Request(
-      NFT_MSG_GETSETELEM, table.family, /*dump=*/false,
-      [&](nlmsghdr* h) { nftnl_set_elems_nlmsg_build_payload(h, request.get()); },
-      [&](const nlmsghdr* h) { return CollectElementUids(h, found); });
-  if (absl::IsNotFound(s)) return false;
-  if (!s.ok()) return s;
-  return found.count(uid) > 0;
-}
-
 absl::StatusOr<NftNetfilter::Presence> NftNetfilter::PresenceOf(uint32_t uid) {
   Presence presence;
   for (size_t i = 0; i < Tables().size(); ++i) {
     ASSIGN_OR_RETURN(const bool chain, ChainExists(Tables()[i], uid));
-    ASSIGN_OR_RETURN(const bool element, ElementExists(Tables()[i], uid));
+    ASSIGN_OR_RETURN(nft::PresentIntervals intervals, MapElements(Tables()[i]));
     if (chain) presence.chains[i].insert(uid);
-    if (element) presence.elements[i].insert(uid);
+    if (auto it = intervals.find(uid); it != intervals.end()) {
+      presence.elements[i][uid] = std::move(it->second);
+    }
   }
   return presence;
 }
@@ -331,8 +332,7 @@ absl::Status NftNetfilter::Release(uint32_t uid) {
   NftBatch batch(socket_->next_seq());
   for (size_t i = 0; i < Tables().size(); ++i) {
     nft::ReleaseSubjects(
-        batch, Tables()[i],
-        std::vector<uint32_t>(presence.elements[i].begin(), presence.elements[i].end()),
+        batch, Tables()[i], presence.elements[i],
         std::vector<uint32_t>(presence.chains[i].begin(), presence.chains[i].end()));
   }
   return socket_->Send(batch);  // nothing present: an empty batch, nothing sent

@@ -35,10 +35,10 @@ class NftNetfilter : public Netfilter {
   std::string Describe() const override { return "nftables"; }
 
  private:
-  // Which of the three tables already hold a UID's chain and map element.
+  // Which of the three tables already hold a UID's chain and map intervals.
   struct Presence {
     std::set<uint32_t> chains[3];
-    std::set<uint32_t> elements[3];
+    nft::PresentIntervals elements[3];
   };
 
   explicit NftNetfilter(std::unique_ptr<NftSocket> socket) : socket_(std::move(socket)) {}
@@ -50,15 +50,13 @@ class NftNetfilter : public Netfilter {
   // UIDs with an agent_<uid> chain in `table` (empty when the table does not exist).
   absl::StatusOr<std::set<uint32_t>> AgentChains(const nft::LeashTable& table)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // UIDs with an element in `table`'s agents map (empty when there is no map).
-  absl::StatusOr<std::set<uint32_t>> MapElements(const nft::LeashTable& table)
+  // The intervals of `table`'s agents map, by subject (empty when there is no map).
+  absl::StatusOr<nft::PresentIntervals> MapElements(const nft::LeashTable& table)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<bool> ChainExists(const nft::LeashTable& table, uint32_t uid)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<bool> ElementExists(const nft::LeashTable& table, uint32_t uid)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // One UID's presence by direct lookups (six small requests, independent of how many
-  // subjects exist); many UIDs' by one dump per table and map.
+  // One UID's presence: a direct chain lookup per table, and the map's intervals from a dump
+  // (an interval map has no lookup by owner); many UIDs' by one dump per table and map.
   absl::StatusOr<Presence> PresenceOf(uint32_t uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Presence> PresenceOfAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ApplyWith(const std::vector<NetfilterSubject>& subjects, const Presence& presence)

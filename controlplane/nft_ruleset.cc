@@ -11,7 +11,9 @@
 #include <linux/netfilter/nf_tables.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <set>
@@ -26,11 +28,12 @@ namespace leash::controlplane::nft {
 namespace {
 
 using engine::IpAddress;
+using engine::UidRange;
 
 constexpr uint16_t kDnsPort = 53;
-// nftables' BYTEORDER_HOST_ENDIAN, recorded in the map's user data so `nft list` prints UIDs as
-// numbers (nft does the same for `type uid`).
-constexpr uint32_t kHostEndian = 1;
+// nftables' BYTEORDER_BIG_ENDIAN, recorded in the map's user data so `nft list` prints the
+// interval map's UIDs as numbers (nft does the same for `type uid; flags interval`).
+constexpr uint32_t kBigEndian = 2;
 
 struct ExprDeleter {
   void operator()(nftnl_expr* e) const { nftnl_expr_free(e); }
@@ -140,6 +143,17 @@ class RuleBuilder {
     nftnl_expr_set_u8(e.get(), NFTNL_EXPR_REJECT_CODE, 0);
     return Add(std::move(e));
   }
+  // An interval map compares keys as bytes: the UID goes big-endian first (`nft` emits the same
+  // `byteorder reg 1 = hton(reg 1, 4, 4)` for `meta skuid vmap` on an interval map).
+  RuleBuilder& HostToNetwork32() {
+    ExprPtr e(nftnl_expr_alloc("byteorder"));
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_BYTEORDER_SREG, NFT_REG_1);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_BYTEORDER_DREG, NFT_REG_1);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_BYTEORDER_OP, NFT_BYTEORDER_HTON);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_BYTEORDER_LEN, 4);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_BYTEORDER_SIZE, 4);
+    return Add(std::move(e));
+  }
   RuleBuilder& VmapLookup(uint32_t set_id) {
     ExprPtr e(nftnl_expr_alloc("lookup"));
     nftnl_expr_set_u32(e.get(), NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
@@ -167,28 +181,50 @@ std::unique_ptr<nftnl_set, SetDeleter> MapRef(const LeashTable& table) {
   return set;
 }
 
-nftnl_set_elem* UidElement(uint32_t uid) {
+// One element of the interval map: the first UID of an interval, or (interval_end) the UID one
+// past its last. Keys are big-endian, as the dispatch rule's byteorder makes the socket's UID.
+nftnl_set_elem* IntervalElement(uint32_t key, bool interval_end) {
   nftnl_set_elem* element = nftnl_set_elem_alloc();
-  // meta skuid loads the UID in host byte order, so the key is stored the same way.
-  nftnl_set_elem_set(element, NFTNL_SET_ELEM_KEY, &uid, sizeof(uid));
+  const uint32_t big_endian = htonl(key);
+  nftnl_set_elem_set(element, NFTNL_SET_ELEM_KEY, &big_endian, sizeof(big_endian));
+  if (interval_end) nftnl_set_elem_set_u32(element, NFTNL_SET_ELEM_FLAGS, NFT_SET_ELEM_INTERVAL_END);
   return element;
 }
 
-// Elements per NEWSETELEM/DELSETELEM message: ~60 bytes each, well inside
-// NftBatch::kMaxMessageBytes, and a 1,000-subject startup sends 4 messages per map, not 1,000.
-constexpr size_t kElementsPerMessage = 256;
+// The elements of an interval, in the order nft sends them: its start (with the verdict, when
+// adding), then its end, unless the interval runs to the last UID (nothing is past it).
+void AddIntervalElements(nftnl_set* map, const UidRange& range, const char* jump_chain) {
+  nftnl_set_elem* start = IntervalElement(range.first, false);
+  if (jump_chain != nullptr) {
+    nftnl_set_elem_set_u32(start, NFTNL_SET_ELEM_VERDICT, static_cast<uint32_t>(NFT_JUMP));
+    nftnl_set_elem_set_str(start, NFTNL_SET_ELEM_CHAIN, jump_chain);
+  }
+  nftnl_set_elem_add(map, start);
+  if (range.last != UINT32_MAX) nftnl_set_elem_add(map, IntervalElement(range.last + 1, true));
+}
 
-void ForEachElementChunk(const std::vector<uint32_t>& uids,
-                         const std::function<void(absl::Span<const uint32_t>)>& fn) {
-  for (size_t i = 0; i < uids.size(); i += kElementsPerMessage) {
-    fn(absl::MakeConstSpan(uids).subspan(i, kElementsPerMessage));
+// One subject's intervals, for a NEWSETELEM or DELSETELEM message.
+struct OwnedInterval {
+  uint32_t owner;
+  UidRange range;
+};
+
+// Intervals per message: two elements of ~60 bytes each, well inside
+// NftBatch::kMaxMessageBytes, and a 1,000-subject startup sends a few messages per map.
+constexpr size_t kIntervalsPerMessage = 128;
+
+void ForEachIntervalChunk(const std::vector<OwnedInterval>& intervals,
+                          const std::function<void(absl::Span<const OwnedInterval>)>& fn) {
+  for (size_t i = 0; i < intervals.size(); i += kIntervalsPerMessage) {
+    fn(absl::MakeConstSpan(intervals).subspan(i, kIntervalsPerMessage));
   }
 }
 
-// "element 1001" or "elements 1001..1256 (256)", for error messages.
-std::string ElementsLabel(absl::Span<const uint32_t> uids) {
-  if (uids.size() == 1) return absl::StrCat("element ", uids.front());
-  return absl::StrCat("elements ", uids.front(), "..", uids.back(), " (", uids.size(), ")");
+// "element 1001" or "elements 1001..100000-165535 (3)", for error messages.
+std::string ElementsLabel(absl::Span<const OwnedInterval> intervals) {
+  if (intervals.size() == 1) return absl::StrCat("element ", engine::FormatUidRange(intervals.front().range));
+  return absl::StrCat("elements ", engine::FormatUidRange(intervals.front().range), "..",
+                      engine::FormatUidRange(intervals.back().range), " (", intervals.size(), ")");
 }
 
 std::string PortRange() { return absl::StrCat(kProxyPortFirst, "-", kProxyPortLast); }
@@ -353,13 +389,13 @@ void AddSkeleton(NftBatch& batch, const LeashTable& table, uint32_t set_id) {
   batch.AddTable(table.family, table.name, absl::StrCat("add table ", label));
 
   std::unique_ptr<nftnl_set, SetDeleter> map = MapRef(table);
-  nftnl_set_set_u32(map.get(), NFTNL_SET_FLAGS, NFT_SET_MAP);
+  nftnl_set_set_u32(map.get(), NFTNL_SET_FLAGS, NFT_SET_MAP | NFT_SET_INTERVAL);
   nftnl_set_set_u32(map.get(), NFTNL_SET_KEY_TYPE, kNftTypeUid);
   nftnl_set_set_u32(map.get(), NFTNL_SET_KEY_LEN, sizeof(uint32_t));
   nftnl_set_set_u32(map.get(), NFTNL_SET_DATA_TYPE, NFT_DATA_VERDICT);
   nftnl_set_set_u32(map.get(), NFTNL_SET_ID, set_id);
   std::unique_ptr<nftnl_udata_buf, UdataDeleter> udata(nftnl_udata_buf_alloc(64));
-  nftnl_udata_put_u32(udata.get(), NFTNL_UDATA_SET_KEYBYTEORDER, kHostEndian);
+  nftnl_udata_put_u32(udata.get(), NFTNL_UDATA_SET_KEYBYTEORDER, kBigEndian);
   nftnl_set_set_data(map.get(), NFTNL_SET_USERDATA, nftnl_udata_buf_data(udata.get()),
                      nftnl_udata_buf_len(udata.get()));
   batch.AddSet(map.get(), absl::StrCat("add map ", kAgentsMap, " to table ", label));
@@ -377,24 +413,26 @@ void AddSkeleton(NftBatch& batch, const LeashTable& table, uint32_t set_id) {
                  absl::StrCat("add chain ", kDispatchChain, " to table ", label));
 
   RuleBuilder dispatch(table, kDispatchChain);
-  dispatch.Meta(NFT_META_SKUID).VmapLookup(set_id);
+  dispatch.Meta(NFT_META_SKUID).HostToNetwork32().VmapLookup(set_id);
   batch.AddRule(dispatch.rule(), absl::StrCat("add rule `meta skuid vmap @", kAgentsMap,
                                               "` to ", label, " ", kDispatchChain));
 }
 
 void ApplySubjects(NftBatch& batch, const LeashTable& table,
                    const std::vector<NetfilterSubject>& subjects,
-                   const std::set<uint32_t>& elements_present,
+                   const PresentIntervals& elements_present,
                    const std::set<uint32_t>& chains_present) {
-  std::vector<uint32_t> stale_elements;
+  PresentIntervals stale_elements;
   std::vector<uint32_t> stale_chains;
-  std::vector<uint32_t> uids;
+  std::vector<OwnedInterval> intervals;
   for (const NetfilterSubject& subject : subjects) {
-    uids.push_back(subject.uid);
-    if (elements_present.count(subject.uid) > 0) stale_elements.push_back(subject.uid);
+    for (const UidRange& range : DispatchedUids(subject)) intervals.push_back({subject.uid, range});
+    if (auto it = elements_present.find(subject.uid); it != elements_present.end()) {
+      stale_elements[subject.uid] = it->second;
+    }
     if (chains_present.count(subject.uid) > 0) stale_chains.push_back(subject.uid);
   }
-  // A replace deletes exactly this UID's element and chain and re-adds them in the same
+  // A replace deletes exactly this UID's elements and chain and re-adds them in the same
   // transaction: no moment without the UID's rules, and no other UID's objects touched.
   ReleaseSubjects(batch, table, stale_elements, stale_chains);
   for (const NetfilterSubject& subject : subjects) {
@@ -411,25 +449,28 @@ void ApplySubjects(NftBatch& batch, const LeashTable& table,
       AddFilterRules(batch, table, name, subject);
     }
   }
-  ForEachElementChunk(uids, [&](absl::Span<const uint32_t> chunk) {
+  ForEachIntervalChunk(intervals, [&](absl::Span<const OwnedInterval> chunk) {
     std::unique_ptr<nftnl_set, SetDeleter> map = MapRef(table);
-    for (uint32_t uid : chunk) {
-      nftnl_set_elem* element = UidElement(uid);
-      nftnl_set_elem_set_u32(element, NFTNL_SET_ELEM_VERDICT, static_cast<uint32_t>(NFT_JUMP));
-      nftnl_set_elem_set_str(element, NFTNL_SET_ELEM_CHAIN, AgentChainName(uid).c_str());
-      nftnl_set_elem_add(map.get(), element);
+    for (const OwnedInterval& interval : chunk) {
+      AddIntervalElements(map.get(), interval.range, AgentChainName(interval.owner).c_str());
     }
-    batch.AddElements(map.get(), absl::StrCat("add ", ElementsLabel(chunk), " : jump agent_<uid> to map ",
-                                              table.Label(), " ", kAgentsMap));
+    batch.AddElements(map.get(), absl::StrCat("add ", ElementsLabel(chunk),
+                                              " : jump agent_<uid> to map ", table.Label(), " ",
+                                              kAgentsMap));
   });
 }
 
-void ReleaseSubjects(NftBatch& batch, const LeashTable& table,
-                     const std::vector<uint32_t>& element_uids,
+void ReleaseSubjects(NftBatch& batch, const LeashTable& table, const PresentIntervals& elements,
                      const std::vector<uint32_t>& chain_uids) {
-  ForEachElementChunk(element_uids, [&](absl::Span<const uint32_t> chunk) {
+  std::vector<OwnedInterval> intervals;
+  for (const auto& [owner, ranges] : elements) {
+    for (const UidRange& range : ranges) intervals.push_back({owner, range});
+  }
+  ForEachIntervalChunk(intervals, [&](absl::Span<const OwnedInterval> chunk) {
     std::unique_ptr<nftnl_set, SetDeleter> map = MapRef(table);
-    for (uint32_t uid : chunk) nftnl_set_elem_add(map.get(), UidElement(uid));
+    for (const OwnedInterval& interval : chunk) {
+      AddIntervalElements(map.get(), interval.range, /*jump_chain=*/nullptr);
+    }
     batch.DeleteElements(map.get(), absl::StrCat("delete ", ElementsLabel(chunk), " from map ",
                                                  table.Label(), " ", kAgentsMap));
   });
@@ -438,6 +479,27 @@ void ReleaseSubjects(NftBatch& batch, const LeashTable& table,
     batch.DeleteChain(table.family, table.name, name,
                       absl::StrCat("delete chain ", name, " from table ", table.Label()));
   }
+}
+
+PresentIntervals PairDumpedElements(std::vector<DumpedElement> elements) {
+  // By key; at one key an interval's end sorts before the next interval's start.
+  std::sort(elements.begin(), elements.end(), [](const DumpedElement& a, const DumpedElement& b) {
+    return a.key != b.key ? a.key < b.key : a.interval_end > b.interval_end;
+  });
+  PresentIntervals present;
+  for (size_t i = 0; i < elements.size(); ++i) {
+    const DumpedElement& start = elements[i];
+    if (start.interval_end) continue;
+    const std::optional<uint32_t> owner = ParseAgentChainName(start.jump_chain);
+    if (!owner) continue;  // not Leash's: nothing Release would delete
+    // Its end is the next element if that is an end; otherwise it runs to the last UID.
+    uint32_t last = UINT32_MAX;
+    if (i + 1 < elements.size() && elements[i + 1].interval_end && elements[i + 1].key > 0) {
+      last = elements[i + 1].key - 1;
+    }
+    present[*owner].push_back({start.key, last});
+  }
+  return present;
 }
 
 std::optional<std::string> OldShapeReason(const LeashTable& table,
@@ -449,6 +511,10 @@ std::optional<std::string> OldShapeReason(const LeashTable& table,
     if ((set.flags & NFT_SET_MAP) == 0 || set.data_type != NFT_DATA_VERDICT ||
         set.key_len != sizeof(uint32_t)) {
       return absl::StrCat("its set ", kAgentsMap, " is not a uid : verdict map");
+    }
+    if ((set.flags & NFT_SET_INTERVAL) == 0) {
+      return absl::StrCat("its map ", kAgentsMap, " holds single UIDs, not intervals (a "
+                          "subject's subordinate UID ranges cannot be dispatched)");
     }
     has_map = true;
   }
@@ -469,9 +535,11 @@ std::optional<std::string> OldShapeReason(const LeashTable& table,
     return absl::StrCat("it has no ", kAgentsMap, " map (UID rules sit in the hooked chain)");
   }
   const auto is_dispatch = [](const std::vector<ExprSnapshot>& rule) {
-    return rule.size() == 2 && rule[0].name == "meta" && rule[0].meta_key == NFT_META_SKUID &&
-           rule[0].dreg == NFT_REG_1 && rule[1].name == "lookup" && rule[1].set == kAgentsMap &&
-           rule[1].sreg == NFT_REG_1 && rule[1].dreg == NFT_REG_VERDICT;
+    return rule.size() == 3 && rule[0].name == "meta" && rule[0].meta_key == NFT_META_SKUID &&
+           rule[0].dreg == NFT_REG_1 && rule[1].name == "byteorder" &&
+           rule[1].byteorder_op == NFT_BYTEORDER_HTON && rule[1].sreg == NFT_REG_1 &&
+           rule[1].dreg == NFT_REG_1 && rule[2].name == "lookup" && rule[2].set == kAgentsMap &&
+           rule[2].sreg == NFT_REG_1 && rule[2].dreg == NFT_REG_VERDICT;
   };
   if (base.rules.empty()) {
     return absl::StrCat("its hooked chain ", kDispatchChain, " has no dispatch rule");

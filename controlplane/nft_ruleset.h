@@ -4,7 +4,9 @@
 //
 // The shape (spec: "One chain per UID"; issue 6 "Scale"):
 //   table ip leash / table ip6 leash
-//     map agents { type uid : verdict }          one element per UID: <uid> : jump agent_<uid>
+//     map agents { type uid : verdict; flags interval }
+//                                                 per subject: its UID and each subordinate UID
+//                                                 range (merged) : jump agent_<uid>
 //     chain output { type nat hook output priority -100; policy accept;
 //                    meta skuid vmap @agents }   the dispatcher, and nothing else
 //     chain agent_<uid> {                         hookless, one per UID
@@ -21,8 +23,13 @@
 //       ip6 daddr <resolver> udp dport 53 counter return      network.udp: allow)
 //       meta l4proto != tcp counter drop                    (UDP, ICMP ping sockets, UDP-Lite,
 //     }                                                      SCTP: nothing the proxy judges)
-// The dispatcher is one hash lookup keyed by the socket's UID, so a new connection costs the
-// same with 1 agent or 1,000 (a linear list of `meta skuid X jump` rules costs ~40 ns per rule).
+// The dispatcher is one interval lookup keyed by the socket's UID, so a new connection costs
+// about the same with 1 agent or 1,000 (a linear list of `meta skuid X jump` rules grows with
+// every rule). An interval map keys big-endian: the rule converts the UID first (byteorder), and
+// each interval is two elements, its first UID with the verdict and the UID past its last
+// flagged interval-end, as `nft` itself sends them. A process of the agent inside a user
+// namespace it mapped its /etc/subuid range into runs under a host UID of that range and
+// reaches the agent's own chain.
 //
 // Loopback and IPv6. "Loopback" is the destination address, per family: 127.0.0.0/8 in
 // ip leash, ::1 in ip6 leash. Not the route (`oif "lo"`): that would also exempt every other
@@ -38,6 +45,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -46,6 +54,7 @@
 #include "absl/strings/string_view.h"
 #include "controlplane/netfilter.h"
 #include "controlplane/nft_batch.h"
+#include "engine/uid_ranges.h"
 
 namespace leash::controlplane::nft {
 
@@ -78,28 +87,42 @@ std::optional<uint32_t> ParseAgentChainName(absl::string_view name);
 // `set_id` names the map within the batch (the rule refers to a map made in the same batch).
 void AddSkeleton(NftBatch& batch, const LeashTable& table, uint32_t set_id);
 
+// The agents map's intervals as the kernel holds them, by the subject UID they jump to.
+using PresentIntervals = std::map<uint32_t, std::vector<engine::UidRange>>;
+
+// One element of a dump of the agents map: its key (host order) and either the chain it
+// jumps to or the interval-end flag.
+struct DumpedElement {
+  uint32_t key = 0;
+  bool interval_end = false;
+  std::string jump_chain;
+};
+// Pairs a dump's elements into intervals per agent_<uid> chain. An interval with no end
+// element runs to the last UID.
+PresentIntervals PairDumpedElements(std::vector<DumpedElement> elements);
+
 // The change Apply/ApplyAll makes to one table: for the UIDs among `subjects` that already
-// have an element (`elements_present`) or a chain (`chains_present`), deletes exactly those
-// first; then adds each subject's chain and rules, and its map element. Elements travel a few
-// hundred to a message. Nothing of any other UID is touched.
+// have intervals (`elements_present`) or a chain (`chains_present`), deletes exactly those
+// first; then adds each subject's chain and rules, and its intervals (DispatchedUids).
+// Elements travel a few hundred to a message. Nothing of any other UID is touched.
 void ApplySubjects(NftBatch& batch, const LeashTable& table,
                    const std::vector<NetfilterSubject>& subjects,
-                   const std::set<uint32_t>& elements_present,
+                   const PresentIntervals& elements_present,
                    const std::set<uint32_t>& chains_present);
 
-// Deletes the map elements of `element_uids` and then the chains (with their rules) of
+// Deletes the map intervals in `elements` and then the chains (with their rules) of
 // `chain_uids` from `table`. Elements go first: the kernel refuses to delete a chain that a map
 // element still jumps to.
-void ReleaseSubjects(NftBatch& batch, const LeashTable& table,
-                     const std::vector<uint32_t>& element_uids,
+void ReleaseSubjects(NftBatch& batch, const LeashTable& table, const PresentIntervals& elements,
                      const std::vector<uint32_t>& chain_uids);
 
 // What a leash table holds, as read back from the kernel: enough to judge its shape.
 struct ExprSnapshot {
   std::string name;        // "meta", "lookup", "immediate", ...
   uint32_t meta_key = 0;   // meta: NFTA_META_KEY
-  uint32_t dreg = 0;       // meta, lookup
-  uint32_t sreg = 0;       // lookup
+  uint32_t dreg = 0;       // meta, lookup, byteorder
+  uint32_t sreg = 0;       // lookup, byteorder
+  uint32_t byteorder_op = 0;  // byteorder: NFT_BYTEORDER_HTON / NTOH
   std::string set;         // lookup: the set's name
 };
 struct BaseChainSnapshot {
@@ -119,10 +142,12 @@ struct TableSnapshot {
   std::vector<BaseChainSnapshot> base_chains;
 };
 
-// The current shape, precisely: the table has a set named `agents` that is a verdict map with
-// a 4-byte key, and exactly one base chain, named `output`, of type nat (ip/ip6 leash) or
-// filter (inet leash_filter) on the output hook, holding exactly one rule:
-// `meta skuid vmap @agents` (meta load skuid => reg 1; lookup reg 1 set agents dreg 0).
+// The current shape, precisely: the table has a set named `agents` that is an interval verdict
+// map with a 4-byte key, and exactly one base chain, named `output`, of type nat (ip/ip6 leash)
+// or filter (inet leash_filter) on the output hook, holding exactly one rule:
+// `meta skuid vmap @agents` (meta load skuid => reg 1; byteorder reg 1 = hton(reg 1, 4, 4);
+// lookup reg 1 set agents dreg 0). A map of single UIDs (before subordinate ranges were
+// subjects) is the old shape too: it cannot hold a range.
 // Hookless chains are not judged: they run only when the dispatcher sends a UID there.
 // Anything else in a leash table is the old shape — UID rules directly in the hooked chain, a
 // linear `meta skuid X jump agent_X` dispatcher, a second hooked chain, a missing map — and a

@@ -87,9 +87,15 @@ std::string ElementsText(const nlmsghdr* h) {
     for (const nlattr* element : Nested(attr)) {
       for (const nlattr* field : Nested(element)) {
         if (mnl_attr_get_type(field) == NFTA_SET_ELEM_KEY) {
+          // Interval map keys are big-endian.
           const nlattr* value = Nested(field).front();
           EXPECT_EQ(mnl_attr_get_payload_len(value), 4u);
-          absl::StrAppend(&out, " ", mnl_attr_get_u32(value));
+          absl::StrAppend(&out, " ", be32toh(mnl_attr_get_u32(value)));
+        } else if (mnl_attr_get_type(field) == NFTA_SET_ELEM_FLAGS) {
+          // An interval's end element, written after its key: " end 1002".
+          if (be32toh(mnl_attr_get_u32(field)) & NFT_SET_ELEM_INTERVAL_END) {
+            absl::StrAppend(&out, " end");
+          }
         } else if (mnl_attr_get_type(field) == NFTA_SET_ELEM_DATA) {
           uint32_t code = 0;
           std::string chain;
@@ -194,7 +200,8 @@ engine::IpAddress Addr(absl::string_view text) {
 
 // The expressions `nft --debug=netlink` printed for the equivalent nft text.
 constexpr char kDispatch[] =
-    "output: [ meta load skuid => reg 1 ] [ lookup reg 1 set agents dreg 0 ]";
+    "output: [ meta load skuid => reg 1 ] [ byteorder reg 1 = hton(reg 1, 4, 4) ] "
+    "[ lookup reg 1 set agents dreg 0 ]";
 constexpr char kLoopbackExempt1001[] =
     "agent_1001: [ payload load 1b @ network header + 16 => reg 1 ] [ cmp eq reg 1 0x0000007f ] "
     "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
@@ -249,7 +256,8 @@ TEST(NftRuleset, SkeletonIsTableMapDispatcherAndOneVmapRule) {
   // The map: uid keys (nft's TYPE_UID, 4 bytes), verdict data, referenced by id in-batch.
   nftnl_set* set = nftnl_set_alloc();
   ASSERT_GE(nftnl_set_nlmsg_parse(messages[2].header, set), 0);
-  EXPECT_EQ(nftnl_set_get_u32(set, NFTNL_SET_FLAGS), static_cast<uint32_t>(NFT_SET_MAP));
+  EXPECT_EQ(nftnl_set_get_u32(set, NFTNL_SET_FLAGS),
+            static_cast<uint32_t>(NFT_SET_MAP | NFT_SET_INTERVAL));
   EXPECT_EQ(nftnl_set_get_u32(set, NFTNL_SET_KEY_TYPE), kNftTypeUid);
   EXPECT_EQ(nftnl_set_get_u32(set, NFTNL_SET_KEY_LEN), 4u);
   EXPECT_EQ(nftnl_set_get_u32(set, NFTNL_SET_DATA_TYPE), static_cast<uint32_t>(NFT_DATA_VERDICT));
@@ -292,7 +300,7 @@ TEST(NftRuleset, SubjectInNatTableIsLoopbackExemptionExceptProxyRangeThenRedirec
                             "newrule " + f + " " +
                                 (table == &Ip() ? kLoopbackExempt1001 : kLoopback6Exempt1001),
                             "newrule " + f + " " + kRedirect1001To18001,
-                        "newsetelem " + f + " agents: 1001 : jump agent_1001"))
+                        "newsetelem " + f + " agents: 1001 : jump agent_1001 end 1002"))
         << table->Label();
     // A UID's chain and element are created fresh, never merged into something stale.
     EXPECT_NE(messages[1].flags & NLM_F_EXCL, 0);
@@ -315,7 +323,7 @@ TEST(NftRuleset, SubjectInFilterTableDropsAllButTcpAndDnsToResolvers) {
                           absl::StrCat("newrule 1 ", kDns10_0_0_53),
                           absl::StrCat("newrule 1 ", kDns2001_db8__53),
                           absl::StrCat("newrule 1 ", kNotTcpDrop1001),
-                          "newsetelem 1 agents: 1001 : jump agent_1001"));
+                          "newsetelem 1 agents: 1001 : jump agent_1001 end 1002"));
 }
 
 TEST(NftRuleset, SubjectWithoutResolversDropsAllUdp) {
@@ -324,7 +332,7 @@ TEST(NftRuleset, SubjectWithoutResolversDropsAllUdp) {
   EXPECT_THAT(Commands(Decode(batch.Finish())),
               ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
                           absl::StrCat("newrule 1 ", kNotTcpDrop1001),
-                          "newsetelem 1 agents: 1001 : jump agent_1001"));
+                          "newsetelem 1 agents: 1001 : jump agent_1001 end 1002"));
 }
 
 TEST(NftRuleset, UdpAllowedSubjectReturnsUdpAndStillDropsTheRest) {
@@ -334,7 +342,7 @@ TEST(NftRuleset, UdpAllowedSubjectReturnsUdpAndStillDropsTheRest) {
               ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
                           absl::StrCat("newrule 1 ", kUdpReturn1001),
                           absl::StrCat("newrule 1 ", kNotTcpDrop1001),
-                          "newsetelem 1 agents: 1001 : jump agent_1001"));
+                          "newsetelem 1 agents: 1001 : jump agent_1001 end 1002"));
 }
 
 constexpr char kFilterLoopbackExempt1001[] =
@@ -369,19 +377,21 @@ TEST(NftRuleset, RefusedTcpIsResetAfterTheLoopbackExemption) {
                           absl::StrCat("newrule 1 ", kFilterLoopback6Exempt1001),
                           absl::StrCat("newrule 1 ", kTcpReset1001),
                           absl::StrCat("newrule 1 ", kNotTcpDrop1001),
-                          "newsetelem 1 agents: 1001 : jump agent_1001"));
+                          "newsetelem 1 agents: 1001 : jump agent_1001 end 1002"));
 }
 
 TEST(NftRuleset, ReleaseDeletesElementsBeforeChains) {
   NftBatch batch(1);
-  ReleaseSubjects(batch, Ip6(), {1001, 1002}, {1001, 1002});
+  ReleaseSubjects(batch, Ip6(), {{1001, {{1001, 1001}, {100000, 165535}}}, {1002, {{1002, 1002}}}},
+                  {1001, 1002});
   ReleaseSubjects(batch, Ip(), {}, {1003});
-  ReleaseSubjects(batch, Inet(), {1004}, {});
+  ReleaseSubjects(batch, Inet(), {{1004, {{1004, 1004}}}}, {});
   ReleaseSubjects(batch, Inet(), {}, {});
+  // Each interval is its start and its end element (flagged), as nft deletes a range.
   EXPECT_THAT(Commands(Decode(batch.Finish())),
-              ElementsAre("delsetelem 10 agents: 1001 1002", "delchain 10 agent_1001",
-                          "delchain 10 agent_1002", "delchain 2 agent_1003",
-                          "delsetelem 1 agents: 1004"));
+              ElementsAre("delsetelem 10 agents: 1001 end 1002 100000 end 165536 1002 end 1003",
+                          "delchain 10 agent_1001", "delchain 10 agent_1002",
+                          "delchain 2 agent_1003", "delsetelem 1 agents: 1004 end 1005"));
 }
 
 TEST(NftRuleset, ApplyOverPresentObjectsDeletesExactlyThoseFirst) {
@@ -389,18 +399,19 @@ TEST(NftRuleset, ApplyOverPresentObjectsDeletesExactlyThoseFirst) {
   // 1001 fully present, 1002 only a chain (half-present), 1003 new.
   ApplySubjects(batch, Ip(),
                 {MakeSubject(1001, 18001), MakeSubject(1002, 18002), MakeSubject(1003, 18003)},
-                /*elements_present=*/{1001, 4242}, /*chains_present=*/{1001, 1002, 4242});
+                /*elements_present=*/{{1001, {{1001, 1001}}}, {4242, {{4242, 4242}}}},
+                /*chains_present=*/{1001, 1002, 4242});
   const std::vector<std::string> commands = Commands(Decode(batch.Finish()));
   ASSERT_EQ(commands.size(), 3u + 9 + 1);
   EXPECT_THAT(std::vector<std::string>(commands.begin(), commands.begin() + 3),
-              ElementsAre("delsetelem 2 agents: 1001", "delchain 2 agent_1001",
+              ElementsAre("delsetelem 2 agents: 1001 end 1002", "delchain 2 agent_1001",
                           "delchain 2 agent_1002"));
   EXPECT_EQ(commands[3], "newchain 2 agent_1001");
   EXPECT_EQ(commands[6], "newchain 2 agent_1002");
   EXPECT_EQ(commands[9], "newchain 2 agent_1003");
   EXPECT_EQ(commands.back(),
-            "newsetelem 2 agents: 1001 : jump agent_1001 1002 : jump agent_1002 1003 : jump "
-            "agent_1003");
+            "newsetelem 2 agents: 1001 : jump agent_1001 end 1002 1002 : jump agent_1002 end 1003 "
+            "1003 : jump agent_1003 end 1004");
   // 4242 is present but was not asked for: untouched.
   for (const std::string& c : commands) EXPECT_THAT(c, ::testing::Not(HasSubstr("4242")));
 }
@@ -434,9 +445,9 @@ TEST(NftBatchFraming, ThousandSubjectsFitOneBatchWithElementsGrouped) {
   for (const LeashTable& table : LeashTables()) ApplySubjects(batch, table, subjects, {}, {});
   const std::vector<Message> messages = Decode(batch.Finish());
   // Per UID: in each nat table a chain and two rules, in the filter table a chain and three
-  // (squatter, DNS, not-TCP); elements 256 to a message (4 per table).
-  EXPECT_EQ(batch.command_count(), 1000 * 10 + 3 * 4);
-  EXPECT_EQ(messages.size(), 1000u * 10 + 3 * 4 + 2);
+  // (squatter, DNS, not-TCP); intervals 128 to a message (8 per table).
+  EXPECT_EQ(batch.command_count(), 1000 * 10 + 3 * 8);
+  EXPECT_EQ(messages.size(), 1000u * 10 + 3 * 8 + 2);
   EXPECT_EQ(messages.back().type, NFNL_MSG_BATCH_END);
   size_t elements = 0;
   for (const Message& m : messages) {
@@ -445,6 +456,41 @@ TEST(NftBatchFraming, ThousandSubjectsFitOneBatchWithElementsGrouped) {
     }
   }
   EXPECT_EQ(elements, 3000u);
+}
+
+TEST(NftRuleset, SubordinateRangesJumpToTheSubjectsOwnChainMerged) {
+  NftBatch batch(1);
+  NetfilterSubject subject = MakeSubject(1001, 18001);
+  // 1002 is adjacent to the UID: one interval 1001-1002. The range running to the last UID has
+  // no end element (nothing is past it).
+  subject.subordinate_uids = {{1002, 1002}, {100000, 165535}, {4294900000u, 4294967295u}};
+  ApplySubjects(batch, Ip(), {subject}, {}, {});
+  const std::vector<std::string> commands = Commands(Decode(batch.Finish()));
+  EXPECT_EQ(commands.back(),
+            "newsetelem 2 agents: 1001 : jump agent_1001 end 1003 100000 : jump agent_1001 "
+            "end 165536 4294900000 : jump agent_1001");
+}
+
+TEST(NftRuleset, DumpedElementsPairIntoEachSubjectsIntervals) {
+  // As the kernel dumps them (any order): starts with their chain, ends flagged; adjacent
+  // intervals share a key; an element jumping elsewhere is not Leash's.
+  const PresentIntervals present = PairDumpedElements({
+      {165536, true, ""},
+      {1002, false, "agent_1002"},
+      {1002, true, ""},
+      {1001, false, "agent_1001"},
+      {1003, true, ""},
+      {100000, false, "agent_1001"},
+      {4294900000u, false, "agent_1002"},
+      {0, true, ""},  // `nft` adds a zero end element to a map it fills itself
+      {5000, false, "somebody_else"},
+      {5001, true, ""},
+  });
+  EXPECT_THAT(present.at(1001),
+              ElementsAre(engine::UidRange{1001, 1001}, engine::UidRange{100000, 165535}));
+  EXPECT_THAT(present.at(1002),
+              ElementsAre(engine::UidRange{1002, 1002}, engine::UidRange{4294900000u, 4294967295u}));
+  EXPECT_EQ(present.size(), 2u);
 }
 
 TEST(AgentChainName, RoundTripsOnlyCanonicalNames) {
@@ -486,9 +532,17 @@ MapSnapshot Map(uint32_t flags, uint32_t data_type) {
   m.data_type = data_type;
   return m;
 }
-MapSnapshot AgentsMap() { return Map(NFT_SET_MAP, NFT_DATA_VERDICT); }
+ExprSnapshot ToBigEndian() {
+  ExprSnapshot e = Named("byteorder");
+  e.sreg = NFT_REG_1;
+  e.dreg = NFT_REG_1;
+  e.byteorder_op = NFT_BYTEORDER_HTON;
+  return e;
+}
+MapSnapshot AgentsMap() { return Map(NFT_SET_MAP | NFT_SET_INTERVAL, NFT_DATA_VERDICT); }
 BaseChainSnapshot Dispatcher(const char* type) {
-  return {"output", type, NF_INET_LOCAL_OUT, {{Meta(NFT_META_SKUID), Lookup("agents")}}};
+  return {"output", type, NF_INET_LOCAL_OUT,
+          {{Meta(NFT_META_SKUID), ToBigEndian(), Lookup("agents")}}};
 }
 
 struct ShapeCase {
@@ -513,7 +567,7 @@ TEST(OldShape, EachDepartureFromTheCurrentShapeIsOld) {
        0,
        {{AgentsMap()},
         {{"output", "nat", NF_INET_LOCAL_OUT,
-          {{Meta(NFT_META_SKUID), Lookup("agents")},
+          {{Meta(NFT_META_SKUID), ToBigEndian(), Lookup("agents")},
            {Meta(NFT_META_SKUID), Named("cmp"), Named("immediate"), Named("redir")}}}}},
        "holds 2 rule(s)"},
       {"linear skuid jump dispatcher",
@@ -536,6 +590,16 @@ TEST(OldShape, EachDepartureFromTheCurrentShapeIsOld) {
        {{AgentsMap()},
         {{"OUTPUT", "nat", NF_INET_LOCAL_OUT, {{Meta(NFT_META_SKUID), Lookup("agents")}}}}},
        "its hooked chain is OUTPUT"},
+      {"a map of single UIDs with the host-order dispatch (before subordinate ranges)",
+       0,
+       {{Map(NFT_SET_MAP, NFT_DATA_VERDICT)},
+        {{"output", "nat", NF_INET_LOCAL_OUT, {{Meta(NFT_META_SKUID), Lookup("agents")}}}}},
+       "holds single UIDs, not intervals"},
+      {"an interval map looked up without the byteorder",
+       0,
+       {{AgentsMap()},
+        {{"output", "nat", NF_INET_LOCAL_OUT, {{Meta(NFT_META_SKUID), Lookup("agents")}}}}},
+       "holds 1 rule(s)"},
       {"agents is a plain set",
        2,
        {{Map(0, 0)}, {Dispatcher("filter")}},

@@ -48,7 +48,53 @@ absl::StatusOr<std::vector<Account>> PasswdAccounts::ListAgentAccounts() {
   for (const std::string& warning : warnings) {
     std::fprintf(stderr, "leashd: warning: %s\n", warning.c_str());
   }
+  if (absl::Status read = AddSubordinateIds(distinct); !read.ok()) return read;
   return distinct;
+}
+
+absl::Status PasswdAccounts::AddSubordinateIds(std::vector<Account>& accounts) {
+  absl::StatusOr<SubordinateIdFile> subuid = ReadSubordinateIds(subuid_path_);
+  if (!subuid.ok()) return subuid.status();
+  absl::StatusOr<SubordinateIdFile> subgid = ReadSubordinateIds(subgid_path_);
+  if (!subgid.ok()) return subgid.status();
+  for (Account& account : accounts) {
+    account.subordinate_uids = subuid->RangesOf(account.name, account.uid);
+    account.subordinate_gids = subgid->RangesOf(account.name, account.uid);
+    account.subordinate_problems = subuid->ProblemsOf(account.name, account.uid);
+    for (std::string& problem : subgid->ProblemsOf(account.name, account.uid)) {
+      account.subordinate_problems.push_back(std::move(problem));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Account>> PasswdAccounts::AccountsWithUidIn(
+    const std::vector<engine::UidRange>& uids) {
+  absl::MutexLock lock(&mu_);
+  std::vector<Account> found;
+  if (uids.empty()) return found;
+  engine::UidRangeIndex index;
+  for (const engine::UidRange& range : engine::MergeUidRanges(uids)) index.Add(range, 0);
+  index.Build();
+  setpwent();
+  int error = 0;
+  while (true) {
+    errno = 0;
+    const passwd* entry = getpwent();
+    if (entry == nullptr) {
+      error = errno == ENOENT ? 0 : errno;
+      break;
+    }
+    if (index.Find(entry->pw_uid).has_value()) {
+      found.push_back(Account{AccountNameAsText(entry->pw_name), entry->pw_uid, entry->pw_gid});
+    }
+  }
+  endpwent();
+  if (error != 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "reading the account database (getpwent) failed: ", std::strerror(error)));
+  }
+  return found;
 }
 
 std::string AccountNameAsText(absl::string_view name) {
@@ -121,8 +167,10 @@ absl::StatusOr<std::optional<Account>> PasswdAccounts::Lookup(absl::string_view 
         absl::StrCat("looking up account '", name, "' failed: ", std::strerror(rc)));
   }
   if (result == nullptr) return std::optional<Account>();
-  return std::optional<Account>(
-      Account{AccountNameAsText(result->pw_name), result->pw_uid, result->pw_gid});
+  std::vector<Account> found = {
+      Account{AccountNameAsText(result->pw_name), result->pw_uid, result->pw_gid}};
+  if (absl::Status read = AddSubordinateIds(found); !read.ok()) return read;
+  return std::optional<Account>(std::move(found.front()));
 }
 
 }  // namespace leash::controlplane

@@ -5,6 +5,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "controlplane/account_source.h"
+#include "controlplane/subordinate_ids.h"
 
 namespace leash::controlplane {
 
@@ -24,11 +25,23 @@ std::vector<Account> DistinctAgentAccounts(std::vector<Account> listed,
 
 class PasswdAccounts : public AccountSource {
  public:
+  // The subordinate ID files read for every account listed or looked up (subordinate_ids.h).
+  explicit PasswdAccounts(std::string subuid_path = kSubuidPath,
+                          std::string subgid_path = kSubgidPath)
+      : subuid_path_(std::move(subuid_path)), subgid_path_(std::move(subgid_path)) {}
+
   // getpwent walks one process-wide cursor; calls are serialised.
   absl::StatusOr<std::vector<Account>> ListAgentAccounts() override;
   absl::StatusOr<std::optional<Account>> Lookup(absl::string_view name) override;
+  absl::StatusOr<std::vector<Account>> AccountsWithUidIn(
+      const std::vector<engine::UidRange>& uids) override;
 
  private:
+  // Fills each account's subordinate ranges and problems from the two files, read now.
+  absl::Status AddSubordinateIds(std::vector<Account>& accounts);
+
+  const std::string subuid_path_;
+  const std::string subgid_path_;
   absl::Mutex mu_;
 };
 

@@ -2,13 +2,22 @@
 
 #include <pwd.h>
 
+#include <algorithm>
+#include <fstream>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/fixtures/root.h"
+#include "test/fixtures/temp_dir.h"
 #include "test/fixtures/test_account.h"
 
 namespace leash::controlplane {
 namespace {
+
+// The account's identity; its subordinate ranges are whatever useradd gave it.
+MATCHER_P3(IsAccount, name, uid, gid, "") {
+  return arg.name == name && arg.uid == uid && arg.gid == gid;
+}
 
 TEST(PasswdAccounts, ListsOnlyLeashPrefixedAccountsWithTheirUids) {
   LEASH_REQUIRE_ROOT();
@@ -19,8 +28,8 @@ TEST(PasswdAccounts, ListsOnlyLeashPrefixedAccountsWithTheirUids) {
   PasswdAccounts source;
   absl::StatusOr<std::vector<Account>> accounts = source.ListAgentAccounts();
   ASSERT_TRUE(accounts.ok()) << accounts.status();
-  const Account expected{"leash-pwtest", (*agent)->uid(), (*agent)->gid()};
-  EXPECT_THAT(*accounts, ::testing::Contains(expected));
+  EXPECT_THAT(*accounts,
+              ::testing::Contains(IsAccount("leash-pwtest", (*agent)->uid(), (*agent)->gid())));
   for (const Account& a : *accounts) {
     EXPECT_EQ(a.name.rfind("leash-", 0), 0u) << a.name;
   }
@@ -93,9 +102,41 @@ TEST(PasswdAccounts, TwoNamesThatDifferOnlyInHowTheyWouldBeEscapedStayTwoSubject
   absl::StatusOr<std::vector<Account>> accounts = source.ListAgentAccounts();
   ASSERT_TRUE(accounts.ok()) << accounts.status();
   EXPECT_THAT(*accounts, ::testing::Contains(
-                             Account{"leash-pwesc\\xff", (*raw)->uid(), (*raw)->gid()}));
-  EXPECT_THAT(*accounts, ::testing::Contains(Account{"leash-pwesc\\x5cxff", (*literal)->uid(),
-                                                     (*literal)->gid()}));
+                             IsAccount("leash-pwesc\\xff", (*raw)->uid(), (*raw)->gid())));
+  EXPECT_THAT(*accounts, ::testing::Contains(IsAccount("leash-pwesc\\x5cxff", (*literal)->uid(),
+                                                       (*literal)->gid())));
+}
+
+TEST(PasswdAccounts, EachAccountCarriesTheSubordinateRangesItsNameOrUidHolds) {
+  LEASH_REQUIRE_ROOT();
+  auto agent = leash::testing::TestAccount::Create("leash-pwsub");
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  auto bystander = leash::testing::TestAccount::Create("pwsub-other");
+  ASSERT_TRUE(bystander.ok()) << bystander.status();
+  auto dir = *leash::testing::TempDir::Create("pwsub");
+  const uint32_t uid = (*agent)->uid();
+  std::ofstream(dir->Join("subuid")) << "leash-pwsub:500000:10\n" << uid << ":600000:5\n"
+                                      << "leash-pwsub:7x:1\n";
+  std::ofstream(dir->Join("subgid")) << "leash-pwsub:500000:10\n";
+  PasswdAccounts source(dir->Join("subuid"), dir->Join("subgid"));
+  absl::StatusOr<std::vector<Account>> accounts = source.ListAgentAccounts();
+  ASSERT_TRUE(accounts.ok()) << accounts.status();
+  auto it = std::find_if(accounts->begin(), accounts->end(),
+                         [](const Account& a) { return a.name == "leash-pwsub"; });
+  ASSERT_NE(it, accounts->end());
+  EXPECT_THAT(it->subordinate_uids,
+              ::testing::ElementsAre(engine::UidRange{500000, 500009}, engine::UidRange{600000, 600004}));
+  EXPECT_THAT(it->subordinate_gids, ::testing::ElementsAre(engine::UidRange{500000, 500009}));
+  EXPECT_THAT(it->subordinate_problems, ::testing::ElementsAre(::testing::HasSubstr("line 3")));
+  // Lookup (the configured user's way in) reads them too.
+  absl::StatusOr<std::optional<Account>> looked_up = source.Lookup("leash-pwsub");
+  ASSERT_TRUE(looked_up.ok() && looked_up->has_value());
+  EXPECT_EQ((*looked_up)->subordinate_uids, it->subordinate_uids);
+  // Whom a range would let a subject act as: any account, by its UID.
+  const uint32_t other_uid = (*bystander)->uid();
+  absl::StatusOr<std::vector<Account>> inside = source.AccountsWithUidIn({{other_uid, other_uid}});
+  ASSERT_TRUE(inside.ok()) << inside.status();
+  EXPECT_THAT(*inside, ::testing::ElementsAre(IsAccount("pwsub-other", other_uid, (*bystander)->gid())));
 }
 
 TEST(PasswdAccounts, LookupFindsAnAccountAndReportsAbsence) {

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <limits>
 #include <set>
@@ -11,6 +12,7 @@
 #include "controlplane/atomic_file.h"
 #include "controlplane/port_map.h"
 #include "controlplane/resolv_conf.h"
+#include "controlplane/subordinate_plan.h"
 #include "engine/inert_entries.h"
 #include "engine/network_entry.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -92,7 +94,23 @@ leash::v1::SubjectPolicy Reconciler::NoPolicy(const Desired& desired, const std:
   policy.set_port(desired.port);
   policy.mutable_no_policy()->set_reason(reason);
   policy.mutable_no_policy()->set_fail_mode(floor_fail_mode);
+  SetSubordinateIds(desired, policy);
   return policy;
+}
+
+void Reconciler::SetSubordinateIds(const Desired& desired, leash::v1::SubjectPolicy& policy) {
+  policy.clear_subordinate_uids();
+  policy.clear_subordinate_gids();
+  for (const engine::UidRange& range : desired.subordinate_uids) {
+    leash::v1::IdRange* out = policy.add_subordinate_uids();
+    out->set_first(range.first);
+    out->set_last(range.last);
+  }
+  for (const engine::UidRange& range : desired.subordinate_gids) {
+    leash::v1::IdRange* out = policy.add_subordinate_gids();
+    out->set_first(range.first);
+    out->set_last(range.last);
+  }
 }
 
 void Reconciler::PublishAndWait(const std::vector<leash::v1::SubjectPolicy>& subjects,
@@ -241,11 +259,41 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
     }
   }
 
+  // Whose host UIDs are whose: every subject's subordinate ranges, made disjoint, with every
+  // overlap said. Subjects that left discovery keep the ranges their kept chain holds.
+  std::map<uint32_t, std::vector<engine::UidRange>> kept_ranges;
+  std::vector<engine::UidRange> all_ranges;
+  for (const Account& account : wanted) {
+    all_ranges.insert(all_ranges.end(), account.subordinate_uids.begin(),
+                      account.subordinate_uids.end());
+  }
+  for (const auto& [uid, state] : subjects_) {
+    const bool wanted_now = std::any_of(wanted.begin(), wanted.end(),
+                                        [uid = uid](const Account& a) { return a.uid == uid; });
+    if (!wanted_now && !state.subordinate_uids.empty()) kept_ranges[uid] = state.subordinate_uids;
+  }
+  std::vector<Account> in_ranges;
+  if (!all_ranges.empty()) {
+    absl::StatusOr<std::vector<Account>> found = accounts_->AccountsWithUidIn(all_ranges);
+    if (!found.ok()) return wholesale(found.status());
+    in_ranges = *std::move(found);
+  }
+  const SubordinatePlan subordinate = PlanSubordinateUids(wanted, kept_ranges, in_ranges);
+
   std::map<uint32_t, Desired> desired;
   for (const Account& account : wanted) {
     Desired d;
     d.account = account;
     d.configured_user = account.name == options_.configured_user;
+    if (auto it = subordinate.ranges.find(account.uid); it != subordinate.ranges.end()) {
+      d.subordinate_uids = it->second;
+    }
+    d.subordinate_gids = account.subordinate_gids;
+    // Subordinate IDs that cannot be known, or that overlap someone else's: denied, said.
+    std::vector<std::string> id_problems = account.subordinate_problems;
+    if (auto it = subordinate.conflicts.find(account.uid); it != subordinate.conflicts.end()) {
+      id_problems.insert(id_problems.end(), it->second.begin(), it->second.end());
+    }
     if (options_.single_subject) {
       d.port = kSingleSubjectPort;
     } else {
@@ -259,6 +307,10 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
     }
     absl::StatusOr<leash::v1::Config> policy =
         absl::FailedPreconditionError("no port for the subject");
+    if (d.problem.empty() && !id_problems.empty()) {
+      d.problem = absl::StrJoin(id_problems, "; ");
+      policy = absl::FailedPreconditionError(d.problem);
+    }
     if (d.problem.empty()) {
       PolicySnapshot::Resolution resolution = (*snapshot)->Resolve(account, d.configured_user);
       policy = std::move(resolution.policy);
@@ -270,6 +322,7 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
       d.policy.set_account(account.name);
       d.policy.set_port(d.port);
       *d.policy.mutable_policy() = *policy;
+      SetSubordinateIds(d, d.policy);
     } else {
       d.policy = NoPolicy(d, d.problem, floor_fail_mode);
     }
@@ -279,6 +332,7 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
     if (options_.network_enforced && d.port != 0 && network_on) {
       NetfilterSubject chain;
       chain.uid = account.uid;
+      chain.subordinate_uids = d.subordinate_uids;
       chain.port = d.port;
       chain.refuse_tcp = unbound.count(account.uid) > 0;
       if (d.problem.empty()) {
@@ -304,6 +358,8 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
     d.port = state.port;
     d.in_discovery = false;
     d.chain = state.chain;
+    d.subordinate_uids = state.subordinate_uids;
+    d.subordinate_gids = state.subordinate_gids;
     d.problem = "left discovery";
     d.policy = NoPolicy(d, "left discovery: no policy, every connection refused and every "
                            "filesystem and exec event denied",
@@ -463,6 +519,8 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
     state.chain = d.chain;
     state.sources = d.sources;
     state.problem = d.problem;
+    state.subordinate_uids = d.subordinate_uids;
+    state.subordinate_gids = d.subordinate_gids;
     if (!is_new && !is_changed) continue;
     if (!d.in_discovery) {
       AddChange(report, d.account, "left-discovery",

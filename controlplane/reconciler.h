@@ -69,6 +69,10 @@ struct SubjectState {
   std::vector<std::string> sources;
   // Why the subject is denied, when it is ("" when it has its policy).
   std::string problem;
+  // The subordinate UID ranges that are this subject's too (subordinate_plan.h), and the GID
+  // ranges its account holds.
+  std::vector<engine::UidRange> subordinate_uids;
+  std::vector<engine::UidRange> subordinate_gids;
 };
 
 // Deterministic bytes of what a subject was sent: equal exactly when nothing changed.
@@ -98,6 +102,8 @@ class Reconciler {
     std::optional<NetfilterSubject> chain;
     std::vector<std::string> sources;
     std::string problem;
+    std::vector<engine::UidRange> subordinate_uids;
+    std::vector<engine::UidRange> subordinate_gids;
     // The problem is the host's (no port, a chain that would not apply, a listener that would
     // not bind), not the policy files': the policy on disk is not in force for this subject.
     bool runtime_problem = false;
@@ -121,6 +127,8 @@ class Reconciler {
   bool ApplyChain(const Desired& desired, leash::v1::ReconcileReport& report);
   leash::v1::SubjectPolicy NoPolicy(const Desired& desired, const std::string& reason,
                                     const std::string& floor_fail_mode) const;
+  // Writes the subject's subordinate ranges into what the sidecars are sent.
+  static void SetSubordinateIds(const Desired& desired, leash::v1::SubjectPolicy& policy);
   // ports.json as PortMap::Load reads it, parsed only when its text changed.
   absl::StatusOr<PortMap> LoadPorts();
 

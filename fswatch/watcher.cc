@@ -79,9 +79,14 @@ size_t FormatTimestamp(char (&out)[kTimestampSize]) {
 // fs.protected_hardlinks on (Debian's default) the kernel lets an account hard-link only a file
 // it owns, or one it may both read and write. Group access is counted whatever the file's group,
 // since the subject's supplementary groups are not known here: closed, not open.
-bool SubjectCouldHaveLinked(const FileFacts& facts, const Creds& creds, bool protected_hardlinks) {
+bool SubjectCouldHaveLinked(const FileFacts& facts, const Creds& creds,
+                            const sidecar::SubjectEntry& subject, bool protected_hardlinks) {
   if (!protected_hardlinks) return true;
-  if (facts.uid == creds.ruid) return true;
+  if (facts.uid == creds.ruid || facts.uid == subject.uid) return true;
+  // A file one of its subordinate UIDs owns: the agent links it from inside its namespace.
+  for (const engine::UidRange& range : subject.subordinate_uids) {
+    if (range.Contains(facts.uid)) return true;
+  }
   const bool other_rw = (facts.mode & S_IROTH) && (facts.mode & S_IWOTH);
   const bool group_rw = (facts.mode & S_IRGRP) && (facts.mode & S_IWGRP);
   return other_rw || group_rw;
@@ -138,6 +143,18 @@ void Watcher::Publish(sidecar::SubjectMapPtr map, uint64_t version) {
   next->map = map;
   next->version = version;
   next->all_open = true;
+  for (const auto& [uid, entry] : *map) {
+    for (const engine::UidRange& range : entry.subordinate_uids) next->subordinate.Add(range, uid);
+  }
+  if (!next->subordinate.Build()) {
+    // leashd sends disjoint ranges; two subjects claiming one UID would make either answer a
+    // guess, so no subordinate UID is anybody's here. Said, critical, once per such map.
+    LogLine(kUnknownUid, SURFACE_FILESYSTEM, Verdict::kBlock, {}, /*critical=*/true,
+            [](std::string& out) {
+              out += "two subjects' subordinate UID ranges overlap in the map; subordinate UIDs "
+                     "are judged as nobody's until leashd sends disjoint ranges";
+            });
+  }
   for (const auto& [uid, entry] : *map) {
     const FailMode mode =
         entry.policy == nullptr ? entry.no_policy_fail_mode : entry.policy->fail_mode();
@@ -280,12 +297,12 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
     return;
   }
 
-  auto it = state.map->find(creds.ruid);
-  if (it == state.map->end()) {
+  const sidecar::SubjectEntry* const subject = SubjectOf(state, creds.ruid);
+  if (subject == nullptr) {
     Answer(event, true);  // not a subject: the fast path
     return;
   }
-  const sidecar::SubjectEntry& entry = it->second;
+  const sidecar::SubjectEntry& entry = *subject;
 
   if (entry.policy == nullptr) {
     const Decision decision =
@@ -298,7 +315,7 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
     // The path only for the record, after the answer.
     EventPath path;
     if (source_.PathOf(event, path.text, sizeof(path.text), path.len) != 0) path.len = 0;
-    Log(creds.ruid, surface, decision, path.view(), /*critical=*/false);
+    Log(entry.uid, surface, decision, path.view(), /*critical=*/false);
     return;
   }
   if (!entry.policy->config().enforcers().filesystem()) {
@@ -312,7 +329,17 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
   EventPath path;
   const Judgement judgement = Judge(event, entry, creds, path);
   Answer(event, judgement.verdict() == Verdict::kAllow);
-  Log(creds.ruid, surface, judgement, path.view());
+  Log(entry.uid, surface, judgement, path.view());
+}
+
+const sidecar::SubjectEntry* Watcher::SubjectOf(const State& state, uint32_t uid) {
+  auto it = state.map->find(uid);
+  if (it != state.map->end()) return &it->second;
+  if (state.subordinate.empty()) return nullptr;
+  const std::optional<uint32_t> owner = state.subordinate.Find(uid);
+  if (!owner) return nullptr;
+  it = state.map->find(*owner);
+  return it == state.map->end() ? nullptr : &it->second;
 }
 
 Watcher::Judgement Watcher::Judge(const FanEvent& event, const sidecar::SubjectEntry& entry,
@@ -360,7 +387,7 @@ Watcher::Judgement Watcher::Judge(const FanEvent& event, const sidecar::SubjectE
   }
   if (judgement.verdict() == Verdict::kAllow && facts.regular && facts.nlink > 1 &&
       FilesystemDeniesSomething(policy) &&
-      SubjectCouldHaveLinked(facts, creds, options_.protected_hardlinks)) {
+      SubjectCouldHaveLinked(facts, creds, entry, options_.protected_hardlinks)) {
     judgement.ruling.reset();
     judgement.decision.verdict = Verdict::kBlock;
     judgement.decision.reason = absl::StrCat(

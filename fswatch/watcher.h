@@ -40,6 +40,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "controlplane/sidecar_api/policy_subscriber.h"
+#include "engine/uid_ranges.h"
 #include "engine/compiled_policy.h"
 #include "engine/decision.h"
 #include "engine/decision_record.h"
@@ -105,6 +106,8 @@ class Watcher {
     // Whether every subject is under fail_mode open (then an event whose process cannot be
     // identified is allowed; otherwise it is denied).
     bool all_open = false;
+    // Subordinate UID -> subject UID, for the UIDs that are not a subject's own.
+    engine::UidRangeIndex subordinate;
   };
 
   // The event's file's path, on the loop's stack (no allocation per event).
@@ -126,6 +129,8 @@ class Watcher {
   };
 
   void Handle(const FanEvent& event, const State& state);
+  // The subject `uid` belongs to: its own, or the one whose subordinate range holds it.
+  static const sidecar::SubjectEntry* SubjectOf(const State& state, uint32_t uid);
   // Judges a mapped subject's event. Sets `path` to the path the record shows (empty when it
   // could not be read).
   Judgement Judge(const FanEvent& event, const sidecar::SubjectEntry& entry, const Creds& creds,

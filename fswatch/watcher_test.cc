@@ -34,6 +34,11 @@ constexpr uint32_t kNoPolicy = 2003; // no policy, closed
 constexpr uint32_t kNoPolicyOpen = 2004;
 constexpr uint32_t kEnforcerOff = 2005;
 constexpr uint32_t kUnmapped = 3000;
+// Subordinate UIDs (/etc/subuid) of kWhite and kNoPolicy: a process of theirs inside a user
+// namespace they made runs under one of these host UIDs.
+constexpr uint32_t kWhiteSubordinateFirst = 200000;
+constexpr uint32_t kWhiteSubordinateLast = 265535;
+constexpr uint32_t kNoPolicySubordinate = 300000;
 
 class RecordingSink : public engine::DecisionSink {
  public:
@@ -98,8 +103,10 @@ sidecar::SubjectEntry WithoutPolicy(uint32_t uid, engine::FailMode mode) {
 sidecar::SubjectMapPtr StandardMap() {
   auto map = std::make_shared<sidecar::SubjectMap>();
   (*map)[kWhite] = WithPolicy(kWhite, WhitelistConfig());
+  (*map)[kWhite].subordinate_uids = {{kWhiteSubordinateFirst, kWhiteSubordinateLast}};
   (*map)[kBlack] = WithPolicy(kBlack, BlacklistConfig());
   (*map)[kNoPolicy] = WithoutPolicy(kNoPolicy, engine::FailMode::kClosed);
+  (*map)[kNoPolicy].subordinate_uids = {{kNoPolicySubordinate, kNoPolicySubordinate}};
   (*map)[kNoPolicyOpen] = WithoutPolicy(kNoPolicyOpen, engine::FailMode::kOpen);
   leash::v1::Config off = WhitelistConfig();
   off.mutable_enforcers()->set_filesystem(false);
@@ -164,7 +171,12 @@ TEST_P(DecisionTableTest, AnswersAndLogs) {
     return;
   }
   ASSERT_EQ(records.size(), 1u) << c.rule;
-  EXPECT_EQ(records[0].uid(), c.uid);
+  // A subordinate UID's event is logged under the subject's own UID.
+  const uint32_t subject_uid = c.uid >= kWhiteSubordinateFirst && c.uid <= kWhiteSubordinateLast
+                                   ? kWhite
+                               : c.uid == kNoPolicySubordinate ? kNoPolicy
+                                                               : c.uid;
+  EXPECT_EQ(records[0].uid(), subject_uid);
   EXPECT_EQ(records[0].action(), c.allow ? "allow" : "block");
   EXPECT_EQ(records[0].surface(), c.mask == FAN_OPEN_EXEC_PERM ? "commands" : "filesystem");
   EXPECT_THAT(records[0].reason(), HasSubstr(c.reason_fragment)) << c.rule;
@@ -186,6 +198,16 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"unmapped uid is allowed and not logged", FAN_OPEN_PERM, kUnmapped, "/t/no/x", true,
              nullptr},
         Case{"root is an unmapped uid", FAN_OPEN_PERM, 0, "/t/no/x", true, nullptr},
+        Case{"a subject's subordinate uid is judged by its whitelist", FAN_OPEN_PERM,
+             kWhiteSubordinateFirst + 5, "/t/other", false, "not in allow list"},
+        Case{"the last uid of a subordinate range is the subject's too", FAN_OPEN_EXEC_PERM,
+             kWhiteSubordinateLast, "/t/bin/ssh", false, "not in allow list"},
+        Case{"a subordinate uid may do what the subject may", FAN_OPEN_PERM,
+             kWhiteSubordinateFirst, "/t/ok/a", true, "matches allow entry '/t/ok'"},
+        Case{"the uid past a subordinate range is nobody's", FAN_OPEN_PERM,
+             kWhiteSubordinateLast + 1, "/t/other", true, nullptr},
+        Case{"a no-policy subject's subordinate uid is denied", FAN_OPEN_PERM,
+             kNoPolicySubordinate, "/t/ok/a", false, "subject has no policy"},
         Case{"whitelist allows a listed path", FAN_OPEN_PERM, kWhite, "/t/ok/a", true,
              "matches allow entry '/t/ok'"},
         Case{"whitelist denies an unlisted path", FAN_OPEN_PERM, kWhite, "/t/other", false,

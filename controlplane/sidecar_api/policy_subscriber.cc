@@ -14,6 +14,9 @@ SubjectEntry MakeSubjectEntry(const leash::v1::SubjectPolicy& wire) {
   entry.uid = wire.uid();
   entry.account = wire.account();
   entry.port = static_cast<uint16_t>(wire.port());
+  for (const leash::v1::IdRange& range : wire.subordinate_uids()) {
+    if (range.first() <= range.last()) entry.subordinate_uids.push_back({range.first(), range.last()});
+  }
   if (wire.has_policy()) {
     entry.policy = std::make_shared<const engine::CompiledPolicy>(
         engine::CompiledPolicy::Compile(wire.policy()));

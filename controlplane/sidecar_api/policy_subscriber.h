@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -19,6 +20,7 @@
 #include "absl/time/time.h"
 #include "engine/compiled_policy.h"
 #include "engine/config_defaults.h"
+#include "engine/uid_ranges.h"
 #include "leash/v1/policy_stream.pb.h"
 
 namespace leash::sidecar {
@@ -26,6 +28,9 @@ namespace leash::sidecar {
 // One subject as a sidecar holds it.
 struct SubjectEntry {
   uint32_t uid = 0;
+  // The subordinate UID ranges that are this subject's too (a process of the agent inside its
+  // own user namespace): judged and logged as `uid`. Disjoint from every other subject's.
+  std::vector<engine::UidRange> subordinate_uids;
   std::string account;
   uint16_t port = 0;
   // Null: the subject has no policy (left discovery, or did not resolve). The proxy refuses

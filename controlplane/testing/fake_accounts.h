@@ -13,6 +13,13 @@ class FakeAccounts : public AccountSource {
  public:
   void Add(const std::string& name, uint32_t uid) { accounts_[name] = Account{name, uid, uid}; }
   void Remove(const std::string& name) { accounts_.erase(name); }
+  // Gives `name` (added before) these subordinate UID ranges.
+  void SetSubordinateUids(const std::string& name, std::vector<engine::UidRange> ranges) {
+    accounts_.at(name).subordinate_uids = std::move(ranges);
+  }
+  void SetSubordinateProblem(const std::string& name, std::string problem) {
+    accounts_.at(name).subordinate_problems = {std::move(problem)};
+  }
   // Makes every call fail as an unreadable database would.
   void SetUnreadable(bool unreadable) { unreadable_ = unreadable; }
 
@@ -29,6 +36,20 @@ class FakeAccounts : public AccountSource {
     auto it = accounts_.find(std::string(name));
     if (it == accounts_.end()) return std::optional<Account>();
     return std::optional<Account>(it->second);
+  }
+  absl::StatusOr<std::vector<Account>> AccountsWithUidIn(
+      const std::vector<engine::UidRange>& uids) override {
+    if (unreadable_) return absl::UnavailableError("reading the account database failed: EIO");
+    std::vector<Account> out;
+    for (const auto& [name, account] : accounts_) {
+      for (const engine::UidRange& range : uids) {
+        if (range.Contains(account.uid)) {
+          out.push_back(account);
+          break;
+        }
+      }
+    }
+    return out;
   }
 
  private:

@@ -20,7 +20,11 @@ NetfilterSubject MakeSubject(uint32_t uid, uint16_t port, bool udp_allowed,
 
 std::string SubjectToString(const NetfilterSubject& subject) {
   return absl::StrCat(
-      "uid=", subject.uid, " port=", subject.port, " udp=", subject.udp_allowed ? "allow" : "drop",
+      "uid=", subject.uid,
+      subject.subordinate_uids.empty()
+          ? ""
+          : absl::StrCat(" subuids=[", engine::FormatUidRanges(subject.subordinate_uids), "]"),
+      " port=", subject.port, " udp=", subject.udp_allowed ? "allow" : "drop",
       " dns=[",
       absl::StrJoin(subject.dns_resolvers, ",",
                     [](std::string* out, const engine::IpAddress& a) {

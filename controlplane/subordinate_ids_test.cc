@@ -1,0 +1,63 @@
+#include "controlplane/subordinate_ids.h"
+
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test/fixtures/temp_dir.h"
+
+namespace leash::controlplane {
+namespace {
+
+using engine::UidRange;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+TEST(SubordinateIds, AnAccountHoldsTheRangesOfItsNameAndOfItsUidWrittenAsANumber) {
+  const SubordinateIdFile file = ParseSubordinateIds(
+      "leash-iris:100000:65536\n"
+      "# a comment\n"
+      "\n"
+      "1001:300000:10\n"
+      "leash-vader:165536:65536\n"
+      "leash-iris:165536:0\n",  // a count of 0 grants nothing
+      "/etc/subuid");
+  EXPECT_THAT(file.RangesOf("leash-iris", 1001),
+              ElementsAre(UidRange{100000, 165535}, UidRange{300000, 300009}));
+  EXPECT_THAT(file.RangesOf("leash-vader", 1002), ElementsAre(UidRange{165536, 231071}));
+  EXPECT_THAT(file.RangesOf("leash-none", 1003), IsEmpty());
+  EXPECT_THAT(file.bad_lines, IsEmpty());
+}
+
+TEST(SubordinateIds, ALineThatCannotBeReadIsReportedForTheOwnerItNames) {
+  const SubordinateIdFile file = ParseSubordinateIds(
+      "leash-iris:0x186a0:65536\n"
+      "leash-vader:100000\n"
+      "leash-kylo:4294967000:1000\n"
+      "leash-ok:200000:10\n",
+      "/etc/subuid");
+  ASSERT_EQ(file.bad_lines.size(), 3u);
+  EXPECT_THAT(file.ProblemsOf("leash-iris", 1001),
+              ElementsAre(AllOf(HasSubstr("line 1 of /etc/subuid"), HasSubstr("plain decimal"))));
+  EXPECT_THAT(file.ProblemsOf("leash-vader", 1002), ElementsAre(HasSubstr("three fields")));
+  EXPECT_THAT(file.ProblemsOf("leash-kylo", 1003), ElementsAre(HasSubstr("past the last UID")));
+  EXPECT_THAT(file.ProblemsOf("leash-ok", 1004), IsEmpty());
+  EXPECT_THAT(file.RangesOf("leash-ok", 1004), ElementsAre(UidRange{200000, 200009}));
+}
+
+TEST(SubordinateIds, AMissingFileHoldsNoRangesAndAPresentOneIsRead) {
+  auto dir = *leash::testing::TempDir::Create("subid");
+  absl::StatusOr<SubordinateIdFile> missing = ReadSubordinateIds(dir->Join("absent"));
+  ASSERT_TRUE(missing.ok()) << missing.status();
+  EXPECT_THAT(missing->entries, IsEmpty());
+  std::ofstream(dir->Join("subuid")) << "leash-iris:100000:65536\n";
+  absl::StatusOr<SubordinateIdFile> present = ReadSubordinateIds(dir->Join("subuid"));
+  ASSERT_TRUE(present.ok()) << present.status();
+  EXPECT_THAT(present->RangesOf("leash-iris", 1), ElementsAre(UidRange{100000, 165535}));
+  // A directory where the file should be cannot be read: an error, not "no ranges".
+  EXPECT_FALSE(ReadSubordinateIds(dir->path()).ok());
+}
+
+}  // namespace
+}  // namespace leash::controlplane
