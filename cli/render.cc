@@ -101,6 +101,21 @@ std::string RenderSubjectsAndSidecars(const leash::v1::StatusResponse& response)
       }
       if (!subject.detail().empty()) absl::StrAppend(&out, " (", subject.detail(), ")");
       absl::StrAppend(&out, "\n");
+      // The host UIDs a process of the subject can run under inside a user namespace it makes:
+      // confined as this subject too.
+      auto ranges = [](const auto& list) {
+        return absl::StrJoin(list, ", ", [](std::string* o, const leash::v1::IdRange& r) {
+          absl::StrAppend(o, r.first() == r.last() ? absl::StrCat(r.first())
+                                                   : absl::StrCat(r.first(), "-", r.last()));
+        });
+      };
+      if (!subject.subordinate_uids().empty() || !subject.subordinate_gids().empty()) {
+        absl::StrAppend(&out, "    subordinate uids ",
+                        subject.subordinate_uids().empty() ? "none" : ranges(subject.subordinate_uids()),
+                        "; gids ",
+                        subject.subordinate_gids().empty() ? "none" : ranges(subject.subordinate_gids()),
+                        "\n");
+      }
     }
   }
   if (!response.sidecars().empty()) {

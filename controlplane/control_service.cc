@@ -10,6 +10,40 @@
 #include "engine/validate.h"
 
 namespace leash::controlplane {
+namespace {
+
+// `leash validate` on a subject that holds subordinate IDs: a warning that says what they are
+// (host UIDs its processes can run under inside a user namespace it makes, confined as the
+// subject) and the command that removes them if the agent does not need them.
+std::vector<leash::v1::Finding> SubordinateIdFindings(const SubjectState& state) {
+  std::vector<leash::v1::Finding> findings;
+  if (state.subordinate_uids.empty() && state.subordinate_gids.empty()) return findings;
+  std::string remove = "usermod";
+  for (const engine::UidRange& range : state.subordinate_uids) {
+    absl::StrAppend(&remove, " --del-subuids ", range.first, "-", range.last);
+  }
+  for (const engine::UidRange& range : state.subordinate_gids) {
+    absl::StrAppend(&remove, " --del-subgids ", range.first, "-", range.last);
+  }
+  absl::StrAppend(&remove, " ", state.account.name);
+  leash::v1::Finding finding;
+  finding.set_severity(leash::v1::SEVERITY_WARNING);
+  finding.set_source(absl::StrCat("agent:", state.account.name));
+  finding.set_field("subordinate_ids");
+  finding.set_entry(engine::FormatUidRanges(state.subordinate_uids));
+  finding.set_message(absl::StrCat(
+      state.account.name, " holds subordinate UIDs ",
+      state.subordinate_uids.empty() ? "none" : engine::FormatUidRanges(state.subordinate_uids),
+      " and GIDs ",
+      state.subordinate_gids.empty() ? "none" : engine::FormatUidRanges(state.subordinate_gids),
+      " (/etc/subuid, /etc/subgid): with newuidmap it can run processes under those host IDs "
+      "inside a user namespace of its own. Leash confines them as ", state.account.name,
+      ", but an agent rarely needs them; remove them with: ", remove));
+  findings.push_back(std::move(finding));
+  return findings;
+}
+
+}  // namespace
 
 grpc::Status ToGrpc(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
@@ -195,6 +229,16 @@ grpc::Status ControlService::GetStatus(grpc::ServerContext*, const leash::v1::St
     subject->set_detail(state.problem);
     for (const std::string& source : state.sources) subject->add_profiles(source);
     if (view.policy != nullptr) *subject->mutable_policy() = view.policy->config();
+    for (const engine::UidRange& range : state.subordinate_uids) {
+      leash::v1::IdRange* out = subject->add_subordinate_uids();
+      out->set_first(range.first);
+      out->set_last(range.last);
+    }
+    for (const engine::UidRange& range : state.subordinate_gids) {
+      leash::v1::IdRange* out = subject->add_subordinate_gids();
+      out->set_first(range.first);
+      out->set_last(range.last);
+    }
   }
   if (deps_.supervisor != nullptr) {
     for (const leash::v1::SidecarStatus& sidecar : deps_.supervisor->Status()) {
@@ -224,6 +268,11 @@ grpc::Status ControlService::Validate(grpc::ServerContext*, const leash::v1::Val
   absl::StatusOr<std::vector<leash::v1::Finding>> tiers = deps_.store->Validate(host);
   if (!tiers.ok()) return ToGrpc(tiers.status());
   for (leash::v1::Finding& finding : *tiers) *response->add_findings() = std::move(finding);
+  for (const auto& [uid, view] : deps_.subjects->All()) {
+    for (leash::v1::Finding& finding : SubordinateIdFindings(view.state)) {
+      *response->add_findings() = std::move(finding);
+    }
+  }
   response->set_failed(engine::HasBlockingFinding(
       {response->findings().begin(), response->findings().end()}));
   response->set_evaluated_by("leashd");

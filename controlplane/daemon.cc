@@ -91,7 +91,10 @@ tools::SubjectLookup MakeToolsLookup(const ToolsServerRef* server,
                              " is not a leashed subject; name the agent in `account`")
               : absl::StrCat("'", account, "' is not a leashed subject (see `leash status`)"));
     }
-    if (peer->uid != 0 && peer->uid != user_uid && peer->uid != view->state.account.uid) {
+    // The caller's own subject (its UID or one of its subordinate UIDs) may check for itself.
+    const std::optional<SubjectView> callers = subjects->ByUid(peer->uid);
+    const bool own = callers && callers->state.account.uid == view->state.account.uid;
+    if (peer->uid != 0 && peer->uid != user_uid && !own) {
       return absl::PermissionDeniedError(absl::StrCat(
           "uid ", peer->uid, " may not check tools for ", view->state.account.name));
     }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "controlplane/sidecar_api/policy_subscriber.h"
 #include "controlplane/testing/fake_accounts.h"
 #include "controlplane/testing/fake_netfilter.h"
@@ -225,6 +226,96 @@ TEST_F(ReconcilerTest, NewSubjectDeniedInWatcherBeforeItsChainGoesIn) {
   ASSERT_EQ(report.changes_size(), 1);
   EXPECT_EQ(report.changes(0).change(), "added");
   EXPECT_NE(fswatch_->map()->at(1001).policy, nullptr);
+}
+
+TEST_F(ReconcilerTest, SubordinateRangesAreTheSubjectsOnEverySurfaceAndTheirChangeIsAChange) {
+  accounts_.Add("leash-iris", 1001);
+  accounts_.SetSubordinateUids("leash-iris", {{100000, 165535}});
+  policies_.Set("leash-iris", "openai.com");
+  auto r = Make();
+  ASSERT_TRUE(r->RunPass().error().empty());
+  // The watcher and the proxy get the ranges with the subject; the chain dispatches them.
+  EXPECT_THAT(fswatch_->map()->at(1001).subordinate_uids,
+              ElementsAre(engine::UidRange{100000, 165535}));
+  EXPECT_THAT(proxy_->map()->at(1001).subordinate_uids,
+              ElementsAre(engine::UidRange{100000, 165535}));
+  ASSERT_TRUE(Subject(*r, 1001).chain.has_value());
+  EXPECT_THAT(Subject(*r, 1001).chain->subordinate_uids,
+              ElementsAre(engine::UidRange{100000, 165535}));
+  EXPECT_THAT(Subject(*r, 1001).subordinate_uids, ElementsAre(engine::UidRange{100000, 165535}));
+  // The ranges are read again on every pass: a new range is a changed subject.
+  netfilter_.ClearCalls();
+  accounts_.SetSubordinateUids("leash-iris", {{100000, 165535}, {300000, 300009}});
+  leash::v1::ReconcileReport report = r->RunPass();
+  ASSERT_EQ(report.changes_size(), 1);
+  EXPECT_EQ(report.changes(0).change(), "reapplied");
+  EXPECT_THAT(Calls(netfilter_), ElementsAre("apply 1001:18001"));
+  EXPECT_THAT(fswatch_->map()->at(1001).subordinate_uids,
+              ElementsAre(engine::UidRange{100000, 165535}, engine::UidRange{300000, 300009}));
+}
+
+TEST_F(ReconcilerTest, OverlappingSubordinateRangesDenyBothSubjectsAndSayWhy) {
+  accounts_.Add("leash-iris", 1001);
+  accounts_.Add("leash-vader", 1002);
+  accounts_.SetSubordinateUids("leash-iris", {{100000, 165535}});
+  accounts_.SetSubordinateUids("leash-vader", {{165000, 231071}});
+  policies_.Set("leash-iris", "openai.com");
+  policies_.Set("leash-vader", "github.com");
+  auto r = Make();
+  leash::v1::ReconcileReport report = r->RunPass();
+  ASSERT_TRUE(report.error().empty()) << report.error();
+  for (uint32_t uid : {1001u, 1002u}) {
+    EXPECT_EQ(fswatch_->map()->at(uid).policy, nullptr) << uid;
+    EXPECT_THAT(Subject(*r, uid).problem, HasSubstr("overlap")) << uid;
+    // Denied, but its chain is in: its processes reach the proxy's refusing listener.
+    EXPECT_TRUE(Subject(*r, uid).chain.has_value()) << uid;
+  }
+  // The shared UIDs belong to exactly one of them; nothing is claimed twice.
+  EXPECT_THAT(Subject(*r, 1001).chain->subordinate_uids,
+              ElementsAre(engine::UidRange{100000, 165535}));
+  EXPECT_THAT(Subject(*r, 1002).chain->subordinate_uids,
+              ElementsAre(engine::UidRange{165536, 231071}));
+  int critical = 0;
+  for (const std::string& w : report.warnings()) {
+    if (absl::StrContains(w, "critical") && absl::StrContains(w, "overlap")) ++critical;
+  }
+  EXPECT_EQ(critical, 2);
+  // fido is untouched.
+  EXPECT_NE(fswatch_->map()->at(1000).policy, nullptr);
+}
+
+TEST_F(ReconcilerTest, ASubordinateRangeHoldingAnotherAccountDeniesTheSubjectAndSparesThatUid) {
+  accounts_.Add("leash-iris", 1001);
+  accounts_.Add("bob", 100500);  // not an agent: Leash never confines it
+  accounts_.SetSubordinateUids("leash-iris", {{100000, 165535}});
+  auto r = Make();
+  ASSERT_TRUE(r->RunPass().error().empty());
+  EXPECT_EQ(fswatch_->map()->at(1001).policy, nullptr);
+  EXPECT_THAT(Subject(*r, 1001).problem, HasSubstr("100500 of bob"));
+  EXPECT_THAT(fswatch_->map()->at(1001).subordinate_uids,
+              ElementsAre(engine::UidRange{100000, 100499}, engine::UidRange{100501, 165535}));
+}
+
+TEST_F(ReconcilerTest, UnknownSubordinateRangesDenyTheSubject) {
+  accounts_.Add("leash-iris", 1001);
+  accounts_.SetSubordinateProblem("leash-iris", "line 3 of /etc/subuid names it but cannot be read");
+  auto r = Make();
+  ASSERT_TRUE(r->RunPass().error().empty());
+  EXPECT_EQ(fswatch_->map()->at(1001).policy, nullptr);
+  EXPECT_THAT(Subject(*r, 1001).problem, HasSubstr("line 3 of /etc/subuid"));
+}
+
+TEST_F(ReconcilerTest, AnUnreadableAccountDatabaseForTheRangeCheckChangesNothing) {
+  accounts_.Add("leash-iris", 1001);
+  auto r = Make();
+  ASSERT_TRUE(r->RunPass().error().empty());
+  accounts_.SetSubordinateUids("leash-iris", {{100000, 165535}});
+  accounts_.SetRangeWalkUnreadable(true);
+  netfilter_.ClearCalls();
+  leash::v1::ReconcileReport report = r->RunPass();
+  EXPECT_THAT(report.error(), HasSubstr("nothing was changed"));
+  EXPECT_THAT(Calls(netfilter_), ::testing::IsEmpty());
+  EXPECT_TRUE(fswatch_->map()->at(1001).subordinate_uids.empty());
 }
 
 TEST_F(ReconcilerTest, ChangedBindingReappliesOnlyThatSubject) {

@@ -9,6 +9,7 @@ void SubjectDirectory::Update(const std::map<uint32_t, SubjectState>& subjects) 
   std::map<uint32_t, std::string> prints;
   absl::flat_hash_map<std::string, uint32_t> by_account;
   std::optional<uint32_t> configured;
+  engine::UidRangeIndex subordinate;
   absl::MutexLock lock(&mu_);
   for (const auto& [uid, state] : subjects) {
     SubjectView view;
@@ -21,6 +22,9 @@ void SubjectDirectory::Update(const std::map<uint32_t, SubjectState>& subjects) 
     view.state.chain = state.chain;
     view.state.sources = state.sources;
     view.state.problem = state.problem;
+    view.state.subordinate_uids = state.subordinate_uids;
+    view.state.subordinate_gids = state.subordinate_gids;
+    for (const engine::UidRange& range : state.subordinate_uids) subordinate.Add(range, uid);
     if (state.published.has_no_policy()) {
       // The floor's fail_mode as of the pass that published it, as the sidecars judge by.
       leash::v1::Config fail;
@@ -44,12 +48,21 @@ void SubjectDirectory::Update(const std::map<uint32_t, SubjectState>& subjects) 
   fingerprints_.swap(prints);
   uid_by_account_.swap(by_account);
   configured_user_ = configured;
+  // The reconcile made the ranges disjoint; if they were not, no subordinate UID is anybody's
+  // (its callers are refused as non-subjects rather than judged as a guess).
+  if (!subordinate.Build()) subordinate = engine::UidRangeIndex();
+  subordinate_ = std::move(subordinate);
 }
 
 std::optional<SubjectView> SubjectDirectory::ByUid(uint32_t uid) const {
   absl::MutexLock lock(&mu_);
   auto it = by_uid_.find(uid);
-  if (it == by_uid_.end()) return std::nullopt;
+  if (it == by_uid_.end()) {
+    const std::optional<uint32_t> owner = subordinate_.Find(uid);
+    if (!owner) return std::nullopt;
+    it = by_uid_.find(*owner);
+    if (it == by_uid_.end()) return std::nullopt;
+  }
   return it->second;
 }
 

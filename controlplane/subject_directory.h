@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "controlplane/reconciler.h"
 #include "engine/compiled_policy.h"
+#include "engine/uid_ranges.h"
 
 namespace leash::controlplane {
 
@@ -33,6 +34,7 @@ class SubjectDirectory {
   // Replaces the directory with `subjects`, recompiling only policies that changed.
   void Update(const std::map<uint32_t, SubjectState>& subjects);
 
+  // The subject `uid` is: its own UID, or a subordinate UID of its (subordinate_plan.h).
   std::optional<SubjectView> ByUid(uint32_t uid) const;
   std::optional<SubjectView> ByAccount(absl::string_view account) const;
   // The configured user (the floor's `user`).
@@ -45,6 +47,7 @@ class SubjectDirectory {
   absl::flat_hash_map<std::string, uint32_t> uid_by_account_ ABSL_GUARDED_BY(mu_);
   std::optional<uint32_t> configured_user_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, std::string> fingerprints_ ABSL_GUARDED_BY(mu_);
+  engine::UidRangeIndex subordinate_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace leash::controlplane

@@ -22,6 +22,8 @@ class FakeAccounts : public AccountSource {
   }
   // Makes every call fail as an unreadable database would.
   void SetUnreadable(bool unreadable) { unreadable_ = unreadable; }
+  // Makes only AccountsWithUidIn fail (the walk that checks whom subordinate ranges hold).
+  void SetRangeWalkUnreadable(bool unreadable) { range_walk_unreadable_ = unreadable; }
 
   absl::StatusOr<std::vector<Account>> ListAgentAccounts() override {
     if (unreadable_) return absl::UnavailableError("reading the account database failed: EIO");
@@ -39,7 +41,9 @@ class FakeAccounts : public AccountSource {
   }
   absl::StatusOr<std::vector<Account>> AccountsWithUidIn(
       const std::vector<engine::UidRange>& uids) override {
-    if (unreadable_) return absl::UnavailableError("reading the account database failed: EIO");
+    if (unreadable_ || range_walk_unreadable_) {
+      return absl::UnavailableError("reading the account database failed: EIO");
+    }
     std::vector<Account> out;
     for (const auto& [name, account] : accounts_) {
       for (const engine::UidRange& range : uids) {
@@ -55,6 +59,7 @@ class FakeAccounts : public AccountSource {
  private:
   std::map<std::string, Account> accounts_;
   bool unreadable_ = false;
+  bool range_walk_unreadable_ = false;
 };
 
 }  // namespace leash::controlplane::testing

@@ -951,3 +951,83 @@ TEST_F(UnreadingCallerTest, AnswersLeftUnreadGetTheConnectionCut) {
 
 }  // namespace
 }  // namespace leash::testing
+
+namespace leash::testing {
+namespace {
+
+// An agent with subordinate UIDs (useradd gives every new account a range in /etc/subuid, and
+// newuidmap lets it map them) makes a user namespace and, as an inner UID, runs under a host UID
+// of that range. It is still the agent on every surface, and logged as the agent.
+TEST_F(LeashdTest, AnAgentInsideItsOwnUserNamespaceIsConfinedOnEverySurfaceAndLoggedAsItself) {
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-sub"}));
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  const TestAccount& agent = *agents_["leash-it-sub"];
+  mkdir((fs_->path() + "/secret").c_str(), 0755);
+  mkdir((fs_->path() + "/bin").c_str(), 0755);
+  std::ofstream(fs_->path() + "/secret/x") << "x";
+  chmod((fs_->path() + "/secret/x").c_str(), 0644);
+  ASSERT_TRUE(leash::testing::RunOk({"cp", "/bin/true", fs_->path() + "/bin/forbidden"}).ok());
+
+  // Status shows the ranges leashd read for it.
+  leash::v1::SubjectStatus subject = Subjects()["leash-it-sub"];
+  ASSERT_EQ(subject.state(), "enforced") << subject.detail();
+  ASSERT_GT(subject.subordinate_uids_size(), 0) << "useradd gave " << agent.name() << " no range";
+  const uint32_t inner_host_uid = subject.subordinate_uids(0).first();
+
+  // The proof the commands below really run under the subordinate UID, not the agent's own.
+  auto status = leash::testing::Run(agent.InOwnUserNamespace({"cat", "/proc/self/uid_map"}));
+  ASSERT_TRUE(status.ok());
+  ASSERT_THAT(status->out, HasSubstr(absl::StrCat(inner_host_uid))) << status->out;
+
+  // Files and commands (the host's mount namespace: the watcher's marks cover the tmpfs).
+  auto read = leash::testing::Run(agent.InOwnUserNamespace({"cat", fs_->path() + "/secret/x"}));
+  ASSERT_TRUE(read.ok());
+  EXPECT_NE(read->exit_code, 0);
+  EXPECT_THAT(read->out, HasSubstr("Operation not permitted"));
+  auto exec = leash::testing::Run(agent.InOwnUserNamespace({fs_->path() + "/bin/forbidden"}));
+  ASSERT_TRUE(exec.ok());
+  EXPECT_NE(exec->exit_code, 0);
+  EXPECT_THAT(exec->out, HasSubstr("Operation not permitted"));
+
+  // The network (in leashd's network namespace, where a veth pair makes 192.0.2.0/24 routable):
+  // redirected to the agent's own listener and judged by its whitelist, which does not list
+  // the name.
+  for (const std::vector<std::string>& step :
+       {std::vector<std::string>{"ip", "link", "add", "lsub0", "type", "veth", "peer", "name", "lsub1"},
+        std::vector<std::string>{"ip", "addr", "add", "192.0.2.254/24", "dev", "lsub0"},
+        std::vector<std::string>{"ip", "link", "set", "lsub1", "up"},
+        std::vector<std::string>{"ip", "link", "set", "lsub0", "up"}}) {
+    auto done = ns_->Run(step);
+    ASSERT_TRUE(done.ok() && done->exit_code == 0) << absl::StrJoin(step, " ");
+  }
+  auto fetch = ns_->Run(agent.InOwnUserNamespace(
+                            {"bash", "-c",
+                             "exec 3<>/dev/tcp/192.0.2.1/80 && printf 'GET / HTTP/1.0\\r\\nHost: "
+                             "blocked-sub.example\\r\\n\\r\\n' >&3 && cat <&3"}),
+                        absl::Seconds(20));
+  ASSERT_TRUE(fetch.ok());
+  EXPECT_THAT(fetch->out, Not(HasSubstr("HTTP/")));
+
+  // Every decision is logged under the agent's own UID.
+  const std::string log_path = log_dir_->Join("decisions.jsonl");
+  const uint32_t uid = agent.uid();
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        const std::string log = ReadAll(log_path);
+        return HasDecisionLine(log, "/secret/x", uid) && HasDecisionLine(log, "/bin/forbidden", uid) &&
+               HasDecisionLine(log, "blocked-sub.example", uid);
+      },
+      absl::Seconds(10)))
+      << ReadAll(log_path);
+  EXPECT_FALSE(absl::StrContains(ReadAll(log_path), absl::StrCat("\"uid\":", inner_host_uid, ",")));
+
+  // `leash status` shows the ranges; `leash validate` names the command that removes them.
+  RunResult shown = Cli({"status"});
+  EXPECT_THAT(shown.out, HasSubstr(absl::StrCat("subordinate uids ", inner_host_uid, "-")));
+  RunResult validate = Cli({"validate"});
+  EXPECT_THAT(validate.out, HasSubstr(absl::StrCat("usermod --del-subuids ", inner_host_uid, "-")));
+  EXPECT_THAT(validate.out, HasSubstr("leash-it-sub"));
+}
+
+}  // namespace
+}  // namespace leash::testing

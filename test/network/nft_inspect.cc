@@ -43,4 +43,18 @@ absl::StatusOr<std::vector<uint32_t>> MapKeys(const NetNamespace& ns, const std:
   return out;
 }
 
+absl::StatusOr<std::vector<std::string>> MapEntries(const NetNamespace& ns,
+                                                    const std::string& family,
+                                                    const std::string& table) {
+  absl::StatusOr<std::string> listing = Nft(ns, {"list", "map", family, table, "agents"});
+  if (!listing.ok()) return listing.status();
+  static const LazyRE2 kElement = {R"(([\d-]+) : jump (agent_\d+))"};
+  std::vector<std::string> out;
+  re2::StringPiece input(*listing);
+  std::string key, chain;
+  while (RE2::FindAndConsume(&input, *kElement, &key, &chain)) out.push_back(key + " : " + chain);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace leash::testing

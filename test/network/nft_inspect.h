@@ -24,4 +24,10 @@ absl::StatusOr<std::vector<std::pair<uint64_t, uint64_t>>> ChainCounters(
 absl::StatusOr<std::vector<uint32_t>> MapKeys(const NetNamespace& ns, const std::string& family,
                                               const std::string& table);
 
+// The agents map's elements as `nft list` prints them, sorted: "1001 : agent_1001",
+// "100000-165535 : agent_1001".
+absl::StatusOr<std::vector<std::string>> MapEntries(const NetNamespace& ns,
+                                                    const std::string& family,
+                                                    const std::string& table);
+
 }  // namespace leash::testing

@@ -129,6 +129,64 @@ TEST_F(NftNetfilterTest, ApplyAddsExactlyTheUidsChainsAndElements) {
   EXPECT_THAT(*listed, ElementsAre(1001u, 1002u));
 }
 
+TEST_F(NftNetfilterTest, SubordinateRangesAreIntervalsOfTheSubjectsOwnChain) {
+  ASSERT_TRUE(nf_->Prepare().ok());
+  NetfilterSubject a = MakeSubject(1001, 18001);
+  a.subordinate_uids = {{100000, 165535}};
+  NetfilterSubject b = MakeSubject(1002, 18002);
+  b.subordinate_uids = {{165536, 231071}, {4294000000u, 4294967294u}};  // adjacent to a's
+  ASSERT_TRUE(nf_->Apply(a).ok());
+  ASSERT_TRUE(nf_->Apply(b).ok());
+  for (const auto& [family, table] : std::vector<std::pair<std::string, std::string>>{
+           {"ip", "leash"}, {"ip6", "leash"}, {"inet", "leash_filter"}}) {
+    EXPECT_THAT(List({"list", "map", family, table, "agents"}), HasSubstr("flags interval"));
+    EXPECT_THAT(*leash::testing::MapEntries(*ns_, family, table),
+                ElementsAre("100000-165535 : agent_1001", "1001 : agent_1001",
+                            "1002 : agent_1002", "165536-231071 : agent_1002",
+                            "4294000000-4294967294 : agent_1002"))
+        << family;
+  }
+  // A change of ranges replaces exactly that subject's intervals.
+  a.subordinate_uids = {{300000, 300009}};
+  ASSERT_TRUE(nf_->Apply(a).ok());
+  EXPECT_THAT(*leash::testing::MapEntries(*ns_, "ip", "leash"),
+              ElementsAre("1001 : agent_1001", "1002 : agent_1002", "165536-231071 : agent_1002",
+                          "300000-300009 : agent_1001", "4294000000-4294967294 : agent_1002"));
+  // A whole restart's ApplyAll over what is there, then a release of one subject.
+  ASSERT_TRUE(nf_->ApplyAll({a, b}).ok());
+  ASSERT_TRUE(nf_->Release(1002).ok());
+  for (const auto& [family, table] : std::vector<std::pair<std::string, std::string>>{
+           {"ip", "leash"}, {"ip6", "leash"}, {"inet", "leash_filter"}}) {
+    EXPECT_THAT(*leash::testing::MapEntries(*ns_, family, table),
+                ElementsAre("1001 : agent_1001", "300000-300009 : agent_1001"))
+        << family;
+  }
+}
+
+TEST_F(NftNetfilterTest, PrepareDropsAMapOfSingleUids) {
+  // The shape before subordinate ranges: no interval flag, host-order dispatch.
+  NftScript(
+      "table ip leash {\n"
+      "  chain agent_1001 {\n"
+      "    meta l4proto tcp redirect to :18001\n"
+      "  }\n"
+      "  map agents {\n"
+      "    type uid : verdict\n"
+      "    elements = { 1001 : jump agent_1001 }\n"
+      "  }\n"
+      "  chain output {\n"
+      "    type nat hook output priority -100; policy accept;\n"
+      "    meta skuid vmap @agents\n"
+      "  }\n"
+      "}\n");
+  absl::StatusOr<std::vector<std::string>> lines = nf_->Prepare();
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  ASSERT_THAT(*lines, SizeIs(1));
+  EXPECT_THAT(lines->front(), HasSubstr("holds single UIDs, not intervals"));
+  EXPECT_THAT(List({"list", "map", "ip", "leash", "agents"}), HasSubstr("flags interval"));
+  EXPECT_THAT(*MapKeys(*ns_, "ip", "leash"), IsEmpty());
+}
+
 TEST_F(NftNetfilterTest, ReplacingOneUidLeavesAnotherUidsObjectsUntouched) {
   ASSERT_TRUE(nf_->Prepare().ok());
   ASSERT_TRUE(nf_->Apply(MakeSubject(1001, 18001)).ok());

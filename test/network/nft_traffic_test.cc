@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "controlplane/nft_netfilter.h"
+#include "controlplane/subordinate_ids.h"
 #include "controlplane/testing/fake_netfilter.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -114,6 +116,32 @@ TEST_F(NftTrafficTest, EachAccountsTcpLandsOnItsOwnListenerWithTheOriginalDestin
   // Any TCP port, not just 443: nothing listens on 192.0.2.11:8080, yet the account's
   // connection is answered by its listener.
   EXPECT_EQ(Probe(a_, "tcp", "192.0.2.11", 8080), "a 192.0.2.11:8080");
+}
+
+TEST_F(NftTrafficTest, AProcessInsideTheAccountsOwnUserNamespaceMeetsTheAccountsChain) {
+  auto in_namespace = [&](const std::string& proto, const std::string& address, uint16_t port) {
+    absl::StatusOr<leash::testing::RunResult> run = world_->ns().Run(
+        a_->InOwnUserNamespace({world_->probe_path(), proto, address, absl::StrCat(port)}),
+        absl::Seconds(20));
+    if (!run.ok()) return absl::StrCat("probe failed: ", run.status().ToString());
+    return std::string(absl::StripAsciiWhitespace(run->out));
+  };
+  // Without its subordinate range in the subject, the inner UID's traffic went straight out:
+  // the escape this closes (and the proof the probe really ran under another UID).
+  ASSERT_EQ(in_namespace("tcp", "192.0.2.11", 443), "direct 192.0.2.11:443");
+  // leashd reads the account's range from /etc/subuid (useradd gave it one).
+  absl::StatusOr<SubordinateIdFile> subuid = ReadSubordinateIds(kSubuidPath);
+  ASSERT_TRUE(subuid.ok()) << subuid.status();
+  subject_a_.subordinate_uids = subuid->RangesOf(a_->name(), a_->uid());
+  ASSERT_FALSE(subject_a_.subordinate_uids.empty()) << "useradd gave " << a_->name() << " no range";
+  ASSERT_TRUE(nf_->Apply(subject_a_).ok());
+  EXPECT_EQ(in_namespace("tcp", "192.0.2.11", 443), "a 192.0.2.11:443");
+  EXPECT_EQ(in_namespace("tcp", "2001:db8::11", 443), "a [2001:db8::11]:443");
+  EXPECT_EQ(in_namespace("udp", "192.0.2.11", server_->port(kUdpOther)), "error EPERM");
+  EXPECT_EQ(in_namespace("udp", "192.0.2.11", 53), "dns");
+  // The account's own UID and root are as before.
+  EXPECT_EQ(Probe(a_, "tcp", "192.0.2.11", 443), "a 192.0.2.11:443");
+  EXPECT_EQ(Probe(nullptr, "tcp", "192.0.2.11", 443), "direct 192.0.2.11:443");
 }
 
 TEST_F(NftTrafficTest, RootsTrafficIsUntouched) {
