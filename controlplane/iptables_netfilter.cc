@@ -179,14 +179,18 @@ std::vector<std::string> IptablesDeleteLines(absl::string_view save_output, uint
 }
 
 std::vector<std::string> IptablesAddLines(const NetfilterSubject& subject) {
-  const std::string owner = absl::StrCat("-m owner --uid-owner ", subject.uid);
   const std::string comment = absl::StrCat("-m comment --comment ", kCommentPrefix, subject.uid);
-  return {
-      absl::StrCat("-A OUTPUT -d 127.0.0.0/8 -p tcp ", owner, " -m tcp ! --dport ",
-                   kProxyPortFirst, ":", kProxyPortLast, " ", comment, " -j RETURN"),
-      absl::StrCat("-A OUTPUT -p tcp ", owner, " ", comment, " -j REDIRECT --to-ports ",
-                   subject.port),
-  };
+  std::vector<std::string> lines;
+  // The subject's UID and each subordinate range: xt_owner matches a range of UIDs, and every
+  // line carries the subject's comment, so a release finds them all.
+  for (const engine::UidRange& uids : DispatchedUids(subject)) {
+    const std::string owner = absl::StrCat("-m owner --uid-owner ", engine::FormatUidRange(uids));
+    lines.push_back(absl::StrCat("-A OUTPUT -d 127.0.0.0/8 -p tcp ", owner, " -m tcp ! --dport ",
+                                 kProxyPortFirst, ":", kProxyPortLast, " ", comment, " -j RETURN"));
+    lines.push_back(absl::StrCat("-A OUTPUT -p tcp ", owner, " ", comment,
+                                 " -j REDIRECT --to-ports ", subject.port));
+  }
+  return lines;
 }
 
 std::string IptablesRestoreScript(const std::vector<std::string>& lines) {

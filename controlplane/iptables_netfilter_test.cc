@@ -13,6 +13,7 @@ namespace {
 using ::leash::controlplane::testing::MakeSubject;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using ::testing::SizeIs;
 
 // As iptables-legacy-save 1.8.9 prints it, with a foreign rule and a look-alike.
 constexpr char kSaved[] =
@@ -52,6 +53,23 @@ TEST(IptablesText, AddLinesAreLoopbackExemptionExceptProxyRangeThenRedirect) {
                           "--dport 18000:18999 -m comment --comment leash-agent-1001 -j RETURN",
                           "-A OUTPUT -p tcp -m owner --uid-owner 1001 -m comment --comment "
                           "leash-agent-1001 -j REDIRECT --to-ports 18001"));
+}
+
+TEST(IptablesText, SubordinateRangesGetTheSameRulesUnderTheSubjectsComment) {
+  NetfilterSubject subject = MakeSubject(1001, 18001);
+  subject.subordinate_uids = {{100000, 165535}};
+  const std::vector<std::string> lines = IptablesAddLines(subject);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[2],
+            "-A OUTPUT -d 127.0.0.0/8 -p tcp -m owner --uid-owner 100000-165535 -m tcp ! "
+            "--dport 18000:18999 -m comment --comment leash-agent-1001 -j RETURN");
+  EXPECT_EQ(lines[3],
+            "-A OUTPUT -p tcp -m owner --uid-owner 100000-165535 -m comment --comment "
+            "leash-agent-1001 -j REDIRECT --to-ports 18001");
+  // A release finds every one of them by the subject's comment.
+  std::string saved = "*nat\n";
+  for (const std::string& line : lines) saved += line + "\n";
+  EXPECT_THAT(IptablesDeleteLines(saved, 1001), SizeIs(4));
 }
 
 TEST(IptablesText, AddedRulesAreFoundAgainOnceSaved) {

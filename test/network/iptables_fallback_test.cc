@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "controlplane/iptables_netfilter.h"
+#include "controlplane/subordinate_ids.h"
 #include "controlplane/netfilter_factory.h"
 #include "controlplane/testing/fake_netfilter.h"
 #include "gmock/gmock.h"
@@ -104,6 +106,29 @@ TEST_F(IptablesFallbackTest, RedirectsTheAccountsIpv4TcpAndNothingElse) {
   // Other accounts and root are untouched.
   EXPECT_EQ(Probe(b_, "tcp", "192.0.2.11", 443), "direct 192.0.2.11:443");
   EXPECT_EQ(Probe(nullptr, "tcp", "192.0.2.11", 443), "direct 192.0.2.11:443");
+}
+
+TEST_F(IptablesFallbackTest, TheAccountsSubordinateUidsAreRedirectedToo) {
+  absl::StatusOr<SubordinateIdFile> subuid = ReadSubordinateIds(kSubuidPath);
+  ASSERT_TRUE(subuid.ok()) << subuid.status();
+  NetfilterSubject subject = MakeSubject(a_->uid(), kPortA);
+  subject.subordinate_uids = subuid->RangesOf(a_->name(), a_->uid());
+  ASSERT_FALSE(subject.subordinate_uids.empty()) << "useradd gave " << a_->name() << " no range";
+  ASSERT_TRUE(nf_->Apply(subject).ok());
+  auto in_namespace = [&](const std::string& address, uint16_t port) {
+    absl::StatusOr<leash::testing::RunResult> run = world_->ns().Run(
+        a_->InOwnUserNamespace({world_->probe_path(), "tcp", address, absl::StrCat(port)}),
+        absl::Seconds(20));
+    if (!run.ok()) return absl::StrCat("probe failed: ", run.status().ToString());
+    return std::string(absl::StripAsciiWhitespace(run->out));
+  };
+  EXPECT_EQ(in_namespace("192.0.2.11", 443), "a 192.0.2.11:443");
+  EXPECT_EQ(Probe(a_, "tcp", "192.0.2.11", 443), "a 192.0.2.11:443");
+  // Saved and found again by the subject's comment: replace and release take every range.
+  EXPECT_EQ(ParseIptablesUids(Saved()), std::vector<uint32_t>{a_->uid()});
+  EXPECT_EQ(IptablesDeleteLines(Saved(), a_->uid()).size(), 4u);
+  ASSERT_TRUE(nf_->Release(a_->uid()).ok());
+  EXPECT_THAT(in_namespace("192.0.2.11", 443), StartsWith("direct "));
 }
 
 TEST_F(IptablesFallbackTest, ASecondUidIsRefused) {
