@@ -1008,6 +1008,19 @@ TEST_F(LeashdTest, AnAgentInsideItsOwnUserNamespaceIsConfinedOnEverySurfaceAndLo
   ASSERT_TRUE(fetch.ok());
   EXPECT_THAT(fetch->out, Not(HasSubstr("HTTP/")));
 
+  // Tools: a CheckTool call from inside the namespace (no account named) is the agent's own,
+  // judged by its policy (the floor allows read_file), not refused as a stranger's.
+  ASSERT_EQ(chmod(leashd_->tools_socket().c_str(), 0666), 0);
+  // A copy the inner UID can reach (the runfiles tree may sit under a folder only its owner
+  // may enter).
+  const std::string flood = log_dir_->Join("tools_flood");
+  ASSERT_TRUE(leash::testing::RunOk({"cp", RunfilePath("test/leashd/tools_flood"), flood}).ok());
+  auto tool = leash::testing::Run(
+      agent.InOwnUserNamespace({flood, leashd_->tools_socket(), "--seconds=0"}),
+      absl::Seconds(60));
+  ASSERT_TRUE(tool.ok());
+  EXPECT_EQ(FloodSummary(tool->out)["codes"], "0:1") << tool->out;
+
   // Every decision is logged under the agent's own UID.
   const std::string log_path = log_dir_->Join("decisions.jsonl");
   const uint32_t uid = agent.uid();
@@ -1015,7 +1028,8 @@ TEST_F(LeashdTest, AnAgentInsideItsOwnUserNamespaceIsConfinedOnEverySurfaceAndLo
       [&] {
         const std::string log = ReadAll(log_path);
         return HasDecisionLine(log, "/secret/x", uid) && HasDecisionLine(log, "/bin/forbidden", uid) &&
-               HasDecisionLine(log, "blocked-sub.example", uid);
+               HasDecisionLine(log, "blocked-sub.example", uid) &&
+               HasDecisionLine(log, "\"surface\":\"tools\"", uid);
       },
       absl::Seconds(10)))
       << ReadAll(log_path);

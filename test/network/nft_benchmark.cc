@@ -100,13 +100,17 @@ std::string AgentRules(const std::string& family, uint32_t uid, uint16_t port) {
                       " leash ", chain, " meta l4proto tcp counter redirect to :", port, "\n");
 }
 
+// The table, its interval map and dispatcher, and (empty) every agent chain the elements will
+// jump to, in nft's block form: nft 1.0.6 refuses (ENOENT) elements of an interval map whose
+// jump targets were made by `add chain` commands of the same file, but takes declared ones.
 std::string Skeleton(const std::string& family, const std::string& table, const std::string& type,
                      int priority) {
-  return absl::StrCat("add table ", family, " ", table, "\n", "add map ", family, " ", table,
-                      " agents { type uid : verdict; }\n", "add chain ", family, " ", table,
-                      " output { type ", type, " hook output priority ", priority,
-                      "; policy accept; }\n", "add rule ", family, " ", table,
-                      " output meta skuid vmap @agents\n");
+  std::string text = absl::StrCat("table ", family, " ", table, " {\n",
+                                  "  map agents { type uid : verdict; flags interval; }\n");
+  for (int i = 0; i < kSubjects; ++i) absl::StrAppend(&text, "  chain agent_", kFirstUid + i, " { }\n");
+  absl::StrAppend(&text, "  chain output { type ", type, " hook output priority ", priority,
+                  "; policy accept; meta skuid vmap @agents; }\n}\n");
+  return text;
 }
 
 std::string Element(const std::string& family, const std::string& table, uint32_t uid) {
