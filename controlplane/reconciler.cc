@@ -394,21 +394,46 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
   }
   report.set_unchanged(unchanged);
 
+  // Changed subjects whose subordinate ranges changed: a range may be moving to another subject
+  // (a new one, or one changed in this pass). They go with the new subjects, before any of
+  // them, so that neither the sidecars' maps nor the kernel's interval map ever hold one UID for
+  // two subjects: nftables would refuse the second claim (leaving a new subject unconfined),
+  // and the watcher could only guess whose the UID is.
+  std::vector<uint32_t> moved;
+  for (uint32_t uid : changed) {
+    if (subjects_[uid].subordinate_uids != desired[uid].subordinate_uids) moved.push_back(uid);
+  }
+  std::map<uint32_t, NetfilterSubject> applied_early;
+
   // --- New subjects: denied in the sidecars first, then their chains. ---
-  if (!added.empty()) {
+  if (!added.empty() || !moved.empty()) {
     std::vector<leash::v1::SubjectPolicy> denied;
     for (uint32_t uid : added) {
       denied.push_back(NoPolicy(desired[uid], "being onboarded", floor_fail_mode));
     }
+    for (uint32_t uid : moved) denied.push_back(desired[uid].policy);
     PublishAndWait(denied, report);
     std::vector<NetfilterSubject> chains;
-    for (uint32_t uid : added) {
-      if (desired[uid].chain) chains.push_back(*desired[uid].chain);
+    // Moved subjects first: applied one at a time, they release their old ranges before a new
+    // subject claims them.
+    for (const std::vector<uint32_t>* uids : {&moved, &added}) {
+      for (uint32_t uid : *uids) {
+        if (desired[uid].chain) chains.push_back(*desired[uid].chain);
+      }
     }
-    // Many at once (startup) go in one batch; if the batch fails, each subject is applied on
-    // its own so one bad subject cannot hold back the others.
+    // Many at once (startup, or ranges moving between subjects) go in one batch; if the batch
+    // fails, each subject is applied on its own so one bad subject cannot hold back the others.
     bool batched = false;
     if (netfilter_ != nullptr && chains.size() > 1) batched = netfilter_->ApplyAll(chains).ok();
+    for (uint32_t uid : moved) {
+      Desired& d = desired[uid];
+      if (!d.chain) continue;
+      // A moved subject whose own apply fails here is tried again, and reported, with the
+      // other changed subjects below.
+      if (batched || (netfilter_ != nullptr && netfilter_->Apply(*d.chain).ok())) {
+        applied_early[uid] = *d.chain;
+      }
+    }
     for (uint32_t uid : added) {
       Desired& d = desired[uid];
       if (!d.chain || batched) continue;
@@ -455,6 +480,11 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
     Desired& d = desired[uid];
     // A subject that left discovery keeps its chain exactly as it was.
     if (!d.in_discovery && subjects_[uid].chain == d.chain) continue;
+    // Applied above with the new subjects, and not changed since.
+    if (auto early = applied_early.find(uid);
+        early != applied_early.end() && d.chain && early->second == *d.chain) {
+      continue;
+    }
     const bool had_chain = subjects_[uid].chain.has_value();
     if (!ApplyChain(d, report) && d.chain) {
       d.runtime_problem = true;

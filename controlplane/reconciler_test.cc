@@ -254,6 +254,53 @@ TEST_F(ReconcilerTest, SubordinateRangesAreTheSubjectsOnEverySurfaceAndTheirChan
               ElementsAre(engine::UidRange{100000, 165535}, engine::UidRange{300000, 300009}));
 }
 
+TEST_F(ReconcilerTest, ARangeMovingToANewSubjectIsReleasedByItsOldHolderFirst) {
+  accounts_.Add("leash-iris", 1001);
+  accounts_.SetSubordinateUids("leash-iris", {{100000, 165535}});
+  auto r = Make();
+  ASSERT_TRUE(r->RunPass().error().empty());
+  // One change to /etc/subuid: the range leaves leash-iris and goes to a new account.
+  accounts_.SetSubordinateUids("leash-iris", {});
+  accounts_.Add("leash-new", 1003);
+  accounts_.SetSubordinateUids("leash-new", {{100000, 165535}});
+  bool checked = false;
+  netfilter_.SetBeforeApply([&](const NetfilterSubject& s) {
+    if (s.uid != 1003) return;
+    // The watcher never holds one UID for two subjects, even for a moment.
+    SubjectMapPtr map = fswatch_->map();
+    EXPECT_TRUE(map->at(1001).subordinate_uids.empty());
+    checked = true;
+  });
+  leash::v1::ReconcileReport report = r->RunPass();
+  EXPECT_TRUE(checked);
+  for (const std::string& w : report.warnings()) ADD_FAILURE() << w;
+  EXPECT_TRUE(report.not_in_force().empty());
+  ASSERT_TRUE(Subject(*r, 1003).chain.has_value()) << Subject(*r, 1003).problem;
+  EXPECT_THAT(netfilter_.subjects().at(1003).subordinate_uids,
+              ElementsAre(engine::UidRange{100000, 165535}));
+  EXPECT_TRUE(netfilter_.subjects().at(1001).subordinate_uids.empty());
+  EXPECT_NE(fswatch_->map()->at(1003).policy, nullptr);
+}
+
+TEST_F(ReconcilerTest, TwoSubjectsSwappingRangesInOnePassAreAppliedTogether) {
+  accounts_.Add("leash-iris", 1001);
+  accounts_.Add("leash-vader", 1002);
+  accounts_.SetSubordinateUids("leash-iris", {{100000, 165535}});
+  accounts_.SetSubordinateUids("leash-vader", {{165536, 231071}});
+  auto r = Make();
+  ASSERT_TRUE(r->RunPass().error().empty());
+  accounts_.SetSubordinateUids("leash-iris", {{165536, 231071}});
+  accounts_.SetSubordinateUids("leash-vader", {{100000, 165535}});
+  leash::v1::ReconcileReport report = r->RunPass();
+  EXPECT_TRUE(report.not_in_force().empty());
+  EXPECT_THAT(netfilter_.subjects().at(1001).subordinate_uids,
+              ElementsAre(engine::UidRange{165536, 231071}));
+  EXPECT_THAT(netfilter_.subjects().at(1002).subordinate_uids,
+              ElementsAre(engine::UidRange{100000, 165535}));
+  EXPECT_NE(fswatch_->map()->at(1001).policy, nullptr);
+  EXPECT_NE(fswatch_->map()->at(1002).policy, nullptr);
+}
+
 TEST_F(ReconcilerTest, OverlappingSubordinateRangesDenyBothSubjectsAndSayWhy) {
   accounts_.Add("leash-iris", 1001);
   accounts_.Add("leash-vader", 1002);

@@ -48,9 +48,8 @@ void SubjectDirectory::Update(const std::map<uint32_t, SubjectState>& subjects) 
   fingerprints_.swap(prints);
   uid_by_account_.swap(by_account);
   configured_user_ = configured;
-  // The reconcile made the ranges disjoint; if they were not, no subordinate UID is anybody's
-  // (its callers are refused as non-subjects rather than judged as a guess).
-  if (!subordinate.Build()) subordinate = engine::UidRangeIndex();
+  // The reconcile made the ranges disjoint (a shared UID would go to the range starting first).
+  subordinate.Build();
   subordinate_ = std::move(subordinate);
 }
 

@@ -56,13 +56,19 @@ void UidRangeIndex::Add(const UidRange& range, uint32_t owner) {
 bool UidRangeIndex::Build() {
   std::sort(entries_.begin(), entries_.end(),
             [](const Entry& a, const Entry& b) { return a.range < b.range; });
-  for (size_t i = 1; i < entries_.size(); ++i) {
-    if (entries_[i - 1].range.Overlaps(entries_[i].range)) {
-      entries_.clear();
-      return false;
+  bool disjoint = true;
+  std::vector<Entry> kept;
+  for (const Entry& entry : entries_) {
+    Entry cut = entry;
+    if (!kept.empty() && kept.back().range.last >= cut.range.first) {
+      disjoint = false;
+      if (kept.back().range.last >= cut.range.last) continue;  // wholly inside the one before
+      cut.range.first = kept.back().range.last + 1;
     }
+    kept.push_back(cut);
   }
-  return true;
+  entries_ = std::move(kept);
+  return disjoint;
 }
 
 std::optional<uint32_t> UidRangeIndex::Find(uint32_t id) const {

@@ -50,10 +50,11 @@ std::vector<UidRange> SubtractUidRanges(const std::vector<UidRange>& ranges,
 // the number of subjects.
 class UidRangeIndex {
  public:
-  // Adds `range` as `owner`'s. Ranges must not overlap one another; Build() checks.
+  // Adds `range` as `owner`'s. Ranges should not overlap one another; Build() checks.
   void Add(const UidRange& range, uint32_t owner);
-  // Sorts the ranges. False (and the index stays empty) if two of them overlap: the caller
-  // built it from ranges leashd already made disjoint, so an overlap is a bug to refuse.
+  // Sorts the ranges. False if two of them overlapped: leashd makes them disjoint, so that is a
+  // map caught between two passes. Every ID still has one owner then (the range that starts
+  // first keeps what it shares), never none: an ID nobody owns is judged as nobody's, allowed.
   bool Build();
   // The owner of the range holding `id`, if any.
   std::optional<uint32_t> Find(uint32_t id) const;

@@ -50,13 +50,18 @@ TEST(UidRangeIndex, FindsTheOwnerOfAnIdInsideARangeAndNothingBetween) {
   EXPECT_EQ(index.Find(kTop), std::nullopt);
 }
 
-TEST(UidRangeIndex, RefusesOverlappingRanges) {
+TEST(UidRangeIndex, OverlappingRangesAreSaidAndEveryIdKeepsAnOwner) {
   UidRangeIndex index;
   index.Add({100000, 165535}, 1001);
   index.Add({165535, 165600}, 1002);
+  index.Add({100010, 100020}, 1003);  // wholly inside 1001's
   EXPECT_FALSE(index.Build());
-  EXPECT_TRUE(index.empty());
-  EXPECT_EQ(index.Find(100000), std::nullopt);
+  EXPECT_EQ(index.Find(100000), 1001u);
+  EXPECT_EQ(index.Find(100015), 1001u);
+  EXPECT_EQ(index.Find(165535), 1001u);
+  EXPECT_EQ(index.Find(165536), 1002u);
+  EXPECT_EQ(index.Find(165600), 1002u);
+  EXPECT_EQ(index.Find(165601), std::nullopt);
 }
 
 }  // namespace

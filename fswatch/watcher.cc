@@ -147,12 +147,12 @@ void Watcher::Publish(sidecar::SubjectMapPtr map, uint64_t version) {
     for (const engine::UidRange& range : entry.subordinate_uids) next->subordinate.Add(range, uid);
   }
   if (!next->subordinate.Build()) {
-    // leashd sends disjoint ranges; two subjects claiming one UID would make either answer a
-    // guess, so no subordinate UID is anybody's here. Said, critical, once per such map.
+    // leashd sends disjoint ranges; an overlap means a map caught between two passes. Each
+    // shared UID is still judged as one of the subjects (never as nobody's). Said, critical.
     LogLine(kUnknownUid, SURFACE_FILESYSTEM, Verdict::kBlock, {}, /*critical=*/true,
             [](std::string& out) {
-              out += "two subjects' subordinate UID ranges overlap in the map; subordinate UIDs "
-                     "are judged as nobody's until leashd sends disjoint ranges";
+              out += "two subjects' subordinate UID ranges overlap in the map; each shared UID "
+                     "is judged as the subject whose range starts first";
             });
   }
   for (const auto& [uid, entry] : *map) {

@@ -67,7 +67,9 @@ class FakeNetfilter : public Netfilter {
   void SetPrepareLines(std::vector<std::string> lines);
 
   // --- Failure injection. `times` < 0: every time until cleared. ---
-  // Apply(uid), or an ApplyAll that includes uid (which then changes nothing), fails.
+  // Apply(uid), or an ApplyAll that includes uid (which then changes nothing), fails. Without
+  // injection an apply fails as nftables' would when it claims a UID (its own or a subordinate
+  // one) that another subject's interval already holds: AlreadyExists, nothing changed.
   void FailApply(uint32_t uid, absl::Status status, int times = -1);
   void FailRelease(uint32_t uid, absl::Status status, int times = -1);
   void FailPrepare(absl::Status status, int times = -1);
@@ -78,6 +80,9 @@ class FakeNetfilter : public Netfilter {
   void SetBeforeApply(std::function<void(const NetfilterSubject&)> hook);
 
  private:
+  // AlreadyExists if, with `incoming` in place, two subjects would claim one UID.
+  absl::Status RefuseClaimedTwice(const std::vector<NetfilterSubject>& incoming) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   struct Failure {
     absl::Status status;
     int times = -1;

@@ -163,6 +163,24 @@ TEST_F(NftNetfilterTest, SubordinateRangesAreIntervalsOfTheSubjectsOwnChain) {
   }
 }
 
+TEST_F(NftNetfilterTest, TwoSubjectsSwapRangesInOneApplyAll) {
+  ASSERT_TRUE(nf_->Prepare().ok());
+  NetfilterSubject a = MakeSubject(1001, 18001);
+  NetfilterSubject b = MakeSubject(1002, 18002);
+  a.subordinate_uids = {{100000, 165535}};
+  b.subordinate_uids = {{165536, 231071}};
+  ASSERT_TRUE(nf_->ApplyAll({a, b}).ok());
+  // One at a time, the second claim on a UID is refused (the old holder still has it) ...
+  std::swap(a.subordinate_uids, b.subordinate_uids);
+  EXPECT_FALSE(nf_->Apply(a).ok());
+  // ... and both in one batch delete the old intervals before adding the new ones.
+  absl::Status swapped = nf_->ApplyAll({a, b});
+  ASSERT_TRUE(swapped.ok()) << swapped;
+  EXPECT_THAT(*leash::testing::MapEntries(*ns_, "inet", "leash_filter"),
+              ElementsAre("100000-165535 : agent_1002", "1001 : agent_1001", "1002 : agent_1002",
+                          "165536-231071 : agent_1001"));
+}
+
 TEST_F(NftNetfilterTest, PrepareDropsAMapOfSingleUids) {
   // The shape before subordinate ranges: no interval flag, host-order dispatch.
   NftScript(
