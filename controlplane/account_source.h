@@ -41,6 +41,12 @@ struct Account {
   }
 };
 
+// A group of the system's group database.
+struct Group {
+  std::string name;
+  uint32_t gid = 0;
+};
+
 class AccountSource {
  public:
   virtual ~AccountSource() = default;
@@ -58,6 +64,10 @@ class AccountSource {
   // would let it act as. An error means the database could not be read.
   virtual absl::StatusOr<std::vector<Account>> AccountsWithUidIn(
       const std::vector<engine::UidRange>& uids) = 0;
+  // Every group whose GID is inside `gids`: whose files a subject's subordinate GID ranges
+  // would let it reach (a `docker` or `shadow` group). An error: the database could not be read.
+  virtual absl::StatusOr<std::vector<Group>> GroupsWithGidIn(
+      const std::vector<engine::UidRange>& gids) = 0;
 };
 
 }  // namespace leash::controlplane

@@ -1,5 +1,6 @@
 #include "controlplane/passwd_accounts.h"
 
+#include <grp.h>
 #include <pwd.h>
 
 #include <algorithm>
@@ -153,6 +154,35 @@ std::vector<Account> DistinctAgentAccounts(std::vector<Account> listed,
     distinct.push_back(std::move(account));
   }
   return distinct;
+}
+
+absl::StatusOr<std::vector<Group>> PasswdAccounts::GroupsWithGidIn(
+    const std::vector<engine::UidRange>& gids) {
+  absl::MutexLock lock(&mu_);
+  std::vector<Group> found;
+  if (gids.empty()) return found;
+  engine::UidRangeIndex index;
+  for (const engine::UidRange& range : engine::MergeUidRanges(gids)) index.Add(range, 0);
+  index.Build();
+  setgrent();
+  int error = 0;
+  while (true) {
+    errno = 0;
+    const group* entry = getgrent();
+    if (entry == nullptr) {
+      error = errno == ENOENT ? 0 : errno;
+      break;
+    }
+    if (index.Find(entry->gr_gid).has_value()) {
+      found.push_back(Group{AccountNameAsText(entry->gr_name), entry->gr_gid});
+    }
+  }
+  endgrent();
+  if (error != 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "reading the group database (getgrent) failed: ", std::strerror(error)));
+  }
+  return found;
 }
 
 absl::StatusOr<std::optional<Account>> PasswdAccounts::Lookup(absl::string_view name) {

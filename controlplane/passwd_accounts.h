@@ -35,6 +35,9 @@ class PasswdAccounts : public AccountSource {
   absl::StatusOr<std::optional<Account>> Lookup(absl::string_view name) override;
   absl::StatusOr<std::vector<Account>> AccountsWithUidIn(
       const std::vector<engine::UidRange>& uids) override;
+  // getgrent(3), so every NSS source counts.
+  absl::StatusOr<std::vector<Group>> GroupsWithGidIn(
+      const std::vector<engine::UidRange>& gids) override;
 
  private:
   // Fills each account's subordinate ranges and problems from the two files, read now.

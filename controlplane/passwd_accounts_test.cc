@@ -137,6 +137,13 @@ TEST(PasswdAccounts, EachAccountCarriesTheSubordinateRangesItsNameOrUidHolds) {
   absl::StatusOr<std::vector<Account>> inside = source.AccountsWithUidIn({{other_uid, other_uid}});
   ASSERT_TRUE(inside.ok()) << inside.status();
   EXPECT_THAT(*inside, ::testing::ElementsAre(IsAccount("pwsub-other", other_uid, (*bystander)->gid())));
+  // Whose group a GID range would let it act as: any group, by its GID.
+  const uint32_t other_gid = (*bystander)->gid();
+  absl::StatusOr<std::vector<Group>> groups = source.GroupsWithGidIn({{other_gid, other_gid}});
+  ASSERT_TRUE(groups.ok()) << groups.status();
+  ASSERT_EQ(groups->size(), 1u);
+  EXPECT_EQ(groups->front().name, "pwsub-other");
+  EXPECT_EQ(groups->front().gid, other_gid);
 }
 
 TEST(PasswdAccounts, LookupFindsAnAccountAndReportsAbsence) {

@@ -278,7 +278,20 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
     if (!found.ok()) return wholesale(found.status());
     in_ranges = *std::move(found);
   }
-  const SubordinatePlan subordinate = PlanSubordinateUids(wanted, kept_ranges, in_ranges);
+  SubordinatePlan subordinate = PlanSubordinateUids(wanted, kept_ranges, in_ranges);
+  std::vector<engine::UidRange> all_gid_ranges;
+  for (const Account& account : wanted) {
+    all_gid_ranges.insert(all_gid_ranges.end(), account.subordinate_gids.begin(),
+                          account.subordinate_gids.end());
+  }
+  if (!all_gid_ranges.empty()) {
+    absl::StatusOr<std::vector<Group>> groups = accounts_->GroupsWithGidIn(all_gid_ranges);
+    if (!groups.ok()) return wholesale(groups.status());
+    for (auto& [uid, why] : SubordinateGidConflicts(wanted, *groups)) {
+      std::vector<std::string>& into = subordinate.conflicts[uid];
+      into.insert(into.end(), why.begin(), why.end());
+    }
+  }
 
   std::map<uint32_t, Desired> desired;
   for (const Account& account : wanted) {

@@ -343,6 +343,18 @@ TEST_F(ReconcilerTest, ASubordinateRangeHoldingAnotherAccountDeniesTheSubjectAnd
               ElementsAre(engine::UidRange{100000, 100499}, engine::UidRange{100501, 165535}));
 }
 
+TEST_F(ReconcilerTest, ASubordinateGidRangeHoldingAHostGroupDeniesTheSubject) {
+  accounts_.Add("leash-iris", 1001);
+  accounts_.Add("leash-vader", 1002);
+  accounts_.AddGroup("docker", 150);
+  accounts_.SetSubordinateGids("leash-iris", {{100, 200}});
+  auto r = Make();
+  ASSERT_TRUE(r->RunPass().error().empty());
+  EXPECT_EQ(fswatch_->map()->at(1001).policy, nullptr);
+  EXPECT_THAT(Subject(*r, 1001).problem, HasSubstr("GID 150 of group docker"));
+  EXPECT_NE(fswatch_->map()->at(1002).policy, nullptr);
+}
+
 TEST_F(ReconcilerTest, UnknownSubordinateRangesDenyTheSubject) {
   accounts_.Add("leash-iris", 1001);
   accounts_.SetSubordinateProblem("leash-iris", "line 3 of /etc/subuid names it but cannot be read");

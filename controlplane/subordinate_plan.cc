@@ -97,4 +97,36 @@ SubordinatePlan PlanSubordinateUids(const std::vector<Account>& subjects,
   return plan;
 }
 
+std::map<uint32_t, std::vector<std::string>> SubordinateGidConflicts(
+    const std::vector<Account>& subjects, const std::vector<Group>& groups_in_ranges) {
+  std::map<uint32_t, std::vector<std::string>> conflicts;
+  auto remove = [](const Account& subject, const UidRange& range) {
+    return absl::StrCat("usermod --del-subgids ", engine::FormatUidRange(range), " ",
+                        subject.name);
+  };
+  for (const Account& subject : subjects) {
+    for (const UidRange& range : subject.subordinate_gids) {
+      for (const Group& group : groups_in_ranges) {
+        if (!range.Contains(group.gid) || group.gid == subject.gid) continue;
+        conflicts[subject.uid].push_back(absl::StrCat(
+            subject.name, "'s subordinate GIDs ", engine::FormatUidRange(range), " hold GID ",
+            group.gid, " of group ", group.name, ": inside its own user namespace it could act "
+            "as that group and reach its files and sockets. Remove the range (", remove(subject, range),
+            ") or renumber the group"));
+      }
+      for (const Account& other : subjects) {
+        if (other.uid == subject.uid) continue;
+        bool shared = range.Contains(other.gid);
+        for (const UidRange& theirs : other.subordinate_gids) shared = shared || range.Overlaps(theirs);
+        if (!shared) continue;
+        conflicts[subject.uid].push_back(absl::StrCat(
+            subject.name, "'s subordinate GIDs ", engine::FormatUidRange(range), " overlap ",
+            other.name, "'s GIDs: inside a user namespace each could reach the other's group "
+            "files. Give them disjoint ranges (", remove(subject, range), ")"));
+      }
+    }
+  }
+  return conflicts;
+}
+
 }  // namespace leash::controlplane

@@ -38,4 +38,14 @@ SubordinatePlan PlanSubordinateUids(
     const std::map<uint32_t, std::vector<engine::UidRange>>& fixed,
     const std::vector<Account>& accounts_in_ranges);
 
+// Subordinate GIDs (/etc/subgid, through newgidmap) give an agent's processes host GIDs, so
+// every file of those groups: a range holding a host group's GID (`docker`, `shadow`) or another
+// subject's GIDs would hand the agent that group's files and sockets, which no surface judges by
+// GID (a Unix socket raises no fanotify event). Per subject UID, why it is denied: a range
+// holding the GID of any group in `groups_in_ranges` other than its own primary group, or
+// overlapping another subject's subordinate GIDs or primary GID. Nothing is left out here: the
+// subject is denied until /etc/subgid is fixed.
+std::map<uint32_t, std::vector<std::string>> SubordinateGidConflicts(
+    const std::vector<Account>& subjects, const std::vector<Group>& groups_in_ranges);
+
 }  // namespace leash::controlplane

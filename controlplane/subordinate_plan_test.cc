@@ -71,5 +71,31 @@ TEST(SubordinatePlan, RangesInForceForAKeptChainAreTakenFirst) {
   EXPECT_THAT(plan.conflicts.at(1003), SizeIs(1));
 }
 
+TEST(SubordinateGids, ARangeHoldingAHostGroupOrAnotherSubjectsGidsDeniesTheSubject) {
+  Account iris = Agent("leash-iris", 1001, {});
+  iris.subordinate_gids = {{100, 200}, {100000, 165535}};
+  Account vader = Agent("leash-vader", 1002, {});
+  vader.subordinate_gids = {{165000, 170000}};
+  Account fido = Agent("fido", 1000, {});
+  const auto conflicts = SubordinateGidConflicts(
+      {iris, vader, fido}, {Group{"docker", 150}, Group{"leash-iris", 1001}});
+  ASSERT_EQ(conflicts.count(1001), 1u);
+  EXPECT_THAT(conflicts.at(1001),
+              ::testing::Contains(AllOf(HasSubstr("GID 150 of group docker"),
+                                        HasSubstr("usermod --del-subgids 100-200 leash-iris"))));
+  EXPECT_THAT(conflicts.at(1001), ::testing::Contains(HasSubstr("overlap leash-vader's GIDs")));
+  EXPECT_THAT(conflicts.at(1002), ::testing::Contains(HasSubstr("overlap leash-iris's GIDs")));
+  EXPECT_EQ(conflicts.count(1000), 0u);
+}
+
+TEST(SubordinateGids, DisjointRangesHoldingNoGroupAreFine) {
+  Account iris = Agent("leash-iris", 1001, {});
+  iris.subordinate_gids = {{100000, 165535}};
+  // The account's own group inside its range is its own already.
+  EXPECT_TRUE(SubordinateGidConflicts({iris}, {Group{"leash-iris", 1001}}).empty());
+  iris.subordinate_gids = {{1000, 1002}};
+  EXPECT_TRUE(SubordinateGidConflicts({iris}, {Group{"leash-iris", 1001}}).empty());
+}
+
 }  // namespace
 }  // namespace leash::controlplane

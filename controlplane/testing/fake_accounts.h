@@ -17,6 +17,11 @@ class FakeAccounts : public AccountSource {
   void SetSubordinateUids(const std::string& name, std::vector<engine::UidRange> ranges) {
     accounts_.at(name).subordinate_uids = std::move(ranges);
   }
+  void SetSubordinateGids(const std::string& name, std::vector<engine::UidRange> ranges) {
+    accounts_.at(name).subordinate_gids = std::move(ranges);
+  }
+  // A group of the group database (each account's own group is there too).
+  void AddGroup(const std::string& name, uint32_t gid) { groups_[name] = gid; }
   void SetSubordinateProblem(const std::string& name, std::string problem) {
     accounts_.at(name).subordinate_problems = {std::move(problem)};
   }
@@ -39,6 +44,24 @@ class FakeAccounts : public AccountSource {
     if (it == accounts_.end()) return std::optional<Account>();
     return std::optional<Account>(it->second);
   }
+  absl::StatusOr<std::vector<Group>> GroupsWithGidIn(
+      const std::vector<engine::UidRange>& gids) override {
+    if (unreadable_ || range_walk_unreadable_) {
+      return absl::UnavailableError("reading the group database failed: EIO");
+    }
+    std::vector<Group> out;
+    std::map<std::string, uint32_t> all = groups_;
+    for (const auto& [name, account] : accounts_) all.emplace(name, account.gid);
+    for (const auto& [name, gid] : all) {
+      for (const engine::UidRange& range : gids) {
+        if (range.Contains(gid)) {
+          out.push_back(Group{name, gid});
+          break;
+        }
+      }
+    }
+    return out;
+  }
   absl::StatusOr<std::vector<Account>> AccountsWithUidIn(
       const std::vector<engine::UidRange>& uids) override {
     if (unreadable_ || range_walk_unreadable_) {
@@ -58,6 +81,7 @@ class FakeAccounts : public AccountSource {
 
  private:
   std::map<std::string, Account> accounts_;
+  std::map<std::string, uint32_t> groups_;
   bool unreadable_ = false;
   bool range_walk_unreadable_ = false;
 };
