@@ -17,12 +17,15 @@ namespace {
 // subject) and the command that removes them if the agent does not need them.
 std::vector<leash::v1::Finding> SubordinateIdFindings(const SubjectState& state) {
   std::vector<leash::v1::Finding> findings;
-  if (state.subordinate_uids.empty() && state.subordinate_gids.empty()) return findings;
+  // What the account holds in /etc/subuid and /etc/subgid, all of it (not leashd's share).
+  const std::vector<engine::UidRange>& uids = state.account.subordinate_uids;
+  const std::vector<engine::UidRange>& gids = state.account.subordinate_gids;
+  if (uids.empty() && gids.empty()) return findings;
   std::string remove = "usermod";
-  for (const engine::UidRange& range : state.subordinate_uids) {
+  for (const engine::UidRange& range : uids) {
     absl::StrAppend(&remove, " --del-subuids ", range.first, "-", range.last);
   }
-  for (const engine::UidRange& range : state.subordinate_gids) {
+  for (const engine::UidRange& range : gids) {
     absl::StrAppend(&remove, " --del-subgids ", range.first, "-", range.last);
   }
   absl::StrAppend(&remove, " ", state.account.name);
@@ -30,12 +33,11 @@ std::vector<leash::v1::Finding> SubordinateIdFindings(const SubjectState& state)
   finding.set_severity(leash::v1::SEVERITY_WARNING);
   finding.set_source(absl::StrCat("agent:", state.account.name));
   finding.set_field("subordinate_ids");
-  finding.set_entry(engine::FormatUidRanges(state.subordinate_uids));
+  finding.set_entry(engine::FormatUidRanges(uids));
   finding.set_message(absl::StrCat(
       state.account.name, " holds subordinate UIDs ",
-      state.subordinate_uids.empty() ? "none" : engine::FormatUidRanges(state.subordinate_uids),
-      " and GIDs ",
-      state.subordinate_gids.empty() ? "none" : engine::FormatUidRanges(state.subordinate_gids),
+      uids.empty() ? "none" : engine::FormatUidRanges(uids), " and GIDs ",
+      gids.empty() ? "none" : engine::FormatUidRanges(gids),
       " (/etc/subuid, /etc/subgid): with newuidmap it can run processes under those host IDs "
       "inside a user namespace of its own. Leash confines them as ", state.account.name,
       ", but an agent rarely needs them; remove them with: ", remove));
@@ -229,12 +231,14 @@ grpc::Status ControlService::GetStatus(grpc::ServerContext*, const leash::v1::St
     subject->set_detail(state.problem);
     for (const std::string& source : state.sources) subject->add_profiles(source);
     if (view.policy != nullptr) *subject->mutable_policy() = view.policy->config();
-    for (const engine::UidRange& range : state.subordinate_uids) {
+    // What the account holds (what newuidmap grants it), not the share leashd could give it:
+    // in a conflict the two differ, and the detail says why.
+    for (const engine::UidRange& range : state.account.subordinate_uids) {
       leash::v1::IdRange* out = subject->add_subordinate_uids();
       out->set_first(range.first);
       out->set_last(range.last);
     }
-    for (const engine::UidRange& range : state.subordinate_gids) {
+    for (const engine::UidRange& range : state.account.subordinate_gids) {
       leash::v1::IdRange* out = subject->add_subordinate_gids();
       out->set_first(range.first);
       out->set_last(range.last);

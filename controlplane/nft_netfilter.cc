@@ -235,11 +235,8 @@ absl::StatusOr<NftNetfilter::Presence> NftNetfilter::PresenceOf(uint32_t uid) {
   Presence presence;
   for (size_t i = 0; i < Tables().size(); ++i) {
     ASSIGN_OR_RETURN(const bool chain, ChainExists(Tables()[i], uid));
-    ASSIGN_OR_RETURN(nft::PresentIntervals intervals, MapElements(Tables()[i]));
+    ASSIGN_OR_RETURN(presence.elements[i], MapElements(Tables()[i]));
     if (chain) presence.chains[i].insert(uid);
-    if (auto it = intervals.find(uid); it != intervals.end()) {
-      presence.elements[i][uid] = std::move(it->second);
-    }
   }
   return presence;
 }
@@ -331,8 +328,12 @@ absl::Status NftNetfilter::Release(uint32_t uid) {
   ASSIGN_OR_RETURN(const Presence presence, PresenceOf(uid));
   NftBatch batch(socket_->next_seq());
   for (size_t i = 0; i < Tables().size(); ++i) {
+    nft::PresentIntervals own;
+    if (auto it = presence.elements[i].find(uid); it != presence.elements[i].end()) {
+      own[uid] = it->second;
+    }
     nft::ReleaseSubjects(
-        batch, Tables()[i], presence.elements[i],
+        batch, Tables()[i], own,
         std::vector<uint32_t>(presence.chains[i].begin(), presence.chains[i].end()));
   }
   return socket_->Send(batch);  // nothing present: an empty batch, nothing sent

@@ -35,7 +35,7 @@ class NftNetfilter : public Netfilter {
   std::string Describe() const override { return "nftables"; }
 
  private:
-  // Which of the three tables already hold a UID's chain and map intervals.
+  // Which of the three tables already hold a UID's chain, and every owner's map intervals.
   struct Presence {
     std::set<uint32_t> chains[3];
     nft::PresentIntervals elements[3];

@@ -425,12 +425,27 @@ void ApplySubjects(NftBatch& batch, const LeashTable& table,
   PresentIntervals stale_elements;
   std::vector<uint32_t> stale_chains;
   std::vector<OwnedInterval> intervals;
+  std::set<uint32_t> in_batch;
   for (const NetfilterSubject& subject : subjects) {
+    in_batch.insert(subject.uid);
     for (const UidRange& range : DispatchedUids(subject)) intervals.push_back({subject.uid, range});
     if (auto it = elements_present.find(subject.uid); it != elements_present.end()) {
       stale_elements[subject.uid] = it->second;
     }
     if (chains_present.count(subject.uid) > 0) stale_chains.push_back(subject.uid);
+  }
+  // leashd makes the subjects' UIDs disjoint before they come here, so an interval of another
+  // chain that overlaps one being added is stale: a UID that left before a crash with no
+  // teardown, whose range the account database has since given to someone else. It goes in
+  // the same batch; otherwise the kernel would refuse the new claim and leave the new subject
+  // with no chain at all.
+  for (const auto& [owner, present] : elements_present) {
+    if (in_batch.count(owner) > 0) continue;
+    for (const UidRange& range : present) {
+      const bool claimed = std::any_of(intervals.begin(), intervals.end(),
+                                       [&](const OwnedInterval& i) { return i.range.Overlaps(range); });
+      if (claimed) stale_elements[owner].push_back(range);
+    }
   }
   // A replace deletes exactly this UID's elements and chain and re-adds them in the same
   // transaction: no moment without the UID's rules, and no other UID's objects touched.

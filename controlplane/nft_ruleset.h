@@ -102,9 +102,11 @@ struct DumpedElement {
 PresentIntervals PairDumpedElements(std::vector<DumpedElement> elements);
 
 // The change Apply/ApplyAll makes to one table: for the UIDs among `subjects` that already
-// have intervals (`elements_present`) or a chain (`chains_present`), deletes exactly those
-// first; then adds each subject's chain and rules, and its intervals (DispatchedUids).
-// Elements travel a few hundred to a message. Nothing of any other UID is touched.
+// have intervals or a chain (`elements_present` holds every owner's intervals in the map,
+// `chains_present` the chains), deletes exactly those first, and any other owner's interval
+// that overlaps one of the new claims (stale: leashd makes its subjects' UIDs disjoint); then
+// adds each subject's chain and rules, and its intervals (DispatchedUids). Elements travel a
+// few hundred to a message. Nothing else of any other UID is touched.
 void ApplySubjects(NftBatch& batch, const LeashTable& table,
                    const std::vector<NetfilterSubject>& subjects,
                    const PresentIntervals& elements_present,

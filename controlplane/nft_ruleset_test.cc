@@ -416,6 +416,28 @@ TEST(NftRuleset, ApplyOverPresentObjectsDeletesExactlyThoseFirst) {
   for (const std::string& c : commands) EXPECT_THAT(c, ::testing::Not(HasSubstr("4242")));
 }
 
+TEST(NftRuleset, AStaleIntervalOfAnotherChainOverlappingANewClaimIsDeletedInTheSameBatch) {
+  NftBatch batch(1);
+  NetfilterSubject fresh = MakeSubject(1003, 18003);
+  fresh.subordinate_uids = {{100000, 165535}};
+  // 1001 left before a crash with no teardown; the account database has since given its range
+  // to 1003. 1002's range does not overlap and is not touched.
+  ApplySubjects(batch, Ip(), {fresh},
+                /*elements_present=*/{{1001, {{1001, 1001}, {100000, 165535}}},
+                                      {1002, {{1002, 1002}, {165536, 231071}}}},
+                /*chains_present=*/{1001, 1002});
+  const std::vector<std::string> commands = Commands(Decode(batch.Finish()));
+  ASSERT_FALSE(commands.empty());
+  EXPECT_EQ(commands.front(), "delsetelem 2 agents: 100000 end 165536");
+  EXPECT_EQ(commands.back(),
+            "newsetelem 2 agents: 1003 : jump agent_1003 end 1004 100000 : jump agent_1003 end "
+            "165536");
+  for (const std::string& c : commands) {
+    EXPECT_THAT(c, ::testing::Not(HasSubstr("agent_1001"))) << "1001's chain is left alone";
+    EXPECT_THAT(c, ::testing::Not(HasSubstr("231072"))) << "1002's range is left alone";
+  }
+}
+
 TEST(NftBatchFraming, BeginCommandsEndWithOnlyTheLastCommandAcknowledged) {
   NftBatch batch(500);
   EXPECT_TRUE(batch.empty());

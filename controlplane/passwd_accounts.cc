@@ -7,7 +7,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -16,7 +18,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "controlplane/atomic_file.h"
 #include "engine/utf8.h"
 
 namespace leash::controlplane {
@@ -53,17 +57,76 @@ absl::StatusOr<std::vector<Account>> PasswdAccounts::ListAgentAccounts() {
   return distinct;
 }
 
+namespace {
+
+// getpwnam_r / getpwuid_r into a buffer that grows until the entry fits.
+template <typename Lookup>
+std::optional<passwd> PasswdEntry(std::vector<char>& buffer, Lookup lookup) {
+  passwd entry;
+  passwd* result = nullptr;
+  int rc;
+  while ((rc = lookup(&entry, buffer.data(), buffer.size(), &result)) == ERANGE) {
+    buffer.resize(buffer.size() * 2);
+  }
+  if (rc != 0 || result == nullptr) return std::nullopt;
+  return entry;
+}
+
+}  // namespace
+
 absl::Status PasswdAccounts::AddSubordinateIds(std::vector<Account>& accounts) {
   absl::StatusOr<SubordinateIdFile> subuid = ReadSubordinateIds(subuid_path_);
   if (!subuid.ok()) return subuid.status();
   absl::StatusOr<SubordinateIdFile> subgid = ReadSubordinateIds(subgid_path_);
   if (!subgid.ok()) return subgid.status();
+  // Ranges newuidmap takes from an NSS module (sssd, LDAP) are not in the two files.
+  std::vector<std::string> nss_sources;
+  if (absl::StatusOr<std::string> nsswitch = ReadFile(nsswitch_path_); nsswitch.ok()) {
+    nss_sources = NonFileSubidSources(*nsswitch);
+  } else if (!absl::IsNotFound(nsswitch.status())) {
+    return nsswitch.status();
+  }
+  std::vector<char> buffer(16384);
+  std::map<std::string, std::optional<uint32_t>, std::less<>> uid_of_name;
+  auto lookup_name = [&](absl::string_view name) -> std::optional<uint32_t> {
+    auto it = uid_of_name.find(name);
+    if (it != uid_of_name.end()) return it->second;
+    const std::string key(name);
+    std::optional<passwd> entry = PasswdEntry(buffer, [&](passwd* e, char* b, size_t n, passwd** r) {
+      return getpwnam_r(key.c_str(), e, b, n, r);
+    });
+    std::optional<uint32_t> uid;
+    if (entry) uid = entry->pw_uid;
+    uid_of_name.emplace(key, uid);
+    return uid;
+  };
   for (Account& account : accounts) {
-    account.subordinate_uids = subuid->RangesOf(account.name, account.uid);
-    account.subordinate_gids = subgid->RangesOf(account.name, account.uid);
-    account.subordinate_problems = subuid->ProblemsOf(account.name, account.uid);
-    for (std::string& problem : subgid->ProblemsOf(account.name, account.uid)) {
+    // newuidmap knows the account by the name getpwuid gives its UID (the raw bytes, which
+    // the shown name may have escaped), by the UID as a number, and by any alias of the UID.
+    std::optional<passwd> self = PasswdEntry(buffer, [&](passwd* e, char* b, size_t n, passwd** r) {
+      return getpwuid_r(account.uid, e, b, n, r);
+    });
+    const std::string login = self ? std::string(self->pw_name) : account.name;
+    auto owns = [&](absl::string_view owner) {
+      return OwnerIsAccount(owner, login, account.uid, lookup_name);
+    };
+    account.subordinate_uids = subuid->RangesOf(owns);
+    account.subordinate_gids = subgid->RangesOf(owns);
+    account.subordinate_problems = subuid->ProblemsOf(owns);
+    for (std::string& problem : subgid->ProblemsOf(owns)) {
       account.subordinate_problems.push_back(std::move(problem));
+    }
+    for (std::string& overlap : subuid->OverlapsWithOthers(owns, account.subordinate_uids)) {
+      account.subordinate_problems.push_back(std::move(overlap));
+    }
+    for (std::string& overlap : subgid->OverlapsWithOthers(owns, account.subordinate_gids)) {
+      account.subordinate_problems.push_back(std::move(overlap));
+    }
+    if (!nss_sources.empty()) {
+      account.subordinate_problems.push_back(absl::StrCat(
+          nsswitch_path_, " takes subordinate IDs from '", absl::StrJoin(nss_sources, " "),
+          "', which leashd does not read, so which host IDs the account can run as is not "
+          "known; serve them from /etc/subuid and /etc/subgid (subid: files)"));
     }
   }
   return absl::OkStatus();

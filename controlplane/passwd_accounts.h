@@ -27,8 +27,11 @@ class PasswdAccounts : public AccountSource {
  public:
   // The subordinate ID files read for every account listed or looked up (subordinate_ids.h).
   explicit PasswdAccounts(std::string subuid_path = kSubuidPath,
-                          std::string subgid_path = kSubgidPath)
-      : subuid_path_(std::move(subuid_path)), subgid_path_(std::move(subgid_path)) {}
+                          std::string subgid_path = kSubgidPath,
+                          std::string nsswitch_path = kNsswitchPath)
+      : subuid_path_(std::move(subuid_path)),
+        subgid_path_(std::move(subgid_path)),
+        nsswitch_path_(std::move(nsswitch_path)) {}
 
   // getpwent walks one process-wide cursor; calls are serialised.
   absl::StatusOr<std::vector<Account>> ListAgentAccounts() override;
@@ -45,6 +48,7 @@ class PasswdAccounts : public AccountSource {
 
   const std::string subuid_path_;
   const std::string subgid_path_;
+  const std::string nsswitch_path_;
   absl::Mutex mu_;
 };
 

@@ -118,7 +118,7 @@ TEST(PasswdAccounts, EachAccountCarriesTheSubordinateRangesItsNameOrUidHolds) {
   std::ofstream(dir->Join("subuid")) << "leash-pwsub:500000:10\n" << uid << ":600000:5\n"
                                       << "leash-pwsub:7x:1\n";
   std::ofstream(dir->Join("subgid")) << "leash-pwsub:500000:10\n";
-  PasswdAccounts source(dir->Join("subuid"), dir->Join("subgid"));
+  PasswdAccounts source(dir->Join("subuid"), dir->Join("subgid"), dir->Join("nsswitch.conf"));
   absl::StatusOr<std::vector<Account>> accounts = source.ListAgentAccounts();
   ASSERT_TRUE(accounts.ok()) << accounts.status();
   auto it = std::find_if(accounts->begin(), accounts->end(),
@@ -144,6 +144,13 @@ TEST(PasswdAccounts, EachAccountCarriesTheSubordinateRangesItsNameOrUidHolds) {
   ASSERT_EQ(groups->size(), 1u);
   EXPECT_EQ(groups->front().name, "pwsub-other");
   EXPECT_EQ(groups->front().gid, other_gid);
+  // Ranges an NSS module serves are not in the files: every account is then not known.
+  std::ofstream(dir->Join("nsswitch.conf")) << "passwd: files\nsubid: sss\n";
+  absl::StatusOr<std::vector<Account>> with_nss = source.ListAgentAccounts();
+  ASSERT_TRUE(with_nss.ok()) << with_nss.status();
+  for (const Account& a : *with_nss) {
+    EXPECT_THAT(a.subordinate_problems, ::testing::Contains(::testing::HasSubstr("'sss'"))) << a.name;
+  }
 }
 
 TEST(PasswdAccounts, LookupFindsAnAccountAndReportsAbsence) {

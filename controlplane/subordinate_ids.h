@@ -9,10 +9,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "engine/uid_ranges.h"
 
@@ -20,6 +22,7 @@ namespace leash::controlplane {
 
 inline constexpr char kSubuidPath[] = "/etc/subuid";
 inline constexpr char kSubgidPath[] = "/etc/subgid";
+inline constexpr char kNsswitchPath[] = "/etc/nsswitch.conf";
 
 struct SubordinateIdFile {
   struct Entry {
@@ -37,11 +40,31 @@ struct SubordinateIdFile {
   std::vector<Entry> entries;
   std::vector<BadLine> bad_lines;
 
-  // The ranges `name` (or its UID written as a number) holds, merged.
+  // Whether an entry's owner field is the account's (OwnerIsAccount below, as newuidmap decides).
+  using OwnerTest = absl::FunctionRef<bool(absl::string_view owner)>;
+
+  // The ranges of the owners `owns` accepts, merged.
+  std::vector<engine::UidRange> RangesOf(OwnerTest owns) const;
+  // The ranges `name` or its UID written as a number holds (tests, and a first look).
   std::vector<engine::UidRange> RangesOf(absl::string_view name, uint32_t id) const;
-  // What stops the account's ranges from being known: one line per bad line naming it.
-  std::vector<std::string> ProblemsOf(absl::string_view name, uint32_t id) const;
+  // What stops the account's ranges from being known: one line per bad line it owns.
+  std::vector<std::string> ProblemsOf(OwnerTest owns) const;
+  // Ranges of other owners that overlap `ranges`: the account and that owner could each act as
+  // the other's IDs inside a user namespace (a person's rootless containers would be confined
+  // as the agent, the agent could act as them). One line each.
+  std::vector<std::string> OverlapsWithOthers(OwnerTest owns,
+                                              const std::vector<engine::UidRange>& ranges) const;
 };
+
+// How newuidmap (shadow) matches an entry to the account running it: the owner is the account's
+// login name as getpwuid gives it, its UID written as a number, or any name whose UID is the
+// account's (an alias made with useradd -o). `uid_of_name` looks a name up (nullopt: none).
+bool OwnerIsAccount(absl::string_view owner, absl::string_view login_name, uint32_t uid,
+                    absl::FunctionRef<std::optional<uint32_t>(absl::string_view)> uid_of_name);
+
+// The `subid:` sources of an nsswitch.conf text other than `files` (empty: the two files are
+// the whole truth). newuidmap takes ranges from such a source (sssd, LDAP) that leashd cannot read.
+std::vector<std::string> NonFileSubidSources(absl::string_view nsswitch_text);
 
 // Parses the text of `path`. Never fails: unreadable lines are kept in bad_lines.
 SubordinateIdFile ParseSubordinateIds(absl::string_view text, const std::string& path);

@@ -55,10 +55,24 @@ SubordinatePlan PlanSubordinateUids(const std::vector<Account>& subjects,
       const Claim& a = claims[i];
       const Claim& b = claims[j];
       if (a.owner == b.owner) continue;  // an account's own UID inside its own range
-      const std::string why = absl::StrCat(
-          Describe(a, names), " and ", Describe(b, names),
-          " overlap: inside a user namespace each could act as the other, so neither is "
-          "enforced until /etc/subuid gives them disjoint ranges (usermod --del-subuids)");
+      const bool a_kept = fixed.count(a.owner) > 0;
+      const bool b_kept = fixed.count(b.owner) > 0;
+      std::string why;
+      if (a_kept || b_kept) {
+        const Claim& kept = a_kept ? a : b;
+        const Claim& other = a_kept ? b : a;
+        why = absl::StrCat(
+            Describe(other, names), " overlap UIDs ", engine::FormatUidRange(kept.range),
+            " still held by uid ", kept.owner, ", which left discovery: its chain is kept with "
+            "them until leashd stops (a process of it may still run as them), so they are not "
+            "given to anyone else until then (restart leashd once no process of uid ",
+            kept.owner, " runs)");
+      } else {
+        why = absl::StrCat(
+            Describe(a, names), " and ", Describe(b, names),
+            " overlap: inside a user namespace each could act as the other, so neither is "
+            "enforced until /etc/subuid gives them disjoint ranges (usermod --del-subuids)");
+      }
       plan.conflicts[a.owner].push_back(why);
       plan.conflicts[b.owner].push_back(why);
     }

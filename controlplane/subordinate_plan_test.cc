@@ -68,7 +68,10 @@ TEST(SubordinatePlan, RangesInForceForAKeptChainAreTakenFirst) {
       {Agent("leash-new", 1003, {{100000, 100100}})}, {{1001, {{100050, 100200}}}}, {});
   EXPECT_THAT(plan.ranges.at(1001), ElementsAre(UidRange{100050, 100200}));
   EXPECT_THAT(plan.ranges.at(1003), ElementsAre(UidRange{100000, 100049}));
-  EXPECT_THAT(plan.conflicts.at(1003), SizeIs(1));
+  ASSERT_THAT(plan.conflicts.at(1003), SizeIs(1));
+  EXPECT_THAT(plan.conflicts.at(1003).front(),
+              AllOf(HasSubstr("still held by uid 1001, which left discovery"),
+                    HasSubstr("restart leashd")));
 }
 
 TEST(SubordinateGids, ARangeHoldingAHostGroupOrAnotherSubjectsGidsDeniesTheSubject) {

@@ -76,22 +76,17 @@ void FakeNetfilter::SetBeforeApply(std::function<void(const NetfilterSubject&)> 
   before_apply_ = std::move(hook);
 }
 
-absl::Status FakeNetfilter::RefuseClaimedTwice(const std::vector<NetfilterSubject>& incoming) const {
-  std::map<uint32_t, NetfilterSubject> after = subjects_;
-  for (const NetfilterSubject& subject : incoming) after[subject.uid] = subject;
-  std::vector<std::pair<engine::UidRange, uint32_t>> claims;
-  for (const auto& [uid, subject] : after) {
-    for (const engine::UidRange& range : DispatchedUids(subject)) claims.push_back({range, uid});
+void FakeNetfilter::DropStaleClaims(const std::vector<NetfilterSubject>& incoming) {
+  std::vector<engine::UidRange> claimed;
+  std::set<uint32_t> in_batch;
+  for (const NetfilterSubject& subject : incoming) {
+    in_batch.insert(subject.uid);
+    for (const engine::UidRange& range : DispatchedUids(subject)) claimed.push_back(range);
   }
-  std::sort(claims.begin(), claims.end());
-  for (size_t i = 1; i < claims.size(); ++i) {
-    if (claims[i - 1].first.Overlaps(claims[i].first)) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          "add element ", engine::FormatUidRange(claims[i].first), " : jump agent_",
-          claims[i].second, ": File exists (UIDs of agent_", claims[i - 1].second, ")"));
-    }
+  for (auto& [uid, present] : subjects_) {
+    if (in_batch.count(uid) > 0) continue;
+    present.subordinate_uids = engine::SubtractUidRanges(present.subordinate_uids, claimed);
   }
-  return absl::OkStatus();
 }
 
 absl::Status FakeNetfilter::Apply(const NetfilterSubject& subject) {
@@ -104,7 +99,7 @@ absl::Status FakeNetfilter::Apply(const NetfilterSubject& subject) {
         "table ip leash does not exist; Prepare() must run before the first subject is applied");
   }
   if (absl::Status s = TakeFailure(apply_failures_, subject.uid); !s.ok()) return s;
-  if (absl::Status s = RefuseClaimedTwice({subject}); !s.ok()) return s;
+  DropStaleClaims({subject});
   subjects_[subject.uid] = subject;
   return absl::OkStatus();
 }
@@ -132,7 +127,7 @@ absl::Status FakeNetfilter::ApplyAll(const std::vector<NetfilterSubject>& subjec
   for (const NetfilterSubject& subject : subjects) {
     if (absl::Status s = TakeFailure(apply_failures_, subject.uid); !s.ok()) return s;
   }
-  if (absl::Status s = RefuseClaimedTwice(subjects); !s.ok()) return s;
+  DropStaleClaims(subjects);
   for (const NetfilterSubject& subject : subjects) subjects_[subject.uid] = subject;
   return absl::OkStatus();
 }

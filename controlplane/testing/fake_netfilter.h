@@ -68,8 +68,8 @@ class FakeNetfilter : public Netfilter {
 
   // --- Failure injection. `times` < 0: every time until cleared. ---
   // Apply(uid), or an ApplyAll that includes uid (which then changes nothing), fails. Without
-  // injection an apply fails as nftables' would when it claims a UID (its own or a subordinate
-  // one) that another subject's interval already holds: AlreadyExists, nothing changed.
+  // injection an apply takes the UIDs it claims from any other subject's ranges, as
+  // NftNetfilter deletes a stale overlapping interval in the same batch.
   void FailApply(uint32_t uid, absl::Status status, int times = -1);
   void FailRelease(uint32_t uid, absl::Status status, int times = -1);
   void FailPrepare(absl::Status status, int times = -1);
@@ -80,8 +80,8 @@ class FakeNetfilter : public Netfilter {
   void SetBeforeApply(std::function<void(const NetfilterSubject&)> hook);
 
  private:
-  // AlreadyExists if, with `incoming` in place, two subjects would claim one UID.
-  absl::Status RefuseClaimedTwice(const std::vector<NetfilterSubject>& incoming) const
+  // Removes the UIDs `incoming` claims from every other subject's subordinate ranges.
+  void DropStaleClaims(const std::vector<NetfilterSubject>& incoming)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   struct Failure {
     absl::Status status;

@@ -170,15 +170,34 @@ TEST_F(NftNetfilterTest, TwoSubjectsSwapRangesInOneApplyAll) {
   a.subordinate_uids = {{100000, 165535}};
   b.subordinate_uids = {{165536, 231071}};
   ASSERT_TRUE(nf_->ApplyAll({a, b}).ok());
-  // One at a time, the second claim on a UID is refused (the old holder still has it) ...
+  // Both in one batch: the old intervals are deleted before the new ones are added.
   std::swap(a.subordinate_uids, b.subordinate_uids);
-  EXPECT_FALSE(nf_->Apply(a).ok());
-  // ... and both in one batch delete the old intervals before adding the new ones.
   absl::Status swapped = nf_->ApplyAll({a, b});
   ASSERT_TRUE(swapped.ok()) << swapped;
   EXPECT_THAT(*leash::testing::MapEntries(*ns_, "inet", "leash_filter"),
               ElementsAre("100000-165535 : agent_1002", "1001 : agent_1001", "1002 : agent_1002",
                           "165536-231071 : agent_1001"));
+}
+
+TEST_F(NftNetfilterTest, ARangeStillHeldByAChainLeftFromACrashGoesToItsNewSubject) {
+  ASSERT_TRUE(nf_->Prepare().ok());
+  NetfilterSubject gone = MakeSubject(1001, 18001);
+  gone.subordinate_uids = {{100000, 165535}};
+  ASSERT_TRUE(nf_->Apply(gone).ok());
+  // leashd crashed with no teardown; 1001 was removed and its range given to a new account.
+  NetfilterSubject fresh = MakeSubject(1003, 18003);
+  fresh.subordinate_uids = {{100000, 165535}};
+  absl::Status applied = nf_->Apply(fresh);
+  ASSERT_TRUE(applied.ok()) << applied;
+  EXPECT_THAT(*leash::testing::MapEntries(*ns_, "ip", "leash"),
+              ElementsAre("100000-165535 : agent_1003", "1001 : agent_1001", "1003 : agent_1003"));
+  // The same at startup, in one ApplyAll.
+  NetfilterSubject later = MakeSubject(1004, 18004);
+  later.subordinate_uids = {{100000, 165535}};
+  ASSERT_TRUE(nf_->ApplyAll({MakeSubject(1003, 18003), later}).ok());
+  EXPECT_THAT(*leash::testing::MapEntries(*ns_, "inet", "leash_filter"),
+              ElementsAre("100000-165535 : agent_1004", "1001 : agent_1001", "1003 : agent_1003",
+                          "1004 : agent_1004"));
 }
 
 TEST_F(NftNetfilterTest, PrepareDropsAMapOfSingleUids) {
