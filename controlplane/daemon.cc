@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "controlplane/account_files_watch.h"
 #include "controlplane/atomic_file.h"
 #include "controlplane/control_service.h"
 #include "controlplane/decision_log_file.h"
@@ -293,6 +294,15 @@ int RunDaemon(const DaemonOptions& given) {
   }
 
   loop.Start();
+  // A change to passwd, group, subuid, subgid or nsswitch.conf asks for a pass by itself: an
+  // added subordinate range is part of its subject at once, not at the next SIGHUP.
+  absl::StatusOr<std::unique_ptr<AccountFilesWatch>> account_files = AccountFilesWatch::Start(
+      options.account_files_dir, AccountFilesWatch::DefaultNames(), [&loop] { loop.Request(); });
+  if (!account_files.ok()) {
+    Say(absl::StrCat("warning: cannot watch ", options.account_files_dir, " (",
+                     account_files.status().message(),
+                     "); a change to the account database takes effect at the next SIGHUP"));
+  }
   const leash::v1::ReconcileReport first = loop.RequestAndWait(absl::Minutes(2));
   if (!first.error().empty()) {
     loop.Stop();
@@ -382,6 +392,7 @@ int RunDaemon(const DaemonOptions& given) {
   }
 
   // --- Stop: release every chain, stop the sidecars. ---
+  if (account_files.ok()) account_files->reset();  // no pass is asked for once stopping
   loop.Stop();
   if (tools_server) tools_server->Shutdown();
   (*admin)->Shutdown();

@@ -34,6 +34,8 @@ struct DaemonOptions {
   std::string proxy_binary;
   std::string fswatch_binary;
   std::string resolv_conf = "/etc/resolv.conf";
+  // The folder of passwd, group, subuid, subgid and nsswitch.conf, watched for changes.
+  std::string account_files_dir = "/etc";
   // Confines the watcher's fanotify marks to the mount at this directory (tests and demos on a
   // tmpfs: a stalled listener on "/" would freeze the host). Empty: the policy decides.
   std::string fswatch_mark_only_under;

@@ -1041,6 +1041,22 @@ TEST_F(LeashdTest, AnAgentInsideItsOwnUserNamespaceIsConfinedOnEverySurfaceAndLo
   RunResult validate = Cli({"validate"});
   EXPECT_THAT(validate.out, HasSubstr(absl::StrCat("usermod --del-subuids ", inner_host_uid, "-")));
   EXPECT_THAT(validate.out, HasSubstr("leash-it-sub"));
+
+  // A range added with no signal sent is part of the subject by itself (leashd watches /etc).
+  const uint32_t passes = Status().reconcile_passes();
+  ASSERT_TRUE(leash::testing::RunOk({"usermod", "--add-subuids", "4000000000-4000000009",
+                                     agent.name()})
+                  .ok());
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        for (const leash::v1::IdRange& range : Subjects()["leash-it-sub"].subordinate_uids()) {
+          if (range.first() == 4000000000u && range.last() == 4000000009u) return true;
+        }
+        return false;
+      },
+      absl::Seconds(10)))
+      << leashd_->Log();
+  EXPECT_GT(Status().reconcile_passes(), passes);
 }
 
 }  // namespace
