@@ -84,6 +84,27 @@ TEST(JudgeBind, AcknowledgementLivesOnTheBinding) {
   EXPECT_THAT(j.binding.acks, ElementsAre("fail_mode:open", "network.allow:openai.com"));
 }
 
+// Serving peers off the host is a loosening like network.udp: allow: refused without its exact
+// token, and bound with it.
+TEST(JudgeBind, InboundAllowNeedsItsOwnAck) {
+  World w;
+  const leash::v1::Config serve = Fragment("network: {inbound: allow}");
+  BindJudgement refused = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "serve", serve,
+                                    {"network.udp:allow"});
+  ASSERT_TRUE(refused.refusal.has_value());
+  EXPECT_THAT(Tokens(*refused.refusal), ElementsAre("network.inbound:allow"));
+  EXPECT_THAT(refused.refusal->rerun(),
+              HasSubstr("sudo leash bind agent:leash-iris serve --ack 'network.inbound:allow'"));
+  BindJudgement bound = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "serve", serve,
+                                  {"network.inbound:allow"});
+  ASSERT_FALSE(bound.refusal.has_value()) << bound.refusal->message();
+  EXPECT_THAT(bound.binding.acks, ElementsAre("network.inbound:allow"));
+  // Saying drop, the default, tightens nothing and needs nothing.
+  BindJudgement drop = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "quiet",
+                                 Fragment("network: {inbound: drop}"), {});
+  EXPECT_FALSE(drop.refusal.has_value());
+}
+
 TEST(JudgeBind, AcksAreMatchedExactly) {
   World w;
   BindJudgement j = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "p",
