@@ -338,6 +338,43 @@ absl::Status NftNetfilter::Release(uint32_t uid) {
   return socket_->Send(batch);  // nothing present: an empty batch, nothing sent
 }
 
+absl::StatusOr<NetfilterCounters> NftNetfilter::ReadCounters(uint32_t uid) {
+  absl::MutexLock lock(&mu_);
+  const LeashTable& filter = Tables()[2];
+  const std::string chain = nft::AgentChainName(uid);
+  RulePtr request(nftnl_rule_alloc());
+  nftnl_rule_set_str(request.get(), NFTNL_RULE_TABLE, filter.name);
+  nftnl_rule_set_str(request.get(), NFTNL_RULE_CHAIN, chain.c_str());
+  NetfilterCounters counters;
+  size_t rules = 0;
+  absl::Status s = socket_->Request(
+      NFT_MSG_GETRULE, filter.family, /*dump=*/true,
+      [&](nlmsghdr* h) { nftnl_rule_nlmsg_build_payload(h, request.get()); },
+      [&](const nlmsghdr* h) {
+        RulePtr rule(nftnl_rule_alloc());
+        if (nftnl_rule_nlmsg_parse(h, rule.get()) < 0) return ParseError("rule");
+        if (std::strcmp(nftnl_rule_get_str(rule.get(), NFTNL_RULE_TABLE), filter.name) != 0 ||
+            chain != nftnl_rule_get_str(rule.get(), NFTNL_RULE_CHAIN)) {
+          return absl::OkStatus();
+        }
+        ++rules;
+        nft::TallyCounters(rule.get(), counters);
+        return absl::OkStatus();
+      });
+  if (absl::IsNotFound(s)) rules = 0;
+  else if (!s.ok()) return s;
+  // A dump naming a chain that does not exist is simply empty, and every agent chain holds
+  // rules: only then is the chain looked up by name.
+  if (rules == 0) {
+    ASSIGN_OR_RETURN(const bool exists, ChainExists(filter, uid));
+    if (!exists) {
+      return absl::NotFoundError(
+          absl::StrCat("UID ", uid, " has no chain ", chain, " in ", filter.Label()));
+    }
+  }
+  return counters;
+}
+
 absl::StatusOr<std::vector<uint32_t>> NftNetfilter::ListSubjects() {
   absl::MutexLock lock(&mu_);
   std::set<uint32_t> uids;

@@ -16,6 +16,12 @@
 //     chain agent_<uid> {
 //       tcp sport 18000-18999 tcp flags & (syn | ack) == syn | ack counter drop
 //                                                           (a listener squatting a proxy port)
+//       ct direction reply fib daddr type != local counter drop
+//                                                   (inbound service to a peer off the host;
+//                                                    with network.inbound: allow `... meta
+//                                                    l4proto tcp counter return` instead)
+//       meta l4proto tcp fib daddr type != local counter drop
+//                                                   (TCP that escaped the redirect)
 //       meta l4proto udp counter return                     (only when network.udp: allow)
 //       ip daddr <resolver> udp dport 53 counter return      (one per IPv4 resolver; not with
 //       ip6 daddr <resolver> udp dport 53 counter return      network.udp: allow)
@@ -66,12 +72,22 @@ struct LeashTable {
   std::string Label() const;
 };
 
+// The comments on the filter-chain rules whose counters ReadCounters reports, as `nft list`
+// prints them.
+inline constexpr char kInboundDropComment[] = "leash: inbound dropped";
+inline constexpr char kInboundAllowComment[] = "leash: inbound allowed";
+inline constexpr char kUnproxiedDropComment[] = "leash: tcp past the proxy dropped";
+
 // ip leash, ip6 leash, inet leash_filter — in that order.
 const std::vector<LeashTable>& LeashTables();
 
 std::string AgentChainName(uint32_t uid);
 // The UID of a chain named agent_<decimal uid>, or nullopt for any other name.
 std::optional<uint32_t> ParseAgentChainName(absl::string_view name);
+
+// Adds `rule`'s counter to the field of `counters` its comment names (one of the k*Comment
+// above); a rule with another comment or none adds nothing.
+void TallyCounters(const nftnl_rule* rule, NetfilterCounters& counters);
 
 // Creates `table`, its agents map, its dispatcher chain and the one dispatch rule. Only for a
 // table that does not exist: NEWRULE always appends, so this must never run twice on a table.

@@ -232,6 +232,19 @@ constexpr char kSquatDrop1001[] =
     "[ payload load 1b @ transport header + 13 => reg 1 ] "
     "[ bitwise reg 1 = ( reg 1 & 0x00000012 ) ^ 0x00000000 ] [ cmp eq reg 1 0x00000012 ] "
     "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ]";
+constexpr char kInboundDrop1001[] =
+    "agent_1001: [ ct load direction => reg 1 ] [ cmp eq reg 1 0x00000001 ] "
+    "[ fib daddr type => reg 1 ] [ cmp neq reg 1 0x00000002 ] "
+    "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ]";
+constexpr char kInboundTcpReturn1001[] =
+    "agent_1001: [ ct load direction => reg 1 ] [ cmp eq reg 1 0x00000001 ] "
+    "[ fib daddr type => reg 1 ] [ cmp neq reg 1 0x00000002 ] "
+    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
+    "[ counter pkts 0 bytes 0 ] [ immediate reg 0 return ]";
+constexpr char kUnproxiedDrop1001[] =
+    "agent_1001: [ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
+    "[ fib daddr type => reg 1 ] [ cmp neq reg 1 0x00000002 ] "
+    "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ]";
 constexpr char kUdpReturn1001[] =
     "agent_1001: [ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000011 ] "
     "[ counter pkts 0 bytes 0 ] [ immediate reg 0 return ]";
@@ -312,6 +325,8 @@ TEST(NftRuleset, SubjectInFilterTableDropsAllButTcpAndDnsToResolvers) {
                 {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
               ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
+                          absl::StrCat("newrule 1 ", kInboundDrop1001),
+                          absl::StrCat("newrule 1 ", kUnproxiedDrop1001),
                           absl::StrCat("newrule 1 ", kDns10_0_0_53),
                           absl::StrCat("newrule 1 ", kDns2001_db8__53),
                           absl::StrCat("newrule 1 ", kNotTcpDrop1001),
@@ -323,6 +338,8 @@ TEST(NftRuleset, SubjectWithoutResolversDropsAllUdp) {
   ApplySubjects(batch, Inet(), {MakeSubject(1001, 18001)}, {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
               ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
+                          absl::StrCat("newrule 1 ", kInboundDrop1001),
+                          absl::StrCat("newrule 1 ", kUnproxiedDrop1001),
                           absl::StrCat("newrule 1 ", kNotTcpDrop1001),
                           "newsetelem 1 agents: 1001 : jump agent_1001"));
 }
@@ -332,9 +349,72 @@ TEST(NftRuleset, UdpAllowedSubjectReturnsUdpAndStillDropsTheRest) {
   ApplySubjects(batch, Inet(), {MakeSubject(1001, 18001, true, {Addr("10.0.0.53")})}, {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
               ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
+                          absl::StrCat("newrule 1 ", kInboundDrop1001),
+                          absl::StrCat("newrule 1 ", kUnproxiedDrop1001),
                           absl::StrCat("newrule 1 ", kUdpReturn1001),
                           absl::StrCat("newrule 1 ", kNotTcpDrop1001),
                           "newsetelem 1 agents: 1001 : jump agent_1001"));
+}
+
+// network.inbound: allow — the answers of this UID's TCP listeners return (counted); every other
+// protocol's answers go on to the UDP rules and the drop; TCP that escaped the redirect is still
+// dropped.
+TEST(NftRuleset, InboundAllowedSubjectReturnsReplyTcpAndStillDropsUnproxiedTcp) {
+  NetfilterSubject subject = MakeSubject(1001, 18001);
+  subject.inbound_allowed = true;
+  NftBatch batch(1);
+  ApplySubjects(batch, Inet(), {subject}, {}, {});
+  EXPECT_THAT(Commands(Decode(batch.Finish())),
+              ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
+                          absl::StrCat("newrule 1 ", kInboundTcpReturn1001),
+                          absl::StrCat("newrule 1 ", kUnproxiedDrop1001),
+                          absl::StrCat("newrule 1 ", kNotTcpDrop1001),
+                          "newsetelem 1 agents: 1001 : jump agent_1001"));
+}
+
+// The nat tables are untouched by the inbound setting: an answer never meets a nat chain.
+TEST(NftRuleset, InboundSettingDoesNotChangeTheNatChains) {
+  NetfilterSubject allowed = MakeSubject(1001, 18001);
+  allowed.inbound_allowed = true;
+  for (const LeashTable* table : {&Ip(), &Ip6()}) {
+    NftBatch a(1);
+    ApplySubjects(a, *table, {allowed}, {}, {});
+    NftBatch b(1);
+    ApplySubjects(b, *table, {MakeSubject(1001, 18001)}, {}, {});
+    EXPECT_EQ(Commands(Decode(a.Finish())), Commands(Decode(b.Finish()))) << table->Label();
+  }
+}
+
+// The counters status reports are found by the rules' comments, whatever their position.
+TEST(NftRuleset, CountedRulesCarryTheCommentsTallyCountersReads) {
+  for (const bool inbound_allowed : {false, true}) {
+    NetfilterSubject subject = MakeSubject(1001, 18001);
+    subject.inbound_allowed = inbound_allowed;
+    NftBatch batch(1);
+    ApplySubjects(batch, Inet(), {subject}, {}, {});
+    NetfilterCounters counters;
+    int tagged = 0;
+    for (const Message& m : Decode(batch.Finish())) {
+      if (m.type != NFT_MSG_NEWRULE) continue;
+      nftnl_rule* rule = nftnl_rule_alloc();
+      ASSERT_GE(nftnl_rule_nlmsg_parse(m.header, rule), 0);
+      // Stand in for the kernel's count: every counter of the rule has seen 7 packets.
+      nftnl_expr_iter* it = nftnl_expr_iter_create(rule);
+      for (nftnl_expr* e = nftnl_expr_iter_next(it); e != nullptr; e = nftnl_expr_iter_next(it)) {
+        if (std::strcmp(nftnl_expr_get_str(e, NFTNL_EXPR_NAME), "counter") == 0) {
+          nftnl_expr_set_u64(e, NFTNL_EXPR_CTR_PACKETS, 7);
+        }
+      }
+      nftnl_expr_iter_destroy(it);
+      if (nftnl_rule_is_set(rule, NFTNL_RULE_USERDATA)) ++tagged;
+      TallyCounters(rule, counters);
+      nftnl_rule_free(rule);
+    }
+    EXPECT_EQ(tagged, 2) << inbound_allowed;
+    EXPECT_EQ(counters.inbound_dropped_packets, inbound_allowed ? 0u : 7u);
+    EXPECT_EQ(counters.inbound_allowed_packets, inbound_allowed ? 7u : 0u);
+    EXPECT_EQ(counters.unproxied_dropped_packets, 7u);
+  }
 }
 
 constexpr char kFilterLoopbackExempt1001[] =
@@ -364,6 +444,8 @@ TEST(NftRuleset, RefusedTcpIsResetAfterTheLoopbackExemption) {
   ApplySubjects(batch, Inet(), {subject}, {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
               ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
+                          absl::StrCat("newrule 1 ", kInboundDrop1001),
+                          absl::StrCat("newrule 1 ", kUnproxiedDrop1001),
                           absl::StrCat("newrule 1 ", kUdpReturn1001),
                           absl::StrCat("newrule 1 ", kFilterLoopbackExempt1001),
                           absl::StrCat("newrule 1 ", kFilterLoopback6Exempt1001),
@@ -433,10 +515,10 @@ TEST(NftBatchFraming, ThousandSubjectsFitOneBatchWithElementsGrouped) {
   }
   for (const LeashTable& table : LeashTables()) ApplySubjects(batch, table, subjects, {}, {});
   const std::vector<Message> messages = Decode(batch.Finish());
-  // Per UID: in each nat table a chain and two rules, in the filter table a chain and three
-  // (squatter, DNS, not-TCP); elements 256 to a message (4 per table).
-  EXPECT_EQ(batch.command_count(), 1000 * 10 + 3 * 4);
-  EXPECT_EQ(messages.size(), 1000u * 10 + 3 * 4 + 2);
+  // Per UID: in each nat table a chain and two rules, in the filter table a chain and five
+  // (squatter, inbound, unproxied TCP, DNS, not-TCP); elements 256 to a message (4 per table).
+  EXPECT_EQ(batch.command_count(), 1000 * 12 + 3 * 4);
+  EXPECT_EQ(messages.size(), 1000u * 12 + 3 * 4 + 2);
   EXPECT_EQ(messages.back().type, NFNL_MSG_BATCH_END);
   size_t elements = 0;
   for (const Message& m : messages) {
