@@ -15,6 +15,9 @@
 //     to a destination off this host (the redirect sends all of its TCP to the proxy, so what
 //     is left escaped it), and drop UDP except DNS to the resolvers (or nothing, when
 //     network.udp is allow).
+//   table inet leash_guard: one rule for every UID, none of its own: the answers off the host
+//     of a connection a UID's inbound drop labelled, sent by a socket its process has closed
+//     (which carries no UID). Made by Prepare, stateless.
 // Onboarding or releasing a UID adds or deletes exactly its chains and its dispatch element.
 // Nothing flushes a chain or deletes a shared table.
 #pragma once

@@ -273,6 +273,19 @@ absl::StatusOr<std::vector<std::string>> NftNetfilter::Prepare() {
     }
     nft::AddSkeleton(batch, table, set_id++);
   }
+  // The guard holds no subject's state: one in another shape is replaced whole, in the same
+  // transaction, so there is no moment without it; one in the current shape is left as it is.
+  ASSIGN_OR_RETURN(const bool guarded, TableExists(nft::GuardTable()));
+  std::optional<std::string> guard_reason = std::string("it does not exist");
+  if (guarded) {
+    ASSIGN_OR_RETURN(const nft::TableSnapshot snapshot, ReadTable(nft::GuardTable()));
+    guard_reason = nft::GuardShapeReason(snapshot);
+    if (guard_reason.has_value()) {
+      batch.DeleteTable(nft::GuardTable().family, nft::GuardTable().name,
+                        absl::StrCat("delete table ", nft::GuardTable().Label()));
+    }
+  }
+  if (guard_reason.has_value()) nft::AddGuard(batch);
   absl::Status sent = socket_->Send(batch);
   if (!sent.ok()) {
     return absl::Status(sent.code(),

@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 
 #include <array>
+#include <iterator>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -143,6 +144,42 @@ class RuleBuilder {
     nftnl_expr_set_u32(e.get(), NFTNL_EXPR_CT_DREG, NFT_REG_1);
     Add(std::move(e));
     return CmpEqU8(IP_CT_DIR_REPLY);
+  }
+  // The conntrack label that marks a connection as inbound service Leash refused (nftables'
+  // labels are a 128-bit field per connection; see kInboundLabelBit).
+  static std::array<uint8_t, 16> InboundLabel() {
+    std::array<uint8_t, 16> label{};
+    label[kInboundLabelBit / 8] = static_cast<uint8_t>(1u << (kInboundLabelBit % 8));
+    return label;
+  }
+  // `ct label set <bit>`: adds the bit, keeping any other label the connection has.
+  RuleBuilder& CtSetInboundLabel() {
+    const std::array<uint8_t, 16> label = InboundLabel();
+    ExprPtr imm(nftnl_expr_alloc("immediate"));
+    nftnl_expr_set_u32(imm.get(), NFTNL_EXPR_IMM_DREG, NFT_REG_1);
+    nftnl_expr_set(imm.get(), NFTNL_EXPR_IMM_DATA, label.data(), label.size());
+    Add(std::move(imm));
+    ExprPtr ct(nftnl_expr_alloc("ct"));
+    nftnl_expr_set_u32(ct.get(), NFTNL_EXPR_CT_KEY, NFT_CT_LABELS);
+    nftnl_expr_set_u32(ct.get(), NFTNL_EXPR_CT_SREG, NFT_REG_1);
+    return Add(std::move(ct));
+  }
+  // `ct label <bit>`: the connection carries the label.
+  RuleBuilder& CtHasInboundLabel() {
+    const std::array<uint8_t, 16> label = InboundLabel();
+    const std::array<uint8_t, 16> zero{};
+    ExprPtr ct(nftnl_expr_alloc("ct"));
+    nftnl_expr_set_u32(ct.get(), NFTNL_EXPR_CT_KEY, NFT_CT_LABELS);
+    nftnl_expr_set_u32(ct.get(), NFTNL_EXPR_CT_DREG, NFT_REG_1);
+    Add(std::move(ct));
+    ExprPtr e(nftnl_expr_alloc("bitwise"));
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_BITWISE_LEN, label.size());
+    nftnl_expr_set(e.get(), NFTNL_EXPR_BITWISE_MASK, label.data(), label.size());
+    nftnl_expr_set(e.get(), NFTNL_EXPR_BITWISE_XOR, zero.data(), zero.size());
+    Add(std::move(e));
+    return Cmp(NFT_CMP_NEQ, zero.data(), zero.size());
   }
   // A rule comment (what `nft list` prints as `comment "..."`): how ReadCounters finds the
   // rules whose counters `leash status` reports.
@@ -326,11 +363,14 @@ void AddOffHostRules(NftBatch& batch, const LeashTable& table, const std::string
     inbound.Meta(NFT_META_L4PROTO).CmpEqU8(IPPROTO_TCP).Counter().Verdict(NFT_RETURN);
     inbound.Comment(kInboundAllowComment);
   } else {
-    inbound.Counter().Verdict(NF_DROP).Comment(kInboundDropComment);
+    // The connection is labelled as it is refused, so that what its socket still sends once
+    // the process has closed it (no UID any more) is dropped by the guard table.
+    inbound.CtSetInboundLabel().Counter().Verdict(NF_DROP).Comment(kInboundDropComment);
   }
   batch.AddRule(inbound.rule(),
                 absl::StrCat("add rule `ct direction reply fib daddr type != local ",
-                             subject.inbound_allowed ? "meta l4proto tcp return" : "drop",
+                             subject.inbound_allowed ? "meta l4proto tcp return"
+                                                     : "ct label set 127 drop",
                              "` to ", table.Label(), " ", chain));
   RuleBuilder unproxied(table, chain);
   unproxied.Meta(NFT_META_L4PROTO)
@@ -458,6 +498,39 @@ void TallyCounters(const nftnl_rule* rule, NetfilterCounters& counters) {
   nftnl_expr_iter_destroy(it);
 }
 
+const LeashTable& GuardTable() {
+  static const LeashTable* const table = new LeashTable{NFPROTO_INET, kGuardTable, false};
+  return *table;
+}
+
+void AddGuard(NftBatch& batch) {
+  const LeashTable& table = GuardTable();
+  const std::string label = table.Label();
+  batch.AddTable(table.family, table.name, absl::StrCat("add table ", label));
+  std::unique_ptr<nftnl_chain, ChainDeleter> chain(nftnl_chain_alloc());
+  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_FAMILY, table.family);
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TABLE, table.name);
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_NAME, kDispatchChain);
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TYPE, "filter");
+  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_HOOKNUM, NF_INET_LOCAL_OUT);
+  nftnl_chain_set_s32(chain.get(), NFTNL_CHAIN_PRIO, 0);
+  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_POLICY, NF_ACCEPT);
+  batch.AddChain(chain.get(), /*exclusive=*/false,
+                 absl::StrCat("add chain ", kDispatchChain, " to table ", label));
+  // Every packet of the host passes here: the direction first, the cheapest test that most
+  // packets fail.
+  RuleBuilder guard(table, kDispatchChain);
+  guard.CtDirectionReply()
+      .CtHasInboundLabel()
+      .DestinationNotThisHost()
+      .Counter()
+      .Verdict(NF_DROP)
+      .Comment(kGuardDropComment);
+  batch.AddRule(guard.rule(), absl::StrCat("add rule `ct direction reply ct label 127 fib daddr "
+                                           "type != local drop` to ", label, " ",
+                                           kDispatchChain));
+}
+
 void AddSkeleton(NftBatch& batch, const LeashTable& table, uint32_t set_id) {
   const std::string label = table.Label();
   batch.AddTable(table.family, table.name, absl::StrCat("add table ", label));
@@ -548,6 +621,29 @@ void ReleaseSubjects(NftBatch& batch, const LeashTable& table,
     batch.DeleteChain(table.family, table.name, name,
                       absl::StrCat("delete chain ", name, " from table ", table.Label()));
   }
+}
+
+std::optional<std::string> GuardShapeReason(const TableSnapshot& snapshot) {
+  if (!snapshot.sets.empty()) return std::string("it holds a set");
+  if (snapshot.base_chains.size() != 1) {
+    return absl::StrCat("it has ", snapshot.base_chains.size(), " hooked chains, not one");
+  }
+  const BaseChainSnapshot& base = snapshot.base_chains.front();
+  if (base.name != kDispatchChain || base.type != "filter" || base.hooknum != NF_INET_LOCAL_OUT) {
+    return absl::StrCat("its hooked chain is ", base.name, " (type ", base.type, ")");
+  }
+  // AddGuard's rule, expression by expression.
+  static const char* const kExpressions[] = {"ct",  "cmp", "ct",      "bitwise",  "cmp",
+                                             "fib", "cmp", "counter", "immediate"};
+  if (base.rules.size() != 1 || base.rules.front().size() != std::size(kExpressions)) {
+    return absl::StrCat("its chain holds ", base.rules.size(), " rule(s) unlike the guard's");
+  }
+  for (size_t i = 0; i < std::size(kExpressions); ++i) {
+    if (base.rules.front()[i].name != kExpressions[i]) {
+      return absl::StrCat("its rule differs from the guard's at expression ", i);
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> OldShapeReason(const LeashTable& table,

@@ -235,7 +235,8 @@ constexpr char kSquatDrop1001[] =
 constexpr char kInboundDrop1001[] =
     "agent_1001: [ ct load direction => reg 1 ] [ cmp eq reg 1 0x00000001 ] "
     "[ fib daddr type => reg 1 ] [ cmp neq reg 1 0x00000002 ] "
-    "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ]";
+    "[ immediate reg 1 0x00000000 0x00000000 0x00000000 0x80000000 ] "
+    "[ ct set label with reg 1 ] [ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ]";
 constexpr char kInboundTcpReturn1001[] =
     "agent_1001: [ ct load direction => reg 1 ] [ cmp eq reg 1 0x00000001 ] "
     "[ fib daddr type => reg 1 ] [ cmp neq reg 1 0x00000002 ] "
@@ -278,6 +279,29 @@ TEST(NftRuleset, SkeletonIsTableMapDispatcherAndOneVmapRule) {
   nftnl_chain_free(chain);
   // Creating never empties: no NLM_F_EXCL on the shared table, map or dispatcher chain.
   for (int i : {1, 2, 3}) EXPECT_EQ(messages[i].flags & NLM_F_EXCL, 0) << messages[i].text;
+}
+
+// The guard drops the answers of a connection a UID's inbound rule labelled, whoever owns the
+// packet: `ct direction reply ct label 127 fib daddr type != local counter drop`.
+TEST(NftRuleset, GuardIsOneHookedChainDroppingAnswersOfLabelledConnectionsOffTheHost) {
+  NftBatch batch(1);
+  AddGuard(batch);
+  const std::vector<Message> messages = Decode(batch.Finish());
+  EXPECT_THAT(
+      Commands(messages),
+      ElementsAre("newtable 1 leash_guard", "newchain 1 output",
+                  "newrule 1 output: [ ct load direction => reg 1 ] [ cmp eq reg 1 0x00000001 ] "
+                  "[ ct load label => reg 1 ] [ bitwise reg 1 = ( reg 1 & 0x00000000 0x00000000 "
+                  "0x00000000 0x80000000 ) ^ 0x00000000 0x00000000 0x00000000 0x00000000 ] "
+                  "[ cmp neq reg 1 0x00000000 0x00000000 0x00000000 0x00000000 ] "
+                  "[ fib daddr type => reg 1 ] [ cmp neq reg 1 0x00000002 ] "
+                  "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ]"));
+  nftnl_chain* chain = nftnl_chain_alloc();
+  ASSERT_GE(nftnl_chain_nlmsg_parse(messages[2].header, chain), 0);
+  EXPECT_STREQ(nftnl_chain_get_str(chain, NFTNL_CHAIN_TYPE), "filter");
+  EXPECT_EQ(nftnl_chain_get_u32(chain, NFTNL_CHAIN_HOOKNUM), static_cast<uint32_t>(NF_INET_LOCAL_OUT));
+  EXPECT_EQ(nftnl_chain_get_s32(chain, NFTNL_CHAIN_PRIO), 0);
+  nftnl_chain_free(chain);
 }
 
 TEST(NftRuleset, FilterSkeletonIsFilterTypeAtPriorityZero) {
@@ -637,6 +661,27 @@ TEST(OldShape, EachDepartureFromTheCurrentShapeIsOld) {
       EXPECT_THAT(*reason, HasSubstr(c.reason_fragment)) << c.rule;
     }
   }
+}
+
+TEST(GuardShape, OnlyTheRuleAddGuardMakesIsCurrent) {
+  const std::vector<ExprSnapshot> rule = {Named("ct"),  Named("cmp"), Named("ct"),
+                                          Named("bitwise"), Named("cmp"), Named("fib"),
+                                          Named("cmp"), Named("counter"), Named("immediate")};
+  const BaseChainSnapshot current{"output", "filter", NF_INET_LOCAL_OUT, {rule}};
+  EXPECT_EQ(GuardShapeReason({{}, {current}}), std::nullopt);
+  std::vector<ExprSnapshot> shorter(rule.begin(), rule.end() - 1);
+  EXPECT_THAT(GuardShapeReason({{}, {{"output", "filter", NF_INET_LOCAL_OUT, {shorter}}}}),
+              Optional(HasSubstr("unlike the guard's")));
+  EXPECT_THAT(GuardShapeReason({{}, {{"output", "filter", NF_INET_LOCAL_OUT, {rule, rule}}}}),
+              Optional(HasSubstr("2 rule(s)")));
+  std::vector<ExprSnapshot> other = rule;
+  other[5] = Named("meta");
+  EXPECT_THAT(GuardShapeReason({{}, {{"output", "filter", NF_INET_LOCAL_OUT, {other}}}}),
+              Optional(HasSubstr("at expression 5")));
+  EXPECT_THAT(GuardShapeReason({{}, {}}), Optional(HasSubstr("0 hooked chains")));
+  EXPECT_THAT(GuardShapeReason({{AgentsMap()}, {current}}), Optional(HasSubstr("a set")));
+  EXPECT_THAT(GuardShapeReason({{}, {{"output", "nat", NF_INET_LOCAL_OUT, {rule}}}}),
+              Optional(HasSubstr("type nat")));
 }
 
 }  // namespace

@@ -510,6 +510,23 @@ TEST(ValidateTiers, StaleAcksAreReported) {
   EXPECT_EQ(FindingFor(findings, "network.allow:openai.com"), nullptr);
 }
 
+// `leash validate`: an inbound acknowledgement whose profile no longer serves remote peers is
+// stale, and one that is still needed is not.
+TEST(ValidateTiers, AStaleInboundAckIsReported) {
+  World w;
+  w.bindings.Put({"agent:leash-iris", "lan", {"network.inbound:allow"}});
+  w.profiles = Library({{"lan", "network: {inbound: drop}"}});
+  const std::vector<leash::v1::Finding> findings =
+      ValidateTiers(w.floor, w.bindings, w.profiles, {"leash-iris"});
+  const leash::v1::Finding* stale = FindingFor(findings, "network.inbound:allow");
+  ASSERT_NE(stale, nullptr);
+  EXPECT_THAT(stale->message(), HasSubstr("is stale"));
+  w.profiles = Library({{"lan", "network: {inbound: allow}"}});
+  const std::vector<leash::v1::Finding> needed =
+      ValidateTiers(w.floor, w.bindings, w.profiles, {"leash-iris"});
+  EXPECT_EQ(FindingFor(needed, "network.inbound:allow"), nullptr);
+}
+
 // The floor allow-lists github.com in whitelist mode; a profile (acknowledged) only switches
 // network to blacklist. Neither file alone has a blacklist with an allow list, but the agent's
 // policy does: its allow list is never consulted, and validate fails on it.

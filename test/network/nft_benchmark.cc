@@ -89,6 +89,12 @@ std::string AgentRules(const std::string& family, uint32_t uid, uint16_t port) {
     return absl::StrCat("add chain inet leash_filter ", chain, "\n",
                         "add rule inet leash_filter ", chain,
                         " tcp sport 18000-18999 tcp flags & (syn | ack) == syn | ack counter drop\n",
+                        "add rule inet leash_filter ", chain,
+                        " ct direction reply fib daddr type != local counter drop comment "
+                        "\"leash: inbound dropped\"\n",
+                        "add rule inet leash_filter ", chain,
+                        " meta l4proto tcp fib daddr type != local counter drop comment "
+                        "\"leash: tcp past the proxy dropped\"\n",
                         "add rule inet leash_filter ", chain, " ip daddr ", kResolver,
                         " udp dport 53 counter return\n", "add rule inet leash_filter ", chain,
                         " meta l4proto != tcp counter drop\n");
