@@ -350,8 +350,8 @@ void AddDnsRules(NftBatch& batch, const LeashTable& table, const std::string& ch
 // off the host (UDP under network.udp: allow) is inbound service too. A peer on this host
 // (loopback, or one of the host's own addresses) is served: local dev servers keep working.
 // Like every rule here these see only packets whose socket still has an owner (`meta skuid`
-// reads the credentials of the socket's file): a socket its process has closed is not judged
-// (see README, "inbound connections").
+// reads the credentials of the socket's file): what a socket sends after its process closed it
+// is left to the guard table, which the inbound drop's label points at.
 void AddOffHostRules(NftBatch& batch, const LeashTable& table, const std::string& chain,
                      const NetfilterSubject& subject) {
   RuleBuilder inbound(table, chain);
@@ -381,6 +381,22 @@ void AddOffHostRules(NftBatch& batch, const LeashTable& table, const std::string
       .Comment(kUnproxiedDropComment);
   batch.AddRule(unproxied.rule(), absl::StrCat("add rule `meta l4proto tcp fib daddr type != "
                                                "local drop` to ", table.Label(), " ", chain));
+}
+
+// `table`'s hooked chain `output` on the output hook, policy accept: type nat at
+// NF_IP_PRI_NAT_DST (-100, where `nft` puts `priority dstnat`) for the redirect tables, type
+// filter at 0 otherwise.
+void AddOutputChain(NftBatch& batch, const LeashTable& table) {
+  std::unique_ptr<nftnl_chain, ChainDeleter> chain(nftnl_chain_alloc());
+  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_FAMILY, table.family);
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TABLE, table.name);
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_NAME, kDispatchChain);
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TYPE, table.nat ? "nat" : "filter");
+  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_HOOKNUM, NF_INET_LOCAL_OUT);
+  nftnl_chain_set_s32(chain.get(), NFTNL_CHAIN_PRIO, table.nat ? -100 : 0);
+  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_POLICY, NF_ACCEPT);
+  batch.AddChain(chain.get(), /*exclusive=*/false,
+                 absl::StrCat("add chain ", kDispatchChain, " to table ", table.Label()));
 }
 
 // The filter chain: what the proxy cannot judge does not leave.
@@ -507,16 +523,7 @@ void AddGuard(NftBatch& batch) {
   const LeashTable& table = GuardTable();
   const std::string label = table.Label();
   batch.AddTable(table.family, table.name, absl::StrCat("add table ", label));
-  std::unique_ptr<nftnl_chain, ChainDeleter> chain(nftnl_chain_alloc());
-  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_FAMILY, table.family);
-  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TABLE, table.name);
-  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_NAME, kDispatchChain);
-  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TYPE, "filter");
-  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_HOOKNUM, NF_INET_LOCAL_OUT);
-  nftnl_chain_set_s32(chain.get(), NFTNL_CHAIN_PRIO, 0);
-  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_POLICY, NF_ACCEPT);
-  batch.AddChain(chain.get(), /*exclusive=*/false,
-                 absl::StrCat("add chain ", kDispatchChain, " to table ", label));
+  AddOutputChain(batch, table);
   // Every packet of the host passes here: the direction first, the cheapest test that most
   // packets fail.
   RuleBuilder guard(table, kDispatchChain);
@@ -547,17 +554,7 @@ void AddSkeleton(NftBatch& batch, const LeashTable& table, uint32_t set_id) {
                      nftnl_udata_buf_len(udata.get()));
   batch.AddSet(map.get(), absl::StrCat("add map ", kAgentsMap, " to table ", label));
 
-  std::unique_ptr<nftnl_chain, ChainDeleter> chain(nftnl_chain_alloc());
-  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_FAMILY, table.family);
-  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TABLE, table.name);
-  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_NAME, kDispatchChain);
-  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TYPE, table.nat ? "nat" : "filter");
-  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_HOOKNUM, NF_INET_LOCAL_OUT);
-  // nat: NF_IP_PRI_NAT_DST (-100), where `nft` puts `priority dstnat`; filter: 0.
-  nftnl_chain_set_s32(chain.get(), NFTNL_CHAIN_PRIO, table.nat ? -100 : 0);
-  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_POLICY, NF_ACCEPT);
-  batch.AddChain(chain.get(), /*exclusive=*/false,
-                 absl::StrCat("add chain ", kDispatchChain, " to table ", label));
+  AddOutputChain(batch, table);
 
   RuleBuilder dispatch(table, kDispatchChain);
   dispatch.Meta(NFT_META_SKUID).VmapLookup(set_id);
