@@ -86,6 +86,24 @@ std::string RenderCheck(const leash::v1::CheckResponse& response,
 
 namespace {
 
+// A subject's network counters, on a line of their own under it: what its chain dropped (or,
+// under network.inbound: allow, let through) since the chain was last applied. Empty for a
+// subject with no chain.
+std::string RenderCounters(const leash::v1::SubjectStatus& subject) {
+  if (!subject.counters_error().empty()) {
+    return absl::StrCat("    counters: cannot be read: ", subject.counters_error(), "\n");
+  }
+  if (!subject.has_counters()) return "";
+  const leash::v1::NetworkCounters& c = subject.counters();
+  const bool allowed = subject.policy().network().inbound() == leash::v1::INBOUND_MODE_ALLOW;
+  return absl::StrCat(
+      "    inbound (", allowed ? "allow" : "drop", "): ", c.inbound_dropped_packets(),
+      " packets dropped", allowed ? absl::StrCat(", ", c.inbound_allowed_packets(), " served")
+                                  : std::string(),
+      "; tcp escaping the proxy: ", c.unproxied_dropped_packets(),
+      " packets dropped (since the chain was applied)\n");
+}
+
 // What leashd has in force: its subjects, its sidecars and its last reconcile.
 std::string RenderSubjectsAndSidecars(const leash::v1::StatusResponse& response) {
   std::string out;
@@ -116,6 +134,7 @@ std::string RenderSubjectsAndSidecars(const leash::v1::StatusResponse& response)
                         subject.subordinate_gids().empty() ? "none" : ranges(subject.subordinate_gids()),
                         "\n");
       }
+      absl::StrAppend(&out, RenderCounters(subject));
     }
   }
   if (!response.sidecars().empty()) {
@@ -166,7 +185,8 @@ std::string RenderStatus(const leash::v1::StatusResponse& response) {
   };
   row("network", floor.network().mode(), floor.network().allow().entries_size(),
       floor.network().deny().entries_size(),
-      absl::StrCat("udp: ", engine::UdpModeName(floor.network().udp())));
+      absl::StrCat("udp: ", engine::UdpModeName(floor.network().udp()),
+                   "  inbound: ", engine::InboundModeName(floor.network().inbound())));
   row("filesystem", floor.filesystem().mode(), floor.filesystem().allow().entries_size(),
       floor.filesystem().deny().entries_size(), "");
   row("commands", floor.commands().mode(), floor.commands().allow().entries_size(),

@@ -243,6 +243,17 @@ grpc::Status ControlService::GetStatus(grpc::ServerContext*, const leash::v1::St
       out->set_first(range.first);
       out->set_last(range.last);
     }
+    if (deps_.netfilter != nullptr && state.chain.has_value()) {
+      absl::StatusOr<NetfilterCounters> counters = deps_.netfilter->ReadCounters(uid);
+      if (counters.ok()) {
+        leash::v1::NetworkCounters* out = subject->mutable_counters();
+        out->set_inbound_dropped_packets(counters->inbound_dropped_packets);
+        out->set_inbound_allowed_packets(counters->inbound_allowed_packets);
+        out->set_unproxied_dropped_packets(counters->unproxied_dropped_packets);
+      } else {
+        subject->set_counters_error(std::string(counters.status().message()));
+      }
+    }
   }
   if (deps_.supervisor != nullptr) {
     for (const leash::v1::SidecarStatus& sidecar : deps_.supervisor->Status()) {

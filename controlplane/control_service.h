@@ -12,6 +12,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "controlplane/account_source.h"
+#include "controlplane/netfilter.h"
 #include "controlplane/policy_store.h"
 #include "controlplane/policy_stream_service.h"
 #include "controlplane/reconcile_loop.h"
@@ -33,6 +34,8 @@ struct ControlDeps {
   bool single_subject = false;
   // What enforces the network surface ("nftables", "iptables ...", or "off").
   std::string netfilter_description = "off";
+  // Where status reads each subject's counters. Null when the network enforcer is off.
+  Netfilter* netfilter = nullptr;
   // How long a write waits for its reconcile.
   absl::Duration reconcile_timeout = absl::Seconds(60);
 };

@@ -248,6 +248,7 @@ int RunDaemon(const DaemonOptions& given) {
   deps.supervisor = &supervisor;
   deps.single_subject = single_subject;
   deps.netfilter_description = netfilter ? netfilter->Describe() : "off (enforcers.network: false)";
+  deps.netfilter = netfilter.get();
   ControlService control(deps);
 
   UnixSocketOptions admin_options;

@@ -136,8 +136,24 @@ std::optional<uint32_t> CommentUid(absl::string_view token) {
   return uid;
 }
 
+// The packet count of a line saved with -c ("[12:3456] -A OUTPUT ..."), which is consumed
+// from `line`; nullopt (and `line` untouched) when it has none.
+std::optional<uint64_t> ConsumeCounters(absl::string_view& line) {
+  if (!absl::StartsWith(line, "[")) return std::nullopt;
+  const size_t colon = line.find(':');
+  const size_t close = line.find("] ");
+  uint64_t packets = 0;
+  if (colon == absl::string_view::npos || close == absl::string_view::npos || colon > close ||
+      !absl::SimpleAtoi(line.substr(1, colon - 1), &packets)) {
+    return std::nullopt;
+  }
+  line.remove_prefix(close + 2);
+  return packets;
+}
+
 // The UID a saved `-A OUTPUT ...` line belongs to, if it is a leash rule.
 std::optional<uint32_t> LineUid(absl::string_view line) {
+  ConsumeCounters(line);
   if (!absl::StartsWith(line, "-A OUTPUT ")) return std::nullopt;
   const std::vector<absl::string_view> tokens =
       absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
@@ -169,6 +185,7 @@ std::vector<std::string> IptablesDeleteLines(absl::string_view save_output, uint
   std::vector<std::string> out;
   for (absl::string_view line : absl::StrSplit(save_output, '\n')) {
     line = absl::StripAsciiWhitespace(line);
+    ConsumeCounters(line);
     const std::optional<uint32_t> owner = LineUid(line);
     if (!owner.has_value() || *owner != uid) continue;
     // The rule exactly as iptables printed it, as a deletion.
@@ -193,9 +210,45 @@ std::vector<std::string> IptablesAddLines(const NetfilterSubject& subject) {
   return lines;
 }
 
-std::string IptablesRestoreScript(const std::vector<std::string>& lines) {
-  return absl::StrCat("*nat\n", absl::StrJoin(lines, "\n"), lines.empty() ? "" : "\n",
+std::vector<std::string> IptablesFilterAddLines(const NetfilterSubject& subject) {
+  const std::string owner = absl::StrCat("-m owner --uid-owner ", subject.uid);
+  const std::string comment = absl::StrCat("-m comment --comment ", kCommentPrefix, subject.uid);
+  std::vector<std::string> lines;
+  if (!subject.inbound_allowed) {
+    lines.push_back(absl::StrCat("-A OUTPUT ! -o lo ", owner, " -m conntrack --ctdir REPLY ",
+                                 comment, " -j DROP"));
+  }
+  lines.push_back(absl::StrCat("-A OUTPUT ! -o lo -p tcp ", owner,
+                               " -m conntrack --ctdir ORIGINAL ", comment, " -j DROP"));
+  // --ctdir matches nothing without a conntrack entry, so those are named on their own.
+  lines.push_back(absl::StrCat("-A OUTPUT ! -o lo -p tcp ", owner,
+                               " -m conntrack --ctstate INVALID,UNTRACKED ", comment, " -j DROP"));
+  return lines;
+}
+
+std::string IptablesRestoreScript(const std::vector<std::string>& lines,
+                                  absl::string_view table) {
+  return absl::StrCat("*", table, "\n", absl::StrJoin(lines, "\n"), lines.empty() ? "" : "\n",
                       "COMMIT\n");
+}
+
+absl::StatusOr<NetfilterCounters> IptablesCounters(absl::string_view save_output, uint32_t uid) {
+  NetfilterCounters counters;
+  bool found = false;
+  for (absl::string_view line : absl::StrSplit(save_output, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    const std::optional<uint32_t> owner = LineUid(line);
+    if (!owner.has_value() || *owner != uid) continue;
+    found = true;
+    const std::optional<uint64_t> packets = ConsumeCounters(line);
+    if (!packets.has_value() || !absl::EndsWith(line, "-j DROP")) continue;
+    (absl::StrContains(line, "--ctdir REPLY") ? counters.inbound_dropped_packets
+                                              : counters.unproxied_dropped_packets) += *packets;
+  }
+  if (!found) {
+    return absl::NotFoundError(absl::StrCat("UID ", uid, " has no leash rule in filter OUTPUT"));
+  }
+  return counters;
 }
 
 absl::StatusOr<std::unique_ptr<IptablesNetfilter>> IptablesNetfilter::Create(
@@ -215,8 +268,9 @@ absl::StatusOr<std::unique_ptr<IptablesNetfilter>> IptablesNetfilter::Create(
 
 IptablesNetfilter::~IptablesNetfilter() { close(netns_fd_); }
 
-absl::StatusOr<std::string> IptablesNetfilter::Save() {
-  const std::vector<std::string> argv = {iptables_ + "-save", "-t", "nat"};
+absl::StatusOr<std::string> IptablesNetfilter::Save(absl::string_view table, bool counters) {
+  std::vector<std::string> argv = {iptables_ + "-save", "-t", std::string(table)};
+  if (counters) argv.push_back("-c");
   ASSIGN_OR_RETURN(CommandResult result, RunIn(netns_fd_, argv, ""));
   if (result.exit_code != 0) {
     return absl::UnavailableError(absl::StrCat("`", absl::StrJoin(argv, " "), "` exited ",
@@ -238,15 +292,17 @@ absl::Status IptablesNetfilter::Restore(const std::string& script) {
 
 absl::StatusOr<std::vector<std::string>> IptablesNetfilter::Prepare() {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Save().status());
+  RETURN_IF_ERROR(Save("nat").status());
+  RETURN_IF_ERROR(Save("filter").status());
   return std::vector<std::string>{};
 }
 
 absl::Status IptablesNetfilter::Apply(const NetfilterSubject& subject) {
   RETURN_IF_ERROR(ValidateNetfilterSubject(subject));
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(const std::string saved, Save());
-  for (uint32_t uid : ParseIptablesUids(saved)) {
+  ASSIGN_OR_RETURN(const std::string saved, Save("nat"));
+  ASSIGN_OR_RETURN(const std::string saved_filter, Save("filter"));
+  for (uint32_t uid : ParseIptablesUids(absl::StrCat(saved, saved_filter))) {
     if (uid != subject.uid) {
       return absl::FailedPreconditionError(absl::StrCat(
           "enforcing several UIDs needs nftables: the iptables fallback appends into the "
@@ -258,7 +314,12 @@ absl::Status IptablesNetfilter::Apply(const NetfilterSubject& subject) {
   }
   std::vector<std::string> lines = IptablesDeleteLines(saved, subject.uid);
   for (std::string& line : IptablesAddLines(subject)) lines.push_back(std::move(line));
-  return Restore(IptablesRestoreScript(lines));
+  std::vector<std::string> filter_lines = IptablesDeleteLines(saved_filter, subject.uid);
+  for (std::string& line : IptablesFilterAddLines(subject)) {
+    filter_lines.push_back(std::move(line));
+  }
+  return Restore(absl::StrCat(IptablesRestoreScript(lines),
+                              IptablesRestoreScript(filter_lines, "filter")));
 }
 
 absl::Status IptablesNetfilter::ApplyAll(const std::vector<NetfilterSubject>& subjects) {
@@ -281,16 +342,26 @@ absl::Status IptablesNetfilter::ApplyAll(const std::vector<NetfilterSubject>& su
 
 absl::Status IptablesNetfilter::Release(uint32_t uid) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(const std::string saved, Save());
+  ASSIGN_OR_RETURN(const std::string saved, Save("nat"));
+  ASSIGN_OR_RETURN(const std::string saved_filter, Save("filter"));
   const std::vector<std::string> lines = IptablesDeleteLines(saved, uid);
-  if (lines.empty()) return absl::OkStatus();
-  return Restore(IptablesRestoreScript(lines));
+  const std::vector<std::string> filter_lines = IptablesDeleteLines(saved_filter, uid);
+  if (lines.empty() && filter_lines.empty()) return absl::OkStatus();
+  return Restore(absl::StrCat(IptablesRestoreScript(lines),
+                              IptablesRestoreScript(filter_lines, "filter")));
+}
+
+absl::StatusOr<NetfilterCounters> IptablesNetfilter::ReadCounters(uint32_t uid) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(const std::string saved, Save("filter", /*counters=*/true));
+  return IptablesCounters(saved, uid);
 }
 
 absl::StatusOr<std::vector<uint32_t>> IptablesNetfilter::ListSubjects() {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(const std::string saved, Save());
-  return ParseIptablesUids(saved);
+  ASSIGN_OR_RETURN(const std::string saved, Save("nat"));
+  ASSIGN_OR_RETURN(const std::string saved_filter, Save("filter"));
+  return ParseIptablesUids(absl::StrCat(saved, saved_filter));
 }
 
 }  // namespace leash::controlplane

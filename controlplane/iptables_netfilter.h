@@ -10,8 +10,17 @@
 //       -m comment --comment leash-agent-U -j RETURN
 //   -A OUTPUT -p tcp -m owner --uid-owner U -m comment --comment leash-agent-U
 //       -j REDIRECT --to-ports P
-// Each change is one `iptables-restore --noflush` commit (atomic per table). Tested for real by
-// //test/network:iptables_fallback_test.
+// and, in filter OUTPUT, the IPv4 half of the nftables filter chain's off-loopback rules (no
+// RETURN or ACCEPT: a verdict in a built-in chain would skip the host's own rules after it):
+//   -A OUTPUT ! -o lo -m owner --uid-owner U -m conntrack --ctdir REPLY
+//       -m comment --comment leash-agent-U -j DROP           (inbound; not with network.inbound:
+//                                                             allow)
+//   -A OUTPUT ! -o lo -p tcp -m owner --uid-owner U -m conntrack --ctdir ORIGINAL ... -j DROP
+//   -A OUTPUT ! -o lo -p tcp -m owner --uid-owner U -m conntrack --ctstate INVALID,UNTRACKED
+//       ... -j DROP                                          (TCP that escaped the redirect)
+// Each change is one `iptables-restore --noflush` run of a nat and a filter commit (atomic per
+// table). Tested for real by //test/network:iptables_fallback_test and
+// //test/network:inbound_traffic_test.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +54,8 @@ class IptablesNetfilter : public Netfilter {
   absl::Status ApplyAll(const std::vector<NetfilterSubject>& subjects) override;
   absl::Status Release(uint32_t uid) override;
   absl::StatusOr<std::vector<uint32_t>> ListSubjects() override;
+  // From `iptables-save -c -t filter` (IPv4 only, as everything here).
+  absl::StatusOr<NetfilterCounters> ReadCounters(uint32_t uid) override;
   std::string Describe() const override { return "iptables (IPv4 TCP only, single UID)"; }
 
   const std::string& command() const { return iptables_; }
@@ -52,7 +63,9 @@ class IptablesNetfilter : public Netfilter {
  private:
   IptablesNetfilter(std::string iptables, int netns_fd)
       : iptables_(std::move(iptables)), netns_fd_(netns_fd) {}
-  absl::StatusOr<std::string> Save() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `iptables-save -t <table>` (with -c, counters on each rule).
+  absl::StatusOr<std::string> Save(absl::string_view table, bool counters = false)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Restore(const std::string& script) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
@@ -66,17 +79,25 @@ std::string DefaultIptablesCommand();
 
 // --- Pure pieces, unit-tested ---
 
-// The UIDs that have leash rules in `iptables-save -t nat` output (comment leash-agent-<uid>
-// on an -A OUTPUT line), ascending, without duplicates.
+// The UIDs that have leash rules in `iptables-save -t nat` or `-t filter` output (comment
+// leash-agent-<uid> on an -A OUTPUT line, with or without -c counters), ascending, without
+// duplicates.
 std::vector<uint32_t> ParseIptablesUids(absl::string_view save_output);
 
 // The -D lines that delete every leash rule of `uid` found in `save_output`.
 std::vector<std::string> IptablesDeleteLines(absl::string_view save_output, uint32_t uid);
 
-// The -A lines for `subject` (see the file comment).
+// The nat -A lines for `subject` (see the file comment).
 std::vector<std::string> IptablesAddLines(const NetfilterSubject& subject);
+// The filter -A lines for `subject` (see the file comment).
+std::vector<std::string> IptablesFilterAddLines(const NetfilterSubject& subject);
 
-// An iptables-restore --noflush script for the nat table: `lines`, then COMMIT.
-std::string IptablesRestoreScript(const std::vector<std::string>& lines);
+// An iptables-restore --noflush script for `table`: `lines`, then COMMIT.
+std::string IptablesRestoreScript(const std::vector<std::string>& lines,
+                                  absl::string_view table = "nat");
+
+// `uid`'s counters in `iptables-save -c -t filter` output: its --ctdir REPLY drop is inbound,
+// its other drops are TCP that escaped the redirect. NotFound when it has no filter rule.
+absl::StatusOr<NetfilterCounters> IptablesCounters(absl::string_view save_output, uint32_t uid);
 
 }  // namespace leash::controlplane

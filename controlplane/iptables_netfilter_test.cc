@@ -81,10 +81,59 @@ TEST(IptablesText, AddedRulesAreFoundAgainOnceSaved) {
   EXPECT_EQ(IptablesDeleteLines(saved, 1007).size(), 2u);
 }
 
-TEST(IptablesText, RestoreScriptIsOneNatCommit) {
+TEST(IptablesText, RestoreScriptIsOneCommitOfItsTable) {
   EXPECT_EQ(IptablesRestoreScript({"-D OUTPUT x", "-A OUTPUT y"}),
             "*nat\n-D OUTPUT x\n-A OUTPUT y\nCOMMIT\n");
   EXPECT_EQ(IptablesRestoreScript({}), "*nat\nCOMMIT\n");
+  EXPECT_EQ(IptablesRestoreScript({"-A OUTPUT z"}, "filter"), "*filter\n-A OUTPUT z\nCOMMIT\n");
+}
+
+TEST(IptablesText, FilterLinesDropInboundServiceAndTcpThatEscapedTheRedirect) {
+  EXPECT_THAT(
+      IptablesFilterAddLines(MakeSubject(1001, 18001)),
+      ElementsAre("-A OUTPUT ! -o lo -m owner --uid-owner 1001 -m conntrack --ctdir REPLY -m "
+                  "comment --comment leash-agent-1001 -j DROP",
+                  "-A OUTPUT ! -o lo -p tcp -m owner --uid-owner 1001 -m conntrack --ctdir "
+                  "ORIGINAL -m comment --comment leash-agent-1001 -j DROP",
+                  "-A OUTPUT ! -o lo -p tcp -m owner --uid-owner 1001 -m conntrack --ctstate "
+                  "INVALID,UNTRACKED -m comment --comment leash-agent-1001 -j DROP"));
+  // network.inbound: allow — no inbound drop, and no ACCEPT that would skip the host's rules.
+  NetfilterSubject allowed = MakeSubject(1001, 18001);
+  allowed.inbound_allowed = true;
+  const std::vector<std::string> lines = IptablesFilterAddLines(allowed);
+  ASSERT_EQ(lines.size(), 2u);
+  for (const std::string& line : lines) {
+    EXPECT_THAT(line, ::testing::Not(::testing::HasSubstr("REPLY")));
+    EXPECT_THAT(line, ::testing::EndsWith("-j DROP"));
+  }
+}
+
+// As iptables-legacy-save -c prints the filter table.
+constexpr char kSavedFilterCounters[] =
+    "*filter\n"
+    ":OUTPUT ACCEPT [5:300]\n"
+    "[7:420] -A OUTPUT ! -o lo -m owner --uid-owner 1001 -m conntrack --ctdir REPLY -m comment "
+    "--comment leash-agent-1001 -j DROP\n"
+    "[2:120] -A OUTPUT ! -o lo -p tcp -m owner --uid-owner 1001 -m conntrack --ctdir ORIGINAL -m "
+    "comment --comment leash-agent-1001 -j DROP\n"
+    "[1:60] -A OUTPUT ! -o lo -p tcp -m owner --uid-owner 1001 -m conntrack --ctstate "
+    "INVALID,UNTRACKED -m comment --comment leash-agent-1001 -j DROP\n"
+    "[9:9] -A OUTPUT -p tcp -j DROP\n"
+    "COMMIT\n";
+
+TEST(IptablesText, CountersAreReadPerUidFromTheFilterTable) {
+  absl::StatusOr<NetfilterCounters> counters = IptablesCounters(kSavedFilterCounters, 1001);
+  ASSERT_TRUE(counters.ok()) << counters.status();
+  EXPECT_EQ(counters->inbound_dropped_packets, 7u);
+  EXPECT_EQ(counters->unproxied_dropped_packets, 3u);
+  EXPECT_EQ(counters->inbound_allowed_packets, 0u);
+  EXPECT_EQ(IptablesCounters(kSavedFilterCounters, 1002).status().code(),
+            absl::StatusCode::kNotFound);
+  // Lines saved with counters are found and deleted like lines saved without.
+  EXPECT_THAT(ParseIptablesUids(kSavedFilterCounters), ElementsAre(1001u));
+  EXPECT_EQ(IptablesDeleteLines(kSavedFilterCounters, 1001).size(), 3u);
+  EXPECT_THAT(IptablesDeleteLines(kSavedFilterCounters, 1001)[0],
+              ::testing::StartsWith("-D OUTPUT ! -o lo -m owner"));
 }
 
 }  // namespace

@@ -10,8 +10,14 @@
 //     per new connection does not grow with the number of agents), and one hookless chain
 //     agent_<uid> per UID: loopback exempt except the proxy range 18000-18999, then redirect
 //     all TCP to the UID's port.
-//   table inet leash_filter: per UID, drop UDP except DNS to the resolvers (or nothing, when
+//   table inet leash_filter: per UID, drop what the UID sends as the responder of a connection
+//     it did not originate to a peer off this host (unless network.inbound is allow), drop TCP
+//     to a destination off this host (the redirect sends all of its TCP to the proxy, so what
+//     is left escaped it), and drop UDP except DNS to the resolvers (or nothing, when
 //     network.udp is allow).
+//   table inet leash_guard: one rule for every UID, none of its own: the answers off the host
+//     of a connection a UID's inbound drop labelled, sent by a socket its process has closed
+//     (which carries no UID). Made by Prepare, stateless.
 // Onboarding or releasing a UID adds or deletes exactly its chains and its dispatch element.
 // Nothing flushes a chain or deletes a shared table.
 #pragma once
@@ -43,6 +49,10 @@ struct NetfilterSubject {
   uint16_t port = 0;
   // network.udp: allow — UDP unfiltered, as an explicit choice.
   bool udp_allowed = false;
+  // network.inbound: allow — the UID may serve TCP to peers off this host that connect to it,
+  // as an explicit choice. False: what it sends on a connection it did not originate (conntrack's
+  // reply direction) to a peer off this host is dropped and counted.
+  bool inbound_allowed = false;
   // UDP/53 to these addresses passes the UDP drop (the host's /etc/resolv.conf, or
   // network.dns_resolvers). Empty: no DNS exception.
   std::vector<engine::IpAddress> dns_resolvers;
@@ -52,10 +62,24 @@ struct NetfilterSubject {
   bool refuse_tcp = false;
 
   bool operator==(const NetfilterSubject& other) const {
-    return uid == other.uid && subordinate_uids == other.subordinate_uids && port == other.port && udp_allowed == other.udp_allowed &&
+    return uid == other.uid && subordinate_uids == other.subordinate_uids && port == other.port &&
+           udp_allowed == other.udp_allowed && inbound_allowed == other.inbound_allowed &&
            dns_resolvers == other.dns_resolvers && refuse_tcp == other.refuse_tcp;
   }
   bool operator!=(const NetfilterSubject& other) const { return !(*this == other); }
+};
+
+// Packets one UID's filter chain has counted since the chain was last applied (a changed
+// policy replaces the chain, and its counters start over).
+struct NetfilterCounters {
+  // Sent as the responder of a connection it did not originate, to a peer off this host, and
+  // dropped (network.inbound: drop).
+  uint64_t inbound_dropped_packets = 0;
+  // The same, let through (network.inbound: allow; TCP only).
+  uint64_t inbound_allowed_packets = 0;
+  // TCP to a destination off this host that was not an allowed answer: it escaped the redirect
+  // to the proxy (untracked, or another nat rule took it), and was dropped.
+  uint64_t unproxied_dropped_packets = 0;
 };
 
 // The checks every implementation makes before touching the kernel: a UID other than root
@@ -85,6 +109,10 @@ class Netfilter {
 
   // Deletes exactly this UID's chains and dispatch element. A UID with none is not an error.
   virtual absl::Status Release(uint32_t uid) = 0;
+
+  // The packets `uid`'s filter chain has counted (see NetfilterCounters). NotFound when the UID
+  // has no chain; Unimplemented where the implementation counts nothing.
+  virtual absl::StatusOr<NetfilterCounters> ReadCounters(uint32_t uid) = 0;
 
   // The UIDs that currently have an agent_<uid> chain.
   virtual absl::StatusOr<std::vector<uint32_t>> ListSubjects() = 0;

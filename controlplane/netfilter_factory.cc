@@ -13,8 +13,9 @@ namespace {
 std::string FallbackLimits(const IptablesNetfilter& fallback) {
   return absl::StrCat(
       "the iptables fallback (", fallback.command(),
-      ") covers IPv4 TCP only: IPv6 TCP is not redirected to the proxy and UDP is not dropped; "
-      "and it enforces a single UID, refusing a second. This is not parity with nftables.");
+      ") covers IPv4 TCP only: IPv6 TCP is not redirected to the proxy and its inbound service "
+      "(network.inbound) is not dropped, and UDP is not dropped; and it enforces a single UID, "
+      "refusing a second. This is not parity with nftables.");
 }
 
 }  // namespace

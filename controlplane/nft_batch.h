@@ -73,7 +73,7 @@ class NftBatch {
   uint32_t first_seq_;
   // malloc/realloc rather than std::vector: growth need not zero-fill (libmnl writes every
   // byte it sends), and a large block can grow by mremap instead of a copy. A 1,000-subject
-  // startup batch is 2.3 MB (//controlplane:nft_ruleset_benchmark).
+  // startup batch runs to megabytes (//controlplane:nft_ruleset_benchmark prints its size).
   char* buffer_ = nullptr;
   size_t capacity_ = 0;
   size_t used_ = 0;

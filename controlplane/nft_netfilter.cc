@@ -271,6 +271,19 @@ absl::StatusOr<std::vector<std::string>> NftNetfilter::Prepare() {
     }
     nft::AddSkeleton(batch, table, set_id++);
   }
+  // The guard holds no subject's state: one in another shape is replaced whole, in the same
+  // transaction, so there is no moment without it; one in the current shape is left as it is.
+  ASSIGN_OR_RETURN(const bool guarded, TableExists(nft::GuardTable()));
+  std::optional<std::string> guard_reason = std::string("it does not exist");
+  if (guarded) {
+    ASSIGN_OR_RETURN(const nft::TableSnapshot snapshot, ReadTable(nft::GuardTable()));
+    guard_reason = nft::GuardShapeReason(snapshot);
+    if (guard_reason.has_value()) {
+      batch.DeleteTable(nft::GuardTable().family, nft::GuardTable().name,
+                        absl::StrCat("delete table ", nft::GuardTable().Label()));
+    }
+  }
+  if (guard_reason.has_value()) nft::AddGuard(batch);
   absl::Status sent = socket_->Send(batch);
   if (!sent.ok()) {
     return absl::Status(sent.code(),
@@ -337,6 +350,43 @@ absl::Status NftNetfilter::Release(uint32_t uid) {
         std::vector<uint32_t>(presence.chains[i].begin(), presence.chains[i].end()));
   }
   return socket_->Send(batch);  // nothing present: an empty batch, nothing sent
+}
+
+absl::StatusOr<NetfilterCounters> NftNetfilter::ReadCounters(uint32_t uid) {
+  absl::MutexLock lock(&mu_);
+  const LeashTable& filter = Tables()[2];
+  const std::string chain = nft::AgentChainName(uid);
+  RulePtr request(nftnl_rule_alloc());
+  nftnl_rule_set_str(request.get(), NFTNL_RULE_TABLE, filter.name);
+  nftnl_rule_set_str(request.get(), NFTNL_RULE_CHAIN, chain.c_str());
+  NetfilterCounters counters;
+  size_t rules = 0;
+  absl::Status s = socket_->Request(
+      NFT_MSG_GETRULE, filter.family, /*dump=*/true,
+      [&](nlmsghdr* h) { nftnl_rule_nlmsg_build_payload(h, request.get()); },
+      [&](const nlmsghdr* h) {
+        RulePtr rule(nftnl_rule_alloc());
+        if (nftnl_rule_nlmsg_parse(h, rule.get()) < 0) return ParseError("rule");
+        if (std::strcmp(nftnl_rule_get_str(rule.get(), NFTNL_RULE_TABLE), filter.name) != 0 ||
+            chain != nftnl_rule_get_str(rule.get(), NFTNL_RULE_CHAIN)) {
+          return absl::OkStatus();
+        }
+        ++rules;
+        nft::TallyCounters(rule.get(), counters);
+        return absl::OkStatus();
+      });
+  if (absl::IsNotFound(s)) rules = 0;
+  else if (!s.ok()) return s;
+  // A dump naming a chain that does not exist is simply empty, and every agent chain holds
+  // rules: only then is the chain looked up by name.
+  if (rules == 0) {
+    ASSIGN_OR_RETURN(const bool exists, ChainExists(filter, uid));
+    if (!exists) {
+      return absl::NotFoundError(
+          absl::StrCat("UID ", uid, " has no chain ", chain, " in ", filter.Label()));
+    }
+  }
+  return counters;
 }
 
 absl::StatusOr<std::vector<uint32_t>> NftNetfilter::ListSubjects() {

@@ -32,6 +32,9 @@ class NftNetfilter : public Netfilter {
   absl::Status ApplyAll(const std::vector<NetfilterSubject>& subjects) override;
   absl::Status Release(uint32_t uid) override;
   absl::StatusOr<std::vector<uint32_t>> ListSubjects() override;
+  // One rule dump of `uid`'s chain in inet leash_filter (the kernel filters it by table and
+  // chain), tallied by the rules' comments.
+  absl::StatusOr<NetfilterCounters> ReadCounters(uint32_t uid) override;
   std::string Describe() const override { return "nftables"; }
 
  private:

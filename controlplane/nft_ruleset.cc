@@ -7,13 +7,17 @@
 #include <libnftnl/set.h>
 #include <libnftnl/udata.h>
 #include <linux/netfilter.h>
+#include <linux/netfilter/nf_conntrack_tuple_common.h>
 #include <linux/netfilter/nf_nat.h>
+#include <linux/rtnetlink.h>
 #include <linux/netfilter/nf_tables.h>
 #include <netinet/in.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
+#include <iterator>
 #include <functional>
 #include <memory>
 #include <set>
@@ -120,6 +124,76 @@ class RuleBuilder {
     return Cmp(NFT_CMP_GTE, &from, sizeof(from)).Cmp(NFT_CMP_LTE, &to, sizeof(to));
   }
   RuleBuilder& Counter() { return Add(ExprPtr(nftnl_expr_alloc("counter"))); }
+  // `fib daddr type != local`: the destination is not this host (not loopback, not one of the
+  // host's own addresses), looked up as the packet is now. Not `oif != "lo"`: the output device
+  // a filter chain sees is the one routed before the nat chain ran, and a redirect (or another
+  // table's dnat) re-routes the packet without changing it, so every redirected connection to a
+  // remote address would look as if it left by that address's interface.
+  RuleBuilder& DestinationNotThisHost() {
+    ExprPtr e(nftnl_expr_alloc("fib"));
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_FIB_FLAGS, NFTA_FIB_F_DADDR);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_FIB_RESULT, NFT_FIB_RESULT_ADDRTYPE);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_FIB_DREG, NFT_REG_1);
+    Add(std::move(e));
+    const uint32_t local = RTN_LOCAL;
+    return Cmp(NFT_CMP_NEQ, &local, sizeof(local));
+  }
+  // `ct direction reply`: the packet flows against the connection's first packet, i.e. this
+  // socket did not originate the connection. A packet without a conntrack entry (untracked,
+  // invalid) does not match.
+  RuleBuilder& CtDirectionReply() {
+    ExprPtr e(nftnl_expr_alloc("ct"));
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_CT_KEY, NFT_CT_DIRECTION);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_CT_DREG, NFT_REG_1);
+    Add(std::move(e));
+    return CmpEqU8(IP_CT_DIR_REPLY);
+  }
+  // The conntrack label that marks a connection as inbound service Leash refused (nftables'
+  // labels are a 128-bit field per connection; see kInboundLabelBit).
+  static std::array<uint8_t, 16> InboundLabel() {
+    std::array<uint8_t, 16> label{};
+    label[kInboundLabelBit / 8] = static_cast<uint8_t>(1u << (kInboundLabelBit % 8));
+    return label;
+  }
+  // `ct label set <bit>`: adds the bit, keeping any other label the connection has.
+  RuleBuilder& CtSetInboundLabel() {
+    const std::array<uint8_t, 16> label = InboundLabel();
+    ExprPtr imm(nftnl_expr_alloc("immediate"));
+    nftnl_expr_set_u32(imm.get(), NFTNL_EXPR_IMM_DREG, NFT_REG_1);
+    nftnl_expr_set(imm.get(), NFTNL_EXPR_IMM_DATA, label.data(), label.size());
+    Add(std::move(imm));
+    ExprPtr ct(nftnl_expr_alloc("ct"));
+    nftnl_expr_set_u32(ct.get(), NFTNL_EXPR_CT_KEY, NFT_CT_LABELS);
+    nftnl_expr_set_u32(ct.get(), NFTNL_EXPR_CT_SREG, NFT_REG_1);
+    return Add(std::move(ct));
+  }
+  // `ct label <bit>`: the connection carries the label.
+  RuleBuilder& CtHasInboundLabel() {
+    const std::array<uint8_t, 16> label = InboundLabel();
+    const std::array<uint8_t, 16> zero{};
+    ExprPtr ct(nftnl_expr_alloc("ct"));
+    nftnl_expr_set_u32(ct.get(), NFTNL_EXPR_CT_KEY, NFT_CT_LABELS);
+    nftnl_expr_set_u32(ct.get(), NFTNL_EXPR_CT_DREG, NFT_REG_1);
+    Add(std::move(ct));
+    ExprPtr e(nftnl_expr_alloc("bitwise"));
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_BITWISE_LEN, label.size());
+    nftnl_expr_set(e.get(), NFTNL_EXPR_BITWISE_MASK, label.data(), label.size());
+    nftnl_expr_set(e.get(), NFTNL_EXPR_BITWISE_XOR, zero.data(), zero.size());
+    Add(std::move(e));
+    return Cmp(NFT_CMP_NEQ, zero.data(), zero.size());
+  }
+  // A rule comment (what `nft list` prints as `comment "..."`): how ReadCounters finds the
+  // rules whose counters `leash status` reports.
+  RuleBuilder& Comment(const char* text) {
+    std::unique_ptr<nftnl_udata_buf, UdataDeleter> udata(
+        nftnl_udata_buf_alloc(NFTNL_UDATA_COMMENT_MAXLEN + 8));
+    nftnl_udata_put_strz(udata.get(), NFTNL_UDATA_RULE_COMMENT, text);
+    nftnl_rule_set_data(rule_.get(), NFTNL_RULE_USERDATA, nftnl_udata_buf_data(udata.get()),
+                        nftnl_udata_buf_len(udata.get()));
+    return *this;
+  }
   RuleBuilder& Verdict(int verdict) {
     ExprPtr e(nftnl_expr_alloc("immediate"));
     nftnl_expr_set_u32(e.get(), NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
@@ -298,6 +372,69 @@ void AddDnsRules(NftBatch& batch, const LeashTable& table, const std::string& ch
   }
 }
 
+// What this UID sends to a destination off this host by any way but the proxy. Every TCP
+// connection it originates goes to this host: the nat chain redirects it to the proxy on
+// loopback, or it was bound for a loopback address to begin with. So its TCP to a destination
+// off the host is one of two things:
+//  - inbound service: a peer off the host connected to a listener of this UID, and this is the
+//    SYN-ACK or data that answers it (conntrack's reply direction). Dropped unless
+//    network.inbound is allow: the peer never completes a handshake.
+//  - TCP that escaped the redirect: a packet conntrack could not track (invalid, untracked),
+//    which no nat chain sees, or a connection another table's nat rule took first. Always
+//    dropped: forwarding what the proxy never judged is not enforcement.
+// The inbound rule covers every protocol, not only TCP: a reply-direction datagram to a peer
+// off the host (UDP under network.udp: allow) is inbound service too. A peer on this host
+// (loopback, or one of the host's own addresses) is served: local dev servers keep working.
+// Like every rule here these see only packets whose socket still has an owner (`meta skuid`
+// reads the credentials of the socket's file): what a socket sends after its process closed it
+// is left to the guard table, which the inbound drop's label points at.
+void AddOffHostRules(NftBatch& batch, const LeashTable& table, const std::string& chain,
+                     const NetfilterSubject& subject) {
+  RuleBuilder inbound(table, chain);
+  // The direction first: most of what this chain sees is the UID's own connections.
+  inbound.CtDirectionReply().DestinationNotThisHost();
+  if (subject.inbound_allowed) {
+    // network.inbound: allow — its TCP answers go out, counted; its answers by any other
+    // protocol meet the rules below like any other packet.
+    inbound.Meta(NFT_META_L4PROTO).CmpEqU8(IPPROTO_TCP).Counter().Verdict(NFT_RETURN);
+    inbound.Comment(kInboundAllowComment);
+  } else {
+    // The connection is labelled as it is refused, so that what its socket still sends once
+    // the process has closed it (no UID any more) is dropped by the guard table.
+    inbound.CtSetInboundLabel().Counter().Verdict(NF_DROP).Comment(kInboundDropComment);
+  }
+  batch.AddRule(inbound.rule(),
+                absl::StrCat("add rule `ct direction reply fib daddr type != local ",
+                             subject.inbound_allowed ? "meta l4proto tcp return"
+                                                     : "ct label set 127 drop",
+                             "` to ", table.Label(), " ", chain));
+  RuleBuilder unproxied(table, chain);
+  unproxied.Meta(NFT_META_L4PROTO)
+      .CmpEqU8(IPPROTO_TCP)
+      .DestinationNotThisHost()
+      .Counter()
+      .Verdict(NF_DROP)
+      .Comment(kUnproxiedDropComment);
+  batch.AddRule(unproxied.rule(), absl::StrCat("add rule `meta l4proto tcp fib daddr type != "
+                                               "local drop` to ", table.Label(), " ", chain));
+}
+
+// `table`'s hooked chain `output` on the output hook, policy accept: type nat at
+// NF_IP_PRI_NAT_DST (-100, where `nft` puts `priority dstnat`) for the redirect tables, type
+// filter at 0 otherwise.
+void AddOutputChain(NftBatch& batch, const LeashTable& table) {
+  std::unique_ptr<nftnl_chain, ChainDeleter> chain(nftnl_chain_alloc());
+  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_FAMILY, table.family);
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TABLE, table.name);
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_NAME, kDispatchChain);
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TYPE, table.nat ? "nat" : "filter");
+  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_HOOKNUM, NF_INET_LOCAL_OUT);
+  nftnl_chain_set_s32(chain.get(), NFTNL_CHAIN_PRIO, table.nat ? -100 : 0);
+  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_POLICY, NF_ACCEPT);
+  batch.AddChain(chain.get(), /*exclusive=*/false,
+                 absl::StrCat("add chain ", kDispatchChain, " to table ", table.Label()));
+}
+
 // The filter chain: what the proxy cannot judge does not leave.
 void AddFilterRules(NftBatch& batch, const LeashTable& table, const std::string& chain,
                     const NetfilterSubject& subject) {
@@ -322,6 +459,7 @@ void AddFilterRules(NftBatch& batch, const LeashTable& table, const std::string&
                 absl::StrCat("add rule `tcp sport ", PortRange(),
                              " tcp flags & (syn | ack) == syn | ack drop` to ", table.Label(), " ",
                              chain));
+  AddOffHostRules(batch, table, chain, subject);
   if (subject.udp_allowed) {
     // network.udp: allow — UDP unfiltered, as a choice.
     RuleBuilder udp(table, chain);
@@ -384,6 +522,58 @@ std::optional<uint32_t> ParseAgentChainName(absl::string_view name) {
   return uid;
 }
 
+void TallyCounters(const nftnl_rule* rule, NetfilterCounters& counters) {
+  if (!nftnl_rule_is_set(rule, NFTNL_RULE_USERDATA)) return;
+  uint32_t len = 0;
+  const char* data = static_cast<const char*>(nftnl_rule_get_data(rule, NFTNL_RULE_USERDATA, &len));
+  std::string comment;
+  const nftnl_udata* attr = nullptr;
+  nftnl_udata_for_each_data(data, len, attr) {
+    if (nftnl_udata_type(attr) != NFTNL_UDATA_RULE_COMMENT) continue;
+    const char* value = static_cast<const char*>(nftnl_udata_get(attr));
+    const uint8_t value_len = nftnl_udata_len(attr);
+    // strz: the stored length counts the terminating NUL.
+    comment.assign(value, value_len > 0 && value[value_len - 1] == '\0' ? value_len - 1
+                                                                          : value_len);
+  }
+  uint64_t* target = comment == kInboundDropComment    ? &counters.inbound_dropped_packets
+                     : comment == kInboundAllowComment  ? &counters.inbound_allowed_packets
+                     : comment == kUnproxiedDropComment ? &counters.unproxied_dropped_packets
+                                                        : nullptr;
+  if (target == nullptr) return;
+  nftnl_expr_iter* it = nftnl_expr_iter_create(rule);
+  for (nftnl_expr* e = nftnl_expr_iter_next(it); e != nullptr; e = nftnl_expr_iter_next(it)) {
+    if (std::strcmp(nftnl_expr_get_str(e, NFTNL_EXPR_NAME), "counter") == 0) {
+      *target += nftnl_expr_get_u64(e, NFTNL_EXPR_CTR_PACKETS);
+    }
+  }
+  nftnl_expr_iter_destroy(it);
+}
+
+const LeashTable& GuardTable() {
+  static const LeashTable* const table = new LeashTable{NFPROTO_INET, kGuardTable, false};
+  return *table;
+}
+
+void AddGuard(NftBatch& batch) {
+  const LeashTable& table = GuardTable();
+  const std::string label = table.Label();
+  batch.AddTable(table.family, table.name, absl::StrCat("add table ", label));
+  AddOutputChain(batch, table);
+  // Every packet of the host passes here: the direction first, the cheapest test that most
+  // packets fail.
+  RuleBuilder guard(table, kDispatchChain);
+  guard.CtDirectionReply()
+      .CtHasInboundLabel()
+      .DestinationNotThisHost()
+      .Counter()
+      .Verdict(NF_DROP)
+      .Comment(kGuardDropComment);
+  batch.AddRule(guard.rule(), absl::StrCat("add rule `ct direction reply ct label 127 fib daddr "
+                                           "type != local drop` to ", label, " ",
+                                           kDispatchChain));
+}
+
 void AddSkeleton(NftBatch& batch, const LeashTable& table, uint32_t set_id) {
   const std::string label = table.Label();
   batch.AddTable(table.family, table.name, absl::StrCat("add table ", label));
@@ -400,17 +590,7 @@ void AddSkeleton(NftBatch& batch, const LeashTable& table, uint32_t set_id) {
                      nftnl_udata_buf_len(udata.get()));
   batch.AddSet(map.get(), absl::StrCat("add map ", kAgentsMap, " to table ", label));
 
-  std::unique_ptr<nftnl_chain, ChainDeleter> chain(nftnl_chain_alloc());
-  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_FAMILY, table.family);
-  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TABLE, table.name);
-  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_NAME, kDispatchChain);
-  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TYPE, table.nat ? "nat" : "filter");
-  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_HOOKNUM, NF_INET_LOCAL_OUT);
-  // nat: NF_IP_PRI_NAT_DST (-100), where `nft` puts `priority dstnat`; filter: 0.
-  nftnl_chain_set_s32(chain.get(), NFTNL_CHAIN_PRIO, table.nat ? -100 : 0);
-  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_POLICY, NF_ACCEPT);
-  batch.AddChain(chain.get(), /*exclusive=*/false,
-                 absl::StrCat("add chain ", kDispatchChain, " to table ", label));
+  AddOutputChain(batch, table);
 
   RuleBuilder dispatch(table, kDispatchChain);
   dispatch.Meta(NFT_META_SKUID).HostToNetwork32().VmapLookup(set_id);
@@ -515,6 +695,29 @@ PresentIntervals PairDumpedElements(std::vector<DumpedElement> elements) {
     present[*owner].push_back({start.key, last});
   }
   return present;
+}
+
+std::optional<std::string> GuardShapeReason(const TableSnapshot& snapshot) {
+  if (!snapshot.sets.empty()) return std::string("it holds a set");
+  if (snapshot.base_chains.size() != 1) {
+    return absl::StrCat("it has ", snapshot.base_chains.size(), " hooked chains, not one");
+  }
+  const BaseChainSnapshot& base = snapshot.base_chains.front();
+  if (base.name != kDispatchChain || base.type != "filter" || base.hooknum != NF_INET_LOCAL_OUT) {
+    return absl::StrCat("its hooked chain is ", base.name, " (type ", base.type, ")");
+  }
+  // AddGuard's rule, expression by expression.
+  static const char* const kExpressions[] = {"ct",  "cmp", "ct",      "bitwise",  "cmp",
+                                             "fib", "cmp", "counter", "immediate"};
+  if (base.rules.size() != 1 || base.rules.front().size() != std::size(kExpressions)) {
+    return absl::StrCat("its chain holds ", base.rules.size(), " rule(s) unlike the guard's");
+  }
+  for (size_t i = 0; i < std::size(kExpressions); ++i) {
+    if (base.rules.front()[i].name != kExpressions[i]) {
+      return absl::StrCat("its rule differs from the guard's at expression ", i);
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> OldShapeReason(const LeashTable& table,

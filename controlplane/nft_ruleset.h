@@ -18,6 +18,12 @@
 //     chain agent_<uid> {
 //       tcp sport 18000-18999 tcp flags & (syn | ack) == syn | ack counter drop
 //                                                           (a listener squatting a proxy port)
+//       ct direction reply fib daddr type != local ct label set 127 counter drop
+//                                                   (inbound service to a peer off the host;
+//                                                    with network.inbound: allow `... meta
+//                                                    l4proto tcp counter return` instead)
+//       meta l4proto tcp fib daddr type != local counter drop
+//                                                   (TCP that escaped the redirect)
 //       meta l4proto udp counter return                     (only when network.udp: allow)
 //       ip daddr <resolver> udp dport 53 counter return      (one per IPv4 resolver; not with
 //       ip6 daddr <resolver> udp dport 53 counter return      network.udp: allow)
@@ -75,12 +81,42 @@ struct LeashTable {
   std::string Label() const;
 };
 
+// A table of its own with one hooked chain and one rule, for what no per-UID chain can see:
+//   table inet leash_guard
+//     chain output { type filter hook output priority 0; policy accept;
+//       ct direction reply ct label 127 fib daddr type != local counter drop }
+// `meta skuid` is the UID of the process that holds a socket's file, so a socket its process
+// has closed has none, and what the kernel still sends for it (retransmissions, its FIN) passes
+// every per-UID dispatch. A UID's inbound drop labels the connection it refuses; the guard then
+// drops that connection's answers off the host whoever (or nobody) owns them. No subject's
+// state lives here: Prepare replaces the table whole.
+inline constexpr char kGuardTable[] = "leash_guard";
+// The conntrack label bit (0-127) of a refused inbound connection: the top one, where other
+// users of labels, which count from 0 in /etc/connlabel.conf, are least likely to be.
+inline constexpr int kInboundLabelBit = 127;
+inline constexpr char kGuardDropComment[] = "leash: answer of a closed socket dropped";
+
+// The comments on the filter-chain rules whose counters ReadCounters reports, as `nft list`
+// prints them.
+inline constexpr char kInboundDropComment[] = "leash: inbound dropped";
+inline constexpr char kInboundAllowComment[] = "leash: inbound allowed";
+inline constexpr char kUnproxiedDropComment[] = "leash: tcp past the proxy dropped";
+
 // ip leash, ip6 leash, inet leash_filter — in that order.
 const std::vector<LeashTable>& LeashTables();
 
 std::string AgentChainName(uint32_t uid);
 // The UID of a chain named agent_<decimal uid>, or nullopt for any other name.
 std::optional<uint32_t> ParseAgentChainName(absl::string_view name);
+
+// inet leash_guard (above).
+const LeashTable& GuardTable();
+// Creates the guard table, its chain and its rule. Only for a table that does not exist.
+void AddGuard(NftBatch& batch);
+
+// Adds `rule`'s counter to the field of `counters` its comment names (one of the k*Comment
+// above); a rule with another comment or none adds nothing.
+void TallyCounters(const nftnl_rule* rule, NetfilterCounters& counters);
 
 // Creates `table`, its agents map, its dispatcher chain and the one dispatch rule. Only for a
 // table that does not exist: NEWRULE always appends, so this must never run twice on a table.
@@ -158,5 +194,10 @@ struct TableSnapshot {
 // Returns nullopt for the current shape, else why the table is in the old one.
 std::optional<std::string> OldShapeReason(const LeashTable& table,
                                           const TableSnapshot& snapshot);
+
+// The guard table as AddGuard makes it: no set, one base chain `output` of type filter on the
+// output hook holding one rule of exactly AddGuard's expressions. nullopt for that shape, else
+// what differs (Prepare then replaces the table).
+std::optional<std::string> GuardShapeReason(const TableSnapshot& snapshot);
 
 }  // namespace leash::controlplane::nft

@@ -239,6 +239,20 @@ constexpr char kSquatDrop1001[] =
     "[ payload load 1b @ transport header + 13 => reg 1 ] "
     "[ bitwise reg 1 = ( reg 1 & 0x00000012 ) ^ 0x00000000 ] [ cmp eq reg 1 0x00000012 ] "
     "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ]";
+constexpr char kInboundDrop1001[] =
+    "agent_1001: [ ct load direction => reg 1 ] [ cmp eq reg 1 0x00000001 ] "
+    "[ fib daddr type => reg 1 ] [ cmp neq reg 1 0x00000002 ] "
+    "[ immediate reg 1 0x00000000 0x00000000 0x00000000 0x80000000 ] "
+    "[ ct set label with reg 1 ] [ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ]";
+constexpr char kInboundTcpReturn1001[] =
+    "agent_1001: [ ct load direction => reg 1 ] [ cmp eq reg 1 0x00000001 ] "
+    "[ fib daddr type => reg 1 ] [ cmp neq reg 1 0x00000002 ] "
+    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
+    "[ counter pkts 0 bytes 0 ] [ immediate reg 0 return ]";
+constexpr char kUnproxiedDrop1001[] =
+    "agent_1001: [ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
+    "[ fib daddr type => reg 1 ] [ cmp neq reg 1 0x00000002 ] "
+    "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ]";
 constexpr char kUdpReturn1001[] =
     "agent_1001: [ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000011 ] "
     "[ counter pkts 0 bytes 0 ] [ immediate reg 0 return ]";
@@ -273,6 +287,29 @@ TEST(NftRuleset, SkeletonIsTableMapDispatcherAndOneVmapRule) {
   nftnl_chain_free(chain);
   // Creating never empties: no NLM_F_EXCL on the shared table, map or dispatcher chain.
   for (int i : {1, 2, 3}) EXPECT_EQ(messages[i].flags & NLM_F_EXCL, 0) << messages[i].text;
+}
+
+// The guard drops the answers of a connection a UID's inbound rule labelled, whoever owns the
+// packet: `ct direction reply ct label 127 fib daddr type != local counter drop`.
+TEST(NftRuleset, GuardIsOneHookedChainDroppingAnswersOfLabelledConnectionsOffTheHost) {
+  NftBatch batch(1);
+  AddGuard(batch);
+  const std::vector<Message> messages = Decode(batch.Finish());
+  EXPECT_THAT(
+      Commands(messages),
+      ElementsAre("newtable 1 leash_guard", "newchain 1 output",
+                  "newrule 1 output: [ ct load direction => reg 1 ] [ cmp eq reg 1 0x00000001 ] "
+                  "[ ct load label => reg 1 ] [ bitwise reg 1 = ( reg 1 & 0x00000000 0x00000000 "
+                  "0x00000000 0x80000000 ) ^ 0x00000000 0x00000000 0x00000000 0x00000000 ] "
+                  "[ cmp neq reg 1 0x00000000 0x00000000 0x00000000 0x00000000 ] "
+                  "[ fib daddr type => reg 1 ] [ cmp neq reg 1 0x00000002 ] "
+                  "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ]"));
+  nftnl_chain* chain = nftnl_chain_alloc();
+  ASSERT_GE(nftnl_chain_nlmsg_parse(messages[2].header, chain), 0);
+  EXPECT_STREQ(nftnl_chain_get_str(chain, NFTNL_CHAIN_TYPE), "filter");
+  EXPECT_EQ(nftnl_chain_get_u32(chain, NFTNL_CHAIN_HOOKNUM), static_cast<uint32_t>(NF_INET_LOCAL_OUT));
+  EXPECT_EQ(nftnl_chain_get_s32(chain, NFTNL_CHAIN_PRIO), 0);
+  nftnl_chain_free(chain);
 }
 
 TEST(NftRuleset, FilterSkeletonIsFilterTypeAtPriorityZero) {
@@ -320,6 +357,8 @@ TEST(NftRuleset, SubjectInFilterTableDropsAllButTcpAndDnsToResolvers) {
                 {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
               ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
+                          absl::StrCat("newrule 1 ", kInboundDrop1001),
+                          absl::StrCat("newrule 1 ", kUnproxiedDrop1001),
                           absl::StrCat("newrule 1 ", kDns10_0_0_53),
                           absl::StrCat("newrule 1 ", kDns2001_db8__53),
                           absl::StrCat("newrule 1 ", kNotTcpDrop1001),
@@ -331,6 +370,8 @@ TEST(NftRuleset, SubjectWithoutResolversDropsAllUdp) {
   ApplySubjects(batch, Inet(), {MakeSubject(1001, 18001)}, {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
               ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
+                          absl::StrCat("newrule 1 ", kInboundDrop1001),
+                          absl::StrCat("newrule 1 ", kUnproxiedDrop1001),
                           absl::StrCat("newrule 1 ", kNotTcpDrop1001),
                           "newsetelem 1 agents: 1001 : jump agent_1001 end 1002"));
 }
@@ -340,9 +381,72 @@ TEST(NftRuleset, UdpAllowedSubjectReturnsUdpAndStillDropsTheRest) {
   ApplySubjects(batch, Inet(), {MakeSubject(1001, 18001, true, {Addr("10.0.0.53")})}, {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
               ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
+                          absl::StrCat("newrule 1 ", kInboundDrop1001),
+                          absl::StrCat("newrule 1 ", kUnproxiedDrop1001),
                           absl::StrCat("newrule 1 ", kUdpReturn1001),
                           absl::StrCat("newrule 1 ", kNotTcpDrop1001),
                           "newsetelem 1 agents: 1001 : jump agent_1001 end 1002"));
+}
+
+// network.inbound: allow — the answers of this UID's TCP listeners return (counted); every other
+// protocol's answers go on to the UDP rules and the drop; TCP that escaped the redirect is still
+// dropped.
+TEST(NftRuleset, InboundAllowedSubjectReturnsReplyTcpAndStillDropsUnproxiedTcp) {
+  NetfilterSubject subject = MakeSubject(1001, 18001);
+  subject.inbound_allowed = true;
+  NftBatch batch(1);
+  ApplySubjects(batch, Inet(), {subject}, {}, {});
+  EXPECT_THAT(Commands(Decode(batch.Finish())),
+              ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
+                          absl::StrCat("newrule 1 ", kInboundTcpReturn1001),
+                          absl::StrCat("newrule 1 ", kUnproxiedDrop1001),
+                          absl::StrCat("newrule 1 ", kNotTcpDrop1001),
+                          "newsetelem 1 agents: 1001 : jump agent_1001 end 1002"));
+}
+
+// The nat tables are untouched by the inbound setting: an answer never meets a nat chain.
+TEST(NftRuleset, InboundSettingDoesNotChangeTheNatChains) {
+  NetfilterSubject allowed = MakeSubject(1001, 18001);
+  allowed.inbound_allowed = true;
+  for (const LeashTable* table : {&Ip(), &Ip6()}) {
+    NftBatch a(1);
+    ApplySubjects(a, *table, {allowed}, {}, {});
+    NftBatch b(1);
+    ApplySubjects(b, *table, {MakeSubject(1001, 18001)}, {}, {});
+    EXPECT_EQ(Commands(Decode(a.Finish())), Commands(Decode(b.Finish()))) << table->Label();
+  }
+}
+
+// The counters status reports are found by the rules' comments, whatever their position.
+TEST(NftRuleset, CountedRulesCarryTheCommentsTallyCountersReads) {
+  for (const bool inbound_allowed : {false, true}) {
+    NetfilterSubject subject = MakeSubject(1001, 18001);
+    subject.inbound_allowed = inbound_allowed;
+    NftBatch batch(1);
+    ApplySubjects(batch, Inet(), {subject}, {}, {});
+    NetfilterCounters counters;
+    int tagged = 0;
+    for (const Message& m : Decode(batch.Finish())) {
+      if (m.type != NFT_MSG_NEWRULE) continue;
+      nftnl_rule* rule = nftnl_rule_alloc();
+      ASSERT_GE(nftnl_rule_nlmsg_parse(m.header, rule), 0);
+      // Stand in for the kernel's count: every counter of the rule has seen 7 packets.
+      nftnl_expr_iter* it = nftnl_expr_iter_create(rule);
+      for (nftnl_expr* e = nftnl_expr_iter_next(it); e != nullptr; e = nftnl_expr_iter_next(it)) {
+        if (std::strcmp(nftnl_expr_get_str(e, NFTNL_EXPR_NAME), "counter") == 0) {
+          nftnl_expr_set_u64(e, NFTNL_EXPR_CTR_PACKETS, 7);
+        }
+      }
+      nftnl_expr_iter_destroy(it);
+      if (nftnl_rule_is_set(rule, NFTNL_RULE_USERDATA)) ++tagged;
+      TallyCounters(rule, counters);
+      nftnl_rule_free(rule);
+    }
+    EXPECT_EQ(tagged, 2) << inbound_allowed;
+    EXPECT_EQ(counters.inbound_dropped_packets, inbound_allowed ? 0u : 7u);
+    EXPECT_EQ(counters.inbound_allowed_packets, inbound_allowed ? 7u : 0u);
+    EXPECT_EQ(counters.unproxied_dropped_packets, 7u);
+  }
 }
 
 constexpr char kFilterLoopbackExempt1001[] =
@@ -372,6 +476,8 @@ TEST(NftRuleset, RefusedTcpIsResetAfterTheLoopbackExemption) {
   ApplySubjects(batch, Inet(), {subject}, {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
               ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
+                          absl::StrCat("newrule 1 ", kInboundDrop1001),
+                          absl::StrCat("newrule 1 ", kUnproxiedDrop1001),
                           absl::StrCat("newrule 1 ", kUdpReturn1001),
                           absl::StrCat("newrule 1 ", kFilterLoopbackExempt1001),
                           absl::StrCat("newrule 1 ", kFilterLoopback6Exempt1001),
@@ -466,10 +572,10 @@ TEST(NftBatchFraming, ThousandSubjectsFitOneBatchWithElementsGrouped) {
   }
   for (const LeashTable& table : LeashTables()) ApplySubjects(batch, table, subjects, {}, {});
   const std::vector<Message> messages = Decode(batch.Finish());
-  // Per UID: in each nat table a chain and two rules, in the filter table a chain and three
-  // (squatter, DNS, not-TCP); intervals 128 to a message (8 per table).
-  EXPECT_EQ(batch.command_count(), 1000 * 10 + 3 * 8);
-  EXPECT_EQ(messages.size(), 1000u * 10 + 3 * 8 + 2);
+  // Per UID: in each nat table a chain and two rules, in the filter table a chain and five
+  // (squatter, inbound, unproxied TCP, DNS, not-TCP); intervals 128 to a message (8 per table).
+  EXPECT_EQ(batch.command_count(), 1000 * 12 + 3 * 8);
+  EXPECT_EQ(messages.size(), 1000u * 12 + 3 * 8 + 2);
   EXPECT_EQ(messages.back().type, NFNL_MSG_BATCH_END);
   size_t elements = 0;
   for (const Message& m : messages) {
@@ -641,6 +747,27 @@ TEST(OldShape, EachDepartureFromTheCurrentShapeIsOld) {
       EXPECT_THAT(*reason, HasSubstr(c.reason_fragment)) << c.rule;
     }
   }
+}
+
+TEST(GuardShape, OnlyTheRuleAddGuardMakesIsCurrent) {
+  const std::vector<ExprSnapshot> rule = {Named("ct"),  Named("cmp"), Named("ct"),
+                                          Named("bitwise"), Named("cmp"), Named("fib"),
+                                          Named("cmp"), Named("counter"), Named("immediate")};
+  const BaseChainSnapshot current{"output", "filter", NF_INET_LOCAL_OUT, {rule}};
+  EXPECT_EQ(GuardShapeReason({{}, {current}}), std::nullopt);
+  std::vector<ExprSnapshot> shorter(rule.begin(), rule.end() - 1);
+  EXPECT_THAT(GuardShapeReason({{}, {{"output", "filter", NF_INET_LOCAL_OUT, {shorter}}}}),
+              Optional(HasSubstr("unlike the guard's")));
+  EXPECT_THAT(GuardShapeReason({{}, {{"output", "filter", NF_INET_LOCAL_OUT, {rule, rule}}}}),
+              Optional(HasSubstr("2 rule(s)")));
+  std::vector<ExprSnapshot> other = rule;
+  other[5] = Named("meta");
+  EXPECT_THAT(GuardShapeReason({{}, {{"output", "filter", NF_INET_LOCAL_OUT, {other}}}}),
+              Optional(HasSubstr("at expression 5")));
+  EXPECT_THAT(GuardShapeReason({{}, {}}), Optional(HasSubstr("0 hooked chains")));
+  EXPECT_THAT(GuardShapeReason({{AgentsMap()}, {current}}), Optional(HasSubstr("a set")));
+  EXPECT_THAT(GuardShapeReason({{}, {{"output", "nat", NF_INET_LOCAL_OUT, {rule}}}}),
+              Optional(HasSubstr("type nat")));
 }
 
 }  // namespace

@@ -350,6 +350,7 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
       chain.refuse_tcp = unbound.count(account.uid) > 0;
       if (d.problem.empty()) {
         chain.udp_allowed = policy->network().udp() == leash::v1::UDP_MODE_ALLOW;
+        chain.inbound_allowed = policy->network().inbound() == leash::v1::INBOUND_MODE_ALLOW;
         if (policy->network().dns_resolvers().entries().empty()) {
           chain.dns_resolvers = *host_resolvers;
         } else {

@@ -39,6 +39,7 @@ leash::v1::Config WithDefaults(const leash::v1::Config& config) {
   leash::v1::NetworkPolicy& network = *out.mutable_network();
   FillSurface(network);
   if (!network.has_udp()) network.set_udp(leash::v1::UdpMode::UDP_MODE_DROP);
+  if (!network.has_inbound()) network.set_inbound(leash::v1::InboundMode::INBOUND_MODE_DROP);
   network.mutable_dns_resolvers();  // empty: the host's /etc/resolv.conf
 
   FillSurface(*out.mutable_filesystem());

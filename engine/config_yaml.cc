@@ -180,7 +180,7 @@ class Reader {
 
   absl::Status ReadNetwork(const YAML::Node& node, leash::v1::NetworkPolicy& network) {
     return ForEachKey(
-        node, "network", {"mode", "allow", "deny", "udp", "dns_resolvers"},
+        node, "network", {"mode", "allow", "deny", "udp", "inbound", "dns_resolvers"},
         [&](const std::string& key, const YAML::Node& value) -> absl::Status {
           if (key == "udp") {
             if (value.IsScalar() && (value.Scalar() == "drop" || value.Scalar() == "allow")) {
@@ -189,6 +189,17 @@ class Reader {
               return absl::OkStatus();
             }
             return Error(value, "network.udp",
+                         absl::StrCat(value.IsScalar() ? "'" + value.Scalar() + "'"
+                                                       : NodeKind(value),
+                                      " is not drop|allow"));
+          }
+          if (key == "inbound") {
+            if (value.IsScalar() && (value.Scalar() == "drop" || value.Scalar() == "allow")) {
+              network.set_inbound(value.Scalar() == "drop" ? leash::v1::INBOUND_MODE_DROP
+                                                           : leash::v1::INBOUND_MODE_ALLOW);
+              return absl::OkStatus();
+            }
+            return Error(value, "network.inbound",
                          absl::StrCat(value.IsScalar() ? "'" + value.Scalar() + "'"
                                                        : NodeKind(value),
                                       " is not drop|allow"));
@@ -326,6 +337,10 @@ absl::string_view UdpModeName(leash::v1::UdpMode udp) {
   return udp == leash::v1::UDP_MODE_ALLOW ? "allow" : "drop";
 }
 
+absl::string_view InboundModeName(leash::v1::InboundMode inbound) {
+  return inbound == leash::v1::INBOUND_MODE_ALLOW ? "allow" : "drop";
+}
+
 absl::string_view InspectActionName(leash::v1::InspectAction action) {
   switch (action) {
     case leash::v1::INSPECT_ACTION_BLOCK:
@@ -367,6 +382,10 @@ std::string EmitConfigYaml(const Config& config) {
     EmitSurfaceFields(out, network);
     if (network.has_udp()) {
       out << YAML::Key << "udp" << YAML::Value << std::string(UdpModeName(network.udp()));
+    }
+    if (network.has_inbound()) {
+      out << YAML::Key << "inbound" << YAML::Value
+          << std::string(InboundModeName(network.inbound()));
     }
     if (network.has_dns_resolvers()) EmitEntries(out, "dns_resolvers", network.dns_resolvers());
     out << YAML::EndMap;

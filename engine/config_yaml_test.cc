@@ -107,6 +107,10 @@ INSTANTIATE_TEST_SUITE_P(
                   ConfigKind::kFloor, "unknown key 'phone' (expected one of: secrets, pii, priv_esc)"},
         ErrorCase{"BadUdp", "network: { udp: reject }\n", ConfigKind::kFloor,
                   "network.udp: 'reject' is not drop|allow"},
+        ErrorCase{"BadInbound", "network: { inbound: accept }\n", ConfigKind::kFloor,
+                  "leash.yaml:1:21: network.inbound: 'accept' is not drop|allow"},
+        ErrorCase{"InboundAsBool", "network: { inbound: true }\n", ConfigKind::kFloor,
+                  "network.inbound: 'true' is not drop|allow"},
         ErrorCase{"BadLevel", "logging: { level: loud }\n", ConfigKind::kFloor,
                   "logging.level: 'loud' is not a level"},
         // leashd opens it from wherever it started, and refuses to start on a relative path.
@@ -146,6 +150,7 @@ TEST(EmitConfigYaml, RoundTripsEveryField) {
   absl::StatusOr<Config> config = ParseConfigYaml(kSpecExample, ConfigKind::kFloor, "x");
   ASSERT_TRUE(config.ok());
   config->mutable_network()->set_udp(leash::v1::UDP_MODE_ALLOW);
+  config->mutable_network()->set_inbound(leash::v1::INBOUND_MODE_ALLOW);
   config->mutable_network()->mutable_dns_resolvers()->add_entries("192.0.2.53");
   config->mutable_network()->mutable_allow()->add_entries("*.github.com");
   config->mutable_network()->mutable_allow()->add_entries("[2001:db8::1]:443");

@@ -84,6 +84,27 @@ TEST(JudgeBind, AcknowledgementLivesOnTheBinding) {
   EXPECT_THAT(j.binding.acks, ElementsAre("fail_mode:open", "network.allow:openai.com"));
 }
 
+// Serving peers off the host is a loosening like network.udp: allow: refused without its exact
+// token, and bound with it.
+TEST(JudgeBind, InboundAllowNeedsItsOwnAck) {
+  World w;
+  const leash::v1::Config serve = Fragment("network: {inbound: allow}");
+  BindJudgement refused = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "serve", serve,
+                                    {"network.udp:allow"});
+  ASSERT_TRUE(refused.refusal.has_value());
+  EXPECT_THAT(Tokens(*refused.refusal), ElementsAre("network.inbound:allow"));
+  EXPECT_THAT(refused.refusal->rerun(),
+              HasSubstr("sudo leash bind agent:leash-iris serve --ack 'network.inbound:allow'"));
+  BindJudgement bound = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "serve", serve,
+                                  {"network.inbound:allow"});
+  ASSERT_FALSE(bound.refusal.has_value()) << bound.refusal->message();
+  EXPECT_THAT(bound.binding.acks, ElementsAre("network.inbound:allow"));
+  // Saying drop, the default, tightens nothing and needs nothing.
+  BindJudgement drop = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "quiet",
+                                 Fragment("network: {inbound: drop}"), {});
+  EXPECT_FALSE(drop.refusal.has_value());
+}
+
 TEST(JudgeBind, AcksAreMatchedExactly) {
   World w;
   BindJudgement j = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "p",
@@ -487,6 +508,23 @@ TEST(ValidateTiers, StaleAcksAreReported) {
   EXPECT_THAT(stale->message(), HasSubstr("sudo leash bind agent:leash-iris research --ack "
                                           "'network.allow:openai.com'"));
   EXPECT_EQ(FindingFor(findings, "network.allow:openai.com"), nullptr);
+}
+
+// `leash validate`: an inbound acknowledgement whose profile no longer serves remote peers is
+// stale, and one that is still needed is not.
+TEST(ValidateTiers, AStaleInboundAckIsReported) {
+  World w;
+  w.bindings.Put({"agent:leash-iris", "lan", {"network.inbound:allow"}});
+  w.profiles = Library({{"lan", "network: {inbound: drop}"}});
+  const std::vector<leash::v1::Finding> findings =
+      ValidateTiers(w.floor, w.bindings, w.profiles, {"leash-iris"});
+  const leash::v1::Finding* stale = FindingFor(findings, "network.inbound:allow");
+  ASSERT_NE(stale, nullptr);
+  EXPECT_THAT(stale->message(), HasSubstr("is stale"));
+  w.profiles = Library({{"lan", "network: {inbound: allow}"}});
+  const std::vector<leash::v1::Finding> needed =
+      ValidateTiers(w.floor, w.bindings, w.profiles, {"leash-iris"});
+  EXPECT_EQ(FindingFor(needed, "network.inbound:allow"), nullptr);
 }
 
 // The floor allow-lists github.com in whitelist mode; a profile (acknowledged) only switches

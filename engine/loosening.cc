@@ -146,6 +146,19 @@ void ClassifyNetworkExtras(const leash::v1::NetworkPolicy& before,
     }
   }
 
+  if (before.inbound() != after.inbound()) {
+    if (after.inbound() == leash::v1::INBOUND_MODE_ALLOW) {
+      out.push_back(Change("network.inbound", "allow", Effect::kLoosen,
+                           "network.inbound goes from drop to allow: a peer off this host that "
+                           "connects to the subject's listener is served, and the subject's "
+                           "answers leave unjudged by the proxy"));
+    } else {
+      out.push_back(Change("network.inbound", "drop", Effect::kTighten,
+                           "network.inbound goes from allow to drop: the subject serves no "
+                           "connection from a peer off this host"));
+    }
+  }
+
   const EntryList& b = before.dns_resolvers();
   const EntryList& a = after.dns_resolvers();
   const std::string field = "network.dns_resolvers";
@@ -266,6 +279,7 @@ const std::vector<std::string>& AckFields() {
     }
     f->push_back("unset.deny");
     f->push_back("network.udp");
+    f->push_back("network.inbound");
     f->push_back("network.dns_resolvers");
     for (absl::string_view category : kInspectCategories) {
       f->push_back(absl::StrCat("tools.inspect.", category));

@@ -26,6 +26,8 @@
 //                                  entry added                          tighten
 //   network.udp                    drop->allow                          loosen   network.udp:allow
 //                                  allow->drop                          tighten
+//   network.inbound                drop->allow                          loosen   network.inbound:allow
+//                                  allow->drop                          tighten
 //   network.dns_resolvers          resolver added                       loosen   network.dns_resolvers:<ip>
 //                                  list emptied (host's resolv.conf)    loosen   network.dns_resolvers:/etc/resolv.conf
 //                                  resolver removed                     tighten

@@ -120,6 +120,12 @@ INSTANTIATE_TEST_SUITE_P(
             {{kLoosen, "network.udp", "allow"}}},
         Row{"UdpAllowToDropTightens", "network: {udp: allow}", "network: {udp: drop}",
             {{kTighten, "network.udp", "drop"}}},
+        Row{"InboundDropToAllowLoosens", "network: {inbound: drop}",
+            "network: {inbound: allow}", {{kLoosen, "network.inbound", "allow"}}},
+        Row{"InboundDefaultToAllowLoosens", "{}", "network: {inbound: allow}",
+            {{kLoosen, "network.inbound", "allow"}}},
+        Row{"InboundAllowToDropTightens", "network: {inbound: allow}",
+            "network: {inbound: drop}", {{kTighten, "network.inbound", "drop"}}},
         Row{"DnsResolverAddedLoosens", "network: {dns_resolvers: [1.1.1.1]}",
             "network: {dns_resolvers: [1.1.1.1, 8.8.8.8]}",
             {{kLoosen, "network.dns_resolvers", "8.8.8.8"}}},
@@ -169,11 +175,12 @@ TEST(Loosenings, ListsEveryLooseningNotTheFirst) {
   std::vector<FieldChange> loosenings =
       Loosenings(Effective("network: {allow: [github.com], deny: [evil.com]}"),
                  Effective("fail_mode: open\nnetwork: {allow: [github.com, openai.com], "
-                           "deny: [], udp: allow}\nenforcers: {tools: false}"));
+                           "deny: [], udp: allow, inbound: allow}\nenforcers: {tools: false}"));
   std::vector<std::string> tokens;
   for (const FieldChange& change : loosenings) tokens.push_back(change.ack_token);
   EXPECT_THAT(tokens, ::testing::ElementsAre("fail_mode:open", "network.allow:openai.com",
                                              "unset.deny:network:evil.com", "network.udp:allow",
+                                             "network.inbound:allow",
                                              "enforcers.tools:false"));
 }
 

@@ -43,6 +43,17 @@ TEST(Overlay, OnlyKeysTheFragmentSetsAreApplied) {
   EXPECT_EQ(out.fail_mode(), "closed");
 }
 
+TEST(Overlay, InboundIsTheWritingTiersOwnValue) {
+  const leash::v1::Config allowed =
+      Overlay(Floor(kFloor), Fragment("network: {inbound: allow}"));
+  EXPECT_EQ(allowed.network().inbound(), leash::v1::INBOUND_MODE_ALLOW);
+  EXPECT_EQ(Overlay(allowed, Fragment("network: {inbound: drop}")).network().inbound(),
+            leash::v1::INBOUND_MODE_DROP);
+  // A fragment that does not write it leaves it as it was.
+  EXPECT_EQ(Overlay(allowed, Fragment("network: {allow: []}")).network().inbound(),
+            leash::v1::INBOUND_MODE_ALLOW);
+}
+
 TEST(Overlay, AProfileIsAFragmentSoItLeavesOtherSurfacesAlone) {
   // "binding it to narrow one agent's network would also hand it filesystem: whitelist" — only
   // if the profile carried a whole config. A fragment does not.
@@ -94,6 +105,7 @@ TEST(Resolve, ResolvedPolicyHasEveryFieldPresent) {
   ASSERT_TRUE(subject.ok());
   EXPECT_TRUE(subject.policy->has_fail_mode());
   EXPECT_TRUE(subject.policy->network().has_udp());
+  EXPECT_EQ(subject.policy->network().inbound(), leash::v1::INBOUND_MODE_DROP);
   EXPECT_TRUE(subject.policy->tools().has_max_input_bytes());
   EXPECT_EQ(subject.policy->tools().inspect().size(), 3u);
 }

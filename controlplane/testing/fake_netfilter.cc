@@ -32,7 +32,7 @@ std::string SubjectToString(const NetfilterSubject& subject) {
                     [](std::string* out, const engine::IpAddress& a) {
                       absl::StrAppend(out, engine::FormatIpAddress(a));
                     }),
-      "]");
+      "]", subject.inbound_allowed ? " inbound=allow" : "");
 }
 
 std::string FakeNetfilter::Call::ToString() const {
@@ -138,6 +138,20 @@ absl::Status FakeNetfilter::Release(uint32_t uid) {
   if (absl::Status s = TakeFailure(release_failures_, uid); !s.ok()) return s;
   subjects_.erase(uid);
   return absl::OkStatus();
+}
+
+absl::StatusOr<NetfilterCounters> FakeNetfilter::ReadCounters(uint32_t uid) {
+  absl::MutexLock lock(&mu_);
+  if (subjects_.count(uid) == 0) {
+    return absl::NotFoundError(absl::StrCat("UID ", uid, " has no chain"));
+  }
+  auto it = counters_.find(uid);
+  return it == counters_.end() ? NetfilterCounters{} : it->second;
+}
+
+void FakeNetfilter::SetCounters(uint32_t uid, NetfilterCounters counters) {
+  absl::MutexLock lock(&mu_);
+  counters_[uid] = counters;
 }
 
 absl::StatusOr<std::vector<uint32_t>> FakeNetfilter::ListSubjects() {

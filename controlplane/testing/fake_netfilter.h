@@ -25,7 +25,7 @@ namespace leash::controlplane::testing {
 NetfilterSubject MakeSubject(uint32_t uid, uint16_t port, bool udp_allowed = false,
                              std::vector<engine::IpAddress> dns_resolvers = {});
 
-// "uid=1001 port=18001 udp=drop dns=[10.0.0.53]".
+// "uid=1001 port=18001 udp=drop dns=[10.0.0.53]" (" inbound=allow" appended when it is).
 std::string SubjectToString(const NetfilterSubject& subject);
 
 class FakeNetfilter : public Netfilter {
@@ -48,6 +48,9 @@ class FakeNetfilter : public Netfilter {
   absl::Status ApplyAll(const std::vector<NetfilterSubject>& subjects) override;
   absl::Status Release(uint32_t uid) override;
   absl::StatusOr<std::vector<uint32_t>> ListSubjects() override;
+  // What SetCounters gave the UID (zeros if nothing); NotFound for a UID with no chain. Not
+  // recorded in calls(): status reads it, and it changes nothing.
+  absl::StatusOr<NetfilterCounters> ReadCounters(uint32_t uid) override;
   std::string Describe() const override { return "fake netfilter"; }
 
   // --- Inspection ---
@@ -63,6 +66,8 @@ class FakeNetfilter : public Netfilter {
   // --- Setup ---
   // State left by a previous run (marks the fake prepared, as the tables would exist).
   void Seed(const NetfilterSubject& subject);
+  // What ReadCounters reports for `uid` while it has a chain.
+  void SetCounters(uint32_t uid, NetfilterCounters counters);
   // Lines the next successful Prepare returns (a simulated old-shape table being dropped).
   void SetPrepareLines(std::vector<std::string> lines);
 
@@ -96,6 +101,7 @@ class FakeNetfilter : public Netfilter {
   std::map<uint32_t, NetfilterSubject> subjects_ ABSL_GUARDED_BY(mu_);
   std::vector<Call> calls_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> prepare_lines_ ABSL_GUARDED_BY(mu_);
+  std::map<uint32_t, NetfilterCounters> counters_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, Failure> apply_failures_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, Failure> release_failures_ ABSL_GUARDED_BY(mu_);
   // Keyed 0: Prepare and ListSubjects take no UID.

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
@@ -253,6 +254,71 @@ TEST_F(CliTest, LogsFollowSeesADecisionWrittenAfterItStarted) {
   EXPECT_TRUE(WaitFor([&] { return ReadFile(log).find("forbidden_tool") != std::string::npos; },
                       absl::Seconds(10)))
       << "logs --follow printed: " << ReadFile(log);
+}
+
+// A host off this one (a second namespace joined by a veth pair) connects to a listener that
+// leash-iris runs on 0.0.0.0: it gets nothing, and `leash status` counts the drop under
+// leash-iris. Serving it takes a binding that acknowledges network.inbound:allow.
+TEST_F(CliTest, InboundFromARemoteHostIsDroppedCountedInStatusAndServedOnlyWithItsAck) {
+  auto remote = NetNamespace::Create();
+  ASSERT_TRUE(remote.ok()) << remote.status();
+  ASSERT_TRUE(ns_->AddVethTo(**remote, "r0", {"198.51.100.1/24"}, "r1", {"198.51.100.2/24"})
+                  .ok());
+  // As leash-iris: /usr/bin/python3 lies outside the watched tmpfs, so the exec is not judged.
+  const std::string server_log = files_->Join("iris-server.out");
+  auto server = Background::Start(
+      ns_->ExecSharingMounts(
+          accounts_[1]->AsUser({"/usr/bin/python3", "-c",
+                                "import socket, time\n"
+                                "s = socket.socket()\n"
+                                "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                                "s.bind(('0.0.0.0', 28080)); s.listen(8); s.settimeout(0.2)\n"
+                                "print('listening', flush=True)\n"
+                                "end = time.time() + 90\n"
+                                "while time.time() < end:\n"
+                                "    try:\n"
+                                "        c, _ = s.accept(); c.sendall(b'agent\\n'); c.close()\n"
+                                "    except OSError:\n"
+                                "        pass\n"})),
+      server_log);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE(WaitFor([&] { return ReadFile(server_log) == "listening\n"; }, absl::Seconds(10)))
+      << ReadFile(server_log);
+  auto connect = [](const NetNamespace& from, const std::string& address) {
+    auto run = from.Run({"/usr/bin/python3", "-c",
+                         "import socket, sys\n"
+                         "try:\n"
+                         "    s = socket.create_connection((sys.argv[1], 28080), timeout=3)\n"
+                         "    s.settimeout(3); print(s.recv(64).decode().strip() or 'eof')\n"
+                         "except OSError as e:\n"
+                         "    print(type(e).__name__)\n",
+                         address});
+    return run.ok() ? std::string(absl::StripAsciiWhitespace(run->out)) : run.status().ToString();
+  };
+  EXPECT_EQ(connect(**remote, "198.51.100.1"), "TimeoutError");
+  EXPECT_EQ(connect(*ns_, "127.0.0.1"), "agent");  // a local client is served
+  RunResult status = Leash({"status"});
+  EXPECT_EQ(status.exit_code, 0) << status.out;
+  std::string dropped;
+  EXPECT_TRUE(RE2::PartialMatch(
+      status.out, R"(leash-iris [^\n]*\n    inbound \(drop\): ([0-9]+) packets dropped)",
+      &dropped))
+      << status.out;
+  EXPECT_NE(dropped, "0") << status.out;
+
+  // Serving peers off the host is a loosening: refused without its exact token.
+  const std::string from = WriteProfile("serve", "network: { inbound: allow }\n");
+  ASSERT_EQ(Leash({"profile", "save", "serve", "--from", from}).exit_code, 0);
+  RunResult refused = Leash({"bind", "agent:leash-iris", "serve"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.out;
+  EXPECT_THAT(refused.out, HasSubstr("--ack 'network.inbound:allow'"));
+  EXPECT_EQ(connect(**remote, "198.51.100.1"), "TimeoutError");
+  RunResult bound =
+      Leash({"bind", "agent:leash-iris", "serve", "--ack", "network.inbound:allow"});
+  EXPECT_EQ(bound.exit_code, 0) << bound.out;
+  EXPECT_EQ(connect(**remote, "198.51.100.1"), "agent");
+  EXPECT_THAT(Leash({"status"}).out, ::testing::ContainsRegex("inbound \\(allow\\): 0 packets "
+                                                              "dropped, [1-9][0-9]* served"));
 }
 
 TEST_F(CliTest, HelpListsEveryCommandAndFlag) {

@@ -2,9 +2,13 @@
 // that account's UID on the socket: `lnft_probe tcp|udp ADDRESS PORT`. Prints what the server
 // answered, or `error <ERRNO>` / `timeout`, on one line. Exit 0 whenever it printed an outcome.
 // Also: `icmp ADDRESS 0` (an echo through an unprivileged ping socket: "echo reply"),
-// `udplite ADDRESS PORT` ("sent" once the datagram left), and `serve ADDRESS PORT` (a listener
-// owned by the account: prints "listening", then answers every connection with "squatter" for
-// 20 s).
+// `udplite ADDRESS PORT` ("sent" once the datagram left), `serve ADDRESS PORT [REPLY]` (a
+// listener owned by the account: prints "listening", then answers every connection with REPLY,
+// "squatter" by default, for 20 s, and closes it), `serve-hold ADDRESS PORT REPLY` (the same,
+// but every connection stays open until the 20 s are up), and `serve-udp ADDRESS PORT REPLY` (the same for datagrams:
+// answers each with REPLY). A TCP connection that is made but never answered prints "silent",
+// one answered but not closed "<answer> (still open)", one never made "timeout".
+// ADDRESS may be 0.0.0.0 or :: for the servers.
 // A compiled binary because the test accounts cannot read the build tree or pyenv's python.
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -65,7 +69,35 @@ int UdpLite(const sockaddr_storage& address, socklen_t length) {
   return Outcome("sent");
 }
 
-int Serve(const sockaddr_storage& address, socklen_t length) {
+int ServeUdp(const sockaddr_storage& address, socklen_t length, const char* reply) {
+  const int fd = socket(address.ss_family, SOCK_DGRAM, 0);
+  if (fd < 0) return Error(errno);
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&address), length) != 0) return Error(errno);
+  std::printf("listening\n");
+  std::fflush(stdout);
+  for (int waited_ms = 0; waited_ms < 20000; waited_ms += 100) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    char buffer[512];
+    sockaddr_storage peer{};
+    socklen_t peer_length = sizeof(peer);
+    if (recvfrom(fd, buffer, sizeof(buffer), 0, reinterpret_cast<sockaddr*>(&peer),
+                 &peer_length) < 0) {
+      continue;
+    }
+    // A drop in the output hook surfaces here as EPERM: said on stdout, for the test's log.
+    if (sendto(fd, reply, std::strlen(reply), 0, reinterpret_cast<sockaddr*>(&peer),
+               peer_length) < 0) {
+      std::printf("reply error %s\n", strerrorname_np(errno));
+    } else {
+      std::printf("replied\n");
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+int Serve(const sockaddr_storage& address, socklen_t length, const char* reply, bool hold) {
   const int fd = socket(address.ss_family, SOCK_STREAM, 0);
   if (fd < 0) return Error(errno);
   const int on = 1;
@@ -80,8 +112,10 @@ int Serve(const sockaddr_storage& address, socklen_t length) {
     if (poll(&p, 1, 100) <= 0) continue;
     const int client = accept(fd, nullptr, nullptr);
     if (client < 0) continue;
-    if (write(client, "squatter\n", 9) < 0) std::perror("write");
-    close(client);
+    const std::string line = std::string(reply) + "\n";
+    if (write(client, line.data(), line.size()) < 0) std::perror("write");
+    // Held: the process keeps the socket (and so its UID on every packet) until it exits.
+    if (!hold) close(client);
   }
   return 0;
 }
@@ -89,10 +123,15 @@ int Serve(const sockaddr_storage& address, socklen_t length) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s tcp|udp|icmp|udplite|serve ADDRESS PORT\n", argv[0]);
+  const bool serving = argc > 1 && std::strncmp(argv[1], "serve", 5) == 0;
+  if (argc != 4 && !(serving && argc == 5)) {
+    std::fprintf(stderr,
+                 "usage: %s tcp|udp|icmp|udplite ADDRESS PORT | serve ADDRESS PORT [REPLY] | "
+                 "serve-udp ADDRESS PORT REPLY\n",
+                 argv[0]);
     return 2;
   }
+  const char* reply_text = argc == 5 ? argv[4] : "squatter";
   const bool udp = std::strcmp(argv[1], "udp") == 0;
   sockaddr_storage address{};
   socklen_t length = 0;
@@ -113,7 +152,9 @@ int main(int argc, char** argv) {
   }
   if (std::strcmp(argv[1], "icmp") == 0) return Icmp(address, length);
   if (std::strcmp(argv[1], "udplite") == 0) return UdpLite(address, length);
-  if (std::strcmp(argv[1], "serve") == 0) return Serve(address, length);
+  if (std::strcmp(argv[1], "serve") == 0) return Serve(address, length, reply_text, false);
+  if (std::strcmp(argv[1], "serve-hold") == 0) return Serve(address, length, reply_text, true);
+  if (std::strcmp(argv[1], "serve-udp") == 0) return ServeUdp(address, length, reply_text);
   const int fd = socket(address.ss_family, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_NONBLOCK, 0);
   if (fd < 0) return Error(errno);
   char reply[512];
@@ -140,7 +181,11 @@ int main(int argc, char** argv) {
   std::string text;
   while (true) {
     pollfd r{fd, POLLIN, 0};
-    if (poll(&r, 1, kTimeoutMs) <= 0) return Outcome("timeout");
+    if (poll(&r, 1, kTimeoutMs) <= 0) {
+      if (text.empty()) return Outcome("silent");
+      while (!text.empty() && text.back() == '\n') text.pop_back();
+      return Outcome((text + " (still open)").c_str());
+    }
     const ssize_t n = read(fd, reply, sizeof(reply));
     if (n < 0) return Error(errno);
     if (n == 0) break;

@@ -89,6 +89,12 @@ std::string AgentRules(const std::string& family, uint32_t uid, uint16_t port) {
     return absl::StrCat("add chain inet leash_filter ", chain, "\n",
                         "add rule inet leash_filter ", chain,
                         " tcp sport 18000-18999 tcp flags & (syn | ack) == syn | ack counter drop\n",
+                        "add rule inet leash_filter ", chain,
+                        " ct direction reply fib daddr type != local counter drop comment "
+                        "\"leash: inbound dropped\"\n",
+                        "add rule inet leash_filter ", chain,
+                        " meta l4proto tcp fib daddr type != local counter drop comment "
+                        "\"leash: tcp past the proxy dropped\"\n",
                         "add rule inet leash_filter ", chain, " ip daddr ", kResolver,
                         " udp dport 53 counter return\n", "add rule inet leash_filter ", chain,
                         " meta l4proto != tcp counter drop\n");
@@ -126,7 +132,13 @@ const std::vector<std::pair<std::string, std::string>>& Families() {
 
 std::string StartupText() {
   std::string text = Skeleton("ip", "leash", "nat", -100) + Skeleton("ip6", "leash", "nat", -100) +
-                     Skeleton("inet", "leash_filter", "filter", 0);
+                     Skeleton("inet", "leash_filter", "filter", 0) +
+                     "add table inet leash_guard\n"
+                     "add chain inet leash_guard output { type filter hook output priority 0; "
+                     "policy accept; }\n"
+                     "add rule inet leash_guard output ct direction reply ct label 127 fib daddr "
+                     "type != local counter drop comment \"leash: answer of a closed socket "
+                     "dropped\"\n";
   for (const auto& [family, table] : Families()) {
     for (int i = 0; i < kSubjects; ++i) text += AgentRules(family, kFirstUid + i, PortOf(i));
     for (int i = 0; i < kSubjects; ++i) text += Element(family, table, kFirstUid + i);

@@ -79,6 +79,20 @@ TEST_F(NftNetfilterTest, PrepareCreatesTheThreeTablesWithVmapDispatchers) {
   EXPECT_EQ(nf_->Describe(), "nftables");
 }
 
+// The guard table (nft_ruleset.h): made by Prepare, left alone when current, replaced whole when
+// someone changed it (here: emptied its chain, which would let a closed socket's answers out).
+TEST_F(NftNetfilterTest, PrepareMakesTheGuardAndReplacesOneInAnotherShape) {
+  constexpr char kGuardRule[] =
+      "ct direction reply ct label 127 fib daddr type != local counter packets 0 bytes 0 drop "
+      "comment \"leash: answer of a closed socket dropped\"";
+  ASSERT_TRUE(nf_->Prepare().ok());
+  EXPECT_THAT(List({"list", "table", "inet", "leash_guard"}), HasSubstr(kGuardRule));
+  List({"flush", "chain", "inet", "leash_guard", "output"});
+  ASSERT_THAT(List({"list", "table", "inet", "leash_guard"}), Not(HasSubstr(kGuardRule)));
+  ASSERT_TRUE(nf_->Prepare().ok());
+  EXPECT_THAT(List({"list", "table", "inet", "leash_guard"}), HasSubstr(kGuardRule));
+}
+
 TEST_F(NftNetfilterTest, PrepareTwiceChangesNothingAndKeepsSubjectsAndCounters) {
   ASSERT_TRUE(nf_->Prepare().ok());
   ASSERT_TRUE(nf_->Apply(MakeSubject(1001, 18001)).ok());
