@@ -1049,7 +1049,8 @@ TEST_F(LeashdTest, AnAgentInsideItsOwnUserNamespaceIsConfinedOnEverySurfaceAndLo
                   .ok());
   EXPECT_TRUE(WaitFor(
       [&] {
-        for (const leash::v1::IdRange& range : Subjects()["leash-it-sub"].subordinate_uids()) {
+        const leash::v1::SubjectStatus now = Subjects()["leash-it-sub"];
+        for (const leash::v1::IdRange& range : now.subordinate_uids()) {
           if (range.first() == 4000000000u && range.last() == 4000000009u) return true;
         }
         return false;
