@@ -74,7 +74,8 @@ absl::StatusOr<PortMap> PortMap::Parse(absl::string_view json, const std::string
   return map;
 }
 
-absl::StatusOr<uint16_t> PortMap::Assign(const Account& account) {
+absl::StatusOr<uint16_t> PortMap::Assign(const Account& account,
+                                         const std::function<bool(uint16_t)>& usable) {
   auto it = by_account_.find(account.name);
   if (it != by_account_.end()) {
     if (it->second.uid != account.uid) {
@@ -85,7 +86,10 @@ absl::StatusOr<uint16_t> PortMap::Assign(const Account& account) {
   }
   // Ports are never reused: the next port is past the highest ever handed out.
   uint32_t next = std::max<uint32_t>(kProxyPortFirst, highest_port_ + 1u);
-  if (next == kSingleSubjectPort) ++next;
+  while (next <= kProxyPortLast &&
+         (next == kSingleSubjectPort || (usable && !usable(static_cast<uint16_t>(next))))) {
+    ++next;
+  }
   if (next > kProxyPortLast) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "no proxy port left for ", account.name, ": every port in ", kProxyPortFirst, "-",

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,8 +36,10 @@ class PortMap {
 
   // The port of `account`, assigning the lowest port never handed out when it has none yet.
   // A UID change (the account was deleted and re-created) keeps the port and records the new
-  // UID. ResourceExhausted when every port in the range has been handed out once.
-  absl::StatusOr<uint16_t> Assign(const Account& account);
+  // UID. ResourceExhausted when every port in the range has been handed out once. A port
+  // `usable` rejects (one leashd could not hold) is passed over, and never handed out later.
+  absl::StatusOr<uint16_t> Assign(const Account& account,
+                                  const std::function<bool(uint16_t)>& usable = nullptr);
 
   std::optional<uint16_t> PortOf(absl::string_view account) const;
   // Every assignment, sorted by account.

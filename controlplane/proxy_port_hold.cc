@@ -120,6 +120,12 @@ std::vector<int> ProxyPortHold::Descriptors() const {
   return fds;
 }
 
+bool ProxyPortHold::Holds(uint16_t port) const {
+  if (port < options_.first_port || port > options_.last_port) return false;
+  const size_t i = port - options_.first_port;
+  return v4_[i] >= 0 && (!ipv6_available_ || v6_[i] >= 0);
+}
+
 size_t ProxyPortHold::held() const { return Descriptors().size(); }
 
 size_t ProxyPortHold::wanted() const { return v4_.size() * (ipv6_available_ ? 2 : 1); }

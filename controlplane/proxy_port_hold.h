@@ -56,6 +56,8 @@ class ProxyPortHold {
   // inherits.
   std::vector<int> Descriptors() const;
   size_t held() const;
+  // Whether `port` is held on every address there is (a port outside the range: false).
+  bool Holds(uint16_t port) const;
   bool ipv6_available() const { return ipv6_available_; }
   // Sockets needed for the whole range (two per port, one without IPv6).
   size_t wanted() const;

@@ -177,9 +177,12 @@ TEST(ProxyPortHoldAlone, APortTakenBeforeIsReportedMissingAndTakenOnceFreed) {
   EXPECT_THAT(ProxyPortHold::Describe(missing),
               HasSubstr(absl::StrCat("127.0.0.1:", port, " (Address already in use)")));
   EXPECT_EQ(hold.held(), 1u);
+  EXPECT_FALSE(hold.Holds(port));
   close(squatter);
   EXPECT_THAT(hold.TakeMissing(), IsEmpty());
   EXPECT_EQ(hold.held(), 2u);
+  EXPECT_TRUE(hold.Holds(port));
+  EXPECT_FALSE(hold.Holds(port + 1));
 }
 
 TEST(ProxyPortHoldDescribe, FoldsConsecutivePortsOfOneAddressAndOneError) {

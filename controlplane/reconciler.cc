@@ -249,7 +249,7 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
     if (options_.single_subject) {
       d.port = kSingleSubjectPort;
     } else {
-      absl::StatusOr<uint16_t> port = ports->Assign(account);
+      absl::StatusOr<uint16_t> port = ports->Assign(account, options_.port_usable);
       if (port.ok()) {
         d.port = *port;
       } else {

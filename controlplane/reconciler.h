@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -52,6 +53,9 @@ struct ReconcilerOptions {
   // The tools socket's request cap (leashd --tools-max-request-bytes); 0: no tools socket. A
   // subject whose tools.max_input_bytes does not fit under it is warned about on every pass.
   uint64_t tools_max_request_bytes = 0;
+  // Whether a port may be handed to an account that has none yet (leashd: it holds the port's
+  // sockets). Null: every port.
+  std::function<bool(uint16_t)> port_usable;
 };
 
 // A subject as leashd has put it in force.
