@@ -105,16 +105,18 @@ tools::SubjectLookup MakeToolsLookup(const ToolsServerRef* server,
   };
 }
 
-// leashd holds `sockets` port sockets, and a spawn briefly holds a second copy of each; the
-// rest is gRPC, the stores and the log. Raises the soft limit to the hard one if that is short.
-absl::Status EnsureDescriptorsFor(size_t sockets) {
-  const rlim_t needed = 2 * sockets + 1024;
+// leashd holds `held` port sockets, and a spawn briefly holds a second copy of the `handed`
+// ones; the rest is gRPC, the stores and the log. Raises the soft limit to the hard one if
+// that is short.
+absl::Status EnsureDescriptorsFor(size_t held, size_t handed) {
+  const size_t sockets = held + handed;
+  const rlim_t needed = sockets + 1024;
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return absl::ErrnoToStatus(errno, "getrlimit");
   if (limit.rlim_cur >= needed) return absl::OkStatus();
   if (limit.rlim_max < needed) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "leashd needs ", needed, " file descriptors to hold the proxy's ", sockets,
+        "leashd needs ", needed, " file descriptors to hold the proxy's ", held,
         " port sockets, and its hard limit is ", limit.rlim_max,
         "; raise it (LimitNOFILE= in leash.service, or `ulimit -Hn`)"));
   }
@@ -203,7 +205,9 @@ int RunDaemon(const DaemonOptions& given) {
   // killed leashd still holds is taken once that proxy is stopped, below).
   ProxyPortHold port_hold;
   if (network_on) {
-    if (absl::Status enough = EnsureDescriptorsFor(port_hold.wanted()); !enough.ok()) {
+    if (absl::Status enough =
+            EnsureDescriptorsFor(port_hold.wanted() + port_hold.ports(), port_hold.wanted());
+        !enough.ok()) {
       return Refuse(std::string(enough.message()));
     }
     port_hold.TakeMissing();
@@ -315,14 +319,25 @@ int RunDaemon(const DaemonOptions& given) {
     Say(absl::StrCat("holding ", port_fds.size(), " of ", port_hold.wanted(),
                      " proxy port sockets (", engine::kProxyPortFirst, "-", engine::kProxyPortLast,
                      " on 127.0.0.1", port_hold.ipv6_available() ? " and ::1" : "; no IPv6 here",
-                     ") for leash-proxy"));
-    if (!missing.empty()) {
+                     ") for leash-proxy, and ", port_hold.total() - port_fds.size(), " of ",
+                     port_hold.ports(), " wildcards for every other address"));
+    std::vector<ProxyPortHold::Missing> targets, elsewhere;
+    for (const ProxyPortHold::Missing& m : missing) {
+      (m.redirect_target ? targets : elsewhere).push_back(m);
+    }
+    if (!targets.empty()) {
       Say(absl::StrCat(
-          "CRITICAL: ", missing.size(), " proxy port socket(s) are held by another process, "
-          "bound while leashd was not running: ", ProxyPortHold::Describe(missing),
+          "CRITICAL: ", targets.size(), " proxy port socket(s) are held by another process, "
+          "bound while leashd was not running: ", ProxyPortHold::Describe(targets),
           ". A subject given one of these ports is denied all TCP (its chain resets it) and no "
           "new account is given one; `ss -ltnp` shows who holds them. Restart leash once they "
           "are released"));
+    }
+    if (!elsewhere.empty()) {
+      Say(absl::StrCat(
+          "warning: another process holds ", elsewhere.size(), " port(s) of the proxy range on "
+          "some address of this host, so leashd cannot hold them there: ",
+          ProxyPortHold::Describe(elsewhere), ". No redirect goes there; `ss -ltnp` shows who"));
     }
     proxy_argv.push_back(port_fds.empty()
                              ? std::string("--port-sockets=none")

@@ -16,11 +16,10 @@
 namespace leash::controlplane {
 namespace {
 
-// A bound, not listening TCP socket on (address, port), or -1 with errno set. Neither
-// SO_REUSEADDR nor SO_REUSEPORT: either would let another socket share the port (two
-// SO_REUSEADDR sockets that do not listen may bind the same address and port; SO_REUSEPORT
-// admits other sockets of leashd's own UID).
-int BindHeld(int family, const std::string& address, uint16_t port) {
+// A bound, not listening TCP socket on (address, port), or -1 with errno set. SO_REUSEPORT so
+// the three sockets of a port coexist (and only sockets of leashd's UID may join them); never
+// SO_REUSEADDR, which lets sockets of any UID share a port nobody listens on.
+int BindHeld(int family, const std::string& address, uint16_t port, bool v6only = true) {
   sockaddr_storage storage{};
   socklen_t length = 0;
   if (family == AF_INET) {
@@ -44,10 +43,17 @@ int BindHeld(int family, const std::string& address, uint16_t port) {
   }
   const int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
   if (fd < 0) return -1;
+  const int one = 1;
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
+    const int error = errno;
+    close(fd);
+    errno = error;
+    return -1;
+  }
   if (family == AF_INET6) {
-    // Only ::1 itself; 127.0.0.1 is its own socket.
-    const int one = 1;
-    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    // ::1 holds IPv6 alone (127.0.0.1 is its own socket); the wildcard :: holds both.
+    const int value = v6only ? 1 : 0;
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &value, sizeof(value));
   }
   if (bind(fd, reinterpret_cast<sockaddr*>(&storage), length) != 0) {
     const int error = errno;
@@ -68,10 +74,11 @@ std::string FormatHeld(const std::string& address, uint16_t port) {
 ProxyPortHold::ProxyPortHold(Options options)
     : options_(std::move(options)),
       v4_(options_.last_port - options_.first_port + 1, -1),
-      v6_(options_.last_port - options_.first_port + 1, -1) {}
+      v6_(options_.last_port - options_.first_port + 1, -1),
+      any_(options_.last_port - options_.first_port + 1, -1) {}
 
 ProxyPortHold::~ProxyPortHold() {
-  for (const std::vector<int>* fds : {&v4_, &v6_}) {
+  for (const std::vector<int>* fds : {&v4_, &v6_, &any_}) {
     for (int fd : *fds) {
       if (fd >= 0) close(fd);
     }
@@ -100,10 +107,16 @@ std::vector<ProxyPortHold::Missing> ProxyPortHold::TakeMissing(int attempts,
             // No IPv6 here (or no ::1 on lo): no redirect can target it and no process can
             // bind it; the proxy sees the same and listens on IPv4 alone.
             ipv6_available_ = false;
-            continue;
+          } else {
+            missing.push_back({options_.ipv6_address, port, errno});
           }
-          missing.push_back({options_.ipv6_address, port, errno});
         }
+      }
+      if (any_[i] < 0) {
+        const char* wildcard = ipv6_available_ ? "::" : "0.0.0.0";
+        any_[i] = ipv6_available_ ? BindHeld(AF_INET6, wildcard, port, /*v6only=*/false)
+                                  : BindHeld(AF_INET, wildcard, port);
+        if (any_[i] < 0) missing.push_back({wildcard, port, errno, /*redirect_target=*/false});
       }
     }
   }
@@ -129,6 +142,12 @@ bool ProxyPortHold::Holds(uint16_t port) const {
 size_t ProxyPortHold::held() const { return Descriptors().size(); }
 
 size_t ProxyPortHold::wanted() const { return v4_.size() * (ipv6_available_ ? 2 : 1); }
+
+size_t ProxyPortHold::total() const {
+  size_t wildcards = 0;
+  for (int fd : any_) wildcards += fd >= 0 ? 1 : 0;
+  return held() + wildcards;
+}
 
 std::string ProxyPortHold::Describe(const std::vector<Missing>& unsorted) {
   // Consecutive ports of one address and one error fold into "first-last".

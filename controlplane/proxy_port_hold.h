@@ -1,11 +1,15 @@
-// leashd's hold on the proxy's loopback ports: a TCP socket bound (not listening) on
-// 127.0.0.1:P and [::1]:P for every P of the reserved range, for as long as leashd runs. They
+// leashd's hold on the proxy's ports: for every P of the reserved range, a TCP socket bound
+// (not listening) on 127.0.0.1:P and on [::1]:P — the redirect's targets — and one on the
+// wildcard (:: dual stack, or 0.0.0.0 without IPv6), for as long as leashd runs. The first two
 // are handed to every leash-proxy it spawns, which listen()s the ones of ports handed to
-// subjects, so a listener is bound once, by leashd, and outlives a proxy that dies. A port
-// nobody was handed stays bound but not listening: a connection to it is reset, and no other
-// process can bind the port on that address, the wildcard (0.0.0.0, ::) or an IPv4-mapped
-// form of it, whatever SO_REUSEADDR / SO_REUSEPORT it sets (the held sockets set neither, so
-// the kernel finds a conflict for every other socket).
+// subjects, so a listener is bound once, by leashd, and outlives a proxy that dies; the
+// wildcard stays with leashd and covers every other address (127.0.0.2, the host's own).
+// A port nobody was handed stays bound but not listening: a connection to it is reset.
+//
+// All three set SO_REUSEPORT (so they can share the port: the kernel lets SO_REUSEPORT
+// sockets of one UID share it) and not SO_REUSEADDR (two SO_REUSEADDR sockets that do not
+// listen may share a port whatever their UID). Any other UID's bind of P, on any address,
+// with any options, then finds a conflict; only root could join, and root needs no port trick.
 //
 // What it cannot hold: a port another process bound while leashd was not running. That one is
 // reported as missing; the proxy gets no socket for it, so a subject given it is acked as a
@@ -37,6 +41,9 @@ class ProxyPortHold {
     std::string address;
     uint16_t port = 0;
     int error = 0;  // errno of bind(2) (EADDRINUSE: someone else holds it)
+    // 127.0.0.1 or ::1, where the redirect sends a subject's TCP (false: the wildcard, which
+    // fails when another process holds the port on some other address of the host).
+    bool redirect_target = true;
   };
 
   explicit ProxyPortHold(Options options);
@@ -56,11 +63,17 @@ class ProxyPortHold {
   // inherits.
   std::vector<int> Descriptors() const;
   size_t held() const;
-  // Whether `port` is held on every address there is (a port outside the range: false).
+  // Whether `port` is held on every redirect target there is (a port outside the range:
+  // false). The wildcard does not count: a redirect never reaches another address.
   bool Holds(uint16_t port) const;
   bool ipv6_available() const { return ipv6_available_; }
-  // Sockets needed for the whole range (two per port, one without IPv6).
+  // Redirect-target sockets for the whole range (two per port, one without IPv6): what a
+  // proxy inherits when nothing is missing.
   size_t wanted() const;
+  // Every socket held, the wildcards included.
+  size_t total() const;
+  // Ports in the range.
+  size_t ports() const { return v4_.size(); }
 
   // "127.0.0.1:18004, [::1]:18004-18007 (Address already in use)": the missing ones, ranges
   // folded, for a log line.
@@ -72,6 +85,7 @@ class ProxyPortHold {
   // Indexed by port - first_port; -1 while not held.
   std::vector<int> v4_;
   std::vector<int> v6_;
+  std::vector<int> any_;
 };
 
 }  // namespace leash::controlplane

@@ -2,9 +2,9 @@
 // proxy_ports_test (a compiled binary: test accounts cannot read pyenv's python).
 //
 //   port_squatter loop FIRST LAST
-//       Until SIGTERM: binds every port FIRST..LAST on 127.0.0.1, 0.0.0.0, ::1, :: (dual stack),
-//       :: (IPv6 only) and ::ffff:127.0.0.1, each with SO_REUSEADDR and SO_REUSEPORT, as fast as
-//       it can. A bind that succeeds is closed at once and printed as
+//       Until SIGTERM: binds every port FIRST..LAST on 127.0.0.1, 127.0.0.2, 0.0.0.0, ::1, ::
+//       (dual stack), :: (IPv6 only) and ::ffff:127.0.0.1, each with SO_REUSEADDR and
+//       SO_REUSEPORT, as fast as it can. A bind that succeeds is closed at once and printed as
 //       "won <address> <port> <CLOCK_MONOTONIC ns>". Prints "started" first and
 //       "attempts=<n> won=<n> rounds=<n>" when stopped.
 //   port_squatter hold ADDRESS PORT
@@ -41,7 +41,7 @@ struct Target {
 };
 
 constexpr Target kTargets[] = {
-    {"127.0.0.1", AF_INET, false}, {"0.0.0.0", AF_INET, false},
+    {"127.0.0.1", AF_INET, false}, {"127.0.0.2", AF_INET, false}, {"0.0.0.0", AF_INET, false},
     {"::1", AF_INET6, true},       {"::", AF_INET6, false},
     {"::", AF_INET6, true},        {"::ffff:127.0.0.1", AF_INET6, false},
 };

@@ -1,6 +1,6 @@
 // The proxy's ports are leashd's from start to stop: the real leashd, its real sidecars and nft
 // rules in a network namespace, real leash-* accounts, and a squatter — another account binding
-// every port of the range on 127.0.0.1, 0.0.0.0, ::1, :: and ::ffff:127.0.0.1 with
+// every port of the range on 127.0.0.1, 127.0.0.2, 0.0.0.0, ::1, :: and ::ffff:127.0.0.1 with
 // SO_REUSEADDR and SO_REUSEPORT in a tight loop — while the proxy is SIGKILLed and respawned,
 // while a new subject is onboarded, and across a leashd restart. Every subject's connection is
 // then checked to be judged by its listener (accepted, decided and logged), not refused.
@@ -237,6 +237,7 @@ TEST_F(ProxyPortsTest, ASquatterLoopingThroughAProxyKillAndRespawnNeverGetsAPort
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
   ASSERT_NO_FATAL_FAILURE(WaitForAgentsEnforced());
   EXPECT_THAT(leashd_->Log(), HasSubstr("holding 2000 of 2000 proxy port sockets"));
+  EXPECT_THAT(leashd_->Log(), HasSubstr("1000 of 1000 wildcards"));
   const std::string log = StartLoop();
   const uint32_t old_proxy = ProxyPid();
   ASSERT_GT(old_proxy, 0u);
@@ -336,6 +337,8 @@ TEST_F(ProxyPortsTest, APortWonDuringARestartIsFoundAtStartAndItsSubjectFailsClo
   EXPECT_THAT(leashd_->Log(), HasSubstr("holding 1998 of 2000 proxy port sockets"));
   EXPECT_THAT(leashd_->Log(), HasSubstr(absl::StrCat("CRITICAL: 2 proxy port socket(s) are held by "
                                                      "another process")));
+  // The squatter's 127.0.0.1 also keeps the dual-stack wildcard of those ports from leashd.
+  EXPECT_THAT(leashd_->Log(), HasSubstr("998 of 1000 wildcards"));
   EXPECT_THAT(leashd_->Log(), HasSubstr(absl::StrCat("127.0.0.1:", port_a, " (Address already in use)")));
 
   // a: its chain resets its TCP instead of redirecting it to the squatter.
