@@ -339,9 +339,9 @@ int RunDaemon(const DaemonOptions& given) {
           "some address of this host, so leashd cannot hold them there: ",
           ProxyPortHold::Describe(elsewhere), ". No redirect goes there; `ss -ltnp` shows who"));
     }
-    proxy_argv.push_back(port_fds.empty()
-                             ? std::string("--port-sockets=none")
-                             : absl::StrCat("--port-sockets={fd:0}-{fd:", port_fds.size() - 1, "}"));
+    proxy_argv.push_back(
+        port_fds.empty() ? std::string("--port-sockets=none")
+                         : absl::StrCat("--port-sockets={fd:0}-{fd:", port_fds.size() - 1, "}"));
   }
   for (const auto& [on, name, kind, argv] :
        {std::tuple{filesystem_on, "leash-fswatch", leash::v1::SIDECAR_KIND_FSWATCH, fswatch_argv},

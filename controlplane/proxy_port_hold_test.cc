@@ -120,7 +120,8 @@ TEST_F(ProxyPortHoldTest, AnotherUidBindsAHeldPortOnNoAddressWhateverItsOptions)
     for (uint16_t port = first_; port < first_ + kPorts; ++port) {
       for (const Attempt& attempt : kAttempts) {
         for (bool reuseport : {false, true}) {
-          const int error = TryBind(attempt.family, attempt.address, attempt.v6only, port, reuseport);
+          const int error =
+              TryBind(attempt.family, attempt.address, attempt.v6only, port, reuseport);
           if (error != EADDRINUSE) {
             std::fprintf(stderr, "%s port %u reuseport %d: %s\n", attempt.label, port, reuseport,
                          error == 0 ? "BOUND" : strerror(error));

@@ -87,7 +87,8 @@ BindResult ListenHeld(const HeldPortSockets& held, bool v6, const std::string& i
   }
   const absl::flat_hash_map<uint16_t, int>& table = v6 ? held.ipv6 : held.ipv4;
   auto it = table.find(port);
-  const std::string where = v6 ? absl::StrCat("[", ip_text, "]:", port) : absl::StrCat(ip_text, ":", port);
+  const std::string where =
+      v6 ? absl::StrCat("[", ip_text, "]:", port) : absl::StrCat(ip_text, ":", port);
   if (it == table.end()) {
     result.status = absl::FailedPreconditionError(absl::StrCat(
         "leashd holds no socket for ", where,
@@ -96,7 +97,8 @@ BindResult ListenHeld(const HeldPortSockets& held, bool v6, const std::string& i
     return result;
   }
   if (listen(it->second, kBacklog) != 0) {
-    result.status = absl::ErrnoToStatus(errno, absl::StrCat("cannot listen on leashd's socket for ", where));
+    result.status =
+        absl::ErrnoToStatus(errno, absl::StrCat("cannot listen on leashd's socket for ", where));
     return result;
   }
   absl::StatusOr<SocketAddress> bound = LocalAddressOf(it->second);

@@ -5,10 +5,11 @@
 //
 // Apply() is the PolicySubscriber's ApplyFn: it opens a listener (127.0.0.1 and ::1) for each
 // new UID — on leashd's inherited socket of that port when ProxyOptions::held_ports is set (as
-// leashd always runs it; see proxy/held_port_sockets.h), else by binding one itself — leaves existing listeners and their connections untouched, swaps each listener's
-// policy, and acks with the UIDs whose listener would not bind. A UID with a listener but no
-// policy — sent as no_policy, or gone from the map — keeps its listener and refuses every
-// connection, logged under its own UID.
+// leashd always runs it; see proxy/held_port_sockets.h), else by binding one itself — leaves
+// existing listeners and their connections untouched, swaps each listener's policy, and acks
+// with the UIDs whose listener would not bind. A UID with a listener but no policy — sent as
+// no_policy, or gone from the map — keeps its listener and refuses every connection, logged
+// under its own UID.
 //
 // Before any policy is consulted, a connection is refused (critical, no policy) when its
 // original destination cannot be read, is the accepting listener's own address (a direct

@@ -762,11 +762,13 @@ TEST_F(HeldPortsTest, AConnectionMadeWhileNoProxyRunsIsServedByTheNextOne) {
   ASSERT_EQ(Apply({Subject(kUidA, kAllowAllowedTest, ports_[0])}).failed_uids_size(), 0);
   // The proxy goes (a crash closes its copies; leashd's keep listening).
   RestartWith(HeldOptions());
-  const int queued = Connect(Addr("127.0.0.1", ports_[0]), Addr("127.0.0.9", resolved.address().port));
+  const int queued =
+      Connect(Addr("127.0.0.1", ports_[0]), Addr("127.0.0.9", resolved.address().port));
   Send(queued, Http("allowed.test"));
   // The next proxy gets the same sockets and the current map.
   ASSERT_EQ(Apply({Subject(kUidA, kAllowAllowedTest, ports_[0])}).failed_uids_size(), 0);
-  EXPECT_EQ(ReadLine(queued).line, absl::StrCat("SERVER ", FormatSocketAddress(resolved.address())));
+  EXPECT_EQ(ReadLine(queued).line,
+            absl::StrCat("SERVER ", FormatSocketAddress(resolved.address())));
   close(queued);
 }
 

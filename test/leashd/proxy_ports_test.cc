@@ -207,7 +207,8 @@ class ProxyPortsTest : public ::testing::Test {
       EXPECT_TRUE(WaitFor(
           [&] {
             int blocked = 0;
-            for (absl::string_view line : absl::StrSplit(ReadAll(logs_->Join("decisions.jsonl")), '\n')) {
+            const std::string decisions = ReadAll(logs_->Join("decisions.jsonl"));
+            for (absl::string_view line : absl::StrSplit(decisions, '\n')) {
               if (absl::StrContains(line, uid) && absl::StrContains(line, "blocked.example") &&
                   !absl::StrContains(line, "not fully in force")) {
                 ++blocked;
@@ -317,7 +318,8 @@ TEST_F(ProxyPortsTest, APortWonDuringARestartIsFoundAtStartAndItsSubjectFailsClo
   const uint16_t port_a = static_cast<uint16_t>(subjects[agents_["a"]->name()].port());
   uint16_t highest = 0;
   for (const auto& [name, s] : subjects) highest = std::max<uint16_t>(highest, s.port());
-  const uint16_t next_free = static_cast<uint16_t>(highest + 1 == 18443 ? highest + 2 : highest + 1);
+  const uint16_t next_free =
+      static_cast<uint16_t>(highest + 1 == 18443 ? highest + 2 : highest + 1);
   ASSERT_TRUE(leashd_->Stop().ok());
 
   std::vector<std::string> hold_logs;
@@ -339,7 +341,8 @@ TEST_F(ProxyPortsTest, APortWonDuringARestartIsFoundAtStartAndItsSubjectFailsClo
                                                      "another process")));
   // The squatter's 127.0.0.1 also keeps the dual-stack wildcard of those ports from leashd.
   EXPECT_THAT(leashd_->Log(), HasSubstr("998 of 1000 wildcards"));
-  EXPECT_THAT(leashd_->Log(), HasSubstr(absl::StrCat("127.0.0.1:", port_a, " (Address already in use)")));
+  EXPECT_THAT(leashd_->Log(),
+              HasSubstr(absl::StrCat("127.0.0.1:", port_a, " (Address already in use)")));
 
   // a: its chain resets its TCP instead of redirecting it to the squatter.
   const std::string name_a = agents_["a"]->name();
