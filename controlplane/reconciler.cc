@@ -387,7 +387,8 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
           if (uids == &added && !ApplyChain(d, report)) d.chain.reset();
         }
         if (!refuse || !d.policy.has_policy()) continue;
-        d.problem = "its proxy listener would not bind";
+        d.problem = absl::StrCat("its proxy listener would not bind (port ", d.port,
+                                 "; leashd's log says why, e.g. another process holds it)");
         d.runtime_problem = true;
         d.policy = NoPolicy(d, d.problem, floor_fail_mode);
         denied_now.push_back(d.policy);

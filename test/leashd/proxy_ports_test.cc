@@ -355,7 +355,8 @@ TEST_F(ProxyPortsTest, APortWonDuringARestartIsFoundAtStartAndItsSubjectFailsClo
       },
       absl::Seconds(60)))
       << leashd_->Log();
-  EXPECT_THAT(Subjects()[name_a].detail(), HasSubstr("would not bind"));
+  EXPECT_THAT(Subjects()[name_a].detail(),
+              HasSubstr(absl::StrCat("its proxy listener would not bind (port ", port_a)));
   EXPECT_THAT(leashd_->Log(),
               HasSubstr(absl::StrCat("leashd holds no socket for 127.0.0.1:", port_a)));
   EXPECT_EQ(ConnectAs(*agents_["a"], "2001:db8::11", 80), "refused");
