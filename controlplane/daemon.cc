@@ -241,7 +241,8 @@ int RunDaemon(const DaemonOptions& given) {
   reconcile_options.filesystem_enforced = filesystem_on;
   reconcile_options.ack_timeout = options.ack_timeout;
   reconcile_options.resolv_conf_path = options.resolv_conf;
-  // A port someone else bound while leashd was down is never handed to a new account.
+  // A port someone else bound while leashd was down carries no account's traffic: its account
+  // moves to a fresh port, and no new account is given it.
   reconcile_options.port_usable = [&port_hold](uint16_t port) { return port_hold.Holds(port); };
   if (tools_on) {
     reconcile_options.tools_max_request_bytes =
@@ -329,9 +330,10 @@ int RunDaemon(const DaemonOptions& given) {
       Say(absl::StrCat(
           "CRITICAL: ", targets.size(), " proxy port socket(s) are held by another process, "
           "bound while leashd was not running: ", ProxyPortHold::Describe(targets),
-          ". A subject given one of these ports is denied all TCP (its chain resets it) and no "
-          "new account is given one; `ss -ltnp` shows who holds them. Restart leash once they "
-          "are released"));
+          ". An agent whose port this is moves to a fresh one, no account is given one again, "
+          "and the single-subject port 18443 cannot move: its subject is denied all TCP (its "
+          "chain resets it) until leash restarts after it is released; `ss -ltnp` shows who "
+          "holds them"));
     }
     if (!elsewhere.empty()) {
       Say(absl::StrCat(

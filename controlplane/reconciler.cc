@@ -249,7 +249,13 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
     if (options_.single_subject) {
       d.port = kSingleSubjectPort;
     } else {
+      const std::optional<uint16_t> before = ports->PortOf(account.name);
       absl::StatusOr<uint16_t> port = ports->Assign(account, options_.port_usable);
+      if (port.ok() && before && *before != *port) {
+        report.add_warnings(absl::StrCat(
+            "critical: ", account.name, " moved from proxy port ", *before, " to ", *port,
+            ": another process holds ", *before, " (bound while leashd was not running)"));
+      }
       if (port.ok()) {
         d.port = *port;
       } else {
