@@ -398,6 +398,9 @@ TEST_F(ProxyPortsTest, TheSingleSubjectPortWonDuringARestartFailsClosed) {
   std::string hold_log;
   ASSERT_NO_FATAL_FAILURE(HoldPort(18443, &hold_log));
   ASSERT_TRUE(leashd_->Relaunch().ok()) << leashd_->Log();
+  const std::string log = leashd_->Log();
+  ASSERT_TRUE(absl::StrContains(log.substr(log.rfind("leashd: user ")), "single-subject host"))
+      << "a leash-* account appeared during the test (another test run's?)\n" << log;
   EXPECT_THAT(leashd_->Log(), HasSubstr("127.0.0.1:18443 (Address already in use)"));
   EXPECT_TRUE(WaitFor(
       [&] {
