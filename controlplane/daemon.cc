@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +28,7 @@
 #include "controlplane/policy_store.h"
 #include "controlplane/policy_stream_service.h"
 #include "controlplane/port_map.h"
+#include "controlplane/proxy_port_hold.h"
 #include "controlplane/reconcile_loop.h"
 #include "controlplane/reconciler.h"
 #include "controlplane/sidecar_api/decision_log.h"
@@ -107,6 +109,26 @@ tools::SubjectLookup MakeToolsLookup(const ToolsServerRef* server,
   };
 }
 
+// leashd holds `held` port sockets, and a spawn briefly holds a second copy of the `handed`
+// ones; the rest is gRPC, the stores and the log. Raises the soft limit to the hard one if
+// that is short.
+absl::Status EnsureDescriptorsFor(size_t held, size_t handed) {
+  const size_t sockets = held + handed;
+  const rlim_t needed = sockets + 1024;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return absl::ErrnoToStatus(errno, "getrlimit");
+  if (limit.rlim_cur >= needed) return absl::OkStatus();
+  if (limit.rlim_max < needed) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "leashd needs ", needed, " file descriptors to hold the proxy's ", held,
+        " port sockets, and its hard limit is ", limit.rlim_max,
+        "; raise it (LimitNOFILE= in leash.service, or `ulimit -Hn`)"));
+  }
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) return absl::ErrnoToStatus(errno, "setrlimit");
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int RunDaemon(const DaemonOptions& given) {
@@ -183,6 +205,17 @@ int RunDaemon(const DaemonOptions& given) {
         ". Stop it first (`systemctl stop leash`, or SIGTERM to its pid); to make it pick up a "
         "change, send it SIGHUP instead"));
   }
+  // The proxy's ports are leashd's from here to the end: bound now (a port a proxy left by a
+  // killed leashd still holds is taken once that proxy is stopped, below).
+  ProxyPortHold port_hold;
+  if (network_on) {
+    if (absl::Status enough =
+            EnsureDescriptorsFor(port_hold.wanted() + port_hold.ports(), port_hold.wanted());
+        !enough.ok()) {
+      return Refuse(std::string(enough.message()));
+    }
+    port_hold.TakeMissing();
+  }
   PolicyStreamService stream;
   BindingStore store(BindingStore::Options(options.state_dir));
   TieredPolicySource policies(options.config_path, &store);
@@ -212,6 +245,9 @@ int RunDaemon(const DaemonOptions& given) {
   reconcile_options.filesystem_enforced = filesystem_on;
   reconcile_options.ack_timeout = options.ack_timeout;
   reconcile_options.resolv_conf_path = options.resolv_conf;
+  // A port someone else bound while leashd was down carries no account's traffic: its account
+  // moves to a fresh port, and no new account is given it.
+  reconcile_options.port_usable = [&port_hold](uint16_t port) { return port_hold.Holds(port); };
   if (tools_on) {
     reconcile_options.tools_max_request_bytes =
         static_cast<uint64_t>(options.tools_limits.max_request_bytes);
@@ -268,9 +304,9 @@ int RunDaemon(const DaemonOptions& given) {
   if (!options.fswatch_mark_only_under.empty()) {
     fswatch_argv.push_back("--mark-only-under=" + options.fswatch_mark_only_under);
   }
-  const std::vector<std::string> proxy_argv = {options.proxy_binary,
-                                               "--admin-socket=" + options.admin_socket,
-                                               "--decision-log-fd={log_fd}"};
+  std::vector<std::string> proxy_argv = {options.proxy_binary,
+                                         "--admin-socket=" + options.admin_socket,
+                                         "--decision-log-fd={log_fd}"};
   // With the lock held, no live leashd owns a sidecar started against this admin socket: any
   // still running were left by one that was killed, and would hold the ports and the fanotify
   // group against ours. Stopped only now, when ours are about to start: until then they still
@@ -278,6 +314,41 @@ int RunDaemon(const DaemonOptions& given) {
   for (const std::string& line : StopLeftoverSidecars(
            {options.fswatch_binary, options.proxy_binary}, options.admin_socket)) {
     Say(line);
+  }
+  std::vector<int> port_fds;
+  if (network_on) {
+    // A process binding ports in a loop holds each one only for an instant: a failed bind is
+    // tried again for a while before the port counts as taken.
+    const std::vector<ProxyPortHold::Missing> missing =
+        port_hold.TakeMissing(/*attempts=*/40, absl::Milliseconds(5));
+    port_fds = port_hold.Descriptors();
+    Say(absl::StrCat("holding ", port_fds.size(), " of ", port_hold.wanted(),
+                     " proxy port sockets (", engine::kProxyPortFirst, "-", engine::kProxyPortLast,
+                     " on 127.0.0.1", port_hold.ipv6_available() ? " and ::1" : "; no IPv6 here",
+                     ") for leash-proxy, and ", port_hold.total() - port_fds.size(), " of ",
+                     port_hold.ports(), " wildcards for every other address"));
+    std::vector<ProxyPortHold::Missing> targets, elsewhere;
+    for (const ProxyPortHold::Missing& m : missing) {
+      (m.redirect_target ? targets : elsewhere).push_back(m);
+    }
+    if (!targets.empty()) {
+      Say(absl::StrCat(
+          "CRITICAL: ", targets.size(), " proxy port socket(s) are held by another process, "
+          "bound while leashd was not running: ", ProxyPortHold::Describe(targets),
+          ". An agent whose port this is moves to a fresh one, no account is given one again, "
+          "and the single-subject port 18443 cannot move: its subject is denied all TCP (its "
+          "chain resets it) until leash restarts after it is released; `ss -ltnp` shows who "
+          "holds them"));
+    }
+    if (!elsewhere.empty()) {
+      Say(absl::StrCat(
+          "warning: another process holds ", elsewhere.size(), " port(s) of the proxy range on "
+          "some address of this host, so leashd cannot hold them there: ",
+          ProxyPortHold::Describe(elsewhere), ". No redirect goes there; `ss -ltnp` shows who"));
+    }
+    proxy_argv.push_back(
+        port_fds.empty() ? std::string("--port-sockets=none")
+                         : absl::StrCat("--port-sockets={fd:0}-{fd:", port_fds.size() - 1, "}"));
   }
   for (const auto& [on, name, kind, argv] :
        {std::tuple{filesystem_on, "leash-fswatch", leash::v1::SIDECAR_KIND_FSWATCH, fswatch_argv},
@@ -288,6 +359,7 @@ int RunDaemon(const DaemonOptions& given) {
     spec.kind = kind;
     spec.argv = argv;
     spec.decision_log_fd = *log_fd;
+    if (kind == leash::v1::SIDECAR_KIND_PROXY) spec.inherited_fds = port_fds;
     spec.heartbeat_timeout = options.heartbeat_timeout;
     if (absl::Status started = supervisor.Start(spec); !started.ok()) {
       return Refuse(std::string(started.message()));

@@ -2,12 +2,15 @@
 //
 // Start: load the floor (its inert entries reported, not refused) -> resolve the user ->
 // discover agent accounts (none: the single-subject path, and /var/lib/leash is not created)
-// -> open the decision log -> the admin socket (Control, PolicyStream) -> the nft applier
-// (old-shape tables dropped first) -> the sidecars -> the first reconcile (every subject
+// -> open the decision log -> the instance locks -> bind the proxy's ports (ProxyPortHold)
+// -> the admin socket (Control, PolicyStream) -> the nft applier (old-shape tables dropped
+// first) -> stop a killed leashd's leftover sidecars and take the ports they held -> the
+// sidecars (the proxy inherits the port sockets) -> the first reconcile (every subject
 // denied in the watcher before its chain goes in) -> the tools socket -> the pidfile.
 // Signals: SIGHUP asks for a reconcile (coalesced); SIGTERM/SIGINT stop.
 // Stop: release every chain the port map holds, stop the sidecars (closing the watcher's
-// fanotify group releases the host), remove the sockets and the pidfile.
+// fanotify group releases the host), remove the sockets and the pidfile; the proxy's ports
+// are closed last, as it returns.
 #pragma once
 
 #include <memory>

@@ -74,27 +74,46 @@ absl::StatusOr<PortMap> PortMap::Parse(absl::string_view json, const std::string
   return map;
 }
 
-absl::StatusOr<uint16_t> PortMap::Assign(const Account& account) {
+absl::StatusOr<uint16_t> PortMap::NextPort(const std::string& account,
+                                           const std::function<bool(uint16_t)>& usable) {
+  // Ports are never reused: the next port is past the highest ever handed out.
+  uint32_t next = std::max<uint32_t>(kProxyPortFirst, highest_port_ + 1u);
+  while (next <= kProxyPortLast &&
+         (next == kSingleSubjectPort || (usable && !usable(static_cast<uint16_t>(next))))) {
+    ++next;
+  }
+  if (next > kProxyPortLast) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "no proxy port left for ", account, ": every port in ", kProxyPortFirst, "-",
+        kProxyPortLast, " has been handed out once and ports are never reused"));
+  }
+  highest_port_ = static_cast<uint16_t>(next);
+  dirty_ = true;
+  return static_cast<uint16_t>(next);
+}
+
+absl::StatusOr<uint16_t> PortMap::Assign(const Account& account,
+                                         const std::function<bool(uint16_t)>& usable) {
   auto it = by_account_.find(account.name);
   if (it != by_account_.end()) {
     if (it->second.uid != account.uid) {
       it->second.uid = account.uid;
       dirty_ = true;
     }
-    return it->second.port;
+    if (!usable || usable(it->second.port)) return it->second.port;
+    // Its port cannot carry its traffic (another process holds it): a fresh one. The old one is
+    // past the highest ever handed out, so it is never handed to anyone again.
+    absl::StatusOr<uint16_t> moved = NextPort(account.name, usable);
+    // None left: it keeps its own, which the proxy cannot listen on, so it is denied and its
+    // chain resets its TCP (an error here would leave it without a chain at all).
+    if (!moved.ok()) return it->second.port;
+    it->second.port = *moved;
+    return *moved;
   }
-  // Ports are never reused: the next port is past the highest ever handed out.
-  uint32_t next = std::max<uint32_t>(kProxyPortFirst, highest_port_ + 1u);
-  if (next == kSingleSubjectPort) ++next;
-  if (next > kProxyPortLast) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "no proxy port left for ", account.name, ": every port in ", kProxyPortFirst, "-",
-        kProxyPortLast, " has been handed out once and ports are never reused"));
-  }
-  by_account_[account.name] = Assignment{account.name, account.uid, static_cast<uint16_t>(next)};
-  highest_port_ = static_cast<uint16_t>(next);
-  dirty_ = true;
-  return static_cast<uint16_t>(next);
+  absl::StatusOr<uint16_t> next = NextPort(account.name, usable);
+  if (!next.ok()) return next.status();
+  by_account_[account.name] = Assignment{account.name, account.uid, *next};
+  return *next;
 }
 
 std::optional<uint16_t> PortMap::PortOf(absl::string_view account) const {

@@ -2,10 +2,12 @@
 // redirects and the proxy's listeners agree about it after a restart. A port is per account,
 // for the account's life: ports come from 18000-18999, 18443 (the single-agent listener) is
 // never handed out, an entry is never removed and a port never handed out twice — so
-// re-planning an unchanged host moves no listener.
+// re-planning an unchanged host moves no listener. The one move: an account whose port another
+// process holds (bound while leashd was not running) gets a fresh port.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,8 +37,12 @@ class PortMap {
 
   // The port of `account`, assigning the lowest port never handed out when it has none yet.
   // A UID change (the account was deleted and re-created) keeps the port and records the new
-  // UID. ResourceExhausted when every port in the range has been handed out once.
-  absl::StatusOr<uint16_t> Assign(const Account& account);
+  // UID. ResourceExhausted when every port in the range has been handed out once. A port
+  // `usable` rejects (one leashd could not hold) is passed over, and never handed out later;
+  // an account whose own port it rejects is moved to a fresh port (or keeps it, when none is
+  // left: its listener then fails and it is denied, never left without a port).
+  absl::StatusOr<uint16_t> Assign(const Account& account,
+                                  const std::function<bool(uint16_t)>& usable = nullptr);
 
   std::optional<uint16_t> PortOf(absl::string_view account) const;
   // Every assignment, sorted by account.
@@ -49,6 +55,11 @@ class PortMap {
   absl::Status Save(const std::string& path);
 
  private:
+  // The lowest port past every port ever handed out that `usable` accepts (and not 18443),
+  // recorded as handed out.
+  absl::StatusOr<uint16_t> NextPort(const std::string& account,
+                                    const std::function<bool(uint16_t)>& usable);
+
   absl::flat_hash_map<std::string, Assignment> by_account_;
   // The highest port ever handed out (0: none): ports are never reused.
   uint16_t highest_port_ = 0;

@@ -45,6 +45,33 @@ TEST(PortMap, RecreatedAccountKeepsItsPortWithTheNewUid) {
   EXPECT_EQ(map.All()[0].uid, 1077u);
 }
 
+TEST(PortMap, APortThatIsNotUsableIsPassedOverForGood) {
+  PortMap map;
+  const auto usable = [](uint16_t port) { return port != 18001 && port != 18002; };
+  EXPECT_EQ(*map.Assign(A("leash-a", 1), usable), 18000);
+  EXPECT_EQ(*map.Assign(A("leash-b", 2), usable), 18003);
+  // Usable again later, the skipped ports are still never handed out (ports are not reused).
+  EXPECT_EQ(*map.Assign(A("leash-c", 3)), 18004);
+  absl::StatusOr<uint16_t> none =
+      map.Assign(A("leash-d", 4), [](uint16_t) { return false; });
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST(PortMap, AnAccountWhosePortIsNotUsableMovesToAFreshOne) {
+  PortMap map;
+  ASSERT_EQ(*map.Assign(A("leash-a", 1)), 18000);
+  ASSERT_EQ(*map.Assign(A("leash-b", 2)), 18001);
+  const auto not_18000 = [](uint16_t port) { return port != 18000; };
+  EXPECT_EQ(*map.Assign(A("leash-a", 1), not_18000), 18002);
+  EXPECT_EQ(*map.Assign(A("leash-b", 2), not_18000), 18001);  // untouched
+  EXPECT_EQ(*map.PortOf("leash-a"), 18002);
+  // 18000 is never handed out again, usable or not.
+  EXPECT_EQ(*map.Assign(A("leash-c", 3)), 18003);
+  EXPECT_THAT(map.Serialize(), ::testing::Not(HasSubstr("18000")));
+  // With no port left to move to, it keeps its own (and fails there), never none at all.
+  EXPECT_EQ(*map.Assign(A("leash-a", 1), [](uint16_t) { return false; }), 18002);
+}
+
 TEST(PortMap, ExhaustionIsAnErrorNamingTheAccount) {
   PortMap map;
   for (int i = 0; i < 999; ++i) ASSERT_TRUE(map.Assign(A("leash-" + std::to_string(i), i)).ok());

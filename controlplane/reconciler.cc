@@ -310,7 +310,13 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
     if (options_.single_subject) {
       d.port = kSingleSubjectPort;
     } else {
-      absl::StatusOr<uint16_t> port = ports->Assign(account);
+      const std::optional<uint16_t> before = ports->PortOf(account.name);
+      absl::StatusOr<uint16_t> port = ports->Assign(account, options_.port_usable);
+      if (port.ok() && before && *before != *port) {
+        report.add_warnings(absl::StrCat(
+            "critical: ", account.name, " moved from proxy port ", *before, " to ", *port,
+            ": another process holds ", *before, " (bound while leashd was not running)"));
+      }
       if (port.ok()) {
         d.port = *port;
       } else {
@@ -482,7 +488,8 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
           if (uids == &added && !ApplyChain(d, report)) d.chain.reset();
         }
         if (!refuse || !d.policy.has_policy()) continue;
-        d.problem = "its proxy listener would not bind";
+        d.problem = absl::StrCat("its proxy listener would not bind (port ", d.port,
+                                 "; leashd's log says why, e.g. another process holds it)");
         d.runtime_problem = true;
         d.policy = NoPolicy(d, d.problem, floor_fail_mode);
         denied_now.push_back(d.policy);

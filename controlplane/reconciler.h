@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -52,6 +53,10 @@ struct ReconcilerOptions {
   // The tools socket's request cap (leashd --tools-max-request-bytes); 0: no tools socket. A
   // subject whose tools.max_input_bytes does not fit under it is warned about on every pass.
   uint64_t tools_max_request_bytes = 0;
+  // Whether a port can carry an account's traffic (leashd: it holds the port's sockets). A new
+  // account is never given one that cannot, and an account whose port cannot is moved to a
+  // fresh one (said as critical). Null: every port.
+  std::function<bool(uint16_t)> port_usable;
 };
 
 // A subject as leashd has put it in force.

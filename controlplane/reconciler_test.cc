@@ -566,7 +566,8 @@ TEST_F(ReconcilerTest, ListenerThatWillNotBindDeniesThatSubjectAlone) {
   EXPECT_NE(fswatch_->map()->at(1001).policy, nullptr);
   EXPECT_THAT(report.not_in_force(),
               ElementsAre("leash-vader (uid 1002) is denied everything: its proxy listener would "
-                          "not bind"));
+                          "not bind (port 18002; leashd's log says why, e.g. another process "
+                          "holds it)"));
   EXPECT_TRUE(report.retry());
   // Its chain resets its TCP instead of redirecting it to a port someone else holds.
   auto last_chain_of = [&](uint32_t uid) {

@@ -30,6 +30,7 @@ struct BindResult {
   SocketAddress address;
   absl::Status status;
   bool unavailable = false;  // the address family/address does not exist on this host
+  bool held = false;         // leashd's socket: never closed here, and it outlives this proxy
 };
 
 BindResult BindListener(const std::string& ip_text, uint16_t port) {
@@ -73,12 +74,51 @@ BindResult BindListener(const std::string& ip_text, uint16_t port) {
   return result;
 }
 
+// The listener of `port` on leashd's inherited socket: listen() on it (again, after a respawn:
+// it is listening already, and what queued meanwhile is accepted now). A port leashd does not
+// hold is a failure, never a bind of our own.
+BindResult ListenHeld(const HeldPortSockets& held, bool v6, const std::string& ip_text,
+                      uint16_t port) {
+  BindResult result;
+  if (v6 && !held.ipv6_available) {
+    result.unavailable = true;
+    result.status = absl::UnavailableError(absl::StrCat(ip_text, " does not exist on this host"));
+    return result;
+  }
+  const absl::flat_hash_map<uint16_t, int>& table = v6 ? held.ipv6 : held.ipv4;
+  auto it = table.find(port);
+  const std::string where =
+      v6 ? absl::StrCat("[", ip_text, "]:", port) : absl::StrCat(ip_text, ":", port);
+  if (it == table.end()) {
+    result.status = absl::FailedPreconditionError(absl::StrCat(
+        "leashd holds no socket for ", where,
+        ": another process bound that port while leashd was not running (`ss -ltnp 'sport = :",
+        port, "'` shows which); restart leash once it has let go"));
+    return result;
+  }
+  if (listen(it->second, kBacklog) != 0) {
+    result.status =
+        absl::ErrnoToStatus(errno, absl::StrCat("cannot listen on leashd's socket for ", where));
+    return result;
+  }
+  absl::StatusOr<SocketAddress> bound = LocalAddressOf(it->second);
+  if (!bound.ok()) {
+    result.status = bound.status();
+    return result;
+  }
+  result.address = *bound;
+  result.fd = it->second;
+  result.held = true;
+  return result;
+}
+
 }  // namespace
 
 struct ListenerManager::Listener final : public EventLoop::Handler, public EventLoop::Deletable {
   struct Socket {
     int fd = -1;
     SocketAddress address;
+    bool held = false;  // leashd's
   };
   ListenerManager* manager = nullptr;
   uint32_t uid = 0;
@@ -146,6 +186,7 @@ void ListenerManager::ApplyOnLoop(const sidecar::SubjectMapPtr& map, uint64_t ve
     if (listener.port != entry.port) {
       // A port is an account's for its life; a new one means ports.json changed under us.
       // Move: the new port's listener, the old one closed (its connections carry on).
+      RetireHeldSockets(&listener, entry.port);
       CloseListener(&listener);
       listener.port = entry.port;
     }
@@ -157,10 +198,15 @@ void ListenerManager::ApplyOnLoop(const sidecar::SubjectMapPtr& map, uint64_t ve
     } else {
       const std::string* addresses[2] = {&context_.options.ipv4_address,
                                          &context_.options.ipv6_address};
+      if (context_.options.held_ports) TakeBackRetired(listener.port);
       for (unsigned tag : {kV4Tag, kV6Tag}) {
         Listener::Socket& socket = listener.sockets[tag];
         if (socket.fd >= 0 || (tag == kV6Tag && listener.v6_unavailable)) continue;
-        BindResult bound = BindListener(*addresses[tag], listener.port);
+        BindResult bound =
+            context_.options.held_ports
+                ? ListenHeld(*context_.options.held_ports, tag == kV6Tag, *addresses[tag],
+                             listener.port)
+                : BindListener(*addresses[tag], listener.port);
         if (bound.unavailable) {
           // No IPv6 on this host: no ::1 to bind, and no IPv6 traffic to redirect either.
           listener.v6_unavailable = true;
@@ -177,12 +223,13 @@ void ListenerManager::ApplyOnLoop(const sidecar::SubjectMapPtr& map, uint64_t ve
         }
         if (absl::Status added = context_.loop->Add(bound.fd, EPOLLIN, &listener, tag);
             !added.ok()) {
-          close(bound.fd);
+          if (!bound.held) close(bound.fd);
           errors.push_back(std::string(added.message()));
           continue;
         }
         socket.fd = bound.fd;
         socket.address = bound.address;
+        socket.held = bound.held;
       }
     }
     listener.failure = absl::StrJoin(errors, "; ");
@@ -197,6 +244,11 @@ void ListenerManager::ApplyOnLoop(const sidecar::SubjectMapPtr& map, uint64_t ve
     }
   }
   listener_addresses_.clear();
+  for (const std::unique_ptr<Listener>& retired : retired_) {
+    for (const Listener::Socket& socket : retired->sockets) {
+      if (socket.fd >= 0) listener_addresses_[socket.address] = retired->uid;
+    }
+  }
   for (auto& [uid, listener] : listeners_) {
     for (const Listener::Socket& socket : listener->sockets) {
       if (socket.fd >= 0) listener_addresses_[socket.address] = uid;
@@ -213,11 +265,49 @@ void ListenerManager::ApplyOnLoop(const sidecar::SubjectMapPtr& map, uint64_t ve
   ack->set_error(absl::StrJoin(messages, "; "));
 }
 
+void ListenerManager::RetireHeldSockets(Listener* listener, uint16_t new_port) {
+  auto retired = std::make_unique<Listener>();
+  retired->manager = this;
+  retired->uid = listener->uid;
+  retired->port = listener->port;
+  retired->failure = absl::StrCat("port ", listener->port, " was this account's and is now ",
+                                  new_port, "; a connection still reaching the old one is refused");
+  bool any = false;
+  for (unsigned tag : {kV4Tag, kV6Tag}) {
+    Listener::Socket& socket = listener->sockets[tag];
+    if (socket.fd < 0 || !socket.held) continue;
+    // Still listening (there is no way to stop a TCP socket listening without unbinding it):
+    // what reaches it is accepted and refused here, never left hanging in its queue.
+    if (context_.loop->Modify(socket.fd, EPOLLIN, retired.get(), tag).ok()) {
+      retired->sockets[tag] = socket;
+      any = true;
+    } else {
+      context_.loop->Remove(socket.fd);
+    }
+    socket = Listener::Socket();
+  }
+  if (any) retired_.push_back(std::move(retired));
+}
+
+void ListenerManager::TakeBackRetired(uint16_t port) {
+  for (auto it = retired_.begin(); it != retired_.end();) {
+    if ((*it)->port != port) {
+      ++it;
+      continue;
+    }
+    CloseListener(it->get());
+    context_.loop->DeleteSoon(it->release());
+    it = retired_.erase(it);
+  }
+}
+
 void ListenerManager::CloseListener(Listener* listener) {
   for (Listener::Socket& socket : listener->sockets) {
     if (socket.fd < 0) continue;
     context_.loop->Remove(socket.fd);
-    close(socket.fd);
+    // leashd's socket stays open and listening: what arrives before the next proxy (or before
+    // this port's next listener) is queued for it.
+    if (!socket.held) close(socket.fd);
     listener_addresses_.erase(socket.address);
     socket.fd = -1;
   }
@@ -225,6 +315,11 @@ void ListenerManager::CloseListener(Listener* listener) {
 
 void ListenerManager::Shutdown() {
   context_.loop->RunSync([this] {
+    for (std::unique_ptr<Listener>& retired : retired_) {
+      CloseListener(retired.get());
+      context_.loop->DeleteSoon(retired.release());
+    }
+    retired_.clear();
     for (auto& [uid, listener] : listeners_) {
       CloseListener(listener.get());
       // An event already fetched for it may still be delivered in this batch.

@@ -4,10 +4,12 @@
 // connection arrives on is what identifies the subject."
 //
 // Apply() is the PolicySubscriber's ApplyFn: it opens a listener (127.0.0.1 and ::1) for each
-// new UID, leaves existing listeners and their connections untouched, swaps each listener's
-// policy, and acks with the UIDs whose listener would not bind. A UID with a listener but no
-// policy — sent as no_policy, or gone from the map — keeps its listener and refuses every
-// connection, logged under its own UID.
+// new UID — on leashd's inherited socket of that port when ProxyOptions::held_ports is set (as
+// leashd always runs it; see proxy/held_port_sockets.h), else by binding one itself — leaves
+// existing listeners and their connections untouched, swaps each listener's policy, and acks
+// with the UIDs whose listener would not bind. A UID with a listener but no policy — sent as
+// no_policy, or gone from the map — keeps its listener and refuses every connection, logged
+// under its own UID.
 //
 // Before any policy is consulted, a connection is refused (critical, no policy) when its
 // original destination cannot be read, is the accepting listener's own address (a direct
@@ -62,11 +64,17 @@ class ListenerManager {
   void Handle(Listener* listener, unsigned tag, int fd);
   void RefuseCritical(int fd, uint32_t uid, const std::string& reason,
                       const SocketAddress* original_dst);
+  // Stops watching the listener's sockets and closes the proxy's own (leashd's stay open).
   void CloseListener(Listener* listener);
+  // A port that moved away: leashd's sockets of the old port go to a listener of their own
+  // that refuses every connection, until a map hands that port out again (TakeBackRetired).
+  void RetireHeldSockets(Listener* listener, uint16_t new_port);
+  void TakeBackRetired(uint16_t port);
 
   ProxyContext context_;
   // Loop thread only.
   absl::flat_hash_map<uint32_t, std::unique_ptr<Listener>> listeners_;
+  std::vector<std::unique_ptr<Listener>> retired_;
   // Every address a listener of this proxy is bound to, and whose it is.
   absl::flat_hash_map<SocketAddress, uint32_t> listener_addresses_;
   bool ipv6_unavailable_reported_ = false;

@@ -661,5 +661,143 @@ TEST_F(ListenerManagerTest, EveryConnectionIsDecidedOnceOnOneLoop) {
   EXPECT_EQ(manager_->counters().decided.load(), static_cast<uint64_t>(kConnections));
 }
 
+
+// leashd's sockets, as ProxyPortHold binds them: TCP on 127.0.0.1:P and [::1]:P, not listening,
+// no reuse options. The test plays leashd and keeps them open across managers.
+class HeldPortsTest : public ListenerManagerTest {
+ protected:
+  void SetUp() override {
+    ListenerManagerTest::SetUp();
+    for (int i = 0; i < 2; ++i) {
+      int v4 = -1, v6 = -1;
+      for (int tries = 0; tries < 20 && v6 < 0; ++tries) {
+        v4 = BindHeld(Addr("127.0.0.1", 0));
+        v6 = BindHeld(Addr("::1", LocalAddress(v4).port));
+        if (v6 < 0) close(v4);
+      }
+      ASSERT_GE(v6, 0);
+      ports_.push_back(LocalAddress(v4).port);
+      fds_.push_back(v4);
+      fds_.push_back(v6);
+    }
+    absl::StatusOr<HeldPortSockets> held = AdoptHeldPortSockets(fds_, "127.0.0.1", "::1");
+    ASSERT_TRUE(held.ok()) << held.status();
+    held_ = std::make_shared<const HeldPortSockets>(*held);
+    RestartWith(HeldOptions());
+  }
+  void TearDown() override {
+    ListenerManagerTest::TearDown();
+    for (int fd : fds_) close(fd);
+  }
+  ProxyOptions HeldOptions() const {
+    ProxyOptions options = Options();
+    options.allow_port_zero = false;
+    options.held_ports = held_;
+    return options;
+  }
+  static int BindHeld(const SocketAddress& address) {
+    const int fd = socket(Family(address), SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int one = 1;
+    if (Family(address) == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    sockaddr_storage storage;
+    const socklen_t length = ToSockaddr(address, &storage);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&storage), length) != 0) {
+      close(fd);
+      return -1;
+    }
+    return fd;
+  }
+  // connect() to 127.0.0.1:port: 0 or the errno.
+  static int ConnectError(uint16_t port) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_storage storage;
+    const socklen_t length = ToSockaddr(Addr("127.0.0.1", port), &storage);
+    const int rc = connect(fd, reinterpret_cast<sockaddr*>(&storage), length);
+    const int error = rc == 0 ? 0 : errno;
+    close(fd);
+    return error;
+  }
+  std::vector<uint16_t> ports_;
+  std::vector<int> fds_;
+  std::shared_ptr<const HeldPortSockets> held_;
+};
+
+TEST_F(HeldPortsTest, AListenerIsLeashdsSocketListenedAndAPortLeashdDoesNotHoldFails) {
+  Upstream resolved(Addr("127.0.0.2", 0));
+  ASSERT_TRUE(resolved.ok());
+  SetDns("allowed.test", {"127.0.0.2"});
+  // A port leashd does not hold (one the test just found free): never bound by the proxy.
+  const int probe = BindHeld(Addr("127.0.0.1", 0));
+  const uint16_t not_held = LocalAddress(probe).port;
+  close(probe);
+  const leash::v1::PolicyAck ack =
+      Apply({Subject(kUidA, kAllowAllowedTest, ports_[0]),
+             Subject(kUidB, kAllowAllowedTest, not_held)},
+            4);
+  ASSERT_EQ(ack.failed_uids_size(), 1);
+  EXPECT_EQ(ack.failed_uids(0), kUidB);
+  EXPECT_TRUE(absl::StrContains(
+      ack.error(), absl::StrCat("leashd holds no socket for 127.0.0.1:", not_held)))
+      << ack.error();
+  EXPECT_TRUE(absl::StrContains(ack.error(), absl::StrCat("[::1]:", not_held))) << ack.error();
+  EXPECT_TRUE(manager_->ListenerAddresses(kUidB).empty());
+  EXPECT_EQ(ConnectError(not_held), ECONNREFUSED);
+  // A's listener is leashd's socket, listening, and judges connections as any listener does.
+  EXPECT_EQ(Listener(kUidA), Addr("127.0.0.1", ports_[0]));
+  EXPECT_EQ(Listener(kUidA, engine::IpAddress::Family::kV6), Addr("::1", ports_[0]));
+  int listening = 0;
+  socklen_t size = sizeof(listening);
+  ASSERT_EQ(getsockopt(fds_[0], SOL_SOCKET, SO_ACCEPTCONN, &listening, &size), 0);
+  EXPECT_EQ(listening, 1);
+  EXPECT_EQ(Exchange(kUidA, Addr("127.0.0.9", resolved.address().port), Http("allowed.test")).line,
+            absl::StrCat("SERVER ", FormatSocketAddress(resolved.address())));
+  // The port nobody was handed is still refused, and still leashd's.
+  EXPECT_EQ(ConnectError(ports_[1]), ECONNREFUSED);
+}
+
+TEST_F(HeldPortsTest, AConnectionMadeWhileNoProxyRunsIsServedByTheNextOne) {
+  Upstream resolved(Addr("127.0.0.2", 0));
+  ASSERT_TRUE(resolved.ok());
+  SetDns("allowed.test", {"127.0.0.2"});
+  ASSERT_EQ(Apply({Subject(kUidA, kAllowAllowedTest, ports_[0])}).failed_uids_size(), 0);
+  // The proxy goes (a crash closes its copies; leashd's keep listening).
+  RestartWith(HeldOptions());
+  const int queued =
+      Connect(Addr("127.0.0.1", ports_[0]), Addr("127.0.0.9", resolved.address().port));
+  Send(queued, Http("allowed.test"));
+  // The next proxy gets the same sockets and the current map.
+  ASSERT_EQ(Apply({Subject(kUidA, kAllowAllowedTest, ports_[0])}).failed_uids_size(), 0);
+  EXPECT_EQ(ReadLine(queued).line,
+            absl::StrCat("SERVER ", FormatSocketAddress(resolved.address())));
+  close(queued);
+}
+
+TEST_F(HeldPortsTest, APortMovedAwayRefusesWhatStillReachesItAndStaysHeld) {
+  Upstream resolved(Addr("127.0.0.2", 0));
+  ASSERT_TRUE(resolved.ok());
+  SetDns("allowed.test", {"127.0.0.2"});
+  ASSERT_EQ(Apply({Subject(kUidA, kAllowAllowedTest, ports_[0])}, 1).failed_uids_size(), 0);
+  ASSERT_EQ(Apply({Subject(kUidA, kAllowAllowedTest, ports_[1])}, 2).failed_uids_size(), 0);
+  EXPECT_EQ(Listener(kUidA).port, ports_[1]);
+  const int old = Connect(Addr("127.0.0.1", ports_[0]), Addr("127.0.0.9", resolved.address().port));
+  EXPECT_TRUE(SendAndRead(old, Http("allowed.test")).reset);
+  close(old);
+  EXPECT_TRUE(absl::StrContains(NthRecord(0).reason(), "was this account's and is now"))
+      << NthRecord(0).reason();
+  // Handed out again, the old port is a listener again.
+  ASSERT_EQ(Apply({Subject(kUidA, kAllowAllowedTest, ports_[0])}, 3).failed_uids_size(), 0);
+  EXPECT_EQ(Exchange(kUidA, Addr("127.0.0.9", resolved.address().port), Http("allowed.test")).line,
+            absl::StrCat("SERVER ", FormatSocketAddress(resolved.address())));
+  // Still bound: a wildcard bind of the other port is refused.
+  const int squatter = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  setsockopt(squatter, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_storage storage;
+  const socklen_t length = ToSockaddr(Addr("0.0.0.0", ports_[1]), &storage);
+  EXPECT_NE(bind(squatter, reinterpret_cast<sockaddr*>(&storage), length), 0);
+  EXPECT_EQ(errno, EADDRINUSE);
+  close(squatter);
+}
+
 }  // namespace
 }  // namespace leash::proxy

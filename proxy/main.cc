@@ -21,6 +21,13 @@
 //   --listen-ipv4=ADDR, --listen-ipv6=ADDR
 //                           where listeners bind: the redirect targets of locally generated
 //                           traffic (default 127.0.0.1 and ::1).
+//   --port-sockets=FIRST-LAST|none
+//                           the inherited descriptors of the listening sockets leashd bound for
+//                           the reserved port range (see proxy/held_port_sockets.h). Each must
+//                           be a TCP socket bound on a listen address, or the proxy refuses to
+//                           start; with the flag, a subject whose port has no socket here is a
+//                           failed listener and the proxy binds nothing itself. Without it (a
+//                           run without leashd) the proxy binds its own listeners.
 // Signals: SIGTERM/SIGINT stop it; SIGHUP is ignored (policy changes come over PolicyStream).
 // If leashd goes away the proxy keeps enforcing the last map it acked.
 #include "controlplane/sidecar_api/decision_log.h"

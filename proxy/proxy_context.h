@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "engine/decision_record.h"
 #include "proxy/event_loop.h"
+#include "proxy/held_port_sockets.h"
 #include "proxy/original_dst.h"
 #include "proxy/resolver.h"
 
@@ -39,6 +40,9 @@ struct ProxyOptions {
   // Where listeners bind (the redirect targets for locally generated traffic).
   std::string ipv4_address = "127.0.0.1";
   std::string ipv6_address = "::1";
+  // leashd's sockets for the listeners (null: the proxy binds its own, as in a run without
+  // leashd). With them, a port leashd does not hold is a failed listener.
+  std::shared_ptr<const HeldPortSockets> held_ports;
   // Unit tests: a subject on port 0 gets a kernel-chosen port. leashd never sends port 0, and
   // without this it is refused as a bad port.
   bool allow_port_zero = false;

@@ -12,11 +12,13 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "controlplane/sidecar_api/policy_subscriber.h"
 #include "proxy/event_loop.h"
+#include "proxy/held_port_sockets.h"
 #include "proxy/listener_manager.h"
 #include "proxy/original_dst.h"
 #include "proxy/resolver.h"
@@ -56,7 +58,7 @@ std::string ProxyUsage() {
          "  [--connect-timeout=10s] [--max-connections=N] [--max-connections-per-subject=N]\n"
          "  [--pipe-size=BYTES]\n"
          "  [--resolver-threads=N] [--resolve-cache-ttl=30s] [--listen-ipv4=127.0.0.1]\n"
-         "  [--listen-ipv6=::1]\n";
+         "  [--listen-ipv6=::1] [--port-sockets=FIRST-LAST|none]\n";
 }
 
 absl::StatusOr<ProxyFlags> ParseProxyFlags(int argc, char** argv) {
@@ -115,6 +117,19 @@ absl::StatusOr<ProxyFlags> ParseProxyFlags(int argc, char** argv) {
       flags.options.ipv4_address = std::string(value);
     } else if (name == "listen-ipv6") {
       flags.options.ipv6_address = std::string(value);
+    } else if (name == "port-sockets") {
+      flags.port_sockets.emplace();
+      if (value != "none") {
+        const std::vector<absl::string_view> ends = absl::StrSplit(value, absl::MaxSplits('-', 1));
+        int first = 0, last = 0;
+        if (ends.size() != 2 || !absl::SimpleAtoi(ends[0], &first) ||
+            !absl::SimpleAtoi(ends[1], &last) || first < 3 || last < first) {
+          return BadFlag(name, value,
+                         "a range of inherited descriptors FIRST-LAST (3 <= FIRST <= LAST), or "
+                         "none");
+        }
+        for (int fd = first; fd <= last; ++fd) flags.port_sockets->push_back(fd);
+      }
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name, "\n", ProxyUsage()));
     }
@@ -140,6 +155,19 @@ int RunProxyMain(int argc, char** argv, const SinkFactory& make_sink) {
     return 2;
   }
   RaiseDescriptorLimit();
+  if (flags->port_sockets) {
+    // leashd's sockets or none at all: a listener is never bound here behind leashd's back.
+    absl::StatusOr<HeldPortSockets> held = AdoptHeldPortSockets(
+        *flags->port_sockets, flags->options.ipv4_address, flags->options.ipv6_address);
+    if (!held.ok()) {
+      std::cerr << "leash-proxy: --port-sockets: " << held.status().message() << "\n";
+      return 2;
+    }
+    std::cerr << "leash-proxy: " << held->ipv4.size() << " IPv4 and " << held->ipv6.size()
+              << " IPv6 port sockets from leashd"
+              << (held->ipv6_available ? "" : " (no IPv6 on this host)") << "\n";
+    flags->options.held_ports = std::make_shared<const HeldPortSockets>(*std::move(held));
+  }
   // Every thread inherits this mask; the main thread alone takes the signals (sigwait).
   sigset_t signals;
   sigemptyset(&signals);

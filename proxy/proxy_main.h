@@ -7,7 +7,9 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -19,6 +21,9 @@ namespace leash::proxy {
 struct ProxyFlags {
   std::string admin_socket = "/run/leash/leash.sock";
   int decision_log_fd = -1;
+  // --port-sockets: the descriptors leashd handed down for the listeners (possibly none);
+  // unset when the flag is absent and the proxy binds its own.
+  std::optional<std::vector<int>> port_sockets;
   ProxyOptions options;
   int resolver_threads = 4;
   absl::Duration resolve_cache_ttl = absl::Seconds(30);

@@ -38,6 +38,24 @@ TEST(ParseProxyFlags, EveryFlag) {
   EXPECT_EQ(flags->resolve_cache_ttl, absl::Minutes(1));
   EXPECT_EQ(flags->options.ipv4_address, "127.0.0.2");
   EXPECT_FALSE(flags->options.allow_port_zero);
+  EXPECT_FALSE(flags->port_sockets.has_value());
+}
+
+TEST(ParseProxyFlags, PortSocketsAreARangeOfDescriptorsOrNone) {
+  absl::StatusOr<ProxyFlags> range = Parse({"--decision-log-fd=2", "--port-sockets=4-7"});
+  ASSERT_TRUE(range.ok()) << range.status();
+  EXPECT_EQ(*range->port_sockets, (std::vector<int>{4, 5, 6, 7}));
+  absl::StatusOr<ProxyFlags> none = Parse({"--decision-log-fd=2", "--port-sockets=none"});
+  ASSERT_TRUE(none.ok()) << none.status();
+  ASSERT_TRUE(none->port_sockets.has_value());
+  EXPECT_TRUE(none->port_sockets->empty());
+  for (const char* bad : {"--port-sockets=7-4", "--port-sockets=1-4", "--port-sockets=4",
+                          "--port-sockets=a-b"}) {
+    absl::StatusOr<ProxyFlags> refused = Parse({"--decision-log-fd=2", bad});
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_TRUE(absl::StrContains(refused.status().message(), "range of inherited descriptors"))
+        << refused.status();
+  }
 }
 
 TEST(ParseProxyFlags, Refusals) {

@@ -1,0 +1,91 @@
+// leashd's hold on the proxy's ports: for every P of the reserved range, a TCP socket bound
+// (not listening) on 127.0.0.1:P and on [::1]:P — the redirect's targets — and one on the
+// wildcard (:: dual stack, or 0.0.0.0 without IPv6), for as long as leashd runs. The first two
+// are handed to every leash-proxy it spawns, which listen()s the ones of ports handed to
+// subjects, so a listener is bound once, by leashd, and outlives a proxy that dies; the
+// wildcard stays with leashd and covers every other address (127.0.0.2, the host's own).
+// A port nobody was handed stays bound but not listening: a connection to it is reset.
+//
+// All three set SO_REUSEPORT (so they can share the port: the kernel lets SO_REUSEPORT
+// sockets of one UID share it) and not SO_REUSEADDR (two SO_REUSEADDR sockets that do not
+// listen may share a port whatever their UID). Any other UID's bind of P, on any address,
+// with any options, then finds a conflict; only root could join, and root needs no port trick.
+//
+// What it cannot hold: a port another process bound while leashd was not running. That one is
+// reported as missing; the proxy gets no socket for it, so a subject given it is acked as a
+// failed listener and its chain resets its TCP (fail closed), until leashd starts again once
+// that process has let go.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "engine/reserved_ports.h"
+
+namespace leash::controlplane {
+
+class ProxyPortHold {
+ public:
+  struct Options {
+    // The proxy's listen addresses: where nftables' `redirect` sends a subject's TCP.
+    std::string ipv4_address = "127.0.0.1";
+    std::string ipv6_address = "::1";
+    uint16_t first_port = engine::kProxyPortFirst;
+    uint16_t last_port = engine::kProxyPortLast;
+  };
+
+  // A port of the range that could not be bound on one address.
+  struct Missing {
+    std::string address;
+    uint16_t port = 0;
+    int error = 0;  // errno of bind(2) (EADDRINUSE: someone else holds it)
+    // 127.0.0.1 or ::1, where the redirect sends a subject's TCP (false: the wildcard, which
+    // fails when another process holds the port on some other address of the host).
+    bool redirect_target = true;
+  };
+
+  explicit ProxyPortHold(Options options);
+  ProxyPortHold() : ProxyPortHold(Options()) {}
+  ~ProxyPortHold();  // closes every held socket
+  ProxyPortHold(const ProxyPortHold&) = delete;
+  ProxyPortHold& operator=(const ProxyPortHold&) = delete;
+
+  // Binds every (address, port) of the range not held yet. A bind that fails is tried again up
+  // to `attempts` times in all, `between` apart (a process binding and releasing ports in a loop
+  // holds each one only for an instant). Returns what is still not held. An address family the
+  // host does not have (no IPv6, or no ::1 on lo) is not missing: nothing can be redirected
+  // there, and nobody can bind it either.
+  std::vector<Missing> TakeMissing(int attempts = 1, absl::Duration between = absl::ZeroDuration());
+
+  // The held descriptors (close-on-exec), IPv4 ports ascending then IPv6: what a proxy spawn
+  // inherits.
+  std::vector<int> Descriptors() const;
+  size_t held() const;
+  // Whether `port` is held on every redirect target there is (a port outside the range:
+  // false). The wildcard does not count: a redirect never reaches another address.
+  bool Holds(uint16_t port) const;
+  bool ipv6_available() const { return ipv6_available_; }
+  // Redirect-target sockets for the whole range (two per port, one without IPv6): what a
+  // proxy inherits when nothing is missing.
+  size_t wanted() const;
+  // Every socket held, the wildcards included.
+  size_t total() const;
+  // Ports in the range.
+  size_t ports() const { return v4_.size(); }
+
+  // "127.0.0.1:18004, [::1]:18004-18007 (Address already in use)": the missing ones, ranges
+  // folded, for a log line.
+  static std::string Describe(const std::vector<Missing>& missing);
+
+ private:
+  const Options options_;
+  bool ipv6_available_ = true;
+  // Indexed by port - first_port; -1 while not held.
+  std::vector<int> v4_;
+  std::vector<int> v6_;
+  std::vector<int> any_;
+};
+
+}  // namespace leash::controlplane
