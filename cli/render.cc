@@ -119,6 +119,7 @@ std::string RenderSubjectsAndSidecars(const leash::v1::StatusResponse& response)
       }
       if (!subject.detail().empty()) absl::StrAppend(&out, " (", subject.detail(), ")");
       absl::StrAppend(&out, "\n");
+      absl::StrAppend(&out, RenderCounters(subject));
       // The host UIDs a process of the subject can run under inside a user namespace it makes:
       // confined as this subject too.
       auto ranges = [](const auto& list) {
@@ -134,7 +135,6 @@ std::string RenderSubjectsAndSidecars(const leash::v1::StatusResponse& response)
                         subject.subordinate_gids().empty() ? "none" : ranges(subject.subordinate_gids()),
                         "\n");
       }
-      absl::StrAppend(&out, RenderCounters(subject));
     }
   }
   if (!response.sidecars().empty()) {
