@@ -210,15 +210,19 @@ std::vector<std::string> IptablesFilterAddLines(const NetfilterSubject& subject)
   const std::string owner = absl::StrCat("-m owner --uid-owner ", subject.uid);
   const std::string comment = absl::StrCat("-m comment --comment ", kCommentPrefix, subject.uid);
   std::vector<std::string> lines;
+  // The destination's type, not `! -o lo`: the output interface filter OUTPUT sees is the one
+  // routed before nat OUTPUT's redirect re-routed the packet to loopback.
+  const std::string off_host = "-m addrtype ! --dst-type LOCAL";
   if (!subject.inbound_allowed) {
-    lines.push_back(absl::StrCat("-A OUTPUT ! -o lo ", owner, " -m conntrack --ctdir REPLY ",
-                                 comment, " -j DROP"));
+    lines.push_back(absl::StrCat("-A OUTPUT ", owner, " -m conntrack --ctdir REPLY ", off_host,
+                                 " ", comment, " -j DROP"));
   }
-  lines.push_back(absl::StrCat("-A OUTPUT ! -o lo -p tcp ", owner,
-                               " -m conntrack --ctdir ORIGINAL ", comment, " -j DROP"));
+  lines.push_back(absl::StrCat("-A OUTPUT -p tcp ", owner, " -m conntrack --ctdir ORIGINAL ",
+                               off_host, " ", comment, " -j DROP"));
   // --ctdir matches nothing without a conntrack entry, so those are named on their own.
-  lines.push_back(absl::StrCat("-A OUTPUT ! -o lo -p tcp ", owner,
-                               " -m conntrack --ctstate INVALID,UNTRACKED ", comment, " -j DROP"));
+  lines.push_back(absl::StrCat("-A OUTPUT -p tcp ", owner,
+                               " -m conntrack --ctstate INVALID,UNTRACKED ", off_host, " ",
+                               comment, " -j DROP"));
   return lines;
 }
 

@@ -12,12 +12,13 @@
 //       -j REDIRECT --to-ports P
 // and, in filter OUTPUT, the IPv4 half of the nftables filter chain's off-loopback rules (no
 // RETURN or ACCEPT: a verdict in a built-in chain would skip the host's own rules after it):
-//   -A OUTPUT ! -o lo -m owner --uid-owner U -m conntrack --ctdir REPLY
+//   -A OUTPUT -m owner --uid-owner U -m conntrack --ctdir REPLY -m addrtype ! --dst-type LOCAL
 //       -m comment --comment leash-agent-U -j DROP           (inbound; not with network.inbound:
 //                                                             allow)
-//   -A OUTPUT ! -o lo -p tcp -m owner --uid-owner U -m conntrack --ctdir ORIGINAL ... -j DROP
-//   -A OUTPUT ! -o lo -p tcp -m owner --uid-owner U -m conntrack --ctstate INVALID,UNTRACKED
-//       ... -j DROP                                          (TCP that escaped the redirect)
+//   -A OUTPUT -p tcp -m owner --uid-owner U -m conntrack --ctdir ORIGINAL
+//       -m addrtype ! --dst-type LOCAL ... -j DROP
+//   -A OUTPUT -p tcp -m owner --uid-owner U -m conntrack --ctstate INVALID,UNTRACKED
+//       -m addrtype ! --dst-type LOCAL ... -j DROP           (TCP that escaped the redirect)
 // Each change is one `iptables-restore --noflush` run of a nat and a filter commit (atomic per
 // table). Tested for real by //test/network:iptables_fallback_test and
 // //test/network:inbound_traffic_test.

@@ -302,6 +302,11 @@ TEST_F(IptablesInboundTest, Ipv4AnswersToARemoteHostAreDroppedAndCountedIpv6Ones
   EXPECT_THAT(notice_, HasSubstr("inbound service (network.inbound) is not dropped"));
 }
 
+TEST_F(IptablesInboundTest, TheAgentsOwnConnectionsToTheRemoteHostStillReachItsProxyListener) {
+  EXPECT_EQ(Probe(a_, "tcp", kRemote4, 443), absl::StrCat("proxy ", kRemote4, ":443"));
+  EXPECT_EQ(Counters().unproxied_dropped_packets, 0u);
+}
+
 TEST_F(IptablesInboundTest, InboundAllowRestoresIpv4ServiceAndReleaseRemovesTheFilterRules) {
   NetfilterSubject allowed = subject_;
   allowed.inbound_allowed = true;
