@@ -3,6 +3,7 @@
 // themselves are driven for real by //test/network:iptables_fallback_test.
 #include "controlplane/iptables_netfilter.h"
 
+#include "absl/strings/str_cat.h"
 #include "controlplane/testing/fake_netfilter.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -74,7 +75,8 @@ TEST(IptablesText, FilterLinesDropInboundServiceAndTcpThatEscapedTheRedirect) {
   EXPECT_THAT(
       IptablesFilterAddLines(MakeSubject(1001, 18001)),
       ElementsAre("-A OUTPUT -m owner --uid-owner 1001 -m conntrack --ctdir REPLY -m addrtype "
-                  "! --dst-type LOCAL -m comment --comment leash-agent-1001 -j DROP",
+                  "! --dst-type LOCAL -m connlabel --label 127 --set -m comment --comment "
+                  "leash-agent-1001 -j DROP",
                   "-A OUTPUT -p tcp -m owner --uid-owner 1001 -m conntrack --ctdir ORIGINAL -m "
                   "addrtype ! --dst-type LOCAL -m comment --comment leash-agent-1001 -j DROP",
                   "-A OUTPUT -p tcp -m owner --uid-owner 1001 -m conntrack --ctstate "
@@ -106,6 +108,17 @@ constexpr char kSavedFilterCounters[] =
     "-m addrtype ! --dst-type LOCAL -m comment --comment leash-agent-1001 -j DROP\n"
     "[9:9] -A OUTPUT -p tcp -j DROP\n"
     "COMMIT\n";
+
+TEST(IptablesText, TheGuardIsFoundOnlyWhenItIsThere) {
+  EXPECT_FALSE(HasIptablesGuard(kSavedFilterCounters));
+  // As iptables-legacy-save 1.8.9 prints it back.
+  EXPECT_TRUE(HasIptablesGuard(
+      "*filter\n[0:0] -A OUTPUT -m owner ! --socket-exists -m conntrack --ctdir REPLY -m "
+      "connlabel --label \"127\" -m addrtype ! --dst-type LOCAL -m comment --comment "
+      "leash-guard -j DROP\nCOMMIT\n"));
+  // The guard carries no UID: it is never taken for a subject's rule.
+  EXPECT_THAT(ParseIptablesUids(absl::StrCat("*filter\n", IptablesGuardLine(), "\n")), IsEmpty());
+}
 
 TEST(IptablesText, CountersAreReadPerUidFromTheFilterTable) {
   absl::StatusOr<NetfilterCounters> counters = IptablesCounters(kSavedFilterCounters, 1001);

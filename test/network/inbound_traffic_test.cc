@@ -302,6 +302,19 @@ TEST_F(IptablesInboundTest, Ipv4AnswersToARemoteHostAreDroppedAndCountedIpv6Ones
   EXPECT_THAT(notice_, HasSubstr("inbound service (network.inbound) is not dropped"));
 }
 
+TEST_F(IptablesInboundTest, WithSynCookiesASocketClosedAtOnceSendsNothingEither) {
+  ASSERT_TRUE(leash::testing::RunOk(
+                  world_->ns().Exec({"sysctl", "-qw", "net.ipv4.tcp_syncookies=2"}))
+                  .ok());
+  EXPECT_EQ(FromRemote("tcp", kHere4, kListen4), "silent");
+  absl::StatusOr<std::string> saved = leash::testing::RunOk(
+      world_->ns().Exec({DefaultIptablesCommand() + "-save", "-c", "-t", "filter"}));
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_TRUE(HasIptablesGuard(*saved)) << *saved;
+  EXPECT_THAT(*saved, ::testing::Not(::testing::ContainsRegex(R"(\[0:0\] -A OUTPUT [^\n]*leash-guard)")))
+      << "the guard dropped nothing";
+}
+
 TEST_F(IptablesInboundTest, TheAgentsOwnConnectionsToTheRemoteHostStillReachItsProxyListener) {
   EXPECT_EQ(Probe(a_, "tcp", kRemote4, 443), absl::StrCat("proxy ", kRemote4, ":443"));
   EXPECT_EQ(Counters().unproxied_dropped_packets, 0u);
