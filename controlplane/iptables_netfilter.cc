@@ -27,6 +27,10 @@ namespace leash::controlplane {
 namespace {
 
 constexpr char kCommentPrefix[] = "leash-agent-";
+constexpr char kGuardComment[] = "leash-guard";
+// The conntrack label of a refused inbound connection: the one the nftables rules use
+// (nft::kInboundLabelBit); labels are the kernel's, shared by both.
+constexpr int kInboundLabel = 127;
 // iptables may wait for the xtables lock; never longer than this in all.
 constexpr absl::Duration kCommandTimeout = absl::Seconds(20);
 constexpr char kLockWaitSeconds[] = "5";
@@ -214,16 +218,45 @@ std::vector<std::string> IptablesFilterAddLines(const NetfilterSubject& subject)
   const std::string owner = absl::StrCat("-m owner --uid-owner ", subject.uid);
   const std::string comment = absl::StrCat("-m comment --comment ", kCommentPrefix, subject.uid);
   std::vector<std::string> lines;
+  // The destination's type, not `! -o lo`: the output interface filter OUTPUT sees is the one
+  // routed before nat OUTPUT's redirect re-routed the packet to loopback.
+  const std::string off_host = "-m addrtype ! --dst-type LOCAL";
   if (!subject.inbound_allowed) {
-    lines.push_back(absl::StrCat("-A OUTPUT ! -o lo ", owner, " -m conntrack --ctdir REPLY ",
-                                 comment, " -j DROP"));
+    // Labels the refused connection for the guard rule (IptablesGuardLine).
+    lines.push_back(absl::StrCat("-A OUTPUT ", owner, " -m conntrack --ctdir REPLY ", off_host,
+                                 " -m connlabel --label ", kInboundLabel, " --set ", comment,
+                                 " -j DROP"));
   }
-  lines.push_back(absl::StrCat("-A OUTPUT ! -o lo -p tcp ", owner,
-                               " -m conntrack --ctdir ORIGINAL ", comment, " -j DROP"));
+  lines.push_back(absl::StrCat("-A OUTPUT -p tcp ", owner, " -m conntrack --ctdir ORIGINAL ",
+                               off_host, " ", comment, " -j DROP"));
   // --ctdir matches nothing without a conntrack entry, so those are named on their own.
-  lines.push_back(absl::StrCat("-A OUTPUT ! -o lo -p tcp ", owner,
-                               " -m conntrack --ctstate INVALID,UNTRACKED ", comment, " -j DROP"));
+  lines.push_back(absl::StrCat("-A OUTPUT -p tcp ", owner,
+                               " -m conntrack --ctstate INVALID,UNTRACKED ", off_host, " ",
+                               comment, " -j DROP"));
   return lines;
+}
+
+std::string IptablesGuardLine() {
+  // Only packets without a live socket (a closed one, or none): the guard sits before every
+  // subject's rules in the chain, and a subject's own answers are counted under its UID.
+  return absl::StrCat("-A OUTPUT -m owner ! --socket-exists -m conntrack --ctdir REPLY -m "
+                      "connlabel --label ", kInboundLabel,
+                      " -m addrtype ! --dst-type LOCAL -m comment --comment ", kGuardComment,
+                      " -j DROP");
+}
+
+bool HasIptablesGuard(absl::string_view save_output) {
+  for (absl::string_view line : absl::StrSplit(save_output, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    ConsumeCounters(line);
+    if (absl::StartsWith(line, "-A OUTPUT ") &&
+        absl::StrContains(line, absl::StrCat("--comment ", kGuardComment, " ")) &&
+        absl::StrContains(line, "--ctdir REPLY") && absl::StrContains(line, "--label") &&
+        absl::EndsWith(line, "-j DROP")) {
+      return true;
+    }
+  }
+  return false;
 }
 
 std::string IptablesRestoreScript(const std::vector<std::string>& lines,
@@ -293,7 +326,12 @@ absl::Status IptablesNetfilter::Restore(const std::string& script) {
 absl::StatusOr<std::vector<std::string>> IptablesNetfilter::Prepare() {
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(Save("nat").status());
-  RETURN_IF_ERROR(Save("filter").status());
+  ASSIGN_OR_RETURN(const std::string saved_filter, Save("filter"));
+  // The guard (what a closed socket still sends on a refused connection) is every UID's and
+  // no UID's: added once, never removed, like the nftables guard table.
+  if (!HasIptablesGuard(saved_filter)) {
+    RETURN_IF_ERROR(Restore(IptablesRestoreScript({IptablesGuardLine()}, "filter")));
+  }
   return std::vector<std::string>{};
 }
 

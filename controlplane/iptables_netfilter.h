@@ -12,12 +12,17 @@
 //       -j REDIRECT --to-ports P
 // and, in filter OUTPUT, the IPv4 half of the nftables filter chain's off-loopback rules (no
 // RETURN or ACCEPT: a verdict in a built-in chain would skip the host's own rules after it):
-//   -A OUTPUT ! -o lo -m owner --uid-owner U -m conntrack --ctdir REPLY
-//       -m comment --comment leash-agent-U -j DROP           (inbound; not with network.inbound:
+//   -A OUTPUT -m owner --uid-owner U -m conntrack --ctdir REPLY -m addrtype ! --dst-type LOCAL
+//       -m connlabel --label 127 --set -m comment --comment leash-agent-U -j DROP
+//                                                            (inbound; not with network.inbound:
 //                                                             allow)
-//   -A OUTPUT ! -o lo -p tcp -m owner --uid-owner U -m conntrack --ctdir ORIGINAL ... -j DROP
-//   -A OUTPUT ! -o lo -p tcp -m owner --uid-owner U -m conntrack --ctstate INVALID,UNTRACKED
-//       ... -j DROP                                          (TCP that escaped the redirect)
+//   -A OUTPUT -p tcp -m owner --uid-owner U -m conntrack --ctdir ORIGINAL
+//       -m addrtype ! --dst-type LOCAL ... -j DROP
+//   -A OUTPUT -p tcp -m owner --uid-owner U -m conntrack --ctstate INVALID,UNTRACKED
+//       -m addrtype ! --dst-type LOCAL ... -j DROP           (TCP that escaped the redirect)
+// and once, for every UID (Prepare), the guard of the nftables guard table (nft_ruleset.h):
+//   -A OUTPUT -m owner ! --socket-exists -m conntrack --ctdir REPLY -m connlabel --label 127
+//       -m addrtype ! --dst-type LOCAL -m comment --comment leash-guard -j DROP
 // Each change is one `iptables-restore --noflush` run of a nat and a filter commit (atomic per
 // table). Tested for real by //test/network:iptables_fallback_test and
 // //test/network:inbound_traffic_test.
@@ -46,7 +51,8 @@ class IptablesNetfilter : public Netfilter {
   static absl::StatusOr<std::unique_ptr<IptablesNetfilter>> Create(std::string iptables = "");
   ~IptablesNetfilter() override;
 
-  // Checks that `iptables-save -t nat` runs; there is nothing shared to create. No lines.
+  // Checks that `iptables-save` runs for nat and filter, and adds the guard rule to filter
+  // OUTPUT unless it is there. No lines.
   absl::StatusOr<std::vector<std::string>> Prepare() override;
   // FailedPrecondition when another UID is already enforced here.
   absl::Status Apply(const NetfilterSubject& subject) override;
@@ -91,6 +97,10 @@ std::vector<std::string> IptablesDeleteLines(absl::string_view save_output, uint
 std::vector<std::string> IptablesAddLines(const NetfilterSubject& subject);
 // The filter -A lines for `subject` (see the file comment).
 std::vector<std::string> IptablesFilterAddLines(const NetfilterSubject& subject);
+
+// The guard rule (see the file comment), and whether `iptables-save -t filter` output has it.
+std::string IptablesGuardLine();
+bool HasIptablesGuard(absl::string_view save_output);
 
 // An iptables-restore --noflush script for `table`: `lines`, then COMMIT.
 std::string IptablesRestoreScript(const std::vector<std::string>& lines,

@@ -97,7 +97,8 @@ class Netfilter {
 
   // Before the first subject: drops any leash table still in the old shape (UID rules directly
   // in the hooked chain) and creates the shared tables, dispatchers and maps if absent — never
-  // flushing what exists. Returns the lines to say on stderr (one per dropped table).
+  // flushing what exists. The guard table (no subject's state) is made, or replaced when it is
+  // not in its current shape. Returns the lines to say on stderr (one per dropped table).
   virtual absl::StatusOr<std::vector<std::string>> Prepare() = 0;
 
   // Adds `subject`'s chains and dispatch element, or replaces them if the UID already has

@@ -40,6 +40,9 @@ class FakePolicies : public PolicySource {
   void SetMaxToolInputBytes(const std::string& account, uint64_t bytes) {
     policies_[account].mutable_tools()->set_max_input_bytes(bytes);
   }
+  void SetInbound(const std::string& account, leash::v1::InboundMode inbound) {
+    policies_[account].mutable_network()->set_inbound(inbound);
+  }
   void SetError(const std::string& account, const std::string& error) { errors_[account] = error; }
   void SetUnreadable(bool unreadable) { unreadable_ = unreadable; }
   leash::v1::Config floor;
@@ -401,6 +404,24 @@ TEST_F(ReconcilerTest, ChangedBindingReappliesOnlyThatSubject) {
   EXPECT_EQ(after->at(1002).policy, before->at(1002).policy);
   EXPECT_EQ(after->at(1000).policy, before->at(1000).policy);
   EXPECT_NE(after->at(1001).policy, before->at(1001).policy);
+}
+
+// network.inbound reaches the subject's chain, and changing it re-applies that chain alone.
+TEST_F(ReconcilerTest, InboundAllowReachesOnlyThatSubjectsChain) {
+  accounts_.Add("leash-iris", 1001);
+  accounts_.Add("leash-vader", 1002);
+  policies_.Set("leash-iris", "openai.com");
+  policies_.Set("leash-vader", "github.com");
+  auto r = Make();
+  r->RunPass();
+  EXPECT_FALSE(netfilter_.subjects().at(1001).inbound_allowed);
+  netfilter_.ClearCalls();
+  policies_.SetInbound("leash-iris", leash::v1::INBOUND_MODE_ALLOW);
+  r->RunPass();
+  EXPECT_THAT(Calls(netfilter_), ElementsAre("apply 1001:18001"));
+  EXPECT_TRUE(netfilter_.subjects().at(1001).inbound_allowed);
+  EXPECT_FALSE(netfilter_.subjects().at(1002).inbound_allowed);
+  EXPECT_FALSE(netfilter_.subjects().at(1000).inbound_allowed);
 }
 
 TEST_F(ReconcilerTest, UnchangedSubjectIsNotTouchedAtAll) {

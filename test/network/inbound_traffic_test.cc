@@ -88,6 +88,11 @@ class InboundTrafficTest : public TrafficTest {
     }
     absl::StatusOr<NetNamespace::Entered> entered = world_->ns().Enter();
     ASSERT_TRUE(entered.ok()) << entered.status();
+    // The proxy's listener pair for account a, standing in: it says where a connection landed.
+    absl::StatusOr<std::unique_ptr<TaggedServer>> proxy =
+        TaggedServer::Start({{"proxy", "127.0.0.1", kProxyPort}, {"proxy", "::1", kProxyPort}});
+    ASSERT_TRUE(proxy.ok()) << proxy.status();
+    proxy_ = std::move(*proxy);
     absl::StatusOr<std::unique_ptr<Netfilter>> nf = MakeNetfilter();
     ASSERT_TRUE(nf.ok()) << nf.status();
     nf_ = std::move(*nf);
@@ -149,6 +154,7 @@ class InboundTrafficTest : public TrafficTest {
 
   std::unique_ptr<NetNamespace> remote_;
   std::unique_ptr<TaggedServer> remote_server_;
+  std::unique_ptr<TaggedServer> proxy_;
   std::vector<leash::testing::Background> servers_;
   std::unique_ptr<Netfilter> nf_;
   NetfilterSubject subject_;
@@ -176,6 +182,17 @@ TEST_F(InboundTrafficTest, ARemoteHostGetsNoByteFromTheAgentsListenerAndTheDropI
   EXPECT_EQ(Counters().unproxied_dropped_packets, 0u);
   // A UID without a chain has no counters to read.
   EXPECT_TRUE(absl::IsNotFound(nf_->ReadCounters(b_->uid()).status()));
+}
+
+// The rules judge answers and TCP past the proxy, not the agent's own connections: one to the
+// remote host, which leaves by another interface than the one it was first routed to, still
+// lands on its proxy listener with its original destination.
+TEST_F(InboundTrafficTest, TheAgentsOwnConnectionsToTheRemoteHostStillReachItsProxyListener) {
+  EXPECT_EQ(Probe(a_, "tcp", kRemote4, 443), absl::StrCat("proxy ", kRemote4, ":443"));
+  EXPECT_EQ(Probe(a_, "tcp", "2001:db8:100::2", 443), "proxy [2001:db8:100::2]:443");
+  const NetfilterCounters counters = Counters();
+  EXPECT_EQ(counters.inbound_dropped_packets, 0u);
+  EXPECT_EQ(counters.unproxied_dropped_packets, 0u);
 }
 
 // "unless the peer is loopback (local dev servers keep working)": a client on this host, at
@@ -283,6 +300,24 @@ TEST_F(IptablesInboundTest, Ipv4AnswersToARemoteHostAreDroppedAndCountedIpv6Ones
   // The documented gap, said on stderr when the fallback is chosen.
   EXPECT_EQ(FromRemote("tcp", kHere6, kListen6), "agent6");
   EXPECT_THAT(notice_, HasSubstr("inbound service (network.inbound) is not dropped"));
+}
+
+TEST_F(IptablesInboundTest, WithSynCookiesASocketClosedAtOnceSendsNothingEither) {
+  ASSERT_TRUE(leash::testing::RunOk(
+                  world_->ns().Exec({"sysctl", "-qw", "net.ipv4.tcp_syncookies=2"}))
+                  .ok());
+  EXPECT_EQ(FromRemote("tcp", kHere4, kListen4), "silent");
+  absl::StatusOr<std::string> saved = leash::testing::RunOk(
+      world_->ns().Exec({DefaultIptablesCommand() + "-save", "-c", "-t", "filter"}));
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_TRUE(HasIptablesGuard(*saved)) << *saved;
+  EXPECT_THAT(*saved, ::testing::Not(::testing::ContainsRegex(R"(\[0:0\] -A OUTPUT [^\n]*leash-guard)")))
+      << "the guard dropped nothing";
+}
+
+TEST_F(IptablesInboundTest, TheAgentsOwnConnectionsToTheRemoteHostStillReachItsProxyListener) {
+  EXPECT_EQ(Probe(a_, "tcp", kRemote4, 443), absl::StrCat("proxy ", kRemote4, ":443"));
+  EXPECT_EQ(Counters().unproxied_dropped_packets, 0u);
 }
 
 TEST_F(IptablesInboundTest, InboundAllowRestoresIpv4ServiceAndReleaseRemovesTheFilterRules) {
