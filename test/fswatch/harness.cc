@@ -85,7 +85,9 @@ absl::StatusOr<WatcherProcess> StartWatcher(const WatcherStart& start,
   if (close_log) close(log_fd);
   if (!process.ok()) return process.status();
   watcher.process = std::make_unique<Background>(*std::move(process));
-  const std::string ready = absl::StrCat("map version ", start.map.version(), " in force");
+  const std::string ready = start.ready_text.empty()
+                                ? absl::StrCat("map version ", start.map.version(), " in force")
+                                : start.ready_text;
   const bool up = WaitFor(
       [&] {
         return absl::StrContains(watcher.Stderr(), ready) || !watcher.process->Running();

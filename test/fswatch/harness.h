@@ -55,6 +55,9 @@ struct WatcherStart {
   std::vector<std::string> env;  // NAME=value, set for the watcher only
   // Another leash-fswatch to run instead of kFswatchBinary (the benchmark's --compare).
   std::string binary;
+  // What stderr says once the watcher is up; default "map version <v> in force" (a --standby
+  // watcher says "standing by" instead).
+  std::string ready_text;
 };
 
 // Starts leash-fswatch and waits until it says the map is in force (or fails, returning its
