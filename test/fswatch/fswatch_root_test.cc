@@ -624,13 +624,10 @@ class SharedGroupTest : public FswatchRootTest {
   // A watcher of the shared group: reading at once, or standing by until TakeOver().
   WatcherProcess* StartOnGroup(bool standby, std::vector<std::string> extra = {},
                                std::vector<std::string> env = {}) {
-    // Inheritable copies for the watcher alone (the test's other children get none).
-    const int group = fcntl(group_, F_DUPFD, 3);
-    const int table = fcntl(table_, F_DUPFD, 3);
-    extra.push_back(absl::StrCat("--fanotify-fd=", group));
-    extra.push_back(absl::StrCat("--pending-table-fd=", table));
     if (standby) extra.push_back("--standby");
     WatcherStart start;
+    start.group_fd = group_;
+    start.pending_table_fd = table_;
     start.map = StandardMap();
     start.tmpfs = tmpfs_->path();
     start.work_dir = work_;
@@ -640,8 +637,6 @@ class SharedGroupTest : public FswatchRootTest {
     start.name = absl::StrCat("shared", ++started);
     if (standby) start.ready_text = "standing by";
     absl::StatusOr<WatcherProcess> watcher = StartWatcher(start);
-    close(group);
-    close(table);
     EXPECT_TRUE(watcher.ok()) << watcher.status();
     if (!watcher.ok()) return nullptr;
     watchers_.push_back(std::make_unique<WatcherProcess>(*std::move(watcher)));
