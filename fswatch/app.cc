@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/random.h>
@@ -20,6 +21,7 @@
 #include <mutex>
 #include <thread>
 
+#include "absl/base/internal/sysinfo.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -87,12 +89,14 @@ absl::Status CheckTestMountGuard(const std::string& dir) {
 // Makes gRPC load and start what it needs (its threads, the resolver, the socket's
 // connection) while the standby can still open files: after the takeover nothing reads the
 // group until the map has come, and an open of ours on a marked filesystem would wait for
-// ourselves.
-void WarmUpPolicyStream(const std::string& socket_path) {
+// ourselves. The channel is kept for the process's life: with none left gRPC shuts down, and
+// starting again reads /sys (the CPU count).
+std::shared_ptr<grpc::Channel> WarmUpPolicyStream(const std::string& socket_path) {
   std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(
       absl::StrCat("unix:", socket_path), grpc::InsecureChannelCredentials());
   channel->WaitForConnected(gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
                                          gpr_time_from_seconds(5, GPR_TIMESPAN)));
+  return channel;
 }
 
 // The standby's wait: says it is ready (our pid on `ready_fd`, and on stderr), then waits for
@@ -377,6 +381,12 @@ int FswatchMain(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
 
   // Everything the loop and the watchdog will use, loaded now: the marks are not on yet.
+  // The CPU count is read from /sys (sysfs, which a whitelist subject's plan marks) the first
+  // time glibc's malloc makes a new arena and the first time an absl::Mutex spins: a fixed
+  // arena limit skips the one, an early call caches the other, so no thread of ours opens a
+  // file when it first allocates or contends (a standby's threads before its loop reads).
+  mallopt(M_ARENA_MAX, 8);
+  (void)absl::base_internal::NumCPUs();
   if (absl::Status prepared = Watchdog::Prepare(); !prepared.ok()) {
     Say(absl::StrCat("cannot start: ", prepared.message()));
     return kExitStartFailed;
@@ -465,11 +475,29 @@ int FswatchMain(int argc, char** argv) {
     loop.StopAndJoin();
     watchdog.reset();
   };
-  // A group of our own: the loop runs before the first mark goes on, so an event on a marked
-  // filesystem never finds nobody to answer it. A shared group may be marked already and hold
-  // events our predecessor read: the loop waits until the map is in force and those are
-  // answered (meanwhile new events queue in the kernel, unanswered, never allowed).
-  if (!shared_group) start_loop();
+  auto answer_abandoned = [&] {
+    const int64_t started_ns = absl::GetCurrentTimeNanos();
+    const AbandonedCounts abandoned = group->AnswerAbandoned(
+        [&](uint64_t noted) { return watcher->JudgeAbandoned(noted); },
+        [&](uint64_t noted, bool allowed) { watcher->LogAbandoned(noted, allowed); });
+    return absl::StrCat(abandoned.answered,
+                        " event(s) left unanswered by the previous watcher answered (",
+                        abandoned.every_number
+                            ? "it died inside a read, so every descriptor number was tried"
+                            : absl::StrCat(abandoned.numbers_tried, " noted number(s) tried"),
+                        ") in ", (absl::GetCurrentTimeNanos() - started_ns) / 1000, " us");
+  };
+  // The loop runs before the first mark goes on, so an event on a marked filesystem never finds
+  // nobody to answer it (and no thread of ours, starting gRPC or reading /sys, waits on our own
+  // group). That is every start but a standby's: a group of our own is new, and so is the group
+  // leashd hands its first watcher (were it not, what a predecessor left is answered first,
+  // with no map yet: denied). A standby's group is marked and may hold events its predecessor
+  // read: its loop waits until the map is in force and those are answered (meanwhile new
+  // events queue in the kernel, unanswered, never allowed).
+  if (!flags.standby) {
+    if (shared_group) Say(absl::StrCat("reading the group: ", answer_abandoned()));
+    start_loop();
+  }
 
   auto report_marks = [&](const absl::StatusOr<MarkReport>& report, bool verbose) {
     if (!report.ok()) {
@@ -525,8 +553,9 @@ int FswatchMain(int argc, char** argv) {
 
   // The map: leashd's over PolicyStream (applied and acked on the subscriber's thread, with
   // heartbeats carrying the counters), or the test-only file.
+  std::shared_ptr<grpc::Channel> warm_channel;
   if (flags.standby) {
-    if (initial_map == nullptr) WarmUpPolicyStream(flags.socket_path);
+    if (initial_map == nullptr) warm_channel = WarmUpPolicyStream(flags.socket_path);
     if (!WaitForTakeOver(stop_signals, flags.ready_fd)) {
       Say("stopped while standing by; the group was never read by this process");
       return kExitStopped;
@@ -551,20 +580,12 @@ int FswatchMain(int argc, char** argv) {
       return kExitStartFailed;
     }
   }
-  if (shared_group) {
+  if (flags.standby) {
     // Before our first read: our own event descriptors would take numbers the predecessor's
     // unanswered events still hold in the kernel's list.
-    const int64_t started_ns = absl::GetCurrentTimeNanos();
-    const AbandonedCounts abandoned = group->AnswerAbandoned(
-        [&](uint64_t noted) { return watcher->JudgeAbandoned(noted); },
-        [&](uint64_t noted, bool allowed) { watcher->LogAbandoned(noted, allowed); });
+    const std::string answered = answer_abandoned();
     start_loop();
-    Say(absl::StrCat("reading the group: ", abandoned.answered,
-                     " event(s) left unanswered by the previous watcher answered (",
-                     abandoned.every_number
-                         ? "it died inside a read, so every descriptor number was tried"
-                         : absl::StrCat(abandoned.numbers_tried, " noted number(s) tried"),
-                     ") in ", (absl::GetCurrentTimeNanos() - started_ns) / 1000, " us"));
+    Say(absl::StrCat("reading the group: ", answered));
   }
 
   // Re-scan every 5 s: filesystems mounted (or unmounted) since are marked (or forgotten).
