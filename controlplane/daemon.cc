@@ -228,10 +228,33 @@ int RunDaemon(const DaemonOptions& given) {
   // its TCP instead of redirecting it there.
   stream.SetOnAckChange([&loop](leash::v1::SidecarKind) { loop.Request(); });
 
+  // The fanotify group is leashd's, kept for its whole life and handed to every watcher, so a
+  // watcher's death does not close it (closing answers every pending event allow): what it had
+  // not read stays queued, and what it read and never answered is answered by the standby that
+  // takes over, through the pending table. Closed on the stop path below.
+  std::atomic<int> fanotify_group{-1};
+  int pending_table = -1;
+  if (filesystem_on) {
+    absl::StatusOr<sidecar::PermissionGroup> group =
+        sidecar::OpenPermissionGroup(!sidecar::KernelHasPidfdInfo());
+    if (!group.ok()) return Refuse(std::string(group.status().message()));
+    fanotify_group.store(group->fd);
+    absl::StatusOr<int> table = sidecar::PendingTable::Create();
+    if (!table.ok()) return Refuse(std::string(table.status().message()));
+    pending_table = *table;
+  }
+  // Closing leashd's copy releases the host (every pending event allowed) once no watcher holds
+  // one: on the stop path, and as soon as the supervisor gives up, before anything of leashd's
+  // that may be waiting on the group (a reconcile reading /etc/passwd) is waited for.
+  auto release_group = [&fanotify_group] {
+    if (const int fd = fanotify_group.exchange(-1); fd >= 0) close(fd);
+  };
+
   int exit_code = 0;
   SupervisorPolicy supervisor_policy;
   SidecarSupervisor supervisor(&stream, supervisor_policy, [&](const std::string&) {
     exit_code = 1;
+    release_group();
     kill(getpid(), SIGTERM);
   });
 
@@ -256,22 +279,6 @@ int RunDaemon(const DaemonOptions& given) {
       UnixGrpcServer::Start(admin_options, {&control, &stream});
   if (!admin.ok()) return Refuse(std::string(admin.status().message()));
   Say(absl::StrCat("admin socket ", options.admin_socket, " (root only)"));
-
-  // The fanotify group is leashd's, kept for its whole life and handed to every watcher, so a
-  // watcher's death does not close it (closing answers every pending event allow): what it had
-  // not read stays queued, and what it read and never answered is answered by the standby that
-  // takes over, through the pending table. Closed on the stop path below.
-  sidecar::PermissionGroup fanotify_group;
-  int pending_table = -1;
-  if (filesystem_on) {
-    absl::StatusOr<sidecar::PermissionGroup> group =
-        sidecar::OpenPermissionGroup(!sidecar::KernelHasPidfdInfo());
-    if (!group.ok()) return Refuse(std::string(group.status().message()));
-    fanotify_group = *group;
-    absl::StatusOr<int> table = sidecar::PendingTable::Create();
-    if (!table.ok()) return Refuse(std::string(table.status().message()));
-    pending_table = *table;
-  }
 
   // Both sidecars reach leashd on the admin socket and write decisions to the inherited log.
   std::vector<std::string> fswatch_argv = {
@@ -302,7 +309,7 @@ int RunDaemon(const DaemonOptions& given) {
     spec.decision_log_fd = *log_fd;
     spec.heartbeat_timeout = options.heartbeat_timeout;
     if (kind == leash::v1::SIDECAR_KIND_FSWATCH) {
-      spec.inherited_fds = {fanotify_group.fd, pending_table};
+      spec.inherited_fds = {fanotify_group.load(), pending_table};
       spec.standby_args = {"--standby", "--ready-fd={ready_fd}"};
       spec.takeover_signal = sidecar::TakeOverSignal();
       spec.heartbeat_timeout = options.fswatch_heartbeat_timeout;
@@ -408,7 +415,7 @@ int RunDaemon(const DaemonOptions& given) {
   supervisor.Stop();
   // Every watcher is gone: nothing reads the group, so it is closed before anything here opens
   // a file (the kernel answers every pending event allow: the spec's release of the host).
-  if (fanotify_group.fd >= 0) close(fanotify_group.fd);
+  release_group();
   if (pending_table >= 0) close(pending_table);
   if (netfilter) {
     std::vector<uint32_t> uids;

@@ -210,7 +210,17 @@ std::string SidecarSupervisor::TendWithStandby(Child& child, absl::Time now,
       ++child.restarts;
     } else {
       // Nothing reads the group now, and nothing can be started: its exec would wait for an
-      // answer nobody gives.
+      // answer nobody gives. A standby still starting holds the group too (and may itself be
+      // waiting on it): it goes, so that leashd closing its copy releases the host.
+      if (child.standby_pid > 0) {
+        kill(child.standby_pid, SIGKILL);
+        for (int waited_ms = 0; waited_ms < 2000; ++waited_ms) {
+          if (waitpid(child.standby_pid, nullptr, WNOHANG) == child.standby_pid) break;
+          absl::SleepFor(absl::Milliseconds(1));
+        }
+        child.standby_pid = 0;
+        child.standby_ready = false;
+      }
       return absl::StrCat(spec.name, " is gone and no standby was ready to take over");
     }
   }

@@ -50,7 +50,8 @@ struct SidecarSpec {
   // it is ready. When the running one dies (or is killed for silence), the ready standby is
   // sent `takeover_signal` and becomes the sidecar; a new standby follows once it is
   // connected. No process is spawned while neither runs: with no ready standby the supervisor
-  // gives up (leashd exits, and its stop path releases the group).
+  // kills a standby still starting and gives up (leashd then closes the group, which releases
+  // the host, and exits).
   std::vector<std::string> standby_args;
   int takeover_signal = 0;
   // Time a new process has to connect and say hello before it is treated as hung.
