@@ -814,6 +814,22 @@ TEST_F(WatcherFaultTest, StoppedWatcherIsKilledOnAMissedHeartbeatAndItsStandbyTa
   EXPECT_THAT(after.out, HasSubstr("Operation not permitted"));
 }
 
+// leashd's stop releases the host: the reading watcher and its standby both stop, and leashd
+// closes the group it kept. Any holder of the group left behind (a standby not stopped) would
+// keep it open with its marks and nobody reading, holding every open on the filesystem.
+TEST_F(WatcherFaultTest, StoppingLeashdClosesTheGroupAndReleasesTheFilesystem) {
+  ASSERT_NE(AgentReadsSecret().exit_code, 0);
+  const absl::StatusOr<int> stopped = leashd_->Stop();
+  ASSERT_TRUE(stopped.ok()) << leashd_->Log();
+  auto opened = leash::testing::Run({"cat", fs_->path() + "/open.txt"}, absl::Seconds(10));
+  ASSERT_TRUE(opened.ok());
+  EXPECT_FALSE(opened->timed_out) << "an open on the marked tmpfs still waits after leashd stopped";
+  EXPECT_EQ(opened->exit_code, 0) << opened->out;
+  // Nothing enforces any more: the spec's release.
+  RunResult after = AgentReadsSecret();
+  EXPECT_EQ(after.exit_code, 0) << after.out;
+}
+
 // The peak resident memory leashd has reached, in KiB (VmHWM), and a reset of that peak.
 int64_t PeakKib(pid_t pid) {
   for (absl::string_view line :
