@@ -33,6 +33,7 @@
 #include "controlplane/reconciler.h"
 #include "controlplane/sidecar_api/decision_log.h"
 #include "controlplane/sidecar_api/stack_dump.h"
+#include "controlplane/sidecar_api/watcher_handover.h"
 #include "controlplane/sidecar_supervisor.h"
 #include "controlplane/subject_directory.h"
 #include "controlplane/tiered_policy_source.h"
@@ -267,10 +268,33 @@ int RunDaemon(const DaemonOptions& given) {
   // its TCP instead of redirecting it there.
   stream.SetOnAckChange([&loop](leash::v1::SidecarKind) { loop.Request(); });
 
+  // The fanotify group is leashd's, kept for its whole life and handed to every watcher, so a
+  // watcher's death does not close it (closing answers every pending event allow): what it had
+  // not read stays queued, and what it read and never answered is answered by the standby that
+  // takes over, through the pending table. Closed on the stop path below.
+  std::atomic<int> fanotify_group{-1};
+  int pending_table = -1;
+  if (filesystem_on) {
+    absl::StatusOr<sidecar::PermissionGroup> group =
+        sidecar::OpenPermissionGroup(!sidecar::KernelHasPidfdInfo());
+    if (!group.ok()) return Refuse(std::string(group.status().message()));
+    fanotify_group.store(group->fd);
+    absl::StatusOr<int> table = sidecar::PendingTable::Create();
+    if (!table.ok()) return Refuse(std::string(table.status().message()));
+    pending_table = *table;
+  }
+  // Closing leashd's copy releases the host (every pending event allowed) once no watcher holds
+  // one: on the stop path, and as soon as the supervisor gives up, before anything of leashd's
+  // that may be waiting on the group (a reconcile reading /etc/passwd) is waited for.
+  auto release_group = [&fanotify_group] {
+    if (const int fd = fanotify_group.exchange(-1); fd >= 0) close(fd);
+  };
+
   int exit_code = 0;
   SupervisorPolicy supervisor_policy;
   SidecarSupervisor supervisor(&stream, supervisor_policy, [&](const std::string&) {
     exit_code = 1;
+    release_group();
     kill(getpid(), SIGTERM);
   });
 
@@ -298,9 +322,9 @@ int RunDaemon(const DaemonOptions& given) {
   Say(absl::StrCat("admin socket ", options.admin_socket, " (root only)"));
 
   // Both sidecars reach leashd on the admin socket and write decisions to the inherited log.
-  std::vector<std::string> fswatch_argv = {options.fswatch_binary,
-                                           "--socket=" + options.admin_socket,
-                                           "--decision-log-fd={log_fd}"};
+  std::vector<std::string> fswatch_argv = {
+      options.fswatch_binary, "--socket=" + options.admin_socket, "--decision-log-fd={log_fd}",
+      "--fanotify-fd={fd:0}", "--pending-table-fd={fd:1}"};
   if (!options.fswatch_mark_only_under.empty()) {
     fswatch_argv.push_back("--mark-only-under=" + options.fswatch_mark_only_under);
   }
@@ -361,6 +385,12 @@ int RunDaemon(const DaemonOptions& given) {
     spec.decision_log_fd = *log_fd;
     if (kind == leash::v1::SIDECAR_KIND_PROXY) spec.inherited_fds = port_fds;
     spec.heartbeat_timeout = options.heartbeat_timeout;
+    if (kind == leash::v1::SIDECAR_KIND_FSWATCH) {
+      spec.inherited_fds = {fanotify_group.load(), pending_table};
+      spec.standby_args = {"--standby", "--ready-fd={ready_fd}"};
+      spec.takeover_signal = sidecar::TakeOverSignal();
+      spec.heartbeat_timeout = options.fswatch_heartbeat_timeout;
+    }
     if (absl::Status started = supervisor.Start(spec); !started.ok()) {
       return Refuse(std::string(started.message()));
     }
@@ -470,6 +500,10 @@ int RunDaemon(const DaemonOptions& given) {
   if (tools_server) tools_server->Shutdown();
   (*admin)->Shutdown();
   supervisor.Stop();
+  // Every watcher is gone: nothing reads the group, so it is closed before anything here opens
+  // a file (the kernel answers every pending event allow: the spec's release of the host).
+  release_group();
+  if (pending_table >= 0) close(pending_table);
   if (netfilter) {
     std::vector<uint32_t> uids;
     for (const auto& [uid, state] : reconciler.subjects()) uids.push_back(uid);

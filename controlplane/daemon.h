@@ -8,9 +8,9 @@
 // sidecars (the proxy inherits the port sockets) -> the first reconcile (every subject
 // denied in the watcher before its chain goes in) -> the tools socket -> the pidfile.
 // Signals: SIGHUP asks for a reconcile (coalesced); SIGTERM/SIGINT stop.
-// Stop: release every chain the port map holds, stop the sidecars (closing the watcher's
-// fanotify group releases the host), remove the sockets and the pidfile; the proxy's ports
-// are closed last, as it returns.
+// Stop: stop the sidecars, close the fanotify group leashd keeps for its watchers (which
+// releases the host), release every chain the port map holds, remove the sockets and the
+// pidfile; the proxy's ports are closed last, as it returns.
 #pragma once
 
 #include <memory>
@@ -49,6 +49,9 @@ struct DaemonOptions {
   absl::Duration reconcile_retry = absl::Seconds(5);
   // How long a sidecar may go without a heartbeat before it is killed and respawned.
   absl::Duration heartbeat_timeout = absl::Seconds(5);
+  // The same for the watcher, whose silence (a SIGSTOP) stalls every open on the marked
+  // filesystems until its standby takes over: 8 of its heartbeats (fswatch/app.h).
+  absl::Duration fswatch_heartbeat_timeout = absl::Seconds(2);
 };
 
 // Runs leashd until SIGTERM/SIGINT (or a sidecar that keeps dying). Returns the process exit

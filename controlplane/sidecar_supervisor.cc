@@ -42,9 +42,17 @@ SidecarSupervisor::~SidecarSupervisor() {
   if (monitor_.joinable()) monitor_.join();
 }
 
-absl::StatusOr<pid_t> SidecarSupervisor::Spawn(const SidecarSpec& spec) {
+absl::StatusOr<pid_t> SidecarSupervisor::Spawn(const SidecarSpec& spec, int ready_write) {
+  // A standby's ready pipe follows the inherited descriptors.
+  const int child_ready_fd = SidecarInheritedFd(spec.inherited_fds.size());
+  std::vector<std::string> given = spec.argv;
+  if (ready_write >= 0) {
+    for (const std::string& arg : spec.standby_args) {
+      given.push_back(absl::StrReplaceAll(arg, {{"{ready_fd}", std::to_string(child_ready_fd)}}));
+    }
+  }
   std::vector<std::string> args;
-  for (const std::string& arg : spec.argv) {
+  for (const std::string& arg : given) {
     std::string expanded = absl::StrReplaceAll(arg, {{"{log_fd}", std::to_string(kChildLogFd)}});
     for (size_t i = 0; i < spec.inherited_fds.size(); ++i) {
       expanded = absl::StrReplaceAll(
@@ -65,8 +73,7 @@ absl::StatusOr<pid_t> SidecarSupervisor::Spawn(const SidecarSpec& spec) {
     for (int fd : sources) close(fd);
   };
   auto hand_down = [&](int fd, int child_fd, absl::string_view what) -> absl::Status {
-    const int source = fcntl(fd, F_DUPFD_CLOEXEC,
-                             SidecarInheritedFd(spec.inherited_fds.size()) + 1);
+    const int source = fcntl(fd, F_DUPFD_CLOEXEC, child_ready_fd + 1);
     if (source < 0) return absl::ErrnoToStatus(errno, absl::StrCat("dup ", what, " for ", spec.name));
     sources.push_back(source);
     posix_spawn_file_actions_adddup2(&actions, source, child_fd);
@@ -77,6 +84,9 @@ absl::StatusOr<pid_t> SidecarSupervisor::Spawn(const SidecarSpec& spec) {
   for (size_t i = 0; handed.ok() && i < spec.inherited_fds.size(); ++i) {
     handed = hand_down(spec.inherited_fds[i], SidecarInheritedFd(i),
                        absl::StrCat("inherited descriptor ", i));
+  }
+  if (handed.ok() && ready_write >= 0) {
+    handed = hand_down(ready_write, child_ready_fd, "the standby's ready pipe");
   }
   if (!handed.ok()) {
     close_sources();
@@ -105,19 +115,136 @@ absl::StatusOr<pid_t> SidecarSupervisor::Spawn(const SidecarSpec& spec) {
 }
 
 absl::Status SidecarSupervisor::Start(SidecarSpec spec) {
+  int ready[2] = {-1, -1};
+  if (!spec.standby_args.empty() && pipe2(ready, O_CLOEXEC | O_NONBLOCK) != 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("pipe for ", spec.name, "'s standby"));
+  }
   absl::StatusOr<pid_t> pid = Spawn(spec);
-  if (!pid.ok()) return pid.status();
+  if (!pid.ok()) {
+    for (int fd : ready) {
+      if (fd >= 0) close(fd);
+    }
+    return pid.status();
+  }
   absl::MutexLock lock(&mu_);
   Child& child = children_[spec.kind];
   child.spec = std::move(spec);
   child.pid = *pid;
   child.started = absl::Now();
+  child.ready_read = ready[0];
+  child.ready_write = ready[1];
   return absl::OkStatus();
+}
+
+std::string SidecarSupervisor::TendWithStandby(Child& child, absl::Time now,
+                                               bool& spawn_standby) {
+  const SidecarSpec& spec = child.spec;
+  const char* name = spec.name.c_str();
+  // Standbys that said they are ready.
+  pid_t said = 0;
+  while (read(child.ready_read, &said, sizeof(said)) == sizeof(said)) {
+    if (said == child.standby_pid && said > 0 && !child.standby_ready) {
+      child.standby_ready = true;
+      std::fprintf(stderr, "leashd: %s standby (pid %d) ready\n", name, said);
+    }
+  }
+  if (child.standby_pid > 0) {
+    int status = 0;
+    if (waitpid(child.standby_pid, &status, WNOHANG) == child.standby_pid) {
+      std::fprintf(stderr, "leashd: %s standby (pid %d) %s\n", name, child.standby_pid,
+                   DescribeExit(status).c_str());
+      child.standby_pid = 0;
+      child.standby_ready = false;
+      child.deaths.push_back(now);
+      child.next_standby = now + policy_.respawn_backoff;
+    } else if (!child.standby_ready && now - child.standby_started > spec.startup_grace) {
+      std::fprintf(stderr, "leashd: %s standby (pid %d) never said it is ready; killing it\n",
+                   name, child.standby_pid);
+      kill(child.standby_pid, SIGKILL);  // reaped on a later pass
+    }
+  }
+
+  // The running one: gone, or silent (then killed here, and reaped before the standby is told:
+  // the dead one must hold no descriptor of the group's events when the standby answers them).
+  if (child.pid > 0) {
+    int status = 0;
+    pid_t done = waitpid(child.pid, &status, WNOHANG);
+    if (done != child.pid) {
+      const SidecarState state = stream_->State(spec.kind);
+      const bool connected_as_this = state.pid == static_cast<uint32_t>(child.pid);
+      const bool silent = connected_as_this
+                              ? now - state.last_heartbeat > spec.heartbeat_timeout
+                              : now - child.started > spec.startup_grace;
+      if (silent) {
+        std::fprintf(stderr, "leashd: %s (pid %d) %s; killing it\n", name, child.pid,
+                     connected_as_this ? "stopped sending heartbeats"
+                                       : "never connected to PolicyStream");
+        kill(child.pid, SIGKILL);  // ends a SIGSTOPped process too
+        // Reaped at once: SIGKILL ends a process promptly (its waits on the group's events are
+        // killable). Bounded, so a process stuck in an uninterruptible wait is retried next pass.
+        for (int waited_ms = 0; waited_ms < 2000; ++waited_ms) {
+          done = waitpid(child.pid, &status, WNOHANG);
+          if (done == child.pid) break;
+          absl::SleepFor(absl::Milliseconds(1));
+        }
+      }
+    }
+    if (done == child.pid) {
+      std::fprintf(stderr, "leashd: %s (pid %d) %s\n", name, child.pid,
+                   DescribeExit(status).c_str());
+      child.pid = 0;
+      child.deaths.push_back(now);
+      child.awaiting_respawn = true;
+    }
+  }
+  if (child.pid == 0) {
+    if (child.standby_pid > 0 && child.standby_ready) {
+      kill(child.standby_pid, spec.takeover_signal);
+      std::fprintf(stderr, "leashd: handed %s to its standby (pid %d)\n", name,
+                   child.standby_pid);
+      child.pid = child.standby_pid;
+      child.started = now;
+      child.standby_pid = 0;
+      child.standby_ready = false;
+      child.awaiting_respawn = false;
+      ++child.restarts;
+    } else {
+      // Nothing reads the group now, and nothing can be started: its exec would wait for an
+      // answer nobody gives. A standby still starting holds the group too (and may itself be
+      // waiting on it): it goes, so that leashd closing its copy releases the host.
+      if (child.standby_pid > 0) {
+        kill(child.standby_pid, SIGKILL);
+        for (int waited_ms = 0; waited_ms < 2000; ++waited_ms) {
+          if (waitpid(child.standby_pid, nullptr, WNOHANG) == child.standby_pid) break;
+          absl::SleepFor(absl::Milliseconds(1));
+        }
+        child.standby_pid = 0;
+        child.standby_ready = false;
+      }
+      return absl::StrCat(spec.name, " is gone and no standby was ready to take over");
+    }
+  }
+  while (!child.deaths.empty() && now - child.deaths.front() > policy_.window) {
+    child.deaths.pop_front();
+  }
+  if (static_cast<int>(child.deaths.size()) > policy_.max_deaths) {
+    return absl::StrCat(spec.name, " died ", child.deaths.size(), " times in ",
+                        absl::FormatDuration(policy_.window));
+  }
+  // A new standby once the running one has a map in force, so that its exec and loading are
+  // answered (an exec nobody answers would hold this thread in posix_spawn).
+  if (child.standby_pid == 0 && now >= child.next_standby) {
+    const SidecarState state = stream_->State(spec.kind);
+    spawn_standby = state.connected && state.pid == static_cast<uint32_t>(child.pid) &&
+                    state.acked_version > 0;
+  }
+  return "";
 }
 
 void SidecarSupervisor::Monitor() {
   while (true) {
     std::vector<std::pair<int, std::string>> respawn;
+    std::vector<int> standbys;
     std::string give_up_reason;
     {
       absl::MutexLock lock(&mu_);
@@ -126,6 +253,15 @@ void SidecarSupervisor::Monitor() {
       if (stopping_) return;
       const absl::Time now = absl::Now();
       for (auto& [kind, child] : children_) {
+        if (!child.spec.standby_args.empty()) {
+          bool spawn_standby = false;
+          std::string reason = TendWithStandby(child, now, spawn_standby);
+          if (!reason.empty() && give_up_reason.empty()) {
+            give_up_reason = absl::StrCat(reason, "; exiting for systemd to restart leash");
+          }
+          if (spawn_standby) standbys.push_back(kind);
+          continue;
+        }
         if (child.pid > 0) {
           int status = 0;
           const pid_t done = waitpid(child.pid, &status, WNOHANG);
@@ -178,6 +314,28 @@ void SidecarSupervisor::Monitor() {
       if (give_up_) give_up_(give_up_reason);
       continue;
     }
+    for (int kind : standbys) {
+      SidecarSpec spec;
+      int ready_write = -1;
+      {
+        absl::MutexLock lock(&mu_);
+        if (stopping_) return;
+        spec = children_[kind].spec;
+        ready_write = children_[kind].ready_write;
+      }
+      absl::StatusOr<pid_t> pid = Spawn(spec, ready_write);
+      absl::MutexLock lock(&mu_);
+      Child& child = children_[kind];
+      if (!pid.ok()) {
+        child.next_standby = absl::Now() + policy_.respawn_backoff;
+        std::fprintf(stderr, "leashd: spawning %s's standby failed: %s\n", spec.name.c_str(),
+                     std::string(pid.status().message()).c_str());
+        continue;
+      }
+      child.standby_pid = *pid;
+      child.standby_ready = false;
+      child.standby_started = absl::Now();
+    }
     for (const auto& [kind, name] : respawn) {
       SidecarSpec spec;
       {
@@ -219,6 +377,7 @@ void SidecarSupervisor::Stop(absl::Duration grace) {
     stopping_ = true;
     for (auto& [kind, child] : children_) {
       if (child.pid > 0) pids.push_back(child.pid);
+      if (child.standby_pid > 0) pids.push_back(child.standby_pid);
     }
   }
   if (monitor_.joinable()) monitor_.join();
@@ -235,7 +394,14 @@ void SidecarSupervisor::Stop(absl::Duration grace) {
     }
   }
   absl::MutexLock lock(&mu_);
-  for (auto& [kind, child] : children_) child.pid = 0;
+  for (auto& [kind, child] : children_) {
+    child.pid = 0;
+    child.standby_pid = 0;
+    for (int* fd : {&child.ready_read, &child.ready_write}) {
+      if (*fd >= 0) close(*fd);
+      *fd = -1;
+    }
+  }
 }
 
 std::vector<leash::v1::SidecarStatus> SidecarSupervisor::Status() const {
@@ -253,6 +419,12 @@ std::vector<leash::v1::SidecarStatus> SidecarSupervisor::Status() const {
     status.set_restarts(child.restarts);
   }
   return out;
+}
+
+pid_t SidecarSupervisor::ReadyStandbyOf(leash::v1::SidecarKind kind) const {
+  absl::MutexLock lock(&mu_);
+  auto it = children_.find(kind);
+  return it == children_.end() || !it->second.standby_ready ? 0 : it->second.standby_pid;
 }
 
 pid_t SidecarSupervisor::PidOf(leash::v1::SidecarKind kind) const {

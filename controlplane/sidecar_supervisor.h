@@ -43,6 +43,17 @@ struct SidecarSpec {
   std::vector<int> inherited_fds;
   // A sidecar whose last heartbeat is older than this is killed (and respawned).
   absl::Duration heartbeat_timeout = absl::Seconds(5);
+  // Non-empty: the sidecar runs with a hot standby (the watcher: a new process cannot be
+  // started while nobody reads the fanotify group, since its own exec would wait for an answer).
+  // A second process is spawned with these arguments appended once the first is connected;
+  // "{ready_fd}" in them is the write end of a pipe on which it writes its pid (4 bytes) when
+  // it is ready. When the running one dies (or is killed for silence), the ready standby is
+  // sent `takeover_signal` and becomes the sidecar; a new standby follows once it is
+  // connected. No process is spawned while neither runs: with no ready standby the supervisor
+  // kills a standby still starting and gives up (leashd then closes the group, which releases
+  // the host, and exits).
+  std::vector<std::string> standby_args;
+  int takeover_signal = 0;
   // Time a new process has to connect and say hello before it is treated as hung.
   absl::Duration startup_grace = absl::Seconds(15);
 };
@@ -73,13 +84,23 @@ class SidecarSupervisor {
   void Stop(absl::Duration grace = absl::Seconds(3));
 
   std::vector<leash::v1::SidecarStatus> Status() const;
-  // The current PID of a sidecar (0 when none).
+  // The current PID of a sidecar (0 when none), and of its ready standby (0 when none).
   pid_t PidOf(leash::v1::SidecarKind kind) const;
+  pid_t ReadyStandbyOf(leash::v1::SidecarKind kind) const;
 
  private:
   struct Child {
     SidecarSpec spec;
     pid_t pid = 0;
+    // The hot standby (spec.standby_args), and whether it said it is ready.
+    pid_t standby_pid = 0;
+    bool standby_ready = false;
+    absl::Time standby_started;
+    absl::Time next_standby = absl::InfinitePast();
+    // The pipe standbys say they are ready on (read end non-blocking; both close-on-exec, the
+    // write end handed to each standby).
+    int ready_read = -1;
+    int ready_write = -1;
     absl::Time started;
     std::deque<absl::Time> deaths;
     // Died (or its respawn failed) and is to be spawned again, not before next_spawn.
@@ -88,8 +109,12 @@ class SidecarSupervisor {
     absl::Duration backoff = absl::ZeroDuration();  // after the last failed spawn
     uint32_t restarts = 0;
   };
-  absl::StatusOr<pid_t> Spawn(const SidecarSpec& spec);
+  absl::StatusOr<pid_t> Spawn(const SidecarSpec& spec, int ready_write = -1);
   void Monitor();
+  // One pass over a sidecar with a standby. Returns a reason to give up, or "". Sets
+  // `spawn_standby` when a standby is to be spawned (outside the lock).
+  std::string TendWithStandby(Child& child, absl::Time now, bool& spawn_standby)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   PolicyStreamService* const stream_;
   const SupervisorPolicy policy_;

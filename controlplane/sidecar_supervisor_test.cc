@@ -123,6 +123,60 @@ TEST_F(SupervisorTest, InheritedDescriptorsReachTheChildAtTheirNumbers) {
   close(second[0]);
 }
 
+SidecarSpec WithStandby(SidecarSpec spec, bool ready = true) {
+  spec.standby_args = {"--standby"};
+  if (ready) spec.standby_args.push_back("--ready-fd={ready_fd}");
+  spec.takeover_signal = SIGUSR1;
+  return spec;
+}
+
+// The watcher's way: a second process stands by, and takes over when the first dies or goes
+// silent; a new standby follows once the new one is connected.
+TEST_F(SupervisorTest, AStandbyTakesOverFromADeadOrSilentSidecarAndIsReplaced) {
+  stream_.Publish({});
+  MakeSupervisor();
+  ASSERT_TRUE(supervisor_->Start(WithStandby(Spec())).ok());
+  const auto kind = leash::v1::SIDECAR_KIND_FSWATCH;
+  for (const int fault : {SIGKILL, SIGSTOP}) {
+    SCOPED_TRACE(fault);
+    const pid_t reader = supervisor_->PidOf(kind);
+    pid_t standby = 0;
+    ASSERT_TRUE(WaitFor([&] { return (standby = supervisor_->ReadyStandbyOf(kind)) != 0; },
+                        absl::Seconds(10)));
+    ASSERT_NE(standby, reader);
+    ASSERT_EQ(kill(reader, fault), 0);
+    ASSERT_TRUE(WaitFor([&] { return supervisor_->PidOf(kind) == standby; }, absl::Seconds(10)));
+    // It subscribes only once told: its hello replaces the dead one's stream.
+    ASSERT_TRUE(WaitFor([&] { return stream_.State(kind).pid == static_cast<uint32_t>(standby); },
+                        absl::Seconds(10)));
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          const pid_t next = supervisor_->ReadyStandbyOf(kind);
+          return next != 0 && next != standby;
+        },
+        absl::Seconds(10)));
+    EXPECT_EQ(kill(reader, 0), -1) << "the old one still runs";
+  }
+  EXPECT_EQ(GaveUp(), "");
+  EXPECT_EQ(supervisor_->Status()[0].restarts(), 2u);
+}
+
+// Nothing is spawned while nobody reads (a watcher's exec would wait on its own group): with no
+// ready standby the supervisor gives up.
+TEST_F(SupervisorTest, WithNoReadyStandbyASidecarThatDiesMakesTheSupervisorGiveUp) {
+  stream_.Publish({});
+  MakeSupervisor();
+  ASSERT_TRUE(supervisor_->Start(WithStandby(Spec(), /*ready=*/false)).ok());
+  const auto kind = leash::v1::SIDECAR_KIND_FSWATCH;
+  const pid_t reader = supervisor_->PidOf(kind);
+  ASSERT_TRUE(stream_.WaitForAck(kind, 1, absl::Seconds(10)).ok());
+  absl::SleepFor(absl::Milliseconds(300));  // a standby is spawned, and never says it is ready
+  ASSERT_EQ(kill(reader, SIGKILL), 0);
+  ASSERT_TRUE(WaitFor([&] { return !GaveUp().empty(); }, absl::Seconds(10)));
+  EXPECT_THAT(GaveUp(), ::testing::HasSubstr("no standby was ready to take over"));
+  EXPECT_EQ(supervisor_->PidOf(kind), 0);
+}
+
 TEST_F(SupervisorTest, SidecarInheritsTheDecisionLogAndGetsTheMap) {
   stream_.Publish({});
   MakeSupervisor();

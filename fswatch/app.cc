@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/random.h>
@@ -15,10 +16,12 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <thread>
 
+#include "absl/base/internal/sysinfo.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -28,6 +31,7 @@
 #include "absl/time/clock.h"
 #include "controlplane/sidecar_api/decision_log.h"
 #include "controlplane/sidecar_api/policy_subscriber.h"
+#include "controlplane/sidecar_api/watcher_handover.h"
 #include "engine/path_entry.h"
 #include "fswatch/fanotify_linux.h"
 #include "fswatch/marker.h"
@@ -36,6 +40,7 @@
 #include "fswatch/subject_map.h"
 #include "fswatch/watchdog.h"
 #include "fswatch/watcher.h"
+#include "grpcpp/grpcpp.h"
 
 namespace leash::fswatch {
 namespace {
@@ -81,6 +86,44 @@ absl::Status CheckTestMountGuard(const std::string& dir) {
       "start (--initial-map) never marks a real filesystem"));
 }
 
+// Makes gRPC load and start what it needs (its threads, the resolver, the socket's
+// connection) while the standby can still open files: after the takeover nothing reads the
+// group until the map has come, and an open of ours on a marked filesystem would wait for
+// ourselves. The channel is kept for the process's life: with none left gRPC shuts down, and
+// starting again reads /sys (the CPU count).
+std::shared_ptr<grpc::Channel> WarmUpPolicyStream(const std::string& socket_path) {
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(
+      absl::StrCat("unix:", socket_path), grpc::InsecureChannelCredentials());
+  channel->WaitForConnected(gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                         gpr_time_from_seconds(5, GPR_TIMESPAN)));
+  return channel;
+}
+
+// The standby's wait: says it is ready (our pid on `ready_fd`, and on stderr), then waits for
+// sidecar::TakeOverSignal(). Returns false when a stop signal comes first.
+bool WaitForTakeOver(const sigset_t& stop_signals, int ready_fd) {
+  sigset_t wait_for = stop_signals;
+  sigaddset(&wait_for, sidecar::TakeOverSignal());
+  Say("standing by: the group is not read until leashd hands it over");
+  if (ready_fd >= 0) {
+    const pid_t pid = getpid();
+    if (write(ready_fd, &pid, sizeof(pid)) != sizeof(pid)) {
+      Say(absl::StrCat("could not tell leashd we stand by (--ready-fd=", ready_fd,
+                       "): ", strerror(errno)));
+    }
+    close(ready_fd);
+  }
+  for (;;) {
+    const int signal_number = sigwaitinfo(&wait_for, nullptr);
+    if (signal_number == sidecar::TakeOverSignal()) {
+      Say("taking over the group");
+      return true;
+    }
+    if (signal_number == SIGHUP || signal_number < 0) continue;
+    return false;
+  }
+}
+
 struct Loop {
   std::atomic<bool> stop{false};
   std::atomic<pid_t> tid{0};
@@ -104,11 +147,14 @@ struct Loop {
 std::string Usage() {
   return "usage: leash-fswatch [--socket=PATH] [--decision-log-fd=N] [--mark-only-under=DIR]\n"
          "                     [--identity=best|proc-status]\n"
+         "                     [--fanotify-fd=N --pending-table-fd=N [--standby [--ready-fd=N]]]\n"
          "       leash-fswatch --initial-map=FILE --mark-only-under=TMPFS [--test-faults] ...\n"
          "  Started by leashd, which hands it the UID -> policy map over PolicyStream (--socket,\n"
          "  default /run/leash/leash.sock) and the decision log as descriptor N (default:\n"
          "  stdout). --initial-map (tests) takes the map from a serialized leash.v1.PolicyUpdate\n"
-         "  and requires --mark-only-under to name a tmpfs mount point.\n"
+         "  and requires --mark-only-under to name a tmpfs mount point. --fanotify-fd: the group\n"
+         "  leashd keeps, with the pending table through which a watcher taking over answers\n"
+         "  what its predecessor read; --standby waits for SIGUSR1 before reading it.\n"
          "  Exit codes: 0 stopped, 2 usage, 3 refused (kernel < 5.0, no CAP_SYS_ADMIN, no\n"
          "  fanotify), 4 start failed, 5 watchdog fired, 6 event loop failed.\n";
 }
@@ -157,6 +203,17 @@ absl::StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
             absl::StrCat("--identity=", value, " is not one of best, proc-status"));
       }
       flags.identity = value;
+    } else if (name == "--fanotify-fd" || name == "--pending-table-fd" || name == "--ready-fd") {
+      if (absl::Status s = need_value(); !s.ok()) return s;
+      int& target = name == "--fanotify-fd"       ? flags.fanotify_fd
+                    : name == "--pending-table-fd" ? flags.pending_table_fd
+                                                   : flags.ready_fd;
+      if (!absl::SimpleAtoi(value, &target) || target < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, "=", value, " is not a descriptor number (e.g. ", name, "=4)"));
+      }
+    } else if (name == "--standby" && !has_value) {
+      flags.standby = true;
     } else if (name == "--test-faults" && !has_value) {
       flags.test_faults = true;
     } else {
@@ -167,6 +224,18 @@ absl::StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
     return absl::InvalidArgumentError(
         "--initial-map is a test-only start and needs --mark-only-under=<the test's tmpfs>, so "
         "a test never marks a real filesystem");
+  }
+  if ((flags.fanotify_fd >= 0) != (flags.pending_table_fd >= 0)) {
+    return absl::InvalidArgumentError(
+        "--fanotify-fd and --pending-table-fd go together: a watcher of a shared group notes "
+        "what it has read where its successor finds it");
+  }
+  if (flags.standby && flags.fanotify_fd < 0) {
+    return absl::InvalidArgumentError(
+        "--standby needs --fanotify-fd: a standby takes over a group someone else keeps");
+  }
+  if (flags.ready_fd >= 0 && !flags.standby) {
+    return absl::InvalidArgumentError("--ready-fd is only written by a --standby watcher");
   }
   if (flags.test_faults && flags.initial_map.empty()) {
     return absl::InvalidArgumentError("--test-faults is only honoured with --initial-map");
@@ -243,10 +312,29 @@ int FswatchMain(int argc, char** argv) {
 
   // Each pending event holds a descriptor (two with the event's pidfd) until answered, and the
   // pidfd cache keeps up to a quarter of the limit: raised before the group sizes the cache.
+  // On a shared group it is fixed at the pending table's size instead: every event descriptor
+  // this process is given is then a number the table has a slot for, and the one taking over
+  // after us can reach it.
+  const bool shared_group = flags.fanotify_fd >= 0;
   rlimit files{};
-  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
-    files.rlim_cur = files.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &files);
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0) {
+    const rlim_t want = shared_group ? sidecar::kWatcherDescriptorLimit : files.rlim_max;
+    if (shared_group && files.rlim_max < want) {
+      Say(absl::StrCat("cannot start: RLIMIT_NOFILE's hard limit is ", files.rlim_max,
+                       "; a watcher of a shared group needs ", want));
+      return kExitStartFailed;
+    }
+    files.rlim_cur = want;
+    if (shared_group) files.rlim_max = want;
+    if (setrlimit(RLIMIT_NOFILE, &files) != 0 && shared_group) {
+      Say(absl::StrCat("cannot start: setrlimit(RLIMIT_NOFILE, ", want, "): ", strerror(errno)));
+      return kExitStartFailed;
+    }
+  }
+  if (shared_group && (flags.fanotify_fd >= static_cast<int>(sidecar::kWatcherDescriptorLimit) ||
+                       flags.pending_table_fd >= static_cast<int>(sidecar::kWatcherDescriptorLimit))) {
+    Say("cannot start: the handed-over descriptors are above the watcher's descriptor limit");
+    return kExitStartFailed;
   }
 
   // The decision log's descriptor: handed over by leashd, or stdout.
@@ -286,9 +374,19 @@ int FswatchMain(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // The takeover signal is blocked in every thread from the start: one that arrives early is
+  // kept pending for the standby's wait, and one sent to a watcher already reading does nothing.
+  sigset_t blocked = stop_signals;
+  sigaddset(&blocked, sidecar::TakeOverSignal());
+  pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
 
   // Everything the loop and the watchdog will use, loaded now: the marks are not on yet.
+  // The CPU count is read from /sys (sysfs, which a whitelist subject's plan marks) the first
+  // time glibc's malloc makes a new arena and the first time an absl::Mutex spins: a fixed
+  // arena limit skips the one, an early call caches the other, so no thread of ours opens a
+  // file when it first allocates or contends (a standby's threads before its loop reads).
+  mallopt(M_ARENA_MAX, 8);
+  (void)absl::base_internal::NumCPUs();
   if (absl::Status prepared = Watchdog::Prepare(); !prepared.ok()) {
     Say(absl::StrCat("cannot start: ", prepared.message()));
     return kExitStartFailed;
@@ -302,8 +400,22 @@ int FswatchMain(int argc, char** argv) {
         absl::Now(), engine::MakeRef(1), 0, leash::v1::SURFACE_FILESYSTEM, warm, subject));
   }
 
-  absl::StatusOr<std::unique_ptr<FanotifyLinux>> opened = FanotifyLinux::Open(
-      flags.identity == "proc-status" ? IdentityPreference::kProcStatus : IdentityPreference::kBest);
+  const IdentityPreference preference =
+      flags.identity == "proc-status" ? IdentityPreference::kProcStatus : IdentityPreference::kBest;
+  absl::StatusOr<std::unique_ptr<FanotifyLinux>> opened;
+  if (shared_group) {
+    absl::StatusOr<sidecar::PendingTable*> table =
+        sidecar::PendingTable::Map(flags.pending_table_fd);
+    if (!table.ok()) {
+      Say(absl::StrCat("cannot start: --pending-table-fd=", flags.pending_table_fd, ": ",
+                       table.status().message()));
+      return kExitStartFailed;
+    }
+    close(flags.pending_table_fd);  // the mapping stays
+    opened = FanotifyLinux::Adopt(flags.fanotify_fd, preference, *table);
+  } else {
+    opened = FanotifyLinux::Open(preference);
+  }
   if (!opened.ok()) {
     Say(absl::StrCat("refusing to start: ", opened.status().message()));
     return absl::IsPermissionDenied(opened.status()) || absl::IsUnimplemented(opened.status())
@@ -339,24 +451,53 @@ int FswatchMain(int argc, char** argv) {
       *group, [] { return ReadProcFile("/proc/self/mountinfo"); },
       MarkOptions{flags.mark_only_under});
 
-  // The loop runs before the first mark goes on: an event on a marked filesystem must never
-  // find nobody to answer it.
   Loop loop;
-  loop.thread = std::thread([&] {
-    pthread_setname_np(pthread_self(), "fsw-loop");
-    loop.tid.store(static_cast<pid_t>(syscall(SYS_gettid)));
-    while (!loop.stop.load(std::memory_order_relaxed)) {
-      const int rc = watcher->RunOnce(1000);
-      if (rc < 0) {
-        loop.failed_errno.store(-rc);
-        break;
+  std::unique_ptr<Watchdog> watchdog;
+  auto start_loop = [&] {
+    loop.thread = std::thread([&] {
+      pthread_setname_np(pthread_self(), "fsw-loop");
+      loop.tid.store(static_cast<pid_t>(syscall(SYS_gettid)));
+      while (!loop.stop.load(std::memory_order_relaxed)) {
+        const int rc = watcher->RunOnce(1000);
+        if (rc < 0) {
+          loop.failed_errno.store(-rc);
+          break;
+        }
       }
-    }
-    loop.done.store(true);
-  });
-  while (loop.tid.load() == 0) std::this_thread::yield();
-  auto watchdog = std::make_unique<Watchdog>([w = watcher.get()] { return w->last_pass_ns(); },
-                                             loop.tid.load(), kWatchdogSeconds, kExitWatchdog);
+      loop.done.store(true);
+    });
+    while (loop.tid.load() == 0) std::this_thread::yield();
+    watchdog = std::make_unique<Watchdog>([w = watcher.get()] { return w->last_pass_ns(); },
+                                          loop.tid.load(), kWatchdogSeconds, kExitWatchdog);
+  };
+  auto stop_loop = [&] {
+    if (!loop.thread.joinable()) return;
+    loop.StopAndJoin();
+    watchdog.reset();
+  };
+  auto answer_abandoned = [&] {
+    const int64_t started_ns = absl::GetCurrentTimeNanos();
+    const AbandonedCounts abandoned = group->AnswerAbandoned(
+        [&](uint64_t noted) { return watcher->JudgeAbandoned(noted); },
+        [&](uint64_t noted, bool allowed) { watcher->LogAbandoned(noted, allowed); });
+    return absl::StrCat(abandoned.answered,
+                        " event(s) left unanswered by the previous watcher answered (",
+                        abandoned.every_number
+                            ? "it died inside a read, so every descriptor number was tried"
+                            : absl::StrCat(abandoned.numbers_tried, " noted number(s) tried"),
+                        ") in ", (absl::GetCurrentTimeNanos() - started_ns) / 1000, " us");
+  };
+  // The loop runs before the first mark goes on, so an event on a marked filesystem never finds
+  // nobody to answer it (and no thread of ours, starting gRPC or reading /sys, waits on our own
+  // group). That is every start but a standby's: a group of our own is new, and so is the group
+  // leashd hands its first watcher (were it not, what a predecessor left is answered first,
+  // with no map yet: denied). A standby's group is marked and may hold events its predecessor
+  // read: its loop waits until the map is in force and those are answered (meanwhile new
+  // events queue in the kernel, unanswered, never allowed).
+  if (!flags.standby) {
+    if (shared_group) Say(absl::StrCat("reading the group: ", answer_abandoned()));
+    start_loop();
+  }
 
   auto report_marks = [&](const absl::StatusOr<MarkReport>& report, bool verbose) {
     if (!report.ok()) {
@@ -412,6 +553,15 @@ int FswatchMain(int argc, char** argv) {
 
   // The map: leashd's over PolicyStream (applied and acked on the subscriber's thread, with
   // heartbeats carrying the counters), or the test-only file.
+  std::shared_ptr<grpc::Channel> warm_channel;
+  if (flags.standby) {
+    if (initial_map == nullptr) warm_channel = WarmUpPolicyStream(flags.socket_path);
+    if (!WaitForTakeOver(stop_signals, flags.ready_fd)) {
+      Say("stopped while standing by; the group was never read by this process");
+      return kExitStopped;
+    }
+  }
+
   std::unique_ptr<sidecar::PolicySubscriber> subscriber;
   if (initial_map != nullptr) {
     apply(initial_map, initial_version);
@@ -419,16 +569,23 @@ int FswatchMain(int argc, char** argv) {
     sidecar::SubscriberOptions subscriber_options;
     subscriber_options.socket_path = flags.socket_path;
     subscriber_options.kind = leash::v1::SIDECAR_KIND_FSWATCH;
+    subscriber_options.heartbeat_period = absl::Milliseconds(kHeartbeatMillis);
     subscriber = std::make_unique<sidecar::PolicySubscriber>(subscriber_options, apply, stats);
     subscriber->Start();
     if (absl::Status first = subscriber->WaitForFirstMap(absl::Seconds(30)); !first.ok()) {
       Say(absl::StrCat("cannot start: no map from leashd at ", flags.socket_path, ": ",
                        first.message()));
       subscriber->Stop();
-      watchdog.reset();
-      loop.StopAndJoin();
+      stop_loop();
       return kExitStartFailed;
     }
+  }
+  if (flags.standby) {
+    // Before our first read: our own event descriptors would take numbers the predecessor's
+    // unanswered events still hold in the kernel's list.
+    const std::string answered = answer_abandoned();
+    start_loop();
+    Say(absl::StrCat("reading the group: ", answered));
   }
 
   // Re-scan every 5 s: filesystems mounted (or unmounted) since are marked (or forgotten).
@@ -490,8 +647,7 @@ int FswatchMain(int argc, char** argv) {
   }
   rescan_cv.notify_all();
   rescan.join();
-  loop.StopAndJoin();
-  watchdog.reset();
+  stop_loop();
   group.reset();
   Say(absl::StrCat("stopped: ", watcher->events_answered(), " events answered, ", log->lost(),
                    " records lost, ", watcher->overflows(), " queue overflows, ",

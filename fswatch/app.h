@@ -22,6 +22,10 @@ inline constexpr int kExitLoopFailed = 6;     // reading the fanotify group fail
 
 inline constexpr int kWatchdogSeconds = 10;   // spec: "if the loop stops for 10 seconds"
 inline constexpr int kRescanSeconds = 5;      // spec: marks "re-scanned every 5 s"
+// PolicyStream heartbeats: leashd hands the group to the standby watcher when they stop (a
+// SIGSTOPped watcher stalls every open on the marked filesystems until then), so they come
+// often enough for leashd's short timeout (controlplane/daemon.h) to tolerate a loaded host.
+inline constexpr int kHeartbeatMillis = 250;
 
 struct Flags {
   // leashd's admin socket (PolicyStream).
@@ -37,6 +41,17 @@ struct Flags {
   std::string identity = "best";
   // Honour LEASH_FSWATCH_TEST_FAULT (test-only fault hooks).
   bool test_faults = false;
+  // The fanotify group leashd made and keeps (sidecar::OpenPermissionGroup), and the pending
+  // table shared by every watcher of it (sidecar::PendingTable); -1: the watcher makes a group
+  // of its own (tests), which ends with it.
+  int fanotify_fd = -1;
+  int pending_table_fd = -1;
+  // Start as the standby: everything made and loaded, but the group is not read until
+  // sidecar::TakeOverSignal() arrives (leashd sends it once the reading watcher is dead). The
+  // map is asked of leashd then (a --initial-map is read at start).
+  bool standby = false;
+  // With --standby: our pid (4 bytes) is written here once we wait for the signal.
+  int ready_fd = -1;
 };
 
 // Parses argv[1..]. InvalidArgument naming the flag and the fix.

@@ -30,6 +30,16 @@ TEST(ParseFlags, ReadsEveryFlag) {
   EXPECT_TRUE(flags->test_faults);
 }
 
+TEST(ParseFlags, ReadsTheSharedGroupFlagsLeashdPasses) {
+  absl::StatusOr<Flags> flags = ParseFlags(
+      {"--fanotify-fd=4", "--pending-table-fd=5", "--standby", "--ready-fd=6"});
+  ASSERT_TRUE(flags.ok()) << flags.status();
+  EXPECT_EQ(flags->fanotify_fd, 4);
+  EXPECT_EQ(flags->pending_table_fd, 5);
+  EXPECT_TRUE(flags->standby);
+  EXPECT_EQ(flags->ready_fd, 6);
+}
+
 struct BadFlags {
   const char* rule;
   std::vector<std::string> args;
@@ -56,7 +66,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlags{"bad descriptor", {"--decision-log-fd=x"}, "not a descriptor number"},
         BadFlags{"unknown identity", {"--identity=euid"}, "not one of best, proc-status"},
         BadFlags{"empty value", {"--socket="}, "needs a value"},
-        BadFlags{"unknown flag", {"--mark=/"}, "unknown flag '--mark=/'"}));
+        BadFlags{"unknown flag", {"--mark=/"}, "unknown flag '--mark=/'"},
+        BadFlags{"a shared group without its table", {"--fanotify-fd=4"}, "go together"},
+        BadFlags{"a table without its group", {"--pending-table-fd=5"}, "go together"},
+        BadFlags{"a standby of nothing", {"--standby"}, "needs --fanotify-fd"},
+        BadFlags{"a ready pipe for a reader",
+                 {"--fanotify-fd=4", "--pending-table-fd=5", "--ready-fd=6"},
+                 "only written by a --standby"},
+        BadFlags{"bad group descriptor", {"--fanotify-fd=-1", "--pending-table-fd=5"},
+                 "not a descriptor number"}));
 
 TEST(CheckKernelRelease, RefusesBeforeFiveZero) {
   absl::Status old = CheckKernelRelease("4.19.0-21-amd64");

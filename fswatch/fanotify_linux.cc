@@ -15,14 +15,12 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "controlplane/sidecar_api/watcher_handover.h"
 #include "fswatch/pidfd_identity.h"
 #include "fswatch/proc_status.h"
 
 namespace leash::fswatch {
-#ifndef FAN_REPORT_FD_ERROR
-#define FAN_REPORT_FD_ERROR 0x00002000  // Linux 6.13; Debian 12's headers predate it
-#endif
-constexpr unsigned kFanReportFdError = FAN_REPORT_FD_ERROR;
+constexpr unsigned kFanReportFdError = 0x00002000;  // FAN_REPORT_FD_ERROR, Linux 6.13
 
 namespace {
 
@@ -90,36 +88,30 @@ int ReadProcStatusCreds(pid_t pid, Creds& out) {
 
 absl::StatusOr<std::unique_ptr<FanotifyLinux>> FanotifyLinux::Open(
     IdentityPreference preference) {
-  const unsigned base = FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_UNLIMITED_QUEUE;
-  const unsigned event_flags = O_RDONLY | O_LARGEFILE | O_CLOEXEC | O_NONBLOCK;
   // With PIDFD_GET_INFO the loop keeps its own pidfds (PidfdCache) and the events need none;
   // without it, the event's pidfd is what makes the /proc read race-free.
   const bool cache = preference == IdentityPreference::kBest && PidfdCredsWork();
-  const unsigned identity_flags = cache ? 0 : FAN_REPORT_PIDFD;
-  // FAN_REPORT_FD_ERROR (6.13): an event whose file the kernel cannot open for us still comes
-  // with its pid, the error in place of the fd, so the record names whose open it was.
-  int fd = fanotify_init(base | identity_flags | kFanReportFdError, event_flags);
-  const bool fd_errors = fd >= 0;
-  if (fd < 0 && errno == EINVAL) fd = fanotify_init(base | identity_flags, event_flags);
-  bool pidfds = !cache && fd >= 0;
-  if (fd < 0 && errno == EINVAL && !cache) {
-    // Kernels before 5.15 have no FAN_REPORT_PIDFD.
-    fd = fanotify_init(base, event_flags);
+  absl::StatusOr<sidecar::PermissionGroup> group = sidecar::OpenPermissionGroup(!cache);
+  if (!group.ok()) return group.status();
+  return Build(group->fd, group->flags, preference, nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<FanotifyLinux>> FanotifyLinux::Adopt(
+    int group_fd, IdentityPreference preference, sidecar::PendingTable* pending) {
+  absl::StatusOr<unsigned> flags = sidecar::PermissionGroupFlags(group_fd);
+  if (!flags.ok()) return flags.status();
+  if ((*flags & FAN_CLASS_CONTENT) == 0 || (*flags & FAN_UNLIMITED_QUEUE) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the fanotify group on descriptor ", group_fd, " has flags 0x", absl::Hex(*flags),
+        "; a watcher needs FAN_CLASS_CONTENT and FAN_UNLIMITED_QUEUE (made by "
+        "sidecar::OpenPermissionGroup)"));
   }
-  if (fd < 0) {
-    const int error = errno;
-    if (error == EPERM) {
-      return absl::PermissionDeniedError(
-          "fanotify_init: EPERM: leash-fswatch needs CAP_SYS_ADMIN (run it as root, as leashd "
-          "does)");
-    }
-    if (error == ENOSYS) {
-      return absl::UnimplementedError(
-          "fanotify_init: ENOSYS: this kernel has no fanotify (CONFIG_FANOTIFY); leash-fswatch "
-          "needs Linux >= 5.0 with CONFIG_FANOTIFY_ACCESS_PERMISSIONS");
-    }
-    return absl::ErrnoToStatus(error, "fanotify_init(FAN_CLASS_CONTENT)");
-  }
+  fcntl(group_fd, F_SETFD, FD_CLOEXEC);
+  return Build(group_fd, *flags, preference, pending);
+}
+
+absl::StatusOr<std::unique_ptr<FanotifyLinux>> FanotifyLinux::Build(
+    int fd, unsigned flags, IdentityPreference preference, sidecar::PendingTable* pending) {
   // Opened now, before any mark: readlinkat() on it names an event's file with one path step.
   const int proc_fd_dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (proc_fd_dir < 0) {
@@ -127,15 +119,17 @@ absl::StatusOr<std::unique_ptr<FanotifyLinux>> FanotifyLinux::Open(
     close(fd);
     return absl::ErrnoToStatus(error, "open /proc/self/fd (is /proc mounted?)");
   }
+  const bool cache = preference == IdentityPreference::kBest && PidfdCredsWork();
   IdentityMethod identity = IdentityMethod::kProcStatus;
   if (cache) {
     identity = IdentityMethod::kPidfdCache;
-  } else if (pidfds) {
+  } else if (flags & FAN_REPORT_PIDFD) {
     identity = IdentityMethod::kProcStatusPidfdChecked;
   }
   const MountCheck check = StatmountWorks() ? MountCheck::kStatmount : MountCheck::kNone;
-  return std::unique_ptr<FanotifyLinux>(new FanotifyLinux(
-      fd, proc_fd_dir, identity, check, cache ? PidfdCacheSlots() : 0, fd_errors));
+  return std::unique_ptr<FanotifyLinux>(
+      new FanotifyLinux(fd, proc_fd_dir, identity, check, cache ? PidfdCacheSlots() : 0,
+                        (flags & kFanReportFdError) != 0, pending));
 }
 
 int PidfdFromInfoRecord(int reported) {
@@ -145,12 +139,14 @@ int PidfdFromInfoRecord(int reported) {
 }
 
 FanotifyLinux::FanotifyLinux(int fd, int proc_fd_dir, IdentityMethod identity,
-                             MountCheck mount_check, size_t pidfd_slots, bool fd_errors)
+                             MountCheck mount_check, size_t pidfd_slots, bool fd_errors,
+                             sidecar::PendingTable* pending)
     : fd_(fd),
       proc_fd_dir_(proc_fd_dir),
       identity_(identity),
       mount_check_(mount_check),
       fd_errors_(fd_errors),
+      pending_(pending),
       pidfds_(pidfd_slots) {}
 
 FanotifyLinux::~FanotifyLinux() {
@@ -168,9 +164,12 @@ int FanotifyLinux::ReadEvents(absl::Span<FanEvent> out, int timeout_ms) {
   }
   // Blocking: one syscall per wake-up. A signal (leash-fswatch's once-a-second kick) ends the
   // wait with EINTR, which is a pass with no events.
+  // Until every descriptor this read gives is noted, a takeover must answer every number.
+  if (pending_ != nullptr) pending_->SetReading(true);
   const ssize_t n = read(fd_, buffer_.data(), buffer_.size());
   if (n < 0) {
     const int error = errno;
+    if (pending_ != nullptr) pending_->SetReading(false);
     if (error == EAGAIN || error == EINTR) return 0;
     // The group itself: our own bug, or the group is gone. Nothing more can be read.
     if (error == EBADF || error == EFAULT || error == EINVAL) return -error;
@@ -216,8 +215,10 @@ int FanotifyLinux::ReadEvents(absl::Span<FanEvent> out, int timeout_ms) {
       }
       offset += header->len;
     }
+    if (pending_ != nullptr) pending_->Note(event.fd, sidecar::PendingTable::kReadUnknown);
     meta = FAN_EVENT_NEXT(meta, left);
   }
+  if (pending_ != nullptr) pending_->SetReading(false);
   return static_cast<int>(count);
 }
 
@@ -227,10 +228,48 @@ int FanotifyLinux::Respond(const FanEvent& event, bool allow) {
   response.response = allow ? FAN_ALLOW : FAN_DENY;
   for (;;) {
     const ssize_t n = write(fd_, &response, sizeof(response));
-    if (n == static_cast<ssize_t>(sizeof(response))) return 0;
     if (n < 0 && errno == EINTR) continue;
+    if (pending_ != nullptr) pending_->Note(event.fd, 0);
+    if (n == static_cast<ssize_t>(sizeof(response))) return 0;
     return n < 0 ? errno : EIO;
   }
+}
+
+void FanotifyLinux::NoteSubject(const FanEvent& event, uint32_t uid) {
+  if (pending_ != nullptr) {
+    pending_->Note(event.fd, sidecar::PendingTable::kSubject | uid);
+  }
+}
+
+AbandonedCounts FanotifyLinux::AnswerAbandoned(
+    absl::FunctionRef<bool(uint64_t noted)> allow,
+    absl::FunctionRef<void(uint64_t noted, bool allowed)> answered) {
+  AbandonedCounts counts;
+  if (pending_ == nullptr) return counts;
+  const bool every_number = pending_->reading();
+  counts.every_number = every_number;
+  for (uint32_t number = 0; number < sidecar::kWatcherDescriptorLimit; ++number) {
+    const int fd = static_cast<int>(number);
+    const uint64_t noted = pending_->At(fd);
+    if (noted == 0 && !every_number) continue;
+    const bool verdict = allow(noted);
+    fanotify_response response{};
+    response.fd = fd;
+    response.response = verdict ? FAN_ALLOW : FAN_DENY;
+    // One pending event per number is what a reader leaves, but a chain of takeovers that died
+    // midway could leave more: answered until the kernel has none (ENOENT).
+    for (int tries = 0; tries < 64; ++tries) {
+      const ssize_t n = write(fd_, &response, sizeof(response));
+      if (n < 0 && errno == EINTR) continue;
+      if (n != static_cast<ssize_t>(sizeof(response))) break;
+      ++counts.answered;
+      answered(noted, verdict);
+    }
+    ++counts.numbers_tried;
+    pending_->Note(fd, 0);
+  }
+  pending_->SetReading(false);
+  return counts;
 }
 
 void FanotifyLinux::ReleaseAll(absl::Span<const FanEvent> events) {

@@ -22,7 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "controlplane/sidecar_api/watcher_handover.h"
 #include "fswatch/fanotify_source.h"
 #include "fswatch/pidfd_identity.h"
 
@@ -51,11 +53,27 @@ enum class MountCheck {
 // goes ahead unchecked, with the race of kernels that report no pidfds.
 int PidfdFromInfoRecord(int reported);
 
+// What a takeover found of its predecessor's events (FanotifyLinux::AnswerAbandoned).
+struct AbandonedCounts {
+  // Events answered (read by the predecessor and never answered).
+  uint64_t answered = 0;
+  // Descriptor numbers a response was written for.
+  uint64_t numbers_tried = 0;
+  // The predecessor died inside a read, before noting what it read: every number was tried.
+  bool every_number = false;
+};
+
 class FanotifyLinux : public FanotifySource {
  public:
   // Makes the group. PermissionDenied without CAP_SYS_ADMIN; Unimplemented where the kernel
   // has no fanotify permission events.
   static absl::StatusOr<std::unique_ptr<FanotifyLinux>> Open(IdentityPreference preference);
+  // Takes the group leashd made and handed over as `group_fd` (the flags are read from the
+  // kernel), noting pending events in `pending`. The process's RLIMIT_NOFILE must be at most
+  // sidecar::kWatcherDescriptorLimit. InvalidArgument when `group_fd` is not such a group.
+  static absl::StatusOr<std::unique_ptr<FanotifyLinux>> Adopt(int group_fd,
+                                                              IdentityPreference preference,
+                                                              sidecar::PendingTable* pending);
   ~FanotifyLinux() override;
 
   int group_fd() const { return fd_; }
@@ -67,6 +85,13 @@ class FanotifyLinux : public FanotifySource {
 
   int ReadEvents(absl::Span<FanEvent> out, int timeout_ms) override;
   int Respond(const FanEvent& event, bool allow) override;
+  void NoteSubject(const FanEvent& event, uint32_t uid) override;
+  // A takeover, before the first read: answers every event the previous reader of the group
+  // read and left unanswered, by its descriptor number, with `allow(noted)` (noted: the
+  // pending table's value for the number, 0 when the predecessor died before noting it);
+  // `answered` is told of each. Not for the loop; nothing else may read the group meanwhile.
+  AbandonedCounts AnswerAbandoned(absl::FunctionRef<bool(uint64_t noted)> allow,
+                                  absl::FunctionRef<void(uint64_t noted, bool allowed)> answered);
   void ReleaseAll(absl::Span<const FanEvent> events) override;
   int CredsOf(const FanEvent& event, Creds& out) override;
   int PathOf(const FanEvent& event, char* buffer, size_t capacity, size_t& len) override;
@@ -76,8 +101,11 @@ class FanotifyLinux : public FanotifySource {
   absl::Status UnmarkFilesystem(const std::string& path) override;
 
  private:
+  static absl::StatusOr<std::unique_ptr<FanotifyLinux>> Build(int fd, unsigned flags,
+                                                              IdentityPreference preference,
+                                                              sidecar::PendingTable* pending);
   FanotifyLinux(int fd, int proc_fd_dir, IdentityMethod identity, MountCheck mount_check,
-                size_t pidfd_slots, bool fd_errors);
+                size_t pidfd_slots, bool fd_errors, sidecar::PendingTable* pending);
   bool MountIsOurs(uint64_t unique_id, bool& ours);
 
   const int fd_;
@@ -85,6 +113,8 @@ class FanotifyLinux : public FanotifySource {
   const IdentityMethod identity_;
   const MountCheck mount_check_;
   const bool fd_errors_;
+  // Null for a group of the watcher's own (tests); else shared with leashd and every watcher.
+  sidecar::PendingTable* const pending_;
   std::vector<char> buffer_;
   std::vector<int> release_fds_;  // ReleaseAll's scratch, sized before the marks
   // Loop thread only: the pidfds of recently seen processes (IdentityMethod::kPidfdCache).

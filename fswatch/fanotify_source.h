@@ -95,6 +95,10 @@ class FanotifySource {
   // Answers a permission event (FAN_ALLOW / FAN_DENY). Returns 0 or an errno.
   virtual int Respond(const FanEvent& event, bool allow) = 0;
 
+  // Notes that `event` was raised by `uid`, so that a watcher taking over after this one dies
+  // can answer it under that subject's fail_mode (the real group's pending table).
+  virtual void NoteSubject(const FanEvent& event, uint32_t uid) {}
+
   // Closes the descriptors of every event of a batch, once all of them are answered (the real
   // group closes a run of consecutive numbers at a time). Once per batch, after Respond.
   virtual void ReleaseAll(absl::Span<const FanEvent> events) = 0;

@@ -1,38 +1,17 @@
 #include "fswatch/pidfd_identity.h"
 
-#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
 
+#include "controlplane/sidecar_api/pidfd_info.h"
+
 namespace leash::fswatch {
 namespace {
 
 constexpr long kSysPidfdOpen = 434;  // all architectures, Linux >= 5.3
-
-// include/uapi/linux/pidfd.h, Linux 6.13 (PIDFD_INFO_SIZE_VER0 = 64 bytes); Debian 12's
-// headers predate it.
-struct PidfdInfo {
-  uint64_t mask;
-  uint64_t cgroupid;
-  uint32_t pid;
-  uint32_t tgid;
-  uint32_t ppid;
-  uint32_t ruid;
-  uint32_t rgid;
-  uint32_t euid;
-  uint32_t egid;
-  uint32_t suid;
-  uint32_t sgid;
-  uint32_t fsuid;
-  uint32_t fsgid;
-  int32_t exit_code;
-};
-static_assert(sizeof(PidfdInfo) == 64, "PIDFD_INFO_SIZE_VER0");
-constexpr uint64_t kPidfdInfoCreds = 1ULL << 1;
-#define LEASH_PIDFD_GET_INFO _IOWR(0xFF, 11, PidfdInfo)
 
 size_t PowerOfTwoAtMost(size_t n) {
   size_t p = 1;
@@ -48,10 +27,8 @@ int OpenPidfd(pid_t pid) {
 }
 
 int ReadPidfdCreds(int pidfd, Creds& out) {
-  PidfdInfo info{};
-  info.mask = kPidfdInfoCreds;
-  if (ioctl(pidfd, LEASH_PIDFD_GET_INFO, &info) != 0) return errno;
-  if (!(info.mask & kPidfdInfoCreds)) return ENODATA;
+  sidecar::PidfdInfo info;
+  if (const int error = sidecar::GetPidfdCreds(pidfd, info); error != 0) return error;
   out.ruid = info.ruid;
   out.euid = info.euid;
   out.fsuid = info.fsuid;

@@ -52,8 +52,9 @@ void Watchdog::Fire(const char* why, int exit_code) {
   // process is gone within 5 s: SIGALRM's default action ends it.
   alarm(5);
   dprintf(2,
-          "leash-fswatch: watchdog: %s; dumping every thread's stack and exiting (closing the "
-          "fanotify group answers every pending event allow, releasing the host)\n",
+          "leash-fswatch: watchdog: %s; dumping every thread's stack and exiting (leashd hands "
+          "the group to its standby watcher; a group of our own is closed, which answers every "
+          "pending event allow)\n",
           why);
   // A thread parked in a killable kernel wait (an open held for this very group) never runs
   // its handler; it gets half a second.

@@ -1,6 +1,7 @@
 // The watcher's watchdog: "if the loop stops for 10 seconds it dumps every stack to the journal
-// and exits. Closing a fanotify group answers every pending event allow, so the host is
-// released." leashd then respawns the watcher from its current map.
+// and exits." The group is leashd's, so exiting does not release it: leashd hands it to its
+// standby watcher, which answers what this one left under each subject's fail_mode (a group of
+// the watcher's own, in tests, is closed, and that answers every pending event allow).
 //
 // Built so that firing cannot itself wedge on the stalled loop: everything it uses is loaded
 // before the marks go on (Prepare() makes the first backtrace(), which loads libgcc_s), the

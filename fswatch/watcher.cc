@@ -190,6 +190,47 @@ void Watcher::Publish(sidecar::SubjectMapPtr map, uint64_t version) {
   published_ = std::move(map);
 }
 
+bool Watcher::JudgeAbandoned(uint64_t noted) {
+  constexpr uint64_t kSubject = uint64_t{1} << 32;  // sidecar::PendingTable::kSubject
+  std::lock_guard<std::mutex> lock(publish_mu_);
+  if (published_ == nullptr) return false;  // no map: nothing to judge by, closed
+  if ((noted & kSubject) == 0) {
+    bool all_open = true;
+    for (const auto& [uid, entry] : *published_) {
+      const FailMode mode =
+          entry.policy == nullptr ? entry.no_policy_fail_mode : entry.policy->fail_mode();
+      if (mode != FailMode::kOpen) all_open = false;
+    }
+    return all_open;
+  }
+  const uint32_t uid = static_cast<uint32_t>(noted);
+  auto it = published_->find(uid);
+  if (it == published_->end()) return true;  // not a subject
+  const sidecar::SubjectEntry& entry = it->second;
+  if (entry.policy != nullptr && !entry.policy->config().enforcers().filesystem()) return true;
+  const FailMode mode =
+      entry.policy == nullptr ? entry.no_policy_fail_mode : entry.policy->fail_mode();
+  return mode == FailMode::kOpen;
+}
+
+void Watcher::LogAbandoned(uint64_t noted, bool allowed) {
+  constexpr uint64_t kSubject = uint64_t{1} << 32;
+  if ((noted & kSubject) != 0) {
+    std::lock_guard<std::mutex> lock(publish_mu_);
+    // Not a subject's: never logged, as on the fast path.
+    if (published_ == nullptr || !published_->contains(static_cast<uint32_t>(noted))) return;
+  }
+  Decision decision;
+  decision.verdict = allowed ? Verdict::kAllow : Verdict::kBlock;
+  decision.reason = (noted & kSubject) != 0
+                        ? "the watcher that read this event died before answering it; its "
+                          "successor answered it under the subject's fail_mode"
+                        : "the watcher that read this event died before learning whose it was; "
+                          "its successor answered it under the strictest fail_mode of the map";
+  Log((noted & kSubject) != 0 ? static_cast<uint32_t>(noted) : kUnknownUid, SURFACE_FILESYSTEM,
+      decision, /*path=*/{}, /*critical=*/(noted & kSubject) == 0);
+}
+
 int Watcher::RunOnce(int timeout_ms) {
   const int n = source_.ReadEvents(absl::MakeSpan(batch_), timeout_ms);
   last_pass_ns_.store(MonotonicNs(), std::memory_order_relaxed);
@@ -298,6 +339,9 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
   }
 
   const sidecar::SubjectEntry* const subject = SubjectOf(state, creds.ruid);
+  // The subject's own UID (a subordinate UID is recorded as its subject's), so a watcher taking
+  // over an event this one read finds the subject by it.
+  source_.NoteSubject(event, subject != nullptr ? subject->uid : creds.ruid);
   if (subject == nullptr) {
     Answer(event, true);  // not a subject: the fast path
     return;

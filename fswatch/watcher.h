@@ -85,6 +85,16 @@ class Watcher {
   // The map in force (null before the first Publish). Not for the loop.
   sidecar::SubjectMapPtr map() const;
 
+  // A takeover's verdict on an event the previous watcher read and never answered, from what
+  // that watcher noted in the pending table (sidecar::PendingTable's values): a subject's event
+  // under that subject's fail_mode (its policy's, or its no_policy one), an unmapped UID's
+  // allowed (it was never the watcher's to judge), and one whose UID was never learned (0, or
+  // kReadUnknown) under the strictest fail_mode of the map: denied unless every subject is
+  // open. Thread-safe; not for the loop.
+  bool JudgeAbandoned(uint64_t noted);
+  // The decision record of such an event, once answered.
+  void LogAbandoned(uint64_t noted, bool allowed);
+
   // One pass of the loop: reads what is pending (waiting up to `timeout_ms`) and answers all of
   // it. Returns 0, or -errno when reading from the group failed. Only one thread calls it.
   int RunOnce(int timeout_ms);

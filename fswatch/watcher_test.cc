@@ -304,6 +304,39 @@ TEST_F(WatcherTest, UnidentifiableProcessIsDeniedUnlessEveryoneIsOpen) {
   EXPECT_TRUE(Allowed(fd2));
 }
 
+// What a watcher taking over does with an event its dead predecessor read and never answered,
+// by what the predecessor noted in the pending table (sidecar::PendingTable's values).
+TEST_F(WatcherTest, AnEventADeadWatcherLeftIsJudgedByTheSubjectsFailMode) {
+  constexpr uint64_t kSubject = uint64_t{1} << 32;
+  constexpr uint64_t kReadUnknown = 1;
+  EXPECT_FALSE(watcher_.JudgeAbandoned(kSubject | kWhite));       // its policy: closed
+  EXPECT_TRUE(watcher_.JudgeAbandoned(kSubject | kBlack));        // its policy: open
+  EXPECT_FALSE(watcher_.JudgeAbandoned(kSubject | kNoPolicy));    // no policy, closed
+  EXPECT_TRUE(watcher_.JudgeAbandoned(kSubject | kNoPolicyOpen)); // no policy, open
+  EXPECT_TRUE(watcher_.JudgeAbandoned(kSubject | kEnforcerOff));  // not judged at all
+  EXPECT_TRUE(watcher_.JudgeAbandoned(kSubject | kUnmapped));     // not a subject
+  EXPECT_TRUE(watcher_.JudgeAbandoned(kSubject | 0));             // root
+  // Whose it was never learned: the strictest fail_mode of the map.
+  EXPECT_FALSE(watcher_.JudgeAbandoned(kReadUnknown));
+  EXPECT_FALSE(watcher_.JudgeAbandoned(0));
+
+  watcher_.LogAbandoned(kSubject | kWhite, false);
+  watcher_.LogAbandoned(kSubject | kUnmapped, true);  // not a subject's: no record
+  watcher_.LogAbandoned(kReadUnknown, false);
+  const auto records = sink_.records();
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].uid(), kWhite);
+  EXPECT_EQ(records[0].action(), "block");
+  EXPECT_THAT(records[0].reason(), HasSubstr("died before answering it"));
+  EXPECT_EQ(records[1].uid(), kUnknownUid);
+  EXPECT_EQ(records[1].severity(), "critical");
+
+  auto open_only = std::make_shared<sidecar::SubjectMap>();
+  (*open_only)[kNoPolicyOpen] = WithoutPolicy(kNoPolicyOpen, engine::FailMode::kOpen);
+  watcher_.Publish(open_only, 2);
+  EXPECT_TRUE(watcher_.JudgeAbandoned(kReadUnknown));
+}
+
 TEST_F(WatcherTest, UnreadablePathFollowsTheSubjectsFailMode) {
   FakeEvent event;
   event.mask = FAN_OPEN_PERM;

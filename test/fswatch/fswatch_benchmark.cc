@@ -14,7 +14,7 @@
 // mean of the two.
 //
 //   bazel run -c opt //test/fswatch:fswatch_benchmark -- [--seconds=2] [--rounds=3] [--rows=abpfcd]
-//       [--compare=/path/to/another/leash-fswatch]
+//       [--compare=/path/to/another/leash-fswatch [--compare-shared]]
 //
 // --rows picks which rows to measure (all by default), e.g. --rows=d --seconds=20 to profile
 // the mapped path alone (`perf record -a -g` beside it); ratios need b and c/d in the same run.
@@ -22,6 +22,8 @@
 // before a change) on the (d) map right after (d) in every round, and prints the median of the
 // per-round ratios: a change to the mapped path read against its parent within one run. Being
 // measured second costs about 1% (an A/A run, the same binary twice: 0.989 / 0.992).
+// leash-fswatch runs as leashd runs it, on a group made outside it with the pending table
+// (--fanotify-fd); --compare's build gets a group of its own unless --compare-shared.
 //
 // Marks only the tmpfs it mounts (leash-fswatch with --mark-only-under; the minimal listener
 // marks that tmpfs alone).
@@ -48,6 +50,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "controlplane/sidecar_api/watcher_handover.h"
 #include "test/fixtures/sample_stats.h"
 #include "test/fixtures/subprocess.h"
 #include "test/fixtures/test_account.h"
@@ -191,12 +194,14 @@ int Main(int argc, char** argv) {
   int rounds = 3;
   std::string rows_wanted = "abpfcd";
   std::string compare;  // another leash-fswatch, measured as (d') after (d)
+  bool shared = false;  // --compare's build also takes a shared group
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--seconds=", 0) == 0) absl::SimpleAtod(arg.substr(10), &seconds);
     if (arg.rfind("--rounds=", 0) == 0) absl::SimpleAtoi(arg.substr(9), &rounds);
     if (arg.rfind("--rows=", 0) == 0) rows_wanted = arg.substr(7);
     if (arg.rfind("--compare=", 0) == 0) compare = arg.substr(10);
+    if (arg == "--compare-shared") shared = true;
   }
   auto want = [&rows_wanted](char row) { return rows_wanted.find(row) != std::string::npos; };
   if (geteuid() != 0) {
@@ -255,6 +260,10 @@ int Main(int argc, char** argv) {
   // (a row measured later in a round read about 1% lower than the same row measured first: the
   // A/A check under --compare). The other rows follow.
   // leash-fswatch (or --compare's build) on the map above, once it says the map is in force.
+  // As leashd runs it: on a group made outside it, noting what it reads in the pending table
+  // (a --compare build from before the shared group gets a group of its own). The group is
+  // closed once the watcher has stopped.
+  int group = -1, table = -1;
   auto start_watcher = [&](const std::string& name, const std::string& binary) {
     WatcherStart start;
     start.map = map;
@@ -262,7 +271,25 @@ int Main(int argc, char** argv) {
     start.work_dir = work;
     start.name = name;
     start.binary = binary;
+    if (binary.empty() || shared) {
+      absl::StatusOr<sidecar::PermissionGroup> made =
+          sidecar::OpenPermissionGroup(!sidecar::KernelHasPidfdInfo());
+      absl::StatusOr<int> pending = sidecar::PendingTable::Create();
+      if (!made.ok() || !pending.ok()) {
+        return absl::StatusOr<WatcherProcess>(!made.ok() ? made.status() : pending.status());
+      }
+      group = made->fd;
+      table = *pending;
+      start.group_fd = group;
+      start.pending_table_fd = table;
+    }
     return StartWatcher(start);
+  };
+  auto close_group = [&] {
+    for (int* fd : {&group, &table}) {
+      if (*fd >= 0) close(*fd);
+      *fd = -1;
+    }
   };
   for (int round = 0; round < rounds; ++round) {
     if (!measure_listener('b', ListenerWork::kNothing, 'b')) return 1;
@@ -281,6 +308,7 @@ int Main(int argc, char** argv) {
       }
       watcher->process->Signal(SIGTERM);
       watcher->process->Wait(absl::Seconds(10)).IgnoreError();
+      close_group();
       const std::string err = watcher->Stderr();
       const size_t stopped = err.find("stopped:");
       fprintf(stderr, "round %d: leash-fswatch %s", round + 1,
@@ -296,6 +324,7 @@ int Main(int argc, char** argv) {
       for (int k : {1, 4}) results[absl::StrCat("e", k)].push_back(MeasureOpens(file, mu, mg, k, seconds));
       other->process->Signal(SIGTERM);
       other->process->Wait(absl::Seconds(10)).IgnoreError();
+      close_group();
     }
     if (!measure_listener('b', ListenerWork::kNothing, 'B')) return 1;
     if (want('a')) {

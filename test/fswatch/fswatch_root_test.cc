@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -35,6 +36,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "controlplane/policy_stream_service.h"
+#include "controlplane/sidecar_api/watcher_handover.h"
 #include "grpcpp/grpcpp.h"
 #include "test/fixtures/root.h"
 #include "test/fixtures/subprocess.h"
@@ -596,6 +598,189 @@ TEST_F(FswatchRootTest, StalledLoopIsEndedByTheWatchdogWhichReleasesTheHost) {
   ASSERT_TRUE(held->Wait(absl::Seconds(1)).ok());
   EXPECT_EQ(std::string(absl::StripAsciiWhitespace(ReadFileOrEmpty(work_ + "/held.out"))), "ok");
   EXPECT_EQ(ProbeAsRoot({"open", T("z/file")}), "ok");
+}
+
+// The group as leashd keeps it: made outside every watcher (sidecar::OpenPermissionGroup), with
+// the pending table, both handed to each watcher started on it. The test plays leashd's part in
+// a fault: it kills the reading watcher, reaps it, and sends the standby the takeover signal.
+class SharedGroupTest : public FswatchRootTest {
+ protected:
+  void SetUp() override {
+    FswatchRootTest::SetUp();
+    if (HasFatalFailure()) return;
+    absl::StatusOr<sidecar::PermissionGroup> group = sidecar::OpenPermissionGroup(false);
+    ASSERT_TRUE(group.ok()) << group.status();
+    group_ = group->fd;
+    absl::StatusOr<int> table = sidecar::PendingTable::Create();
+    ASSERT_TRUE(table.ok()) << table.status();
+    table_ = *table;
+  }
+  void TearDown() override {
+    FswatchRootTest::TearDown();  // the watchers first: then closing the group releases nothing
+    if (group_ >= 0) close(group_);
+    if (table_ >= 0) close(table_);
+  }
+
+  // A watcher of the shared group: reading at once, or standing by until TakeOver().
+  WatcherProcess* StartOnGroup(bool standby, std::vector<std::string> extra = {},
+                               std::vector<std::string> env = {}) {
+    if (standby) extra.push_back("--standby");
+    WatcherStart start;
+    start.group_fd = group_;
+    start.pending_table_fd = table_;
+    start.map = StandardMap();
+    start.tmpfs = tmpfs_->path();
+    start.work_dir = work_;
+    start.extra_args = std::move(extra);
+    start.env = std::move(env);
+    static int started = 0;
+    start.name = absl::StrCat("shared", ++started);
+    if (standby) start.ready_text = "standing by";
+    absl::StatusOr<WatcherProcess> watcher = StartWatcher(start);
+    EXPECT_TRUE(watcher.ok()) << watcher.status();
+    if (!watcher.ok()) return nullptr;
+    watchers_.push_back(std::make_unique<WatcherProcess>(*std::move(watcher)));
+    return watchers_.back().get();
+  }
+
+  // leashd's part: the reader is SIGKILLed (it may be stopped) and reaped, then the standby
+  // told to take over; returns once the standby reads the group.
+  void KillAndHandOver(WatcherProcess& reader, WatcherProcess& standby) {
+    reader.process->Signal(SIGKILL);
+    ASSERT_TRUE(reader.process->Wait(absl::Seconds(10)).ok());
+    ASSERT_TRUE(standby.process->Signal(sidecar::TakeOverSignal()));
+    ASSERT_TRUE(WaitFor([&] { return absl::StrContains(standby.Stderr(), "reading the group"); },
+                        absl::Seconds(15)))
+        << standby.Stderr();
+  }
+
+  // An account's open loop on `path` for `ms`, in the background: "ok <count> <failures>
+  // <successes>" in `out`.
+  absl::StatusOr<Background> Storm(const TestAccount& account, const std::string& path, int ms,
+                                   const std::string& out) {
+    return Background::Start(
+        account.AsUser({probe_->probe(), "storm-for", path, std::to_string(ms)}), out);
+  }
+  // The storm's counts: {count, failures, successes}; empty when it printed none.
+  static std::vector<long> StormCounts(const std::string& out_path) {
+    std::vector<long> counts;
+    std::vector<std::string> words =
+        absl::StrSplit(absl::StripAsciiWhitespace(ReadFileOrEmpty(out_path)), ' ');
+    if (words.size() != 4 || words[0] != "ok") return counts;
+    for (size_t i = 1; i < 4; ++i) {
+      long n = 0;
+      if (!absl::SimpleAtoi(words[i], &n)) return {};
+      counts.push_back(n);
+    }
+    return counts;
+  }
+
+  int group_ = -1;
+  int table_ = -1;
+};
+
+// An agent opening a denied file in a tight loop while its watcher is killed: no open gets
+// through (the group is not closed, so nothing is answered allow), and the loop is answered
+// again once the standby reads the group.
+TEST_F(SharedGroupTest, AKilledWatcherLetsNoDeniedOpenThroughAndItsStandbyTakesOver) {
+  WatcherProcess* reader = StartOnGroup(false);
+  ASSERT_NE(reader, nullptr);
+  WatcherProcess* standby = StartOnGroup(true);
+  ASSERT_NE(standby, nullptr);
+  const std::string out = work_ + "/killed-storm.out";
+  absl::StatusOr<Background> storm = Storm(*g_accounts->a, T("a/secret/k"), 4000, out);
+  ASSERT_TRUE(storm.ok());
+  absl::SleepFor(absl::Milliseconds(1000));
+  ASSERT_NO_FATAL_FAILURE(KillAndHandOver(*reader, *standby));
+  ASSERT_TRUE(storm->Wait(absl::Seconds(60)).ok()) << "the agent's loop was never answered again";
+  const std::vector<long> counts = StormCounts(out);
+  ASSERT_EQ(counts.size(), 3u) << ReadFileOrEmpty(out);
+  EXPECT_GT(counts[0], 100) << "the storm hardly ran";
+  EXPECT_EQ(counts[2], 0) << "denied opens that succeeded";
+  // The standby judges as the reader did.
+  EXPECT_EQ(Probe(*g_accounts->a, {"open", T("a/secret/k")}), kEperm);
+  EXPECT_EQ(Probe(*g_accounts->a, {"open", T("a/file")}), "ok");
+  EXPECT_EQ(ProbeAsRoot({"open", T("a/secret/k")}), "ok");
+}
+
+// The same with the watcher stopped (SIGSTOP) first, as a missed heartbeat finds it; an
+// unrelated process's open made during the stall waits and then completes.
+TEST_F(SharedGroupTest, AStoppedWatcherLetsNoDeniedOpenThroughAndRootsOpenCompletesAfter) {
+  WatcherProcess* reader = StartOnGroup(false);
+  ASSERT_NE(reader, nullptr);
+  WatcherProcess* standby = StartOnGroup(true);
+  ASSERT_NE(standby, nullptr);
+  const std::string out = work_ + "/stopped-storm.out";
+  absl::StatusOr<Background> storm = Storm(*g_accounts->a, T("a/secret/k"), 4000, out);
+  ASSERT_TRUE(storm.ok());
+  absl::SleepFor(absl::Milliseconds(1000));
+  ASSERT_TRUE(reader->process->Signal(SIGSTOP));
+  absl::StatusOr<Background> root_open =
+      Background::Start({probe_->probe(), "open", T("z/file")}, work_ + "/root-open.out");
+  ASSERT_TRUE(root_open.ok());
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_TRUE(root_open->Running()) << "root's open was answered while the watcher was stopped";
+  const absl::Time handed = absl::Now();
+  ASSERT_NO_FATAL_FAILURE(KillAndHandOver(*reader, *standby));
+  // Generous: it is answered on the standby's first pass.
+  ASSERT_TRUE(root_open->Wait(absl::Seconds(10)).ok());
+  EXPECT_LT(absl::Now() - handed, absl::Seconds(10));
+  EXPECT_EQ(std::string(absl::StripAsciiWhitespace(ReadFileOrEmpty(work_ + "/root-open.out"))),
+            "ok");
+  ASSERT_TRUE(storm->Wait(absl::Seconds(60)).ok()) << "the agent's loop was never answered again";
+  const std::vector<long> counts = StormCounts(out);
+  ASSERT_EQ(counts.size(), 3u) << ReadFileOrEmpty(out);
+  EXPECT_GT(counts[0], 100);
+  EXPECT_EQ(counts[2], 0) << "denied opens that succeeded";
+}
+
+// An event the dead watcher read and never answered is answered by the standby under the
+// subject's fail_mode: lfs-a's open of a file its policy allows is denied (fail_mode closed),
+// lfs-o's (no policy, fail_mode open) allowed. The fault hook holds the first subject event.
+TEST_F(SharedGroupTest, AnEventReadButNeverAnsweredIsAnsweredUnderTheSubjectsFailMode) {
+  for (const auto& [account, expect] :
+       {std::pair{g_accounts->a.get(), kEperm}, std::pair{g_accounts->o.get(), "ok"}}) {
+    SCOPED_TRACE(account->name());
+    WatcherProcess* reader =
+        StartOnGroup(false, {"--test-faults"}, {"LEASH_FSWATCH_TEST_FAULT=stall-loop"});
+    ASSERT_NE(reader, nullptr);
+    WatcherProcess* standby = StartOnGroup(true);
+    ASSERT_NE(standby, nullptr);
+    const std::string out = absl::StrCat(work_, "/held-", account->name(), ".out");
+    absl::StatusOr<Background> held =
+        Background::Start(account->AsUser({probe_->probe(), "open", T("a/file")}), out);
+    ASSERT_TRUE(held.ok());
+    absl::SleepFor(absl::Seconds(1));
+    ASSERT_TRUE(held->Running()) << "the fault hook did not hold the open";
+    ASSERT_NO_FATAL_FAILURE(KillAndHandOver(*reader, *standby));
+    ASSERT_TRUE(held->Wait(absl::Seconds(10)).ok());
+    EXPECT_EQ(std::string(absl::StripAsciiWhitespace(ReadFileOrEmpty(out))), expect);
+    EXPECT_THAT(standby->Stderr(), HasSubstr("reading the group: 1 event(s) left unanswered"));
+    EXPECT_EQ(Stop(*standby), 0);
+    const std::string log = standby->Log();
+    EXPECT_THAT(log, HasSubstr("died before answering it")) << log;
+    EXPECT_THAT(log, HasSubstr(absl::StrCat("\"uid\":", account->uid(), ","))) << log;
+  }
+}
+
+// A standby never reads the group: with nobody else reading, opens wait (never allowed), and a
+// stop signal ends it without it ever answering.
+TEST_F(SharedGroupTest, AStandbyReadsNothingUntilItIsHandedTheGroup) {
+  WatcherProcess* reader = StartOnGroup(false);
+  ASSERT_NE(reader, nullptr);
+  WatcherProcess* standby = StartOnGroup(true);
+  ASSERT_NE(standby, nullptr);
+  reader->process->Signal(SIGKILL);
+  ASSERT_TRUE(reader->process->Wait(absl::Seconds(10)).ok());
+  absl::StatusOr<Background> held = Background::Start(
+      g_accounts->a->AsUser({probe_->probe(), "open", T("a/secret/k")}), work_ + "/w.out");
+  ASSERT_TRUE(held.ok());
+  absl::SleepFor(absl::Seconds(1));
+  EXPECT_TRUE(held->Running()) << ReadFileOrEmpty(work_ + "/w.out");
+  ASSERT_TRUE(standby->process->Signal(sidecar::TakeOverSignal()));
+  ASSERT_TRUE(held->Wait(absl::Seconds(10)).ok());
+  EXPECT_EQ(std::string(absl::StripAsciiWhitespace(ReadFileOrEmpty(work_ + "/w.out"))), kEperm);
+  EXPECT_EQ(Stop(*standby), 0);
 }
 
 TEST_F(FswatchRootTest, ABlockedLogSinkDoesNotDelayAnswers) {

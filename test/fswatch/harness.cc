@@ -80,12 +80,22 @@ absl::StatusOr<WatcherProcess> StartWatcher(const WatcherStart& start,
                            absl::StrCat("--initial-map=", map_path),
                            absl::StrCat("--mark-only-under=", start.tmpfs),
                            absl::StrCat("--decision-log-fd=", log_fd)});
+  // Inheritable copies of the group and its table, for this watcher alone.
+  std::vector<int> handed;
+  if (start.group_fd >= 0) {
+    handed = {fcntl(start.group_fd, F_DUPFD, 3), fcntl(start.pending_table_fd, F_DUPFD, 3)};
+    argv.push_back(absl::StrCat("--fanotify-fd=", handed[0]));
+    argv.push_back(absl::StrCat("--pending-table-fd=", handed[1]));
+  }
   argv.insert(argv.end(), start.extra_args.begin(), start.extra_args.end());
   absl::StatusOr<Background> process = Background::Start(argv, watcher.stderr_path);
+  for (int fd : handed) close(fd);
   if (close_log) close(log_fd);
   if (!process.ok()) return process.status();
   watcher.process = std::make_unique<Background>(*std::move(process));
-  const std::string ready = absl::StrCat("map version ", start.map.version(), " in force");
+  const std::string ready = start.ready_text.empty()
+                                ? absl::StrCat("map version ", start.map.version(), " in force")
+                                : start.ready_text;
   const bool up = WaitFor(
       [&] {
         return absl::StrContains(watcher.Stderr(), ready) || !watcher.process->Running();

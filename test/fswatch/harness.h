@@ -55,6 +55,14 @@ struct WatcherStart {
   std::vector<std::string> env;  // NAME=value, set for the watcher only
   // Another leash-fswatch to run instead of kFswatchBinary (the benchmark's --compare).
   std::string binary;
+  // When >= 0: the watcher reads this group (sidecar::OpenPermissionGroup) and notes what it
+  // reads in this pending table (sidecar::PendingTable::Create), as leashd hands them to it.
+  // Close the group only once the watcher is gone: a marked group nobody reads holds every open.
+  int group_fd = -1;
+  int pending_table_fd = -1;
+  // What stderr says once the watcher is up; default "map version <v> in force" (a --standby
+  // watcher says "standing by" instead).
+  std::string ready_text;
 };
 
 // Starts leash-fswatch and waits until it says the map is in force (or fails, returning its

@@ -7,11 +7,14 @@
 //   probe exec PATH [ARGS...]        execv; prints only on failure
 //   probe wait-open DIR FIFO NAME    chdir DIR, wait for a line on FIFO, then open NAME
 //   probe storm PATH COUNT           COUNT x open+close; prints "ok <count> <failures>"
+//   probe storm-for PATH MS          open+close for MS milliseconds; prints
+//                                    "ok <count> <failures> <successes>"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 namespace {
@@ -30,7 +33,7 @@ int Report(int fd) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: probe open|open-write|exec|wait-open|storm ...\n");
+    fprintf(stderr, "usage: probe open|open-write|exec|wait-open|storm|storm-for ...\n");
     return 2;
   }
   const char* op = argv[1];
@@ -68,6 +71,25 @@ int main(int argc, char** argv) {
       }
     }
     printf("ok %ld %ld\n", count, failures);
+    return 0;
+  }
+  if (strcmp(op, "storm-for") == 0 && argc == 4) {
+    timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    const long ms = atol(argv[3]);
+    long count = 0, failures = 0;
+    for (;;) {
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 >= ms) break;
+      const int fd = open(argv[2], O_RDONLY | O_CLOEXEC);
+      ++count;
+      if (fd < 0) {
+        ++failures;
+      } else {
+        close(fd);
+      }
+    }
+    printf("ok %ld %ld %ld\n", count, failures, count - failures);
     return 0;
   }
   fprintf(stderr, "probe: bad arguments\n");

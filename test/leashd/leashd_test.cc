@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -693,12 +694,45 @@ class WatcherFaultTest : public LeashdTest {
     std::ofstream(fs_->path() + "/open.txt") << "o";
     chmod((fs_->path() + "/secret/x").c_str(), 0644);
     chmod((fs_->path() + "/open.txt").c_str(), 0644);
+    ASSERT_NE(WaitForStandby(), 0) << leashd_->Log();
   }
   // The agent's read of the denied file: EPERM while the watcher enforces.
   RunResult AgentReadsSecret() {
     auto read = leash::testing::Run(agents_["leash-it-a"]->AsUser({"cat", fs_->path() + "/secret/x"}));
     EXPECT_TRUE(read.ok());
     return read.ok() ? *read : RunResult();
+  }
+  // The pid of the watcher's standby once leashd says it is ready (0 after 30 s without).
+  pid_t WaitForStandby(pid_t not_this = 0) {
+    pid_t ready = 0;
+    WaitFor(
+        [&] {
+          const std::string log = leashd_->Log();
+          for (size_t at = log.find("leash-fswatch standby (pid "); at != std::string::npos;
+               at = log.find("leash-fswatch standby (pid ", at + 1)) {
+            const size_t digits = at + strlen("leash-fswatch standby (pid ");
+            const size_t close = log.find(") ready", digits);
+            pid_t pid = 0;
+            if (close != std::string::npos && close - digits < 10 &&
+                absl::SimpleAtoi(log.substr(digits, close - digits), &pid) && pid != not_this) {
+              ready = pid;
+            }
+          }
+          return ready != 0;
+        },
+        absl::Seconds(30));
+    return ready;
+  }
+  // The agent reads the denied file in a tight loop for `seconds`, in the background; each read
+  // that succeeded prints OPENED into `out`, and DONE at the end.
+  absl::StatusOr<Background> AgentStorm(int seconds, const std::string& out) {
+    return Background::Start(
+        agents_["leash-it-a"]->AsUser(
+            {"sh", "-c",
+             absl::StrCat("end=$(($(date +%s)+", seconds, ")); n=0; while [ $(date +%s) -lt $end ]; "
+                          "do cat ", fs_->path(), "/secret/x >/dev/null 2>&1 && echo OPENED; "
+                          "n=$((n+1)); done; echo DONE $n")}),
+        out);
   }
   // Waits for a watcher other than `old` to be running with the current map in force.
   uint32_t WaitForNewWatcher(uint32_t old) {
@@ -720,46 +754,80 @@ class WatcherFaultTest : public LeashdTest {
   }
 };
 
-TEST_F(WatcherFaultTest, KilledWatcherIsRespawnedFromTheCurrentMapAndDeniesAsBefore) {
+// The watcher killed during the agent's loop of reads of a denied file: the fanotify group is
+// leashd's, so nothing is answered allow; the standby takes over and the loop goes on denied.
+TEST_F(WatcherFaultTest, KilledWatcherIsTakenOverByItsStandbyAndNoDeniedReadGetsThrough) {
   RunResult before = AgentReadsSecret();
   ASSERT_NE(before.exit_code, 0);
   ASSERT_THAT(before.out, HasSubstr("Operation not permitted"));
   const uint32_t old = WatcherPid(Status());
   ASSERT_NE(old, 0u);
-  // Kill it during a storm of opens by the agent.
-  auto storm = Background::Start(agents_["leash-it-a"]->AsUser(
-      {"sh", "-c", "for i in $(seq 1 2000); do cat " + fs_->path() + "/open.txt >/dev/null; done"}));
+  const pid_t standby = WaitForStandby();
+  const std::string out = absl::StrCat(getenv("TEST_TMPDIR"), "/killed-storm.out");
+  auto storm = AgentStorm(4, out);
   ASSERT_TRUE(storm.ok());
-  absl::SleepFor(absl::Milliseconds(200));
+  absl::SleepFor(absl::Milliseconds(1500));
   ASSERT_EQ(kill(static_cast<pid_t>(old), SIGKILL), 0);
-  ASSERT_TRUE(storm->Wait(absl::Seconds(60)).ok()) << "the open storm hung after the kill";
+  ASSERT_TRUE(storm->Wait(absl::Seconds(60)).ok()) << "the agent's loop hung after the kill";
+  const std::string storm_out = ReadAll(out);
+  EXPECT_THAT(storm_out, HasSubstr("DONE"));
+  EXPECT_THAT(storm_out, ::testing::Not(HasSubstr("OPENED"))) << storm_out;
   const uint32_t fresh = WaitForNewWatcher(old);
-  ASSERT_NE(fresh, 0u) << leashd_->Log();
+  EXPECT_EQ(fresh, static_cast<uint32_t>(standby)) << leashd_->Log();
   RunResult after = AgentReadsSecret();
   EXPECT_NE(after.exit_code, 0);
   EXPECT_THAT(after.out, HasSubstr("Operation not permitted"));
-  EXPECT_THAT(leashd_->Log(), HasSubstr("respawned leash-fswatch"));
+  EXPECT_THAT(leashd_->Log(), HasSubstr("handed leash-fswatch to its standby"));
+  // A new standby follows, spawned while the new watcher answers its exec.
+  EXPECT_NE(WaitForStandby(standby), 0) << leashd_->Log();
 }
 
-TEST_F(WatcherFaultTest, StoppedWatcherIsKilledOnAMissedHeartbeatAndTheHostIsReleased) {
+// The watcher stopped (SIGSTOP): leashd kills it on its missed heartbeats (2 s) and hands the
+// group to the standby. Meanwhile an unrelated process's open waits, and the agent's reads of
+// the denied file all fail.
+TEST_F(WatcherFaultTest, StoppedWatcherIsKilledOnAMissedHeartbeatAndItsStandbyTakesOver) {
   const uint32_t old = WatcherPid(Status());
   ASSERT_NE(old, 0u);
+  const pid_t standby = WaitForStandby();
+  const std::string out = absl::StrCat(getenv("TEST_TMPDIR"), "/stopped-storm.out");
+  auto storm = AgentStorm(6, out);
+  ASSERT_TRUE(storm.ok());
+  absl::SleepFor(absl::Milliseconds(1000));
   ASSERT_EQ(kill(static_cast<pid_t>(old), SIGSTOP), 0);
-  // An unrelated process (root) opening a file on the marked filesystem waits for the stopped
-  // watcher's answer; it must complete once leashd notices the silence (5 s without a
-  // heartbeat) and kills the watcher, which answers every pending event allow.
   const absl::Time start = absl::Now();
   auto opened = leash::testing::Run({"cat", fs_->path() + "/open.txt"}, absl::Seconds(30));
   const absl::Duration waited = absl::Now() - start;
   ASSERT_TRUE(opened.ok());
   EXPECT_EQ(opened->exit_code, 0) << opened->out;
-  EXPECT_LT(waited, absl::Seconds(15)) << "the host waited " << waited;
+  // The bound is the 2 s heartbeat timeout plus a poll and the takeover; asserted generously
+  // (correctness: the host is not held for good). Measured in docs/PERFORMANCE.md.
+  EXPECT_LT(waited, absl::Seconds(10)) << "the host waited " << waited;
+  ASSERT_TRUE(storm->Wait(absl::Seconds(60)).ok()) << "the agent's loop hung";
+  const std::string storm_out = ReadAll(out);
+  EXPECT_THAT(storm_out, HasSubstr("DONE"));
+  EXPECT_THAT(storm_out, ::testing::Not(HasSubstr("OPENED"))) << storm_out;
   const uint32_t fresh = WaitForNewWatcher(old);
-  ASSERT_NE(fresh, 0u) << leashd_->Log();
+  EXPECT_EQ(fresh, static_cast<uint32_t>(standby)) << leashd_->Log();
   EXPECT_THAT(leashd_->Log(), HasSubstr("stopped sending heartbeats"));
   RunResult after = AgentReadsSecret();
   EXPECT_NE(after.exit_code, 0) << leashd_->Log();
   EXPECT_THAT(after.out, HasSubstr("Operation not permitted"));
+}
+
+// leashd's stop releases the host: the reading watcher and its standby both stop, and leashd
+// closes the group it kept. Any holder of the group left behind (a standby not stopped) would
+// keep it open with its marks and nobody reading, holding every open on the filesystem.
+TEST_F(WatcherFaultTest, StoppingLeashdClosesTheGroupAndReleasesTheFilesystem) {
+  ASSERT_NE(AgentReadsSecret().exit_code, 0);
+  const absl::StatusOr<int> stopped = leashd_->Stop();
+  ASSERT_TRUE(stopped.ok()) << leashd_->Log();
+  auto opened = leash::testing::Run({"cat", fs_->path() + "/open.txt"}, absl::Seconds(10));
+  ASSERT_TRUE(opened.ok());
+  EXPECT_FALSE(opened->timed_out) << "an open on the marked tmpfs still waits after leashd stopped";
+  EXPECT_EQ(opened->exit_code, 0) << opened->out;
+  // Nothing enforces any more: the spec's release.
+  RunResult after = AgentReadsSecret();
+  EXPECT_EQ(after.exit_code, 0) << after.out;
 }
 
 // The peak resident memory leashd has reached, in KiB (VmHWM), and a reset of that peak.
