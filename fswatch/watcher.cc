@@ -205,6 +205,15 @@ bool Watcher::JudgeAbandoned(uint64_t noted) {
   }
   const uint32_t uid = static_cast<uint32_t>(noted);
   auto it = published_->find(uid);
+  if (it == published_->end()) {
+    // A subordinate UID (a predecessor that noted the process's own UID): its subject's. A scan,
+    // but only for an event a dead watcher left.
+    it = std::find_if(published_->begin(), published_->end(), [uid](const auto& subject) {
+      return std::any_of(subject.second.subordinate_uids.begin(),
+                         subject.second.subordinate_uids.end(),
+                         [uid](const engine::UidRange& range) { return range.Contains(uid); });
+    });
+  }
   if (it == published_->end()) return true;  // not a subject
   const sidecar::SubjectEntry& entry = it->second;
   if (entry.policy != nullptr && !entry.policy->config().enforcers().filesystem()) return true;

@@ -192,6 +192,28 @@ TEST_P(DecisionTableTest, AnswersAndLogs) {
   }
 }
 
+// What a successor watcher will need for an event this one read: its subject's own UID, also
+// when the process runs under one of the subject's subordinate UIDs.
+TEST_F(WatcherTest, ASubordinateUidsEventIsNotedAsItsSubjects) {
+  FakeEvent event;
+  event.mask = FAN_OPEN_PERM;
+  event.pid = 1234;
+  const uint32_t inner = kWhiteSubordinateFirst + 7;
+  event.creds = Creds{inner, inner, inner, inner};
+  event.path = "/t/other";
+  event.facts.regular = true;
+  event.facts.mode = S_IFREG | 0644;
+  event.facts.mount = FileFacts::Mount::kOurs;
+  const int fd = source_.Push(event);
+  event.creds = Creds{kUnmapped, kUnmapped, kUnmapped, kUnmapped};
+  const int other = source_.Push(event);
+  Drain();
+  EXPECT_EQ(source_.NotedFor(fd), kWhite);
+  EXPECT_EQ(source_.NotedFor(other), kUnmapped);
+  EXPECT_FALSE(Allowed(fd));
+  EXPECT_TRUE(Allowed(other));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Rules, DecisionTableTest,
     ::testing::Values(
@@ -316,6 +338,8 @@ TEST_F(WatcherTest, AnEventADeadWatcherLeftIsJudgedByTheSubjectsFailMode) {
   EXPECT_TRUE(watcher_.JudgeAbandoned(kSubject | kEnforcerOff));  // not judged at all
   EXPECT_TRUE(watcher_.JudgeAbandoned(kSubject | kUnmapped));     // not a subject
   EXPECT_TRUE(watcher_.JudgeAbandoned(kSubject | 0));             // root
+  // A subordinate UID noted as itself is still its subject's (closed).
+  EXPECT_FALSE(watcher_.JudgeAbandoned(kSubject | (kWhiteSubordinateFirst + 1)));
   // Whose it was never learned: the strictest fail_mode of the map.
   EXPECT_FALSE(watcher_.JudgeAbandoned(kReadUnknown));
   EXPECT_FALSE(watcher_.JudgeAbandoned(0));

@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -52,6 +53,13 @@ class FakeFanotifySource : public FanotifySource {
   std::vector<Answer> answers() const;
   // The answer given for `fd`; fails the test (returns false) if none or more than one.
   bool AnswerFor(int fd, bool& allow) const;
+  // The subject UID the watcher noted for the event with this fd (for a successor), if any.
+  std::optional<uint32_t> NotedFor(int fd) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = noted_.find(fd);
+    if (it == noted_.end()) return std::nullopt;
+    return it->second;
+  }
   size_t pending() const;
   // Every fd handed out was released exactly once.
   bool AllReleasedOnce() const;
@@ -73,6 +81,10 @@ class FakeFanotifySource : public FanotifySource {
   IdentityMethod identity_method() const override { return method_; }
   absl::Status MarkFilesystem(const std::string& path) override;
   absl::Status UnmarkFilesystem(const std::string& path) override;
+  void NoteSubject(const FanEvent& event, uint32_t uid) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    noted_[event.fd] = uid;
+  }
 
  private:
   mutable std::mutex mu_;
@@ -87,6 +99,7 @@ class FakeFanotifySource : public FanotifySource {
   std::map<int, FakeEvent> events_ ABSL_GUARDED_BY(mu_);
   std::map<pid_t, FakeEvent> unopenable_ ABSL_GUARDED_BY(mu_);  // by pid
   std::vector<Answer> answers_ ABSL_GUARDED_BY(mu_);
+  std::map<int, uint32_t> noted_ ABSL_GUARDED_BY(mu_);
   std::map<int, int> released_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> marks_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int> mark_failures_ ABSL_GUARDED_BY(mu_);
