@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -25,29 +26,56 @@
 
 namespace leash::controlplane {
 
-absl::StatusOr<std::vector<Account>> PasswdAccounts::ListAgentAccounts() {
-  absl::MutexLock lock(&mu_);
-  std::vector<Account> accounts;
-  setpwent();
+namespace {
+
+// Walks one database with its set/get/end calls, handing each entry to `visit`. End of the
+// database leaves errno 0 (or ENOENT from some NSS modules); anything else means the walk
+// stopped early, and "I could not look" must never read as "nobody": an error naming `what`.
+template <typename Entry>
+absl::Status Walk(void (*set)(), Entry* (*get)(), void (*end)(), const char* what,
+                  absl::FunctionRef<void(const Entry&)> visit) {
+  set();
   int error = 0;
   while (true) {
     errno = 0;
-    const passwd* entry = getpwent();
+    const Entry* entry = get();
     if (entry == nullptr) {
-      // End of the database leaves errno 0 (or ENOENT from some NSS modules); anything else
-      // means the walk stopped early: "I could not look" must never read as "nobody".
       error = errno == ENOENT ? 0 : errno;
       break;
     }
-    if (absl::StartsWith(entry->pw_name, kAgentAccountPrefix)) {
-      accounts.push_back(Account{AccountNameAsText(entry->pw_name), entry->pw_uid, entry->pw_gid});
-    }
+    visit(*entry);
   }
-  endpwent();
+  end();
   if (error != 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "reading the account database (getpwent) failed: ", std::strerror(error)));
+    return absl::UnavailableError(absl::StrCat("reading the ", what, " failed: ",
+                                               std::strerror(error)));
   }
+  return absl::OkStatus();
+}
+
+absl::Status WalkPasswd(absl::FunctionRef<void(const passwd&)> visit) {
+  return Walk<passwd>(setpwent, getpwent, endpwent, "account database (getpwent)", visit);
+}
+
+// An index answering whether an ID lies in any of `ranges`.
+engine::UidRangeIndex AnyOf(const std::vector<engine::UidRange>& ranges) {
+  engine::UidRangeIndex index;
+  for (const engine::UidRange& range : engine::MergeUidRanges(ranges)) index.Add(range, 0);
+  index.Build();
+  return index;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Account>> PasswdAccounts::ListAgentAccounts() {
+  absl::MutexLock lock(&mu_);
+  std::vector<Account> accounts;
+  absl::Status walked = WalkPasswd([&](const passwd& entry) {
+    if (absl::StartsWith(entry.pw_name, kAgentAccountPrefix)) {
+      accounts.push_back(Account{AccountNameAsText(entry.pw_name), entry.pw_uid, entry.pw_gid});
+    }
+  });
+  if (!walked.ok()) return walked;
   std::vector<std::string> warnings;
   std::vector<Account> distinct = DistinctAgentAccounts(std::move(accounts), warnings);
   for (const std::string& warning : warnings) {
@@ -137,27 +165,13 @@ absl::StatusOr<std::vector<Account>> PasswdAccounts::AccountsWithUidIn(
   absl::MutexLock lock(&mu_);
   std::vector<Account> found;
   if (uids.empty()) return found;
-  engine::UidRangeIndex index;
-  for (const engine::UidRange& range : engine::MergeUidRanges(uids)) index.Add(range, 0);
-  index.Build();
-  setpwent();
-  int error = 0;
-  while (true) {
-    errno = 0;
-    const passwd* entry = getpwent();
-    if (entry == nullptr) {
-      error = errno == ENOENT ? 0 : errno;
-      break;
+  const engine::UidRangeIndex index = AnyOf(uids);
+  absl::Status walked = WalkPasswd([&](const passwd& entry) {
+    if (index.Find(entry.pw_uid).has_value()) {
+      found.push_back(Account{AccountNameAsText(entry.pw_name), entry.pw_uid, entry.pw_gid});
     }
-    if (index.Find(entry->pw_uid).has_value()) {
-      found.push_back(Account{AccountNameAsText(entry->pw_name), entry->pw_uid, entry->pw_gid});
-    }
-  }
-  endpwent();
-  if (error != 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "reading the account database (getpwent) failed: ", std::strerror(error)));
-  }
+  });
+  if (!walked.ok()) return walked;
   return found;
 }
 
@@ -224,27 +238,14 @@ absl::StatusOr<std::vector<Group>> PasswdAccounts::GroupsWithGidIn(
   absl::MutexLock lock(&mu_);
   std::vector<Group> found;
   if (gids.empty()) return found;
-  engine::UidRangeIndex index;
-  for (const engine::UidRange& range : engine::MergeUidRanges(gids)) index.Add(range, 0);
-  index.Build();
-  setgrent();
-  int error = 0;
-  while (true) {
-    errno = 0;
-    const group* entry = getgrent();
-    if (entry == nullptr) {
-      error = errno == ENOENT ? 0 : errno;
-      break;
-    }
-    if (index.Find(entry->gr_gid).has_value()) {
-      found.push_back(Group{AccountNameAsText(entry->gr_name), entry->gr_gid});
-    }
-  }
-  endgrent();
-  if (error != 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "reading the group database (getgrent) failed: ", std::strerror(error)));
-  }
+  const engine::UidRangeIndex index = AnyOf(gids);
+  absl::Status walked = Walk<group>(
+      setgrent, getgrent, endgrent, "group database (getgrent)", [&](const group& entry) {
+        if (index.Find(entry.gr_gid).has_value()) {
+          found.push_back(Group{AccountNameAsText(entry.gr_name), entry.gr_gid});
+        }
+      });
+  if (!walked.ok()) return walked;
   return found;
 }
 
