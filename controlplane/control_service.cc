@@ -233,16 +233,8 @@ grpc::Status ControlService::GetStatus(grpc::ServerContext*, const leash::v1::St
     if (view.policy != nullptr) *subject->mutable_policy() = view.policy->config();
     // What the account holds (what newuidmap grants it), not the share leashd could give it:
     // in a conflict the two differ, and the detail says why.
-    for (const engine::UidRange& range : state.account.subordinate_uids) {
-      leash::v1::IdRange* out = subject->add_subordinate_uids();
-      out->set_first(range.first);
-      out->set_last(range.last);
-    }
-    for (const engine::UidRange& range : state.account.subordinate_gids) {
-      leash::v1::IdRange* out = subject->add_subordinate_gids();
-      out->set_first(range.first);
-      out->set_last(range.last);
-    }
+    AppendIdRanges(state.account.subordinate_uids, subject->mutable_subordinate_uids());
+    AppendIdRanges(state.account.subordinate_gids, subject->mutable_subordinate_gids());
     if (deps_.netfilter != nullptr && state.chain.has_value()) {
       absl::StatusOr<NetfilterCounters> counters = deps_.netfilter->ReadCounters(uid);
       if (counters.ok()) {

@@ -67,6 +67,15 @@ std::string ToolsTransportWarning(const std::string& account, const leash::v1::C
 
 }  // namespace
 
+void AppendIdRanges(const std::vector<engine::UidRange>& ranges,
+                    google::protobuf::RepeatedPtrField<leash::v1::IdRange>* out) {
+  for (const engine::UidRange& range : ranges) {
+    leash::v1::IdRange* added = out->Add();
+    added->set_first(range.first);
+    added->set_last(range.last);
+  }
+}
+
 std::string Fingerprint(const leash::v1::SubjectPolicy& policy) {
   std::string bytes;
   google::protobuf::io::StringOutputStream stream(&bytes);
@@ -101,16 +110,8 @@ leash::v1::SubjectPolicy Reconciler::NoPolicy(const Desired& desired, const std:
 void Reconciler::SetSubordinateIds(const Desired& desired, leash::v1::SubjectPolicy& policy) {
   policy.clear_subordinate_uids();
   policy.clear_subordinate_gids();
-  for (const engine::UidRange& range : desired.subordinate_uids) {
-    leash::v1::IdRange* out = policy.add_subordinate_uids();
-    out->set_first(range.first);
-    out->set_last(range.last);
-  }
-  for (const engine::UidRange& range : desired.subordinate_gids) {
-    leash::v1::IdRange* out = policy.add_subordinate_gids();
-    out->set_first(range.first);
-    out->set_last(range.last);
-  }
+  AppendIdRanges(desired.subordinate_uids, policy.mutable_subordinate_uids());
+  AppendIdRanges(desired.subordinate_gids, policy.mutable_subordinate_gids());
 }
 
 void Reconciler::PublishAndWait(const std::vector<leash::v1::SubjectPolicy>& subjects,

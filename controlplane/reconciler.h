@@ -80,6 +80,10 @@ struct SubjectState {
   std::vector<engine::UidRange> subordinate_gids;
 };
 
+// Appends `ranges` to a message's repeated IdRange field (SubjectPolicy, SubjectStatus).
+void AppendIdRanges(const std::vector<engine::UidRange>& ranges,
+                    google::protobuf::RepeatedPtrField<leash::v1::IdRange>* out);
+
 // Deterministic bytes of what a subject was sent: equal exactly when nothing changed.
 std::string Fingerprint(const leash::v1::SubjectPolicy& policy);
 
