@@ -2,7 +2,7 @@
 // a leash table in the current shape from one left by an older version. Pure: no socket, so
 // every rule Leash installs is unit-tested against the expressions `nft` itself generates.
 //
-// The shape (spec: "One chain per UID"; issue 6 "Scale"):
+// The shape (spec: "One chain per UID"):
 //   table ip leash / table ip6 leash
 //     map agents { type uid : verdict; flags interval }
 //                                                 per subject: its UID and each subordinate UID

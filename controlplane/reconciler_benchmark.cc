@@ -1,4 +1,4 @@
-// A reconcile of a host with 1,000 agent subjects where one agent's binding changed (issue 4's
+// A reconcile of a host with 1,000 agent subjects where one agent's binding changed (the
 // target: ≤ 20 ms, and exactly one subject re-applied). Everything but the kernel is real: the
 // floor file, profiles and bindings.yaml read by the BindingStore and resolved by the tier
 // Resolver, ports.json, PolicyStream over a Unix socket to two subscribers (standing in for

@@ -1,4 +1,4 @@
-// Resolving and judging a host of 1,000 agents bound to 50 profiles (issue 3's target: a full
+// Resolving and judging a host of 1,000 agents bound to 50 profiles (the target: a full
 // re-resolution under 100 ms). The floor carries realistic list sizes; a global binding
 // tightens it; each profile loosens (so every binding carries acks) and tightens a little.
 //

@@ -22,7 +22,7 @@
 //
 // The event's own pidfd (FAN_REPORT_PIDFD) gives the same guarantee, but then the kernel makes,
 // and the loop must close, a pidfd for every event: on every open on the host, where this
-// costs one ioctl (measured in docs/PERFORMANCE.md, issue 7).
+// costs one ioctl (docs/PERFORMANCE.md, "Filesystem watcher").
 #pragma once
 
 #include <sys/types.h>

@@ -83,8 +83,8 @@ using SubjectLookup = std::function<absl::StatusOr<ToolSubject>(
 // What one caller of the tools socket can make leashd hold. The socket is shared by every
 // agent account in its group, and an agent is the party Leash does not trust: without these
 // bounds one account could open any number of calls of any size and run leashd out of memory
-// (measured before them: 16 connections with 16 calls of 4 MiB each raised leashd's peak
-// resident memory by 326 MiB, and nothing stopped a caller from asking for more). With them,
+// (docs/PERFORMANCE.md has what a flood raised leashd's peak memory by, with and without
+// them, and without them nothing stopped a caller from asking for more). With them,
 // the requests one account can make leashd hold at once are at most
 //   max_calls_per_account x max_request_bytes   (8 x 4 MiB by default)
 // plus what the stream windows of its other live calls let in: answered or refused calls that

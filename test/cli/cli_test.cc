@@ -1,4 +1,4 @@
-// The leash CLI against a real leashd (issue 5). Every refusal the spec describes is compared
+// The leash CLI against a real leashd. Every refusal the spec describes is compared
 // with a golden file in testdata/ (run with LEASH_UPDATE_GOLDEN=1 to rewrite them after a
 // deliberate change, then review the diff); the temp paths of the run are replaced by
 // placeholders first.

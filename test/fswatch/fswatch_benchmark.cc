@@ -21,7 +21,7 @@
 // --compare measures another leash-fswatch build (copy bazel-bin/fswatch/leash-fswatch aside
 // before a change) on the (d) map right after (d) in every round, and prints the median of the
 // per-round ratios: a change to the mapped path read against its parent within one run. Being
-// measured second costs about 1% (an A/A run, the same binary twice: 0.989 / 0.992).
+// measured second costs a little (an A/A run, the same binary twice, shows how much).
 // leash-fswatch runs as leashd runs it, on a group made outside it with the pending table
 // (--fanotify-fd); --compare's build gets a group of its own unless --compare-shared.
 //
@@ -254,11 +254,11 @@ int Main(int argc, char** argv) {
     return true;
   };
   // Each round measures (b), then (c) and (d) back to back, then (b) again, so the ratios are
-  // taken per round between rows seconds apart: this VM's speed drifts by a third over
-  // minutes, and a ratio of medians gathered minutes apart carries that drift. The round's
-  // baseline is the mean of its two (b)s, which cancels a drift that is steady over the round
-  // (a row measured later in a round read about 1% lower than the same row measured first: the
-  // A/A check under --compare). The other rows follow.
+  // taken per round between rows seconds apart: a VM's speed can drift over minutes,
+  // and a ratio of medians gathered minutes apart carries that drift. The round's baseline is
+  // the mean of its two (b)s, which cancels a drift that is steady over the round (a row
+  // measured later in a round reads a little lower than the same row measured first: the A/A
+  // check under --compare shows how much). The other rows follow.
   // leash-fswatch (or --compare's build) on the map above, once it says the map is in force.
   // As leashd runs it: on a group made outside it, noting what it reads in the pending table
   // (a --compare build from before the shared group gets a group of its own). The group is

@@ -1,4 +1,4 @@
-// leashd end to end (issue 4): the real daemon, its real sidecars and nft rules in a network
+// leashd end to end: the real daemon, its real sidecars and nft rules in a network
 // namespace, real leash-* test accounts discovered from passwd, the watcher confined to a test
 // tmpfs, driven through its Control RPCs and SIGHUP as an operator and Sentinel would.
 #include <signal.h>
@@ -933,8 +933,8 @@ TEST_F(LeashdTest, AnAgentFloodingTheToolsSocketIsBoundedAndStarvesNoOtherAgent)
   // 8 calls x 4 MiB (--tools-max-request-bytes) is 32 MiB of requests, each held twice while
   // judged (gRPC's buffer and the parsed request): 64 MiB. Refused calls whose data had started
   // to arrive hold what their stream windows let in until gRPC ends them (up to 96 alive), and
-  // the allocator keeps some. Measured: 97-128 MiB with the limits (docs/PERFORMANCE.md);
-  // 326 MiB without them for this flood, and more for a bigger one.
+  // the allocator keeps some (docs/PERFORMANCE.md has the measured figure, with and without
+  // the limits).
   EXPECT_LE(peak_mib, 192) << "leashd's peak resident memory rose by " << peak_mib << " MiB";
 
   // The flood's connections are released with it: the same account is admitted again.
