@@ -2,6 +2,7 @@
 #include "engine/tiers.h"
 
 #include <algorithm>
+#include <ostream>
 
 #include "engine/config_defaults.h"
 #include "engine/testing/tiers_fixtures.h"
@@ -289,6 +290,9 @@ struct DenyUnionRow {
   std::vector<std::vector<std::string>> agent_denies;
   std::vector<std::vector<std::string>> user_denies;
 };
+
+// A failing row is named, not dumped as bytes.
+void PrintTo(const DenyUnionRow& row, std::ostream* os) { *os << row.name; }
 
 class DenyUnionAcrossTiers : public ::testing::TestWithParam<DenyUnionRow> {};
 
