@@ -98,7 +98,7 @@ class TierDeniesTest : public ::testing::Test {
   // `account` runs the binary at `relative` on the watched tmpfs: true when the exec happened
   // (the copy of /bin/true exits 0), false when it was refused with EPERM.
   bool Runs(const TestAccount& account, const std::string& relative) {
-    auto run = Run(account.AsUser({Path(relative)}));
+    auto run = leash::testing::Run(account.AsUser({Path(relative)}));
     EXPECT_TRUE(run.ok()) << run.status();
     if (!run.ok()) return false;
     if (run->exit_code != 0) {
@@ -109,7 +109,7 @@ class TierDeniesTest : public ::testing::Test {
 
   // `account` reads the file at `relative`: true when it could, false on EPERM.
   bool Reads(const TestAccount& account, const std::string& relative) {
-    auto read = Run(account.AsUser({"cat", Path(relative)}));
+    auto read = leash::testing::Run(account.AsUser({"cat", Path(relative)}));
     EXPECT_TRUE(read.ok()) << read.status();
     if (!read.ok()) return false;
     if (read->exit_code != 0) {
