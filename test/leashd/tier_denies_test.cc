@@ -184,8 +184,10 @@ TEST_F(TierDeniesTest, BindGlobalWithADenyOnlyProfileNeedsNoAckAndKeepsTheFloors
 // everything" (its profile "dropped" the new floor deny without consent); so did an inert deny
 // in a profile. Neither may: the agent stays enforced, with every deny in force.
 TEST_F(TierDeniesTest, TighteningTheFloorNeverDeniesEverythingToAnAgentWhoseProfileSetsThatList) {
-  ASSERT_EQ(SaveProfile("fsp", absl::StrCat("filesystem: { deny: [\"", Path("/other-secret"),
-                                            "\"] }\n"))
+  // The profile repeats the floor's deny, so it bound without consent under either rule; what
+  // the floor gains afterwards is what it used to "drop".
+  ASSERT_EQ(SaveProfile("fsp", absl::StrCat("filesystem: { deny: [\"", Path("/secret"), "\", \"",
+                                            Path("/other-secret"), "\"] }\n"))
                 .exit_code,
             0);
   ASSERT_EQ(Leash({"bind", "agent:" + agent_a().name(), "fsp"}).exit_code, 0);
