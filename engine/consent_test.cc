@@ -786,6 +786,26 @@ INSTANTIATE_TEST_SUITE_P(
                       "agent:leash-iris", {}}),
     [](const ::testing::TestParamInfo<DenyUnbindRow>& info) { return info.param.name; });
 
+// A binding that consented to dropping a floor deny (the only way a deny-only profile bound
+// before denies added up) consents to nothing now: validate reports the ack stale, with the
+// re-bind that drops it, and the subject keeps the floor's deny.
+TEST(ValidateTiers, AnUnsetDenyAckForAFloorDenyIsStaleBecauseNoProfileDropsOne) {
+  World w;
+  w.floor = Floor(kForbiddenFloor);
+  w.bindings.Put({"agent:leash-iris", "p", {"unset.deny:commands:forbidden"}});
+  w.profiles = Library({{"p", "commands: {deny: [okay]}"}});
+  const std::vector<leash::v1::Finding> findings =
+      ValidateTiers(w.floor, w.bindings, w.profiles, {"leash-iris"});
+  const leash::v1::Finding* stale = FindingFor(findings, "unset.deny:commands:forbidden");
+  ASSERT_NE(stale, nullptr);
+  EXPECT_EQ(stale->severity(), leash::v1::SEVERITY_WARNING);
+  EXPECT_THAT(stale->message(), HasSubstr("is stale"));
+  EXPECT_THAT(stale->message(), HasSubstr("sudo leash bind agent:leash-iris p"));
+  const ResolvedSubject iris = w.resolver().Resolve("leash-iris");
+  ASSERT_TRUE(iris.ok()) << iris.failure->message;
+  EXPECT_THAT(iris.policy->commands().deny().entries(), ElementsAre("forbidden", "okay"));
+}
+
 // `leash validate` explains the rule when a profile lists a deny the floor already has.
 TEST(ValidateTiers, AProfileDenyTheFloorAlreadyHasIsExplainedAsRedundant) {
   World w;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/fixtures/netns.h"
@@ -89,10 +90,17 @@ class TierDeniesTest : public ::testing::Test {
     return result.ok() ? *result : RunResult();
   }
 
-  RunResult SaveProfile(const std::string& name, const std::string& yaml) {
+  // Saves profile `name` as `<surface>: { deny: [...] }`, each entry a path on the tmpfs, and
+  // returns the CLI's exit code.
+  int SaveDenyProfile(const std::string& name, const std::string& surface,
+                      const std::vector<std::string>& relatives) {
+    std::vector<std::string> quoted;
+    for (const std::string& relative : relatives) quoted.push_back("\"" + Path(relative) + "\"");
     const std::string path = files_->Join(name + ".yaml");
-    std::ofstream(path) << yaml;
-    return Leash({"profile", "save", name, "--from", path});
+    std::ofstream(path) << surface << ": { deny: [" << absl::StrJoin(quoted, ", ") << "] }\n";
+    RunResult saved = Leash({"profile", "save", name, "--from", path});
+    EXPECT_EQ(saved.exit_code, 0) << saved.out;
+    return saved.exit_code;
   }
 
   // `account` runs the binary at `relative` on the watched tmpfs: true when the exec happened
@@ -139,10 +147,7 @@ class TierDeniesTest : public ::testing::Test {
 // The issue's case: a profile that only adds `commands.deny: [okay]` was refused as loosening
 // the floor's `forbidden` deny, and once acked the agent could run `forbidden`.
 TEST_F(TierDeniesTest, AProfileMayTightenTheFloorFreelyAndTheFloorsDenyStillHolds) {
-  ASSERT_EQ(SaveProfile("extra", absl::StrCat("commands: { deny: [\"", Path("/bin/okay"),
-                                              "\"] }\n"))
-                .exit_code,
-            0);
+  ASSERT_EQ(SaveDenyProfile("extra", "commands", {"/bin/okay"}), 0);
   RunResult bound = Leash({"bind", "agent:" + agent_a().name(), "extra"});
   ASSERT_EQ(bound.exit_code, 0) << bound.out;
   EXPECT_THAT(bound.out, Not(HasSubstr("unset.deny")));
@@ -165,10 +170,7 @@ TEST_F(TierDeniesTest, AProfileMayTightenTheFloorFreelyAndTheFloorsDenyStillHold
 // "leash bind global says out loud that it changes the floor for every subject on the host":
 // a deny-only global profile needs no ack and keeps the floor's denies for every subject.
 TEST_F(TierDeniesTest, BindGlobalWithADenyOnlyProfileNeedsNoAckAndKeepsTheFloorsDenies) {
-  ASSERT_EQ(SaveProfile("extra", absl::StrCat("commands: { deny: [\"", Path("/bin/okay"),
-                                              "\"] }\n"))
-                .exit_code,
-            0);
+  ASSERT_EQ(SaveDenyProfile("extra", "commands", {"/bin/okay"}), 0);
   RunResult bound = Leash({"bind", "global", "extra"});
   ASSERT_EQ(bound.exit_code, 0) << bound.out;
   EXPECT_THAT(bound.out, HasSubstr("bind global changes the floor for every subject"));
@@ -186,10 +188,7 @@ TEST_F(TierDeniesTest, BindGlobalWithADenyOnlyProfileNeedsNoAckAndKeepsTheFloors
 TEST_F(TierDeniesTest, TighteningTheFloorNeverDeniesEverythingToAnAgentWhoseProfileSetsThatList) {
   // The profile repeats the floor's deny, so it bound without consent under either rule; what
   // the floor gains afterwards is what it used to "drop".
-  ASSERT_EQ(SaveProfile("fsp", absl::StrCat("filesystem: { deny: [\"", Path("/secret"), "\", \"",
-                                            Path("/other-secret"), "\"] }\n"))
-                .exit_code,
-            0);
+  ASSERT_EQ(SaveDenyProfile("fsp", "filesystem", {"/secret", "/other-secret"}), 0);
   ASSERT_EQ(Leash({"bind", "agent:" + agent_a().name(), "fsp"}).exit_code, 0);
   RunResult tightened = Leash({"fs", "deny", Path("/new-secret")});
   ASSERT_EQ(tightened.exit_code, 0) << tightened.out;
@@ -206,10 +205,7 @@ TEST_F(TierDeniesTest, TighteningTheFloorNeverDeniesEverythingToAnAgentWhoseProf
 
   // An inert deny (a relative command path never matches), as an operator may leave in a
   // profile file by hand: accepted on load and reported, and it drops no floor deny.
-  ASSERT_EQ(SaveProfile("inert", absl::StrCat("commands: { deny: [\"", Path("/bin/okay"),
-                                              "\"] }\n"))
-                .exit_code,
-            0);
+  ASSERT_EQ(SaveDenyProfile("inert", "commands", {"/bin/okay"}), 0);
   ASSERT_EQ(Leash({"bind", "agent:" + agent_b().name(), "inert"}).exit_code, 0);
   std::ofstream(leashd_->state_dir() + "/profiles/inert.yaml")
       << "commands: { deny: [\"bin/okay\"] }\n";
@@ -226,10 +222,7 @@ TEST_F(TierDeniesTest, TighteningTheFloorNeverDeniesEverythingToAnAgentWhoseProf
 
 // "a deny the removal drops is judged as the engine's own unset.deny".
 TEST_F(TierDeniesTest, UnbindingAProfileThatAddedADenyIsJudgedAsUnsetDeny) {
-  ASSERT_EQ(SaveProfile("extra", absl::StrCat("commands: { deny: [\"", Path("/bin/okay"), "\", \"",
-                                              Path("/bin/forbidden"), "\"] }\n"))
-                .exit_code,
-            0);
+  ASSERT_EQ(SaveDenyProfile("extra", "commands", {"/bin/okay", "/bin/forbidden"}), 0);
   ASSERT_EQ(Leash({"bind", "agent:" + agent_a().name(), "extra"}).exit_code, 0);
   const std::string token = absl::StrCat("unset.deny:commands:", Path("/bin/okay"));
 
@@ -250,10 +243,7 @@ TEST_F(TierDeniesTest, UnbindingAProfileThatAddedADenyIsJudgedAsUnsetDeny) {
 
 // `leash validate` explains the rule when a profile lists a deny the floor already has.
 TEST_F(TierDeniesTest, ValidateSaysAProfileDenyTheFloorHasChangesNothing) {
-  ASSERT_EQ(SaveProfile("repeat", absl::StrCat("commands: { deny: [\"", Path("/bin/forbidden"),
-                                               "\"] }\n"))
-                .exit_code,
-            0);
+  ASSERT_EQ(SaveDenyProfile("repeat", "commands", {"/bin/forbidden"}), 0);
   RunResult validate = Leash({"validate"});
   EXPECT_EQ(validate.exit_code, 0) << validate.out;
   EXPECT_THAT(validate.out, HasSubstr(absl::StrCat("'", Path("/bin/forbidden"),
