@@ -63,7 +63,8 @@ const std::map<std::string, std::string>& CommandHelp() {
   Judges the floor, every profile and every binding: a blacklist surface with an allow list
   (never consulted: error), a deny entry that can never match (critical), an allow entry that
   can never match (warning), commands in blacklist mode (warning), stale acks, bindings that
-  resolve for nobody, a profile deny the floor already has (info: it changes nothing). Exits 1 when any finding is an error or critical, 0 with warnings only.
+  resolve for nobody, a profile deny the floor already has (info: it changes nothing). Exits 1
+  when any finding is an error or critical, 0 with warnings only.
   Without leashd it judges the config file alone, and says so.
 )"},
       {"check", R"(usage: leash check <surface> <subject> [--account <account>] [--json]
