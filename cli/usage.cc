@@ -63,7 +63,8 @@ const std::map<std::string, std::string>& CommandHelp() {
   Judges the floor, every profile and every binding: a blacklist surface with an allow list
   (never consulted: error), a deny entry that can never match (critical), an allow entry that
   can never match (warning), commands in blacklist mode (warning), stale acks, bindings that
-  resolve for nobody. Exits 1 when any finding is an error or critical, 0 with warnings only.
+  resolve for nobody, a profile deny the floor already has (info: it changes nothing). Exits 1
+  when any finding is an error or critical, 0 with warnings only.
   Without leashd it judges the config file alone, and says so.
 )"},
       {"check", R"(usage: leash check <surface> <subject> [--account <account>] [--json]
@@ -74,8 +75,10 @@ const std::map<std::string, std::string>& CommandHelp() {
 )"},
       {"profile", R"(usage: leash profile save <name> --from <file.yaml> [--ack 'agent:<account>=<field>:<value>']...
        leash profile list | show <name> | delete <name>
-  A profile is a fragment: only the keys it means to set. A save that would loosen any bound
-  agent beyond its own acks is refused with every loosening, its token and the re-run line.
+  A profile is a fragment: only the keys it means to set. Its deny lists are added to the
+  floor's and the global binding's (a floor deny holds for every agent); its allow lists and
+  other keys are its own values. A save that would loosen any bound agent beyond its own acks
+  is refused with every loosening, its token and the re-run line.
 )"},
       {"bind", R"(usage: leash bind global|agent:<account> <profile> [--ack '<field>:<value>']...
   A change that widens what a subject may do is refused unless acknowledged by field and value.

@@ -535,6 +535,9 @@ std::vector<Finding> ValidateTiers(const Config& floor, const Bindings& bindings
       continue;
     }
     for (Finding& finding : ValidateConfig(*profile, source)) out.push_back(std::move(finding));
+    for (Finding& finding : ValidateProfileDenies(floor, *profile, source)) {
+      out.push_back(std::move(finding));
+    }
   }
   return out;
 }

@@ -117,7 +117,8 @@ UnbindJudgement JudgeUnbind(const absl::StatusOr<leash::v1::Config>& floor,
 //  - a stale ack: consent to a loosening its profile does not perform (warning);
 //  - a scope that resolves for nobody: team:, unparseable, an account not discovered (error);
 //  - a binding whose subject does not resolve: dangling, unreadable, unacknowledged (critical);
-//  - each profile's own ValidateConfig findings.
+//  - each profile's own ValidateConfig findings, and its ValidateProfileDenies against the
+//    floor (a deny the floor already has: info).
 std::vector<leash::v1::Finding> ValidateTiers(const leash::v1::Config& floor,
                                               const Bindings& bindings,
                                               const ProfileLibrary& profiles,

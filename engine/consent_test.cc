@@ -4,6 +4,12 @@
 #include "engine/refusal.h"
 #include "engine/validate.h"
 
+#include <algorithm>
+#include <ostream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
 #include "engine/testing/tiers_fixtures.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -568,6 +574,264 @@ TEST(ValidateTiers, DeadScopesAndUnresolvableSubjectsAreReported) {
   ASSERT_NE(dangling, nullptr);
   EXPECT_EQ(dangling->severity(), leash::v1::SEVERITY_CRITICAL);
   EXPECT_EQ(dangling->field(), "dangling-profile");
+}
+
+// --- deny lists across the tiers ------------------------------------------------------------
+//
+// "A profile may tighten the floor freely" — adding a deny is never a loosening, at any tier;
+// "the consent check is made against the floor file alone" for a bind and a profile edit; and
+// an unbind, judged with and without the binding, reports a deny the binding's profile added
+// "as the engine's own unset.deny".
+
+constexpr char kForbiddenFloor[] = R"(
+user: fido
+fail_mode: closed
+network: {mode: whitelist, allow: [github.com], deny: [evil.com]}
+filesystem: {mode: blacklist, deny: [/srv/secret]}
+commands: {mode: blacklist, deny: [forbidden]}
+tools: {mode: whitelist, allow: [read_file], deny: [rm_rf]}
+)";
+
+struct DenyBindRow {
+  std::string name;
+  // "global" or "agent:leash-iris".
+  std::string scope;
+  // A global binding already in place ("" for none).
+  std::string existing_global;
+  std::string fragment;
+  std::vector<std::string> acks;
+  // The acks the binding records (every one else is "not needed").
+  std::vector<std::string> recorded;
+};
+
+// A failing row is named, not dumped as bytes.
+void PrintTo(const DenyBindRow& row, std::ostream* os) { *os << row.name; }
+
+class DenyOnlyBind : public ::testing::TestWithParam<DenyBindRow> {};
+
+TEST_P(DenyOnlyBind, AddingADenyIsNeverALoosening) {
+  const DenyBindRow& row = GetParam();
+  World w;
+  w.floor = Floor(kForbiddenFloor);
+  if (!row.existing_global.empty()) {
+    w.bindings.Put({"global", "base", {}});
+    w.profiles = Library({{"base", row.existing_global}});
+  }
+  absl::StatusOr<Scope> scope = ParseScope(row.scope);
+  ASSERT_TRUE(scope.ok()) << scope.status();
+  BindJudgement j = JudgeBind(w.resolver(), *scope, "p", Fragment(row.fragment), row.acks);
+  ASSERT_FALSE(j.refusal.has_value()) << RenderRefusal(*j.refusal);
+  EXPECT_EQ(j.binding.acks, row.recorded);
+  for (const std::string& ack : row.acks) {
+    if (std::find(row.recorded.begin(), row.recorded.end(), ack) != row.recorded.end()) continue;
+    EXPECT_THAT(j.notices, Contains(HasSubstr(absl::StrCat("--ack '", ack, "' is not needed"))));
+  }
+  // And the resolver agrees at run start: the subject resolves with every floor deny held.
+  Bindings next = w.bindings;
+  next.Put(j.binding);
+  ProfileLibrary profiles = w.profiles;
+  profiles.insert_or_assign("p", Fragment(row.fragment));
+  const ResolvedSubject iris = Resolver(w.floor, next, profiles).Resolve("leash-iris");
+  ASSERT_TRUE(iris.ok()) << iris.failure->message;
+  EXPECT_THAT(iris.policy->commands().deny().entries(), Contains("forbidden"));
+  EXPECT_THAT(iris.policy->network().deny().entries(), Contains("evil.com"));
+  EXPECT_THAT(iris.policy->filesystem().deny().entries(), Contains("/srv/secret"));
+  EXPECT_THAT(iris.policy->tools().deny().entries(), Contains("rm_rf"));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Tiers, DenyOnlyBind,
+    ::testing::Values(
+        DenyBindRow{"AgentDenyOnlyProfileNeedsNoAck", "agent:leash-iris", "",
+                    "commands: {deny: [okay]}", {}, {}},
+        DenyBindRow{"GlobalDenyOnlyProfileNeedsNoAck", "global", "", "commands: {deny: [okay]}",
+                    {}, {}},
+        DenyBindRow{"AgentDenyOnEverySurfaceNeedsNoAck", "agent:leash-iris", "",
+                    "network: {deny: [x.example]}\nfilesystem: {deny: [/root]}\n"
+                    "commands: {deny: [okay]}\ntools: {deny: [shell]}",
+                    {}, {}},
+        DenyBindRow{"AnEmptyDenyListNeedsNoAck", "agent:leash-iris", "",
+                    "network: {deny: []}\nfilesystem: {deny: []}\ncommands: {deny: []}\n"
+                    "tools: {deny: []}",
+                    {}, {}},
+        DenyBindRow{"GlobalEmptyDenyListNeedsNoAck", "global", "", "commands: {deny: []}", {},
+                    {}},
+        // With acks: an unset.deny ack is consent to nothing, so it is not recorded.
+        DenyBindRow{"AnUnsetDenyAckForADenyOnlyProfileIsNotRecorded", "agent:leash-iris", "",
+                    "commands: {deny: [okay]}", {"unset.deny:commands:forbidden"}, {}},
+        DenyBindRow{"GlobalUnsetDenyAckIsNotRecorded", "global", "", "commands: {deny: [okay]}",
+                    {"unset.deny:commands:forbidden"}, {}},
+        // Over a global binding that added its own deny, an agent's deny-only profile drops
+        // neither the global's nor the floor's.
+        DenyBindRow{"AgentDenyOnlyProfileOverAGlobalDenyNeedsNoAck", "agent:leash-iris",
+                    "commands: {deny: [curl]}", "commands: {deny: [okay]}", {}, {}},
+        // A deny beside a real loosening: only the loosening is asked for and recorded.
+        DenyBindRow{"ADenyBesideALooseningRecordsOnlyTheLooseningsAck", "agent:leash-iris", "",
+                    "network: {allow: [github.com, openai.com], deny: [x.example]}",
+                    {"network.allow:openai.com"}, {"network.allow:openai.com"}}),
+    [](const ::testing::TestParamInfo<DenyBindRow>& info) { return info.param.name; });
+
+// The issue's floor tightening: `leash fs deny` on the floor while an agent's profile sets the
+// filesystem deny list. The edited floor resolves the agent with both denies, and no consent
+// token is asked for anywhere.
+TEST(JudgeBind, TighteningTheFloorLeavesAnAgentWhoseProfileSetsThatListResolved) {
+  World w;
+  w.floor = Floor(kForbiddenFloor);
+  w.bindings.Put({"agent:leash-iris", "p", {}});
+  w.profiles = Library({{"p", "filesystem: {deny: [/root]}"}});
+  ASSERT_TRUE(w.resolver().Resolve("leash-iris").ok());
+  w.floor.mutable_filesystem()->mutable_deny()->add_entries("/srv/new-secret");
+  const ResolvedSubject iris = w.resolver().Resolve("leash-iris");
+  ASSERT_TRUE(iris.ok()) << iris.failure->message;
+  EXPECT_THAT(iris.policy->filesystem().deny().entries(),
+              ElementsAre("/srv/secret", "/srv/new-secret", "/root"));
+  EXPECT_THAT(ValidateTiers(w.floor, w.bindings, w.profiles, {"leash-iris"}),
+              Not(Contains(::testing::Property(&leash::v1::Finding::severity,
+                                               leash::v1::SEVERITY_CRITICAL))));
+}
+
+// "A bind or a profile edit is judged against the floor": an edit that drops a deny the
+// profile itself added is judged against the floor file, where that deny never was, so it asks
+// for nothing; the floor's own deny stays in force for every bound agent.
+TEST(JudgeProfileEdit, AnEditIsJudgedAgainstTheFloorAndNeverDropsAFloorDeny) {
+  World w;
+  w.floor = Floor(kForbiddenFloor);
+  w.bindings.Put({"agent:leash-iris", "p", {}});
+  w.bindings.Put({"global", "g", {}});
+  w.profiles = Library({{"p", "commands: {deny: [curl]}"}, {"g", "commands: {deny: [wget]}"}});
+  for (const char* edit : {"commands: {deny: [okay]}", "commands: {deny: []}"}) {
+    ProfileEditJudgement agent = JudgeProfileEdit(w.resolver(), "p", Fragment(edit), {}, "p.yaml");
+    EXPECT_FALSE(agent.refusal.has_value()) << edit << ": " << RenderRefusal(*agent.refusal);
+    ProfileEditJudgement global = JudgeProfileEdit(w.resolver(), "g", Fragment(edit), {}, "g.yaml");
+    EXPECT_FALSE(global.refusal.has_value()) << edit << ": " << RenderRefusal(*global.refusal);
+    ProfileLibrary after = w.profiles;
+    after.insert_or_assign("p", Fragment(edit));
+    after.insert_or_assign("g", Fragment(edit));
+    const ResolvedSubject iris = Resolver(w.floor, w.bindings, after).Resolve("leash-iris");
+    ASSERT_TRUE(iris.ok()) << iris.failure->message;
+    EXPECT_THAT(iris.policy->commands().deny().entries(), Contains("forbidden")) << edit;
+  }
+}
+
+struct DenyUnbindRow {
+  std::string name;
+  std::string global;  // "" for no global binding
+  std::string agent;   // "" for no agent binding
+  std::string unbind;  // the scope removed
+  // The tokens the removal needs, in order ({} when it only tightens or changes nothing).
+  std::vector<std::string> tokens;
+};
+
+// A failing row is named, not dumped as bytes.
+void PrintTo(const DenyUnbindRow& row, std::ostream* os) { *os << row.name; }
+
+class DenyUnbind : public ::testing::TestWithParam<DenyUnbindRow> {};
+
+TEST_P(DenyUnbind, ADenyTheRemovalDropsIsJudgedAsUnsetDeny) {
+  const DenyUnbindRow& row = GetParam();
+  World w;
+  w.floor = Floor(kForbiddenFloor);
+  std::initializer_list<std::pair<std::string, std::string>> none = {};
+  w.profiles = Library(none);
+  if (!row.global.empty()) {
+    w.bindings.Put({"global", "g", {}});
+    w.profiles.emplace("g", Fragment(row.global));
+  }
+  if (!row.agent.empty()) {
+    w.bindings.Put({"agent:leash-iris", "a", {}});
+    w.profiles.emplace("a", Fragment(row.agent));
+  }
+  const std::vector<std::string> agents = {"leash-iris", "leash-ops"};
+  // Without acks.
+  UnbindJudgement refused = JudgeUnbind(w.floor, w.bindings, w.profiles, row.unbind, agents, {});
+  if (row.tokens.empty()) {
+    EXPECT_FALSE(refused.refusal.has_value()) << RenderRefusal(*refused.refusal);
+    EXPECT_THAT(refused.acks, IsEmpty());
+    return;
+  }
+  ASSERT_TRUE(refused.refusal.has_value());
+  EXPECT_EQ(refused.refusal->kind(), "loosening");
+  EXPECT_EQ(Tokens(*refused.refusal), row.tokens);
+  for (const leash::v1::Loosening& l : refused.refusal->loosenings()) {
+    EXPECT_THAT(l.message(), HasSubstr("(unset.deny): it is no longer blocked"));
+  }
+  // With every ack: it proceeds and the ledger records exactly those.
+  UnbindJudgement ok =
+      JudgeUnbind(w.floor, w.bindings, w.profiles, row.unbind, agents, row.tokens);
+  ASSERT_FALSE(ok.refusal.has_value()) << RenderRefusal(*ok.refusal);
+  EXPECT_EQ(ok.acks, row.tokens);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Tiers, DenyUnbind,
+    ::testing::Values(
+        DenyUnbindRow{"AgentProfilesAddedDenyIsUnsetDeny", "", "commands: {deny: [okay]}",
+                      "agent:leash-iris", {"unset.deny:commands:okay"}},
+        DenyUnbindRow{"EverySurfacesAddedDenyIsItsOwnUnsetDeny", "",
+                      "network: {deny: [x.example]}\nfilesystem: {deny: [/root]}\n"
+                      "commands: {deny: [okay]}\ntools: {deny: [shell]}",
+                      "agent:leash-iris",
+                      {"unset.deny:network:x.example", "unset.deny:filesystem:/root",
+                       "unset.deny:commands:okay", "unset.deny:tools:shell"}},
+        DenyUnbindRow{"GlobalProfilesAddedDenyIsUnsetDenyForEverySubject",
+                      "commands: {deny: [okay]}", "", "global", {"unset.deny:commands:okay"}},
+        // The floor still denies what the profile repeated: nothing is dropped.
+        DenyUnbindRow{"ADenyTheFloorAlsoHoldsIsNotDropped", "",
+                      "commands: {deny: [forbidden]}", "agent:leash-iris", {}},
+        // The global binding still holds what the agent's profile repeated.
+        DenyUnbindRow{"ADenyTheGlobalBindingAlsoHoldsIsNotDropped", "commands: {deny: [curl]}",
+                      "commands: {deny: [curl, okay]}", "agent:leash-iris",
+                      {"unset.deny:commands:okay"}},
+        DenyUnbindRow{"AnEmptyDenyListDropsNothingOnRemoval", "", "commands: {deny: []}",
+                      "agent:leash-iris", {}}),
+    [](const ::testing::TestParamInfo<DenyUnbindRow>& info) { return info.param.name; });
+
+// A binding that consented to dropping a floor deny (the only way a deny-only profile bound
+// before denies added up) consents to nothing now: validate reports the ack stale, with the
+// re-bind that drops it, and the subject keeps the floor's deny.
+TEST(ValidateTiers, AnUnsetDenyAckForAFloorDenyIsStaleBecauseNoProfileDropsOne) {
+  World w;
+  w.floor = Floor(kForbiddenFloor);
+  w.bindings.Put({"agent:leash-iris", "p", {"unset.deny:commands:forbidden"}});
+  w.profiles = Library({{"p", "commands: {deny: [okay]}"}});
+  const std::vector<leash::v1::Finding> findings =
+      ValidateTiers(w.floor, w.bindings, w.profiles, {"leash-iris"});
+  const leash::v1::Finding* stale = FindingFor(findings, "unset.deny:commands:forbidden");
+  ASSERT_NE(stale, nullptr);
+  EXPECT_EQ(stale->severity(), leash::v1::SEVERITY_WARNING);
+  EXPECT_THAT(stale->message(), HasSubstr("is stale"));
+  EXPECT_THAT(stale->message(), HasSubstr("sudo leash bind agent:leash-iris p"));
+  const ResolvedSubject iris = w.resolver().Resolve("leash-iris");
+  ASSERT_TRUE(iris.ok()) << iris.failure->message;
+  EXPECT_THAT(iris.policy->commands().deny().entries(), ElementsAre("forbidden", "okay"));
+}
+
+// `leash validate` explains the rule when a profile lists a deny the floor already has.
+TEST(ValidateTiers, AProfileDenyTheFloorAlreadyHasIsExplainedAsRedundant) {
+  World w;
+  w.floor = Floor(kForbiddenFloor);
+  w.bindings.Put({"agent:leash-iris", "p", {}});
+  w.profiles = Library({{"p", "commands: {deny: [forbidden, okay]}\nnetwork: {deny: []}"}});
+  const std::vector<leash::v1::Finding> findings =
+      ValidateTiers(w.floor, w.bindings, w.profiles, {"leash-iris"});
+  const leash::v1::Finding* repeated = FindingFor(findings, "forbidden");
+  ASSERT_NE(repeated, nullptr);
+  EXPECT_EQ(repeated->severity(), leash::v1::SEVERITY_INFO);
+  EXPECT_EQ(repeated->source(), "profile:p");
+  EXPECT_EQ(repeated->field(), "commands.deny");
+  EXPECT_EQ(repeated->message(),
+            "'forbidden' is already in the floor's commands.deny, so listing it here changes "
+            "nothing: a floor deny holds for every subject, because a profile's deny list is "
+            "added to the floor's and never replaces it");
+  EXPECT_EQ(FindingFor(findings, "okay"), nullptr);
+  bool empty_explained = false;
+  for (const leash::v1::Finding& f : findings) {
+    empty_explained |= f.field() == "network.deny" && f.severity() == leash::v1::SEVERITY_INFO &&
+                       absl::StrContains(f.message(), "an empty network.deny removes none of the "
+                                                      "floor's 1 entry");
+  }
+  EXPECT_TRUE(empty_explained);
+  EXPECT_FALSE(HasBlockingFinding(findings));
 }
 
 }  // namespace

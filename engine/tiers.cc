@@ -14,11 +14,22 @@ namespace {
 
 using leash::v1::Config;
 
+// Appends to `base` every entry of `more` it lacks, in `more`'s order.
+void UniteInto(const leash::v1::EntryList& more, leash::v1::EntryList& base) {
+  absl::flat_hash_set<std::string> have(base.entries().begin(), base.entries().end());
+  for (const std::string& entry : more.entries()) {
+    if (have.insert(entry).second) base.add_entries(entry);
+  }
+}
+
+// The mode and the allow list are the writing tier's own value; the deny list is the union of
+// every tier's. "A profile may tighten the floor freely": a tier adds denies, and nothing a tier
+// writes removes one the tiers beneath it hold, so a floor deny holds for every subject.
 template <typename Surface>
 void OverlaySurface(const Surface& fragment, Surface& out) {
   if (fragment.has_mode()) out.set_mode(fragment.mode());
   if (fragment.has_allow()) *out.mutable_allow() = fragment.allow();
-  if (fragment.has_deny()) *out.mutable_deny() = fragment.deny();
+  if (fragment.has_deny()) UniteInto(fragment.deny(), *out.mutable_deny());
 }
 
 std::string FixForScope(absl::string_view scope, absl::string_view profile) {

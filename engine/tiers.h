@@ -5,8 +5,9 @@
 // API (for leashd's reconcile and run start, and the consent judgement):
 //   Binding, Bindings         one scope -> profile + acks; the whole of bindings.yaml.
 //   ProfileLibrary            profile name -> its parsed fragment, or the error loading it.
-//   Overlay(base, fragment)   only the keys the fragment sets are applied; a list the fragment
-//                             sets replaces the base's (so `deny: []` drops the floor's denies).
+//   Overlay(base, fragment)   only the keys the fragment sets are applied: a deny list the
+//                             fragment sets is added to the base's (never replaces it); an
+//                             allow list or a scalar it sets is its own value.
 //   Resolver                  built once per (floor, bindings, profiles); Resolve(account)
 //                             returns a ResolvedSubject: the fully resolved policy
 //                             (WithDefaults applied) or a typed failure for that subject alone.
@@ -70,9 +71,12 @@ class Bindings {
 // holding an error is a profile file that exists but does not load.
 using ProfileLibrary = absl::flat_hash_map<std::string, absl::StatusOr<leash::v1::Config>>;
 
-// `base` with every key `fragment` sets replaced by the fragment's value. Lists replace rather
-// than merge; each inspection category the fragment sets replaces that category only. `user`
-// is the floor's and never taken from a fragment.
+// `base` with every key `fragment` sets applied. A deny list (network, filesystem, commands,
+// tools) is the union of the base's and the fragment's, base entries first: "a profile may
+// tighten the floor freely", and nothing a tier writes removes a deny beneath it (`deny: []`
+// removes nothing). Every other key is the fragment's own value when it writes it: an allow
+// list or dns_resolvers replaces the base's; each inspection category the fragment sets
+// replaces that category only. `user` is the floor's and never taken from a fragment.
 leash::v1::Config Overlay(const leash::v1::Config& base, const leash::v1::Config& fragment);
 
 // Why a subject has no policy. The control plane acts on it: no policy, so the subject's

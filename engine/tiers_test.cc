@@ -1,6 +1,9 @@
 // Overlay and per-subject resolution ("two tiers, global < agent"), one test per spec sentence.
 #include "engine/tiers.h"
 
+#include <algorithm>
+#include <ostream>
+
 #include "engine/config_defaults.h"
 #include "engine/testing/tiers_fixtures.h"
 #include "gmock/gmock.h"
@@ -63,12 +66,21 @@ TEST(Overlay, AProfileIsAFragmentSoItLeavesOtherSurfacesAlone) {
   EXPECT_EQ(out.commands().mode(), leash::v1::MODE_BLACKLIST);
 }
 
-TEST(Overlay, ListsReplaceSoAnEmptyDenyDropsTheFloorsDenies) {
+// "A profile may tighten the floor freely": a deny list a fragment writes is added to the
+// base's, so `deny: []` drops nothing and no loosening is performed.
+TEST(Overlay, ADenyListIsAddedToTheBasesSoAnEmptyOneDropsNothing) {
   leash::v1::Config out = Overlay(Floor(kFloor), Fragment("commands: {deny: []}"));
-  EXPECT_TRUE(out.commands().has_deny());
-  EXPECT_EQ(out.commands().deny().entries_size(), 0);
-  EXPECT_THAT(Tokens(Loosenings(WithDefaults(Floor(kFloor)), WithDefaults(out))),
-              ElementsAre("unset.deny:commands:ssh"));
+  EXPECT_THAT(Entries(out.commands().deny()), ElementsAre("ssh"));
+  EXPECT_TRUE(Loosenings(WithDefaults(Floor(kFloor)), WithDefaults(out)).empty());
+  out = Overlay(Floor(kFloor), Fragment("commands: {deny: [curl, ssh, curl]}"));
+  EXPECT_THAT(Entries(out.commands().deny()), ElementsAre("ssh", "curl"));
+}
+
+// An allow list stays the writing tier's own value: a fragment's allow list replaces the base's.
+TEST(Overlay, AnAllowListIsTheWritingTiersOwnValue) {
+  leash::v1::Config out = Overlay(Floor(kFloor), Fragment("network: {allow: [], deny: [x.io]}"));
+  EXPECT_EQ(out.network().allow().entries_size(), 0);
+  EXPECT_THAT(Entries(out.network().deny()), ElementsAre("evil.com", "x.io"));
 }
 
 TEST(Overlay, InspectionCategoriesReplaceOneByOne) {
@@ -176,11 +188,11 @@ TEST(Resolve, UnacknowledgedLooseningFailsThatSubjectOnlyListingEveryFinding) {
   ResolvedSubject iris = resolver.Resolve("leash-iris");
   ASSERT_FALSE(iris.ok());
   EXPECT_EQ(iris.failure->kind, ResolveFailure::Kind::kUnacknowledgedLoosening);
-  EXPECT_THAT(Tokens(iris.failure->loosenings),
-              ElementsAre("network.allow:anthropic.com", "unset.deny:network:evil.com"));
+  // `deny: []` drops none of the floor's denies, so it asks for no unset.deny.
+  EXPECT_THAT(Tokens(iris.failure->loosenings), ElementsAre("network.allow:anthropic.com"));
   EXPECT_THAT(iris.failure->message,
               HasSubstr("sudo leash bind agent:leash-iris wide --ack 'fail_mode:open' --ack "
-                        "'network.allow:anthropic.com' --ack 'unset.deny:network:evil.com'"));
+                        "'network.allow:anthropic.com'"));
   EXPECT_TRUE(resolver.Resolve("leash-ops").ok());
 }
 
@@ -238,6 +250,197 @@ TEST(Resolve, RunStartCatchesALooseningAgainstTheFoldedBaseWithTheSameToken) {
   ASSERT_FALSE(iris.ok());
   EXPECT_THAT(Tokens(iris.failure->loosenings), ElementsAre("network.allow:openai.com"));
 }
+
+// --- deny lists across the tiers ------------------------------------------------------------
+//
+// "A profile may tighten the floor freely" and "a profile usually tightens — a stricter
+// whitelist, an extra deny": a subject's deny list on every surface is the union of the floor's,
+// the global binding's and its own profile's. A floor deny holds for every subject, whatever a
+// tier writes and whatever its binding acknowledges; tightening the floor never leaves an agent
+// whose profile sets that list unresolved.
+
+constexpr char kDenyFloor[] = R"(
+user: fido
+fail_mode: closed
+network: {mode: whitelist, allow: [github.com], deny: [evil.com]}
+filesystem: {mode: blacklist, deny: [/etc/shadow]}
+commands: {mode: blacklist, deny: [/srv/bin/forbidden]}
+tools: {mode: whitelist, allow: [read_file], deny: [rm_rf]}
+)";
+
+// kDenyFloor after `leash fs deny /srv/new-secret`.
+constexpr char kTightenedFloor[] = R"(
+user: fido
+fail_mode: closed
+network: {mode: whitelist, allow: [github.com], deny: [evil.com]}
+filesystem: {mode: blacklist, deny: [/etc/shadow, /srv/new-secret]}
+commands: {mode: blacklist, deny: [/srv/bin/forbidden]}
+tools: {mode: whitelist, allow: [read_file], deny: [rm_rf]}
+)";
+
+struct DenyUnionRow {
+  std::string name;
+  std::string floor;
+  // Empty: no binding at that tier.
+  std::string global;
+  std::string agent;
+  std::vector<std::string> global_acks;
+  std::vector<std::string> agent_acks;
+  // The agent's and the configured user's deny lists: network, filesystem, commands, tools.
+  std::vector<std::vector<std::string>> agent_denies;
+  std::vector<std::vector<std::string>> user_denies;
+};
+
+// A failing row is named, not dumped as bytes.
+void PrintTo(const DenyUnionRow& row, std::ostream* os) { *os << row.name; }
+
+class DenyUnionAcrossTiers : public ::testing::TestWithParam<DenyUnionRow> {};
+
+std::vector<std::vector<std::string>> Denies(const leash::v1::Config& policy) {
+  return {Entries(policy.network().deny()), Entries(policy.filesystem().deny()),
+          Entries(policy.commands().deny()), Entries(policy.tools().deny())};
+}
+
+TEST_P(DenyUnionAcrossTiers, ASubjectsDenyListIsTheUnionOfEveryTiersAndNeedsNoConsent) {
+  const DenyUnionRow& row = GetParam();
+  std::vector<Binding> entries;
+  ProfileLibrary profiles;
+  if (!row.global.empty()) {
+    entries.push_back({"global", "g", row.global_acks});
+    profiles.emplace("g", Fragment(row.global));
+  }
+  if (!row.agent.empty()) {
+    entries.push_back({"agent:leash-iris", "a", row.agent_acks});
+    profiles.emplace("a", Fragment(row.agent));
+  }
+  const Bindings bindings(std::move(entries));
+  const Resolver resolver(Floor(row.floor), bindings, profiles);
+  ASSERT_FALSE(resolver.global_failure().has_value()) << resolver.global_failure()->message;
+  const ResolvedSubject iris = resolver.Resolve("leash-iris");
+  ASSERT_TRUE(iris.ok()) << iris.failure->message;
+  EXPECT_EQ(Denies(*iris.policy), row.agent_denies);
+  const ResolvedSubject fido = resolver.Resolve("fido");
+  ASSERT_TRUE(fido.ok()) << fido.failure->message;
+  EXPECT_EQ(Denies(*fido.policy), row.user_denies);
+  // Removing a tier's binding never removes a floor deny.
+  for (const std::vector<std::string>& floor_list : Denies(resolver.floor())) {
+    for (const std::string& entry : floor_list) {
+      bool held = false;
+      for (const std::vector<std::string>& list : Denies(*iris.policy)) {
+        held |= std::find(list.begin(), list.end(), entry) != list.end();
+      }
+      EXPECT_TRUE(held) << "floor deny '" << entry << "' lost for leash-iris";
+    }
+  }
+}
+
+const std::vector<std::string> kFloorNetwork = {"evil.com"};
+const std::vector<std::string> kFloorFiles = {"/etc/shadow"};
+const std::vector<std::string> kFloorCommands = {"/srv/bin/forbidden"};
+const std::vector<std::string> kFloorTools = {"rm_rf"};
+const std::vector<std::vector<std::string>> kFloorDenies = {kFloorNetwork, kFloorFiles,
+                                                            kFloorCommands, kFloorTools};
+
+INSTANTIATE_TEST_SUITE_P(
+    Tiers, DenyUnionAcrossTiers,
+    ::testing::Values(
+        DenyUnionRow{"FloorAloneIsEverySubjectsDenyList", kDenyFloor, "", "", {}, {},
+                     kFloorDenies, kFloorDenies},
+        // The issue's case: refused as a loosening of 'forbidden', and once acked the agent
+        // could run it.
+        DenyUnionRow{"AnAgentProfileThatOnlyAddsADenyKeepsTheFloorsDeny",
+                     kDenyFloor,
+                     "",
+                     "commands: {deny: [okay]}",
+                     {},
+                     {},
+                     {kFloorNetwork, kFloorFiles, {"/srv/bin/forbidden", "okay"}, kFloorTools},
+                     kFloorDenies},
+        DenyUnionRow{"AGlobalDenyOnlyProfileAddsToTheFloorForEverySubject",
+                     kDenyFloor,
+                     "commands: {deny: [okay]}",
+                     "",
+                     {},
+                     {},
+                     {kFloorNetwork, kFloorFiles, {"/srv/bin/forbidden", "okay"}, kFloorTools},
+                     {kFloorNetwork, kFloorFiles, {"/srv/bin/forbidden", "okay"}, kFloorTools}},
+        DenyUnionRow{"FloorGlobalAndAgentDeniesAddUpOnEverySurface",
+                     kDenyFloor,
+                     "network: {deny: [tracker.io]}\ntools: {deny: [shell]}",
+                     "network: {deny: [ads.io]}\nfilesystem: {deny: [/root]}\n"
+                     "commands: {deny: [curl]}\ntools: {deny: [shell, fetch]}",
+                     {},
+                     {},
+                     {{"evil.com", "tracker.io", "ads.io"},
+                      {"/etc/shadow", "/root"},
+                      {"/srv/bin/forbidden", "curl"},
+                      {"rm_rf", "shell", "fetch"}},
+                     {{"evil.com", "tracker.io"}, kFloorFiles, kFloorCommands, {"rm_rf", "shell"}}},
+        DenyUnionRow{"AnEmptyDenyListAtEitherTierRemovesNothing",
+                     kDenyFloor,
+                     "network: {deny: []}\nfilesystem: {deny: []}",
+                     "commands: {deny: []}\ntools: {deny: []}",
+                     {},
+                     {},
+                     kFloorDenies,
+                     kFloorDenies},
+        // A binding's acks cannot consent a floor deny away: there is no tier value that drops
+        // one, so an unset.deny ack (stale) changes nothing.
+        DenyUnionRow{"AnUnsetDenyAckOnTheBindingDropsNoFloorDeny",
+                     kDenyFloor,
+                     "filesystem: {deny: []}",
+                     "commands: {deny: [okay]}",
+                     {"unset.deny:filesystem:/etc/shadow"},
+                     {"unset.deny:commands:/srv/bin/forbidden"},
+                     {kFloorNetwork, kFloorFiles, {"/srv/bin/forbidden", "okay"}, kFloorTools},
+                     kFloorDenies},
+        // "allow lists and scalar keys are the tier's own value when the tier writes them".
+        DenyUnionRow{"AllowListsAndModesStayTheWritingTiersOwnWhileDeniesAddUp",
+                     kDenyFloor,
+                     "",
+                     "network: {allow: [github.com, a.example], deny: [x.example]}\n"
+                     "commands: {mode: whitelist, allow: [git], deny: [okay]}",
+                     {},
+                     {"network.allow:a.example"},
+                     {{"evil.com", "x.example"},
+                      kFloorFiles,
+                      {"/srv/bin/forbidden", "okay"},
+                      kFloorTools},
+                     kFloorDenies},
+        // A deny the profile repeats is held once.
+        DenyUnionRow{"AProfileRepeatingAFloorDenyHoldsItOnce",
+                     kDenyFloor,
+                     "tools: {deny: [rm_rf, shell]}",
+                     "tools: {deny: [shell, rm_rf, fetch]}",
+                     {},
+                     {},
+                     {kFloorNetwork, kFloorFiles, kFloorCommands, {"rm_rf", "shell", "fetch"}},
+                     {kFloorNetwork, kFloorFiles, kFloorCommands, {"rm_rf", "shell"}}},
+        // Tightening the floor (leash fs deny ...) under an agent whose profile sets the same
+        // list: the agent keeps resolving, with the new floor deny in force for it.
+        DenyUnionRow{"TighteningTheFloorUnderAProfileThatSetsThatListLeavesTheAgentResolved",
+                     kTightenedFloor,
+                     "",
+                     "filesystem: {deny: [/root]}",
+                     {},
+                     {},
+                     {kFloorNetwork,
+                      {"/etc/shadow", "/srv/new-secret", "/root"},
+                      kFloorCommands,
+                      kFloorTools},
+                     {kFloorNetwork, {"/etc/shadow", "/srv/new-secret"}, kFloorCommands,
+                      kFloorTools}},
+        // An inert deny (a relative command path can never match) blocks nothing, and it drops
+        // nothing either: the agent resolves with the floor's deny in force.
+        DenyUnionRow{"AnInertDenyInAProfileDropsNoFloorDeny",
+                     kDenyFloor,
+                     "",
+                     "commands: {deny: [bin/okay]}",
+                     {},
+                     {},
+                     {kFloorNetwork, kFloorFiles, {"/srv/bin/forbidden", "bin/okay"}, kFloorTools},
+                     kFloorDenies}),
+    [](const ::testing::TestParamInfo<DenyUnionRow>& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace leash::engine

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "engine/config_defaults.h"
 #include "engine/inert_entries.h"
@@ -11,6 +12,10 @@ namespace {
 
 using leash::v1::Finding;
 using leash::v1::Severity;
+
+constexpr absl::string_view kDenyRule =
+    "a floor deny holds for every subject, because a profile's deny list is added to the "
+    "floor's and never replaces it";
 
 Finding MakeFinding(Severity severity, absl::string_view source, absl::string_view field,
                     absl::string_view entry, std::string message) {
@@ -37,7 +42,44 @@ void CheckBlacklistAllow(const Surface& surface, absl::string_view name,
                    " mode whitelist`")));
 }
 
+// One surface of ValidateProfileDenies.
+template <typename Surface>
+void CheckDeniesTheFloorHas(const Surface& floor, const Surface& profile, absl::string_view name,
+                            absl::string_view source, std::vector<Finding>& out) {
+  if (!profile.has_deny()) return;
+  const std::string field = absl::StrCat(name, ".deny");
+  const int floor_count = floor.deny().entries_size();
+  if (profile.deny().entries_size() == 0 && floor_count > 0) {
+    out.push_back(MakeFinding(
+        leash::v1::SEVERITY_INFO, source, field, "",
+        absl::StrCat("an empty ", field, " removes none of the floor's ", floor_count,
+                     floor_count == 1 ? " entry" : " entries", ": ", kDenyRule)));
+    return;
+  }
+  const absl::flat_hash_set<absl::string_view> in_floor(floor.deny().entries().begin(),
+                                                        floor.deny().entries().end());
+  absl::flat_hash_set<absl::string_view> said;
+  for (const std::string& entry : profile.deny().entries()) {
+    if (!in_floor.contains(entry) || !said.insert(entry).second) continue;
+    out.push_back(MakeFinding(
+        leash::v1::SEVERITY_INFO, source, field, entry,
+        absl::StrCat("'", entry, "' is already in the floor's ", field,
+                     ", so listing it here changes nothing: ", kDenyRule)));
+  }
+}
+
 }  // namespace
+
+std::vector<Finding> ValidateProfileDenies(const leash::v1::Config& floor,
+                                           const leash::v1::Config& profile,
+                                           absl::string_view source) {
+  std::vector<Finding> out;
+  CheckDeniesTheFloorHas(floor.network(), profile.network(), "network", source, out);
+  CheckDeniesTheFloorHas(floor.filesystem(), profile.filesystem(), "filesystem", source, out);
+  CheckDeniesTheFloorHas(floor.commands(), profile.commands(), "commands", source, out);
+  CheckDeniesTheFloorHas(floor.tools(), profile.tools(), "tools", source, out);
+  return out;
+}
 
 std::vector<Finding> ValidateBlacklistAllow(const leash::v1::Config& config,
                                             absl::string_view source) {

@@ -24,6 +24,14 @@ std::vector<leash::v1::Finding> ValidateConfig(const leash::v1::Config& config,
 std::vector<leash::v1::Finding> ValidateBlacklistAllow(const leash::v1::Config& config,
                                                        absl::string_view source);
 
+// A profile's deny entries that the floor's deny list of the same surface already has, and a
+// profile's empty deny list over a floor's non-empty one (info each): a floor deny holds for
+// every subject whatever a profile writes, so neither changes anything, and an operator who
+// wrote one may believe otherwise. `source` names the profile ("profile:<name>").
+std::vector<leash::v1::Finding> ValidateProfileDenies(const leash::v1::Config& floor,
+                                                      const leash::v1::Config& profile,
+                                                      absl::string_view source);
+
 // True when any finding is an error or critical.
 bool HasBlockingFinding(const std::vector<leash::v1::Finding>& findings);
 

@@ -111,11 +111,14 @@ TEST_F(CliTest, RefusalListsEveryLooseningWithItsAckTokenAndTheRerunLine) {
   RunResult refused = Leash({"bind", "agent:leash-iris", "web"});
   EXPECT_EQ(refused.exit_code, 1);
   ExpectGolden("bind_loosening", refused.out);
-  // The rerun line works as printed.
+  // The rerun line works as printed. The profile's `deny: []` drops none of the floor's denies,
+  // so it asks for no unset.deny, and bad.example stays denied for the agent.
   RunResult consented = Leash({"bind", "agent:leash-iris", "web", "--ack", "fail_mode:open", "--ack",
-                               "network.allow:openai.com", "--ack",
-                               "unset.deny:network:bad.example"});
+                               "network.allow:openai.com"});
   EXPECT_EQ(consented.exit_code, 0) << consented.out;
+  RunResult denied = Leash({"check", "net", "bad.example:443", "--account", "leash-iris"});
+  EXPECT_EQ(denied.exit_code, 1) << denied.out;
+  EXPECT_THAT(denied.out, HasSubstr("matches deny entry 'bad.example'"));
 }
 
 TEST_F(CliTest, DisplayNameScopeIsRefusedNamingTheAccount) {
