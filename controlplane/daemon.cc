@@ -231,6 +231,14 @@ int RunDaemon(const DaemonOptions& given) {
     absl::StatusOr<NetfilterChoice> choice = ChooseNetfilter(backend);
     if (!choice.ok()) return Refuse(std::string(choice.status().message()));
     if (!choice->notice.empty()) std::fprintf(stderr, "%s\n", choice->notice.c_str());
+    std::vector<std::string> agent_names;
+    for (const Account& agent : *agents) {
+      if (agent.name != floor->user()) agent_names.push_back(agent.name);
+    }
+    if (absl::Status covered = CheckEnforcesEverySubject(*choice, floor->user(), agent_names);
+        !covered.ok()) {
+      return Refuse(std::string(covered.message()));
+    }
     netfilter = std::move(choice->netfilter);
     absl::StatusOr<std::vector<std::string>> prepared = netfilter->Prepare();
     if (!prepared.ok()) return Refuse(std::string(prepared.status().message()));
@@ -290,10 +298,12 @@ int RunDaemon(const DaemonOptions& given) {
     if (const int fd = fanotify_group.exchange(-1); fd >= 0) close(fd);
   };
 
-  int exit_code = 0;
+  // Set (from the supervisor's monitor thread) when leashd gives up on a sidecar: the exit that
+  // follows is for failure, and leaves every chain in place.
+  std::atomic<bool> failed{false};
   SupervisorPolicy supervisor_policy;
   SidecarSupervisor supervisor(&stream, supervisor_policy, [&](const std::string&) {
-    exit_code = 1;
+    failed.store(true);
     release_group();
     kill(getpid(), SIGTERM);
   });
@@ -490,11 +500,11 @@ int RunDaemon(const DaemonOptions& given) {
       loop.Request();
       continue;
     }
-    Say(absl::StrCat("signal ", signal, ": stopping"));
+    if (!failed.load()) Say(absl::StrCat("signal ", signal, ": stopping"));
     break;
   }
 
-  // --- Stop: release every chain, stop the sidecars. ---
+  // --- Stop: stop the sidecars; a deliberate stop also releases every chain. ---
   if (account_files.ok()) account_files->reset();  // no pass is asked for once stopping
   loop.Stop();
   if (tools_server) tools_server->Shutdown();
@@ -504,7 +514,15 @@ int RunDaemon(const DaemonOptions& given) {
   // a file (the kernel answers every pending event allow: the spec's release of the host).
   release_group();
   if (pending_table >= 0) close(pending_table);
-  if (netfilter) {
+  // A failure never un-confines: an exit for failure leaves every chain in place, so a leashed
+  // UID's TCP is still redirected, now to a port nobody listens on (refused), and its UDP still
+  // dropped, until a new leashd takes the chains over. Only a deliberate stop releases.
+  if (netfilter && failed.load()) {
+    Say("exiting for failure: every chain is left in place, so every subject's network stays "
+        "closed (connections refused) until leashd runs again; `systemctl start leash` (after "
+        "`systemctl reset-failed leash` if systemd gave up) takes them over, `leash teardown` "
+        "releases them by hand");
+  } else if (netfilter) {
     std::vector<uint32_t> uids;
     for (const auto& [uid, state] : reconciler.subjects()) uids.push_back(uid);
     if (absl::StatusOr<PortMap> ports = PortMap::Load(reconcile_options.ports_path); ports.ok()) {
@@ -518,7 +536,7 @@ int RunDaemon(const DaemonOptions& given) {
   }
   unlink(pidfile.c_str());
   close(*log_fd);
-  return exit_code;
+  return failed.load() ? 1 : 0;
 }
 
 }  // namespace leash::controlplane
