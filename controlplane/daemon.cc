@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -22,6 +23,7 @@
 #include "controlplane/instance_lock.h"
 #include "controlplane/floor_file.h"
 #include "controlplane/install_layout.h"
+#include "controlplane/iptables_netfilter.h"
 #include "controlplane/leftover_sidecars.h"
 #include "controlplane/netfilter_factory.h"
 #include "controlplane/passwd_accounts.h"
@@ -108,6 +110,34 @@ tools::SubjectLookup MakeToolsLookup(const ToolsServerRef* server,
     subject.fail_mode_without_policy = view->no_policy_fail_mode;
     return subject;
   };
+}
+
+// On the iptables fallback, which enforces one UID: closes the network of each of `agents`
+// (every connection refused) rather than leave it unconfined, and returns what to say: the
+// accounts closed, or why one could not be. `closed` remembers who is closed already.
+std::string CloseOnFallback(IptablesNetfilter& fallback, const std::vector<Account>& agents,
+                            std::set<uint32_t>& closed) {
+  std::vector<std::string> names, failures;
+  for (const Account& agent : agents) {
+    if (closed.count(agent.uid) != 0) continue;
+    if (absl::Status s = fallback.Close(agent.uid); !s.ok()) {
+      failures.push_back(absl::StrCat(agent.name, " (uid ", agent.uid, "): ", s.message()));
+      continue;
+    }
+    closed.insert(agent.uid);
+    names.push_back(absl::StrCat(agent.name, " (uid ", agent.uid, ")"));
+  }
+  std::string said;
+  if (!names.empty()) {
+    said = absl::StrCat("the network of ", absl::StrJoin(names, ", "),
+                        " is closed (every connection refused) rather than left unconfined; "
+                        "`leash teardown` removes the closure");
+  }
+  if (!failures.empty()) {
+    absl::StrAppend(&said, said.empty() ? "" : ". ", "CRITICAL: could not close the network of ",
+                    absl::StrJoin(failures, "; "));
+  }
+  return said;
 }
 
 // leashd holds `held` port sockets, and a spawn briefly holds a second copy of the `handed`
@@ -224,6 +254,10 @@ int RunDaemon(const DaemonOptions& given) {
 
   // --- The kernel side of the network surface. ---
   std::unique_ptr<Netfilter> netfilter;
+  // The iptables fallback, when in use, and the agents whose network it has closed.
+  IptablesNetfilter* fallback = nullptr;
+  std::string fallback_reason;
+  std::set<uint32_t> closed_on_fallback;
   if (network_on) {
     NetfilterBackend backend = NetfilterBackend::kAuto;
     if (options.netfilter_backend == "nftables") backend = NetfilterBackend::kNftables;
@@ -231,14 +265,23 @@ int RunDaemon(const DaemonOptions& given) {
     absl::StatusOr<NetfilterChoice> choice = ChooseNetfilter(backend);
     if (!choice.ok()) return Refuse(std::string(choice.status().message()));
     if (!choice->notice.empty()) std::fprintf(stderr, "%s\n", choice->notice.c_str());
+    std::vector<Account> agent_accounts;
     std::vector<std::string> agent_names;
     for (const Account& agent : *agents) {
-      if (agent.name != floor->user()) agent_names.push_back(agent.name);
+      if (agent.name == floor->user()) continue;
+      agent_accounts.push_back(agent);
+      agent_names.push_back(agent.name);
     }
     if (absl::Status covered = CheckEnforcesEverySubject(*choice, floor->user(), agent_names);
         !covered.ok()) {
-      return Refuse(std::string(covered.message()));
+      // A refusal is a failure, and a failure never un-confines: the agents nothing will
+      // enforce are closed first.
+      const std::string closed =
+          CloseOnFallback(*choice->fallback, agent_accounts, closed_on_fallback);
+      return Refuse(absl::StrCat(covered.message(), closed.empty() ? "" : ". Meanwhile ", closed));
     }
+    fallback = choice->fallback;
+    fallback_reason = choice->fallback_reason;
     netfilter = std::move(choice->netfilter);
     absl::StatusOr<std::vector<std::string>> prepared = netfilter->Prepare();
     if (!prepared.ok()) return Refuse(std::string(prepared.status().message()));
@@ -269,6 +312,24 @@ int RunDaemon(const DaemonOptions& given) {
                      [&](const leash::v1::ReconcileReport& report) {
                        LogReport(report);
                        subjects.Update(reconciler.subjects());
+                       // An agent that appears on a host the fallback enforces cannot be
+                       // enforced here, nor after a restart (which refuses): closed, loudly.
+                       if (fallback == nullptr || !report.error().empty()) return;
+                       absl::StatusOr<std::vector<Account>> now = accounts.ListAgentAccounts();
+                       if (!now.ok()) return;
+                       std::vector<Account> appeared;
+                       for (const Account& a : *now) {
+                         if (a.name != floor->user()) appeared.push_back(a);
+                       }
+                       const std::string closed =
+                           CloseOnFallback(*fallback, appeared, closed_on_fallback);
+                       if (closed.empty()) return;
+                       Say(absl::StrCat(
+                           "CRITICAL: agent account(s) appeared, and enforcing several UIDs "
+                           "needs nftables: ", fallback_reason, ", and the iptables fallback "
+                           "enforces the configured user ", floor->user(), " alone. ", closed,
+                           ". Make nf_tables available (modprobe nf_tables) and restart leash; "
+                           "until then a restart refuses to start"));
                      },
                      absl::Seconds(30), nullptr, options.reconcile_retry);
   // A sidecar's ack that names other failed listeners (a respawned proxy that cannot bind a

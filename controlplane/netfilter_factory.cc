@@ -47,6 +47,7 @@ absl::StatusOr<NetfilterChoice> ChooseNetfilter(NetfilterBackend backend,
                          FallbackLimits(**fallback))
           : absl::StrCat("leash: nftables is unavailable (", nft_status.message(),
                          "); falling back to iptables. ", FallbackLimits(**fallback));
+  choice.fallback = fallback->get();
   choice.netfilter = std::move(*fallback);
   choice.single_uid_fallback = true;
   choice.fallback_reason =

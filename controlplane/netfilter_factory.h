@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "controlplane/iptables_netfilter.h"
 #include "controlplane/netfilter.h"
 
 namespace leash::controlplane {
@@ -29,6 +30,9 @@ struct NetfilterChoice {
   // nf_tables error, or that it was configured).
   bool single_uid_fallback = false;
   std::string fallback_reason;
+  // `netfilter` as the fallback (not owned), for closing the UIDs it cannot enforce; null with
+  // nftables.
+  IptablesNetfilter* fallback = nullptr;
 };
 
 // Whether `choice` can enforce the configured user `user` and the agent accounts `agents`

@@ -427,9 +427,37 @@ TEST_F(FailsafeTest, EnforcingSeveralUidsRefusesToRunWithoutNft) {
   EXPECT_THAT(log, HasSubstr(agents_[0]->name()));
   EXPECT_THAT(log, HasSubstr(agents_[1]->name()));
   EXPECT_THAT(log, HasSubstr("besides the configured user " + user_->name()));
+  EXPECT_THAT(log, HasSubstr("is closed (every connection refused) rather than left unconfined"));
   auto nat = ns_->Run({"iptables-legacy-save", "-t", "nat"});
   ASSERT_TRUE(nat.ok());
   EXPECT_THAT(nat->out, Not(HasSubstr("leash-agent-")));
+  // A refusal is a failure, and leaves neither agent unconfined.
+  EXPECT_EQ(AgentConnectsOnce(), "REFUSED");
+  auto second = leash::testing::Run(ns_->Exec(
+      agents_[1]->AsUser({"/usr/bin/python3", dir_->Join("client.py")})));
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(Counts(second->out)["REFUSED"], 1) << second->out;
+}
+
+// The same rule while running: on a host the fallback enforces (no agent accounts, the
+// configured user alone), an agent account that appears cannot be enforced, here or by a
+// restart. Its network is closed, loudly, and the configured user stays enforced.
+TEST_F(FailsafeTest, AnAgentAppearingOnTheIptablesFallbackIsClosedNotUnconfined) {
+  auto leashd = LeashdInstance::Start(FloorYaml(), *ns_, fs_->path(), {"--netfilter=iptables"});
+  ASSERT_TRUE(leashd.ok()) << leashd.status();
+  leashd_ = *std::move(leashd);
+  ASSERT_NO_FATAL_FAILURE(AddAgent(agent_name_));
+  ASSERT_TRUE(WaitFor(
+      [&] { return absl::StrContains(leashd_->Log(), "CRITICAL: agent account(s) appeared"); },
+      absl::Seconds(30)))
+      << leashd_->Log();
+  EXPECT_THAT(leashd_->Log(), HasSubstr("enforcing several UIDs needs nftables"));
+  EXPECT_THAT(leashd_->Log(), HasSubstr(absl::StrCat("the network of ", agent_name_, " (uid ",
+                                                     agent().uid(), ") is closed")));
+  EXPECT_EQ(AgentConnectsOnce(), "REFUSED");
+  auto nat = ns_->Run({"iptables-legacy-save", "-t", "nat"});
+  ASSERT_TRUE(nat.ok());
+  EXPECT_THAT(nat->out, HasSubstr(absl::StrCat("leash-agent-", user_->uid())));
 }
 
 }  // namespace
