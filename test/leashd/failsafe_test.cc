@@ -22,6 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
@@ -188,22 +189,24 @@ class FailsafeTest : public ::testing::Test {
     ASSERT_TRUE(leashd.ok()) << leashd.status();
     leashd_ = *std::move(leashd);
     // Enforced: the chain in, the proxy listening with the map acked.
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          auto status = leashd_->Status();
-          if (!status.ok()) return false;
-          bool enforced = false;
-          for (const auto& s : status->subjects()) {
-            enforced = enforced || (s.account() == agent().name() && s.state() == "enforced");
-          }
-          int acked = 0;
-          for (const auto& sidecar : status->sidecars()) {
-            acked += sidecar.running() && sidecar.acked_version() >= status->map_version();
-          }
-          return enforced && acked == 2;
-        },
-        absl::Seconds(60)))
+    ASSERT_TRUE(WaitFor([&] { return InForce(agent().name()); }, absl::Seconds(60)))
         << leashd_->Log();
+  }
+
+  // Whether both sidecars run with the current map acked (and `account`, unless empty, is
+  // enforced).
+  bool InForce(const std::string& account = "") {
+    auto status = leashd_->Status();
+    if (!status.ok()) return false;
+    bool enforced = account.empty();
+    for (const auto& s : status->subjects()) {
+      enforced = enforced || (s.account() == account && s.state() == "enforced");
+    }
+    int acked = 0;
+    for (const auto& sidecar : status->sidecars()) {
+      acked += sidecar.running() && sidecar.acked_version() >= status->map_version();
+    }
+    return enforced && acked == 2;
   }
 
   // One attempt of the agent to reach the peer: its outcome (REFUSED, CLOSED, ESCAPED), or
@@ -389,17 +392,7 @@ TEST_F(FailsafeTest, ALeashdStartingOverLeftoverChainsTakesThemOverWithoutAWindo
   ASSERT_NO_FATAL_FAILURE(Crash());
   absl::SleepFor(absl::Seconds(1));
   ASSERT_TRUE(leashd_->Relaunch().ok()) << leashd_->Log();
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        auto status = leashd_->Status();
-        if (!status.ok()) return false;
-        int acked = 0;
-        for (const auto& sidecar : status->sidecars()) {
-          acked += sidecar.running() && sidecar.acked_version() >= status->map_version();
-        }
-        return acked == 2;
-      },
-      absl::Seconds(60)))
+  ASSERT_TRUE(WaitFor([&] { return InForce(agent().name()); }, absl::Seconds(60)))
       << leashd_->Log();
   absl::SleepFor(absl::Seconds(1));
   std::ofstream(stop) << "stop";
@@ -443,6 +436,14 @@ TEST_F(FailsafeTest, EnforcingSeveralUidsRefusesToRunWithoutNft) {
 // configured user alone), an agent account that appears cannot be enforced, here or by a
 // restart. Its network is closed, loudly, and the configured user stays enforced.
 TEST_F(FailsafeTest, AnAgentAppearingOnTheIptablesFallbackIsClosedNotUnconfined) {
+  // leashd discovers every leash-* account of the host: this needs a host with none yet (other
+  // runs' accounts on a shared machine make it refuse at start, which the test above covers).
+  std::vector<std::string> foreign;
+  for (absl::string_view line : absl::StrSplit(ReadAll("/etc/passwd"), '\n')) {
+    if (absl::StartsWith(line, "leash-")) foreign.emplace_back(line.substr(0, line.find(':')));
+  }
+  ASSERT_TRUE(foreign.empty()) << "agent accounts of another run exist on this host: "
+                               << absl::StrJoin(foreign, ", ");
   auto leashd = LeashdInstance::Start(FloorYaml(), *ns_, fs_->path(), {"--netfilter=iptables"});
   ASSERT_TRUE(leashd.ok()) << leashd.status();
   leashd_ = *std::move(leashd);
