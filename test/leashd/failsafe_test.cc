@@ -332,6 +332,12 @@ TEST_F(FailsafeTest, AnExitForFailureLeavesEveryChainInPlaceSoTheNetworkStaysClo
   EXPECT_THAT(tables, HasSubstr("table inet leash_guard"));
   EXPECT_TRUE(AgentHasChain(uid));
   EXPECT_EQ(AgentConnectsOnce(), "REFUSED");
+
+  // Until a new leashd is in force, which takes the chains over: judged by the proxy again.
+  ASSERT_TRUE(leashd_->Relaunch().ok()) << leashd_->Log();
+  ASSERT_TRUE(WaitFor([&] { return InForce(agent().name()); }, absl::Seconds(60)))
+      << leashd_->Log();
+  EXPECT_EQ(AgentConnectsOnce(), "CLOSED");
 }
 
 // ExecStopPost after a failure releases nothing; after a deliberate stop it releases, and the
