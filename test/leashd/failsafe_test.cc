@@ -406,6 +406,7 @@ TEST_F(FailsafeTest, ALeashdStartingOverLeftoverChainsTakesThemOverWithoutAWindo
   const std::string out = ReadAll(dir_->Join("loop.out"));
   const std::map<std::string, int> counts = Counts(out);
   ASSERT_EQ(counts.size(), 4u) << out;
+  RecordProperty("agent_attempts_across_the_restart", out);
   EXPECT_EQ(counts.at("ESCAPED"), 0) << out;
   EXPECT_GT(counts.at("REFUSED"), 0) << out;
   EXPECT_GT(counts.at("CLOSED"), 0) << out;
