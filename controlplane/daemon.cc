@@ -140,6 +140,43 @@ std::string CloseOnFallback(IptablesNetfilter& fallback, const std::vector<Accou
   return said;
 }
 
+// With nftables in force: lifts the closures a refused start on the iptables fallback left (an
+// agent it could not enforce) of every UID that now has its own chain in `nft`; they would
+// refuse every connection of an agent nftables enforces. A closed UID without a chain keeps its
+// closure. Reads nothing when the host has no legacy iptables filter table in this network
+// namespace (then there is none). Returns what to say.
+std::vector<std::string> LiftFallbackClosures(Netfilter& nft) {
+  std::ifstream names("/proc/net/ip_tables_names");
+  std::string table;
+  bool legacy_filter = false;
+  while (std::getline(names, table)) legacy_filter = legacy_filter || table == "filter";
+  if (!legacy_filter) return {};
+  absl::StatusOr<std::unique_ptr<IptablesNetfilter>> legacy = IptablesNetfilter::Create();
+  if (!legacy.ok()) return {};
+  absl::StatusOr<std::vector<uint32_t>> closed = (*legacy)->ListClosed();
+  if (!closed.ok()) {
+    return {absl::StrCat("warning: could not read the iptables fallback's closures: ",
+                         closed.status().message())};
+  }
+  absl::StatusOr<std::vector<uint32_t>> chains = nft.ListSubjects();
+  if (!chains.ok()) return {};
+  std::vector<std::string> said;
+  for (uint32_t uid : *closed) {
+    if (std::find(chains->begin(), chains->end(), uid) == chains->end()) {
+      said.push_back(absl::StrCat("uid ", uid, " keeps the iptables fallback's closure (every "
+                                  "connection refused): it has no nftables chain"));
+      continue;
+    }
+    absl::Status lifted = (*legacy)->Release(uid);
+    said.push_back(lifted.ok() ? absl::StrCat("lifted the iptables fallback's closure of uid ",
+                                              uid, ": nftables enforces it now")
+                               : absl::StrCat("CRITICAL: could not lift the iptables fallback's "
+                                              "closure of uid ", uid, " (every connection of it "
+                                              "is still refused): ", lifted.message()));
+  }
+  return said;
+}
+
 // leashd holds `held` port sockets, and a spawn briefly holds a second copy of the `handed`
 // ones; the rest is gRPC, the stores and the log. Raises the soft limit to the hard one if
 // that is short.
@@ -483,6 +520,9 @@ int RunDaemon(const DaemonOptions& given) {
     supervisor.Stop();
     (*admin)->Shutdown();
     return Refuse(absl::StrCat("the first reconcile failed: ", first.error()));
+  }
+  if (netfilter && fallback == nullptr) {
+    for (const std::string& line : LiftFallbackClosures(*netfilter)) Say(line);
   }
 
   // --- The tools socket. ---

@@ -428,6 +428,12 @@ absl::StatusOr<std::vector<uint32_t>> IptablesNetfilter::ListSubjects() {
   return std::vector<uint32_t>(uids.begin(), uids.end());
 }
 
+absl::StatusOr<std::vector<uint32_t>> IptablesNetfilter::ListClosed() {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(const std::string saved_filter, Save("filter"));
+  return ParseIptablesClosedUids(saved_filter);
+}
+
 absl::Status IptablesNetfilter::Close(uint32_t uid) {
   if (uid == 0) {
     return absl::InvalidArgumentError(

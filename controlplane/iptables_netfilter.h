@@ -71,6 +71,8 @@ class IptablesNetfilter : public Netfilter {
   // another. Not counted as enforced: Apply(uid) replaces the closure with the subject's rules,
   // Release(uid) deletes it. A UID already closed is left as it is. InvalidArgument for root.
   absl::Status Close(uint32_t uid);
+  // The UIDs closed here, ascending.
+  absl::StatusOr<std::vector<uint32_t>> ListClosed();
   // From `iptables-save -c -t filter` (IPv4 only, as everything here).
   absl::StatusOr<NetfilterCounters> ReadCounters(uint32_t uid) override;
   std::string Describe() const override { return "iptables (IPv4 TCP only, single UID)"; }

@@ -437,6 +437,21 @@ TEST_F(FailsafeTest, EnforcingSeveralUidsRefusesToRunWithoutNft) {
       agents_[1]->AsUser({"/usr/bin/python3", dir_->Join("client.py")})));
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(Counts(second->out)["REFUSED"], 1) << second->out;
+
+  // Once nftables can be used, a leashd on it enforces the agents and lifts the closures: the
+  // agent is judged by its proxy again rather than refused outright.
+  auto on_nft = LeashdInstance::Start(FloorYaml(), *ns_, fs_->path());
+  ASSERT_TRUE(on_nft.ok()) << on_nft.status();
+  leashd_ = *std::move(on_nft);
+  ASSERT_TRUE(WaitFor([&] { return InForce(agent().name()); }, absl::Seconds(60)))
+      << leashd_->Log();
+  // Lifted right after the first reconcile returns (the status may say in force just before).
+  const std::string lifted =
+      absl::StrCat("lifted the iptables fallback's closure of uid ", agent().uid());
+  EXPECT_TRUE(WaitFor([&] { return absl::StrContains(leashd_->Log(), lifted); },
+                      absl::Seconds(30)))
+      << leashd_->Log();
+  EXPECT_EQ(AgentConnectsOnce(), "CLOSED");
 }
 
 // The same rule while running: on a host the fallback enforces (no agent accounts, the
