@@ -98,6 +98,8 @@ absl::StatusOr<Args> ParseArgs(int argc, const char* const* argv, const char* en
       args.no_reconcile = true;
     } else if (name == "--follow" || name == "-f") {
       args.follow = true;
+    } else if (name == "--unless-failed") {
+      args.unless_failed = true;
     } else if (absl::StartsWith(name, "--") && kValued.count(name.substr(2))) {
       absl::StatusOr<std::string> v = take_value();
       if (!v.ok()) return v.status();

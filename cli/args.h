@@ -25,6 +25,8 @@ struct Args {
   // Flags with values that only some commands take (--from, --user, --tail, --inputs, ...).
   std::vector<std::pair<std::string, std::string>> options;
   bool follow = false;
+  // teardown: release only when systemd says the stop was deliberate (ExecStopPost).
+  bool unless_failed = false;
 
   // The value of option `name` (without dashes), or `fallback`.
   std::string Option(const std::string& name, const std::string& fallback = "") const;

@@ -1,12 +1,14 @@
 // `leash teardown`: the stop path's safety net, run by leash.service's ExecStopPost after
-// leashd has exited (however it exited); refused while a leashd runs on the run folder or in
-// this network namespace. Releases every UID the port map holds, the configured user's, and
+// leashd has exited, with --unless-failed so that it releases after a deliberate stop only
+// (cli/service_stop.h), and by an operator by hand; refused while a leashd runs on the run
+// folder or in this network namespace. Releases every UID the port map holds, the configured user's, and
 // any agent_<uid> chain still in the kernel — "releasing for real is the service's stop path,
 // which drops every UID the port map holds".
 #include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <vector>
 
@@ -14,13 +16,35 @@
 #include "cli/commands.h"
 #include "cli/offline.h"
 #include "cli/render.h"
+#include "cli/service_stop.h"
 #include "controlplane/instance_lock.h"
 #include "controlplane/netfilter_factory.h"
 #include "controlplane/port_map.h"
 
 namespace leash::cli {
 
+namespace {
+
+std::optional<std::string> Env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+}  // namespace
+
 int RunTeardown(const Args& args, Io io) {
+  if (args.unless_failed) {
+    // Judged first: after a failure nothing below runs, not even the root check, so the
+    // unit's stop is not recorded as a second failure.
+    const ServiceStop stop =
+        JudgeServiceStop(Env("SERVICE_RESULT"), Env("EXIT_CODE"), Env("EXIT_STATUS"));
+    if (!stop.release) {
+      io.err << "leash teardown: nothing released: " << stop.why << "\n";
+      return kExitOk;
+    }
+    io.err << "leash teardown: " << stop.why << "; releasing every chain\n";
+  }
   if (geteuid() != 0) {
     io.err << "leash teardown: must run as root (it removes nftables rules)\n";
     return kExitRefused;

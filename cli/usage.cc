@@ -30,7 +30,8 @@ commands (policy writes go through leashd and are followed by a reconcile):
   logs [--follow] [--tail N]           the decision log
   restart                              restart leash.service (a reconcile is usually the
                                        right instrument: it un-confines nobody)
-  teardown                             release every chain (leash.service's ExecStopPost)
+  teardown                             release every chain by hand (with --unless-failed:
+                                       leash.service's ExecStopPost, after a deliberate stop)
 
 surfaces: network|net, filesystem|fs, commands|cmd, tools|tool
 
@@ -48,6 +49,8 @@ global flags:
   --tools-socket <path>   the tools socket (default /run/leash/tools.sock)
   --state-dir <path>      teardown: leashd's state folder (default /var/lib/leash)
   --run-dir <path>        teardown: leashd's run folder (default /run/leash)
+  --unless-failed         teardown: release only if systemd's $SERVICE_RESULT, $EXIT_CODE
+                          and $EXIT_STATUS say leash.service was stopped on purpose
   -h, --help              this text; `leash <command> --help` for one command
 
 exit codes:
@@ -97,10 +100,16 @@ const std::map<std::string, std::string>& CommandHelp() {
   Creates the account if missing and writes the config 0640 root:<name>; an existing config
   keeps its content and gets its mode and owner re-stated.
 )"},
-      {"teardown", R"(usage: leash teardown [--state-dir <dir>] [--run-dir <dir>]
+      {"teardown", R"(usage: leash teardown [--unless-failed] [--state-dir <dir>] [--run-dir <dir>]
   Releases every subject's nftables chains (the port map's, the configured user's, and any
-  the kernel still lists). Run by leash.service's ExecStopPost. Refused while a leashd runs
-  on the run folder (default /run/leash): stop it instead, its stop path releases every chain.
+  the kernel still lists). Refused while a leashd runs on the run folder (default /run/leash):
+  stop it instead, its stop path releases every chain.
+  A leashd that exits for failure (it gave up on a sidecar, a fatal error, a crash) leaves
+  every chain in place, so the agents' network stays closed until leashd runs again; run
+  teardown by hand to open it without one.
+  --unless-failed: leash.service's ExecStopPost. Releases only when systemd's $SERVICE_RESULT,
+  $EXIT_CODE and $EXIT_STATUS say the service was stopped on purpose (systemctl stop, SIGTERM);
+  after a failure it releases nothing, says why, and exits 0.
 )"},
   };
   return *help;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -22,6 +23,7 @@
 #include "controlplane/instance_lock.h"
 #include "controlplane/floor_file.h"
 #include "controlplane/install_layout.h"
+#include "controlplane/iptables_netfilter.h"
 #include "controlplane/leftover_sidecars.h"
 #include "controlplane/netfilter_factory.h"
 #include "controlplane/passwd_accounts.h"
@@ -108,6 +110,71 @@ tools::SubjectLookup MakeToolsLookup(const ToolsServerRef* server,
     subject.fail_mode_without_policy = view->no_policy_fail_mode;
     return subject;
   };
+}
+
+// On the iptables fallback, which enforces one UID: closes the network of each of `agents`
+// (every connection refused) rather than leave it unconfined, and returns what to say: the
+// accounts closed, or why one could not be. `closed` remembers who is closed already.
+std::string CloseOnFallback(IptablesNetfilter& fallback, const std::vector<Account>& agents,
+                            std::set<uint32_t>& closed) {
+  std::vector<std::string> names, failures;
+  for (const Account& agent : agents) {
+    if (closed.count(agent.uid) != 0) continue;
+    if (absl::Status s = fallback.Close(agent.uid); !s.ok()) {
+      failures.push_back(absl::StrCat(agent.name, " (uid ", agent.uid, "): ", s.message()));
+      continue;
+    }
+    closed.insert(agent.uid);
+    names.push_back(absl::StrCat(agent.name, " (uid ", agent.uid, ")"));
+  }
+  std::string said;
+  if (!names.empty()) {
+    said = absl::StrCat("the network of ", absl::StrJoin(names, ", "),
+                        " is closed (every connection refused) rather than left unconfined; "
+                        "`leash teardown` removes the closure");
+  }
+  if (!failures.empty()) {
+    absl::StrAppend(&said, said.empty() ? "" : ". ", "CRITICAL: could not close the network of ",
+                    absl::StrJoin(failures, "; "));
+  }
+  return said;
+}
+
+// With nftables in force: lifts the closures a refused start on the iptables fallback left (an
+// agent it could not enforce) of every UID that now has its own chain in `nft`; they would
+// refuse every connection of an agent nftables enforces. A closed UID without a chain keeps its
+// closure. Reads nothing when the host has no legacy iptables filter table in this network
+// namespace (then there is none). Returns what to say.
+std::vector<std::string> LiftFallbackClosures(Netfilter& nft) {
+  std::ifstream names("/proc/net/ip_tables_names");
+  std::string table;
+  bool legacy_filter = false;
+  while (std::getline(names, table)) legacy_filter = legacy_filter || table == "filter";
+  if (!legacy_filter) return {};
+  absl::StatusOr<std::unique_ptr<IptablesNetfilter>> legacy = IptablesNetfilter::Create();
+  if (!legacy.ok()) return {};
+  absl::StatusOr<std::vector<uint32_t>> closed = (*legacy)->ListClosed();
+  if (!closed.ok()) {
+    return {absl::StrCat("warning: could not read the iptables fallback's closures: ",
+                         closed.status().message())};
+  }
+  absl::StatusOr<std::vector<uint32_t>> chains = nft.ListSubjects();
+  if (!chains.ok()) return {};
+  std::vector<std::string> said;
+  for (uint32_t uid : *closed) {
+    if (std::find(chains->begin(), chains->end(), uid) == chains->end()) {
+      said.push_back(absl::StrCat("uid ", uid, " keeps the iptables fallback's closure (every "
+                                  "connection refused): it has no nftables chain"));
+      continue;
+    }
+    absl::Status lifted = (*legacy)->Release(uid);
+    said.push_back(lifted.ok() ? absl::StrCat("lifted the iptables fallback's closure of uid ",
+                                              uid, ": nftables enforces it now")
+                               : absl::StrCat("CRITICAL: could not lift the iptables fallback's "
+                                              "closure of uid ", uid, " (every connection of it "
+                                              "is still refused): ", lifted.message()));
+  }
+  return said;
 }
 
 // leashd holds `held` port sockets, and a spawn briefly holds a second copy of the `handed`
@@ -224,6 +291,10 @@ int RunDaemon(const DaemonOptions& given) {
 
   // --- The kernel side of the network surface. ---
   std::unique_ptr<Netfilter> netfilter;
+  // The iptables fallback, when in use, and the agents whose network it has closed.
+  IptablesNetfilter* fallback = nullptr;
+  std::string fallback_reason;
+  std::set<uint32_t> closed_on_fallback;
   if (network_on) {
     NetfilterBackend backend = NetfilterBackend::kAuto;
     if (options.netfilter_backend == "nftables") backend = NetfilterBackend::kNftables;
@@ -231,6 +302,23 @@ int RunDaemon(const DaemonOptions& given) {
     absl::StatusOr<NetfilterChoice> choice = ChooseNetfilter(backend);
     if (!choice.ok()) return Refuse(std::string(choice.status().message()));
     if (!choice->notice.empty()) std::fprintf(stderr, "%s\n", choice->notice.c_str());
+    std::vector<Account> agent_accounts;
+    std::vector<std::string> agent_names;
+    for (const Account& agent : *agents) {
+      if (agent.name == floor->user()) continue;
+      agent_accounts.push_back(agent);
+      agent_names.push_back(agent.name);
+    }
+    if (absl::Status covered = CheckEnforcesEverySubject(*choice, floor->user(), agent_names);
+        !covered.ok()) {
+      // A refusal is a failure, and a failure never un-confines: the agents nothing will
+      // enforce are closed first.
+      const std::string closed =
+          CloseOnFallback(*choice->fallback, agent_accounts, closed_on_fallback);
+      return Refuse(absl::StrCat(covered.message(), closed.empty() ? "" : ". Meanwhile ", closed));
+    }
+    fallback = choice->fallback;
+    fallback_reason = choice->fallback_reason;
     netfilter = std::move(choice->netfilter);
     absl::StatusOr<std::vector<std::string>> prepared = netfilter->Prepare();
     if (!prepared.ok()) return Refuse(std::string(prepared.status().message()));
@@ -261,6 +349,24 @@ int RunDaemon(const DaemonOptions& given) {
                      [&](const leash::v1::ReconcileReport& report) {
                        LogReport(report);
                        subjects.Update(reconciler.subjects());
+                       // An agent that appears on a host the fallback enforces cannot be
+                       // enforced here, nor after a restart (which refuses): closed, loudly.
+                       if (fallback == nullptr || !report.error().empty()) return;
+                       absl::StatusOr<std::vector<Account>> now = accounts.ListAgentAccounts();
+                       if (!now.ok()) return;
+                       std::vector<Account> appeared;
+                       for (const Account& a : *now) {
+                         if (a.name != floor->user()) appeared.push_back(a);
+                       }
+                       const std::string closed =
+                           CloseOnFallback(*fallback, appeared, closed_on_fallback);
+                       if (closed.empty()) return;
+                       Say(absl::StrCat(
+                           "CRITICAL: agent account(s) appeared, and enforcing several UIDs "
+                           "needs nftables: ", fallback_reason, ", and the iptables fallback "
+                           "enforces the configured user ", floor->user(), " alone. ", closed,
+                           ". Make nf_tables available (modprobe nf_tables) and restart leash; "
+                           "until then a restart refuses to start"));
                      },
                      absl::Seconds(30), nullptr, options.reconcile_retry);
   // A sidecar's ack that names other failed listeners (a respawned proxy that cannot bind a
@@ -290,10 +396,12 @@ int RunDaemon(const DaemonOptions& given) {
     if (const int fd = fanotify_group.exchange(-1); fd >= 0) close(fd);
   };
 
-  int exit_code = 0;
+  // Set (from the supervisor's monitor thread) when leashd gives up on a sidecar: the exit that
+  // follows is for failure, and leaves every chain in place.
+  std::atomic<bool> failed{false};
   SupervisorPolicy supervisor_policy;
   SidecarSupervisor supervisor(&stream, supervisor_policy, [&](const std::string&) {
-    exit_code = 1;
+    failed.store(true);
     release_group();
     kill(getpid(), SIGTERM);
   });
@@ -413,6 +521,9 @@ int RunDaemon(const DaemonOptions& given) {
     (*admin)->Shutdown();
     return Refuse(absl::StrCat("the first reconcile failed: ", first.error()));
   }
+  if (netfilter && fallback == nullptr) {
+    for (const std::string& line : LiftFallbackClosures(*netfilter)) Say(line);
+  }
 
   // --- The tools socket. ---
   std::unique_ptr<sidecar::AsyncDecisionLog> tools_log;
@@ -490,11 +601,11 @@ int RunDaemon(const DaemonOptions& given) {
       loop.Request();
       continue;
     }
-    Say(absl::StrCat("signal ", signal, ": stopping"));
+    if (!failed.load()) Say(absl::StrCat("signal ", signal, ": stopping"));
     break;
   }
 
-  // --- Stop: release every chain, stop the sidecars. ---
+  // --- Stop: stop the sidecars; a deliberate stop also releases every chain. ---
   if (account_files.ok()) account_files->reset();  // no pass is asked for once stopping
   loop.Stop();
   if (tools_server) tools_server->Shutdown();
@@ -504,7 +615,15 @@ int RunDaemon(const DaemonOptions& given) {
   // a file (the kernel answers every pending event allow: the spec's release of the host).
   release_group();
   if (pending_table >= 0) close(pending_table);
-  if (netfilter) {
+  // A failure never un-confines: an exit for failure leaves every chain in place, so a leashed
+  // UID's TCP is still redirected, now to a port nobody listens on (refused), and its UDP still
+  // dropped, until a new leashd takes the chains over. Only a deliberate stop releases.
+  if (netfilter && failed.load()) {
+    Say("exiting for failure: every chain is left in place, so every subject's network stays "
+        "closed (connections refused) until leashd runs again; `systemctl start leash` (after "
+        "`systemctl reset-failed leash` if systemd gave up) takes them over, `leash teardown` "
+        "releases them by hand");
+  } else if (netfilter) {
     std::vector<uint32_t> uids;
     for (const auto& [uid, state] : reconciler.subjects()) uids.push_back(uid);
     if (absl::StatusOr<PortMap> ports = PortMap::Load(reconcile_options.ports_path); ports.ok()) {
@@ -518,7 +637,7 @@ int RunDaemon(const DaemonOptions& given) {
   }
   unlink(pidfile.c_str());
   close(*log_fd);
-  return exit_code;
+  return failed.load() ? 1 : 0;
 }
 
 }  // namespace leash::controlplane

@@ -9,8 +9,9 @@
 // denied in the watcher before its chain goes in) -> the tools socket -> the pidfile.
 // Signals: SIGHUP asks for a reconcile (coalesced); SIGTERM/SIGINT stop.
 // Stop: stop the sidecars, close the fanotify group leashd keeps for its watchers (which
-// releases the host), release every chain the port map holds, remove the sockets and the
-// pidfile; the proxy's ports are closed last, as it returns.
+// releases the host), release every chain the port map holds (a deliberate stop only: an exit
+// for failure leaves them in place), remove the sockets and the pidfile; the proxy's ports are
+// closed last, as it returns.
 #pragma once
 
 #include <memory>
@@ -55,7 +56,9 @@ struct DaemonOptions {
 };
 
 // Runs leashd until SIGTERM/SIGINT (or a sidecar that keeps dying). Returns the process exit
-// code; a start that cannot enforce what the config asks for prints why and returns 1.
+// code: 0 after a deliberate stop, which released every chain; 1 after giving up on a sidecar,
+// or for a start that cannot enforce what the config asks for (it prints why), both of which
+// leave every chain in the kernel as it was.
 int RunDaemon(const DaemonOptions& options);
 
 }  // namespace leash::controlplane

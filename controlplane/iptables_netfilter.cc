@@ -27,6 +27,8 @@ namespace leash::controlplane {
 namespace {
 
 constexpr char kCommentPrefix[] = "leash-agent-";
+// A UID the fallback cannot enforce (it enforces one), whose network is closed instead.
+constexpr char kClosedPrefix[] = "leash-closed-";
 constexpr char kGuardComment[] = "leash-guard";
 // The conntrack label of a refused inbound connection: the one the nftables rules use
 // (nft::kInboundLabelBit); labels are the kernel's, shared by both.
@@ -127,11 +129,11 @@ absl::StatusOr<CommandResult> RunIn(int netns_fd, const std::vector<std::string>
   return result;
 }
 
-// The uid in a leash-agent-<uid> comment token (quotes allowed), if it is one.
-std::optional<uint32_t> CommentUid(absl::string_view token) {
+// The uid in a <prefix><uid> comment token (quotes allowed), if it is one.
+std::optional<uint32_t> CommentUid(absl::string_view token, absl::string_view prefix) {
   absl::ConsumePrefix(&token, "\"");
   absl::ConsumeSuffix(&token, "\"");
-  if (!absl::ConsumePrefix(&token, kCommentPrefix) || token.empty()) return std::nullopt;
+  if (!absl::ConsumePrefix(&token, prefix) || token.empty()) return std::nullopt;
   for (char c : token) {
     if (!absl::ascii_isdigit(c)) return std::nullopt;
   }
@@ -155,14 +157,16 @@ std::optional<uint64_t> ConsumeCounters(absl::string_view& line) {
   return packets;
 }
 
-// The UID a saved `-A OUTPUT ...` line belongs to, if it is a leash rule.
-std::optional<uint32_t> LineUid(absl::string_view line) {
+// The UID a saved `-A OUTPUT ...` line belongs to, if it is a leash rule of that kind
+// (kCommentPrefix: a subject's; kClosedPrefix: a closed UID's).
+std::optional<uint32_t> LineUid(absl::string_view line,
+                                absl::string_view prefix = kCommentPrefix) {
   ConsumeCounters(line);
   if (!absl::StartsWith(line, "-A OUTPUT ")) return std::nullopt;
   const std::vector<absl::string_view> tokens =
       absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
   for (size_t i = 0; i + 1 < tokens.size(); ++i) {
-    if (tokens[i] == "--comment") return CommentUid(tokens[i + 1]);
+    if (tokens[i] == "--comment") return CommentUid(tokens[i + 1], prefix);
   }
   return std::nullopt;
 }
@@ -185,12 +189,31 @@ std::vector<uint32_t> ParseIptablesUids(absl::string_view save_output) {
   return std::vector<uint32_t>(uids.begin(), uids.end());
 }
 
+std::vector<uint32_t> ParseIptablesClosedUids(absl::string_view save_output) {
+  std::set<uint32_t> uids;
+  for (absl::string_view line : absl::StrSplit(save_output, '\n')) {
+    if (std::optional<uint32_t> uid =
+            LineUid(absl::StripAsciiWhitespace(line), kClosedPrefix)) {
+      uids.insert(*uid);
+    }
+  }
+  return std::vector<uint32_t>(uids.begin(), uids.end());
+}
+
+std::string IptablesClosedLine(uint32_t uid) {
+  // Every protocol, loopback included: the UID is not enforced at all, so nothing of its is
+  // judged, and a refusal (ECONNREFUSED at once) rather than a drop says so to the agent.
+  return absl::StrCat("-A OUTPUT -m owner --uid-owner ", uid, " -m comment --comment ",
+                      kClosedPrefix, uid, " -j REJECT --reject-with icmp-port-unreachable");
+}
+
 std::vector<std::string> IptablesDeleteLines(absl::string_view save_output, uint32_t uid) {
   std::vector<std::string> out;
   for (absl::string_view line : absl::StrSplit(save_output, '\n')) {
     line = absl::StripAsciiWhitespace(line);
     ConsumeCounters(line);
-    const std::optional<uint32_t> owner = LineUid(line);
+    std::optional<uint32_t> owner = LineUid(line);
+    if (!owner.has_value()) owner = LineUid(line, kClosedPrefix);
     if (!owner.has_value() || *owner != uid) continue;
     // The rule exactly as iptables printed it, as a deletion.
     absl::ConsumePrefix(&line, "-A ");
@@ -399,7 +422,28 @@ absl::StatusOr<std::vector<uint32_t>> IptablesNetfilter::ListSubjects() {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(const std::string saved, Save("nat"));
   ASSIGN_OR_RETURN(const std::string saved_filter, Save("filter"));
-  return ParseIptablesUids(absl::StrCat(saved, saved_filter));
+  std::set<uint32_t> uids;
+  for (uint32_t uid : ParseIptablesUids(absl::StrCat(saved, saved_filter))) uids.insert(uid);
+  for (uint32_t uid : ParseIptablesClosedUids(saved_filter)) uids.insert(uid);
+  return std::vector<uint32_t>(uids.begin(), uids.end());
+}
+
+absl::StatusOr<std::vector<uint32_t>> IptablesNetfilter::ListClosed() {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(const std::string saved_filter, Save("filter"));
+  return ParseIptablesClosedUids(saved_filter);
+}
+
+absl::Status IptablesNetfilter::Close(uint32_t uid) {
+  if (uid == 0) {
+    return absl::InvalidArgumentError(
+        "UID 0 cannot be closed: leashd's and the proxy's own connections run as root");
+  }
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(const std::string saved_filter, Save("filter"));
+  const std::vector<uint32_t> closed = ParseIptablesClosedUids(saved_filter);
+  if (std::find(closed.begin(), closed.end(), uid) != closed.end()) return absl::OkStatus();
+  return Restore(IptablesRestoreScript({IptablesClosedLine(uid)}, "filter"));
 }
 
 }  // namespace leash::controlplane

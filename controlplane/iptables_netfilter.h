@@ -23,6 +23,9 @@
 // and once, for every UID (Prepare), the guard of the nftables guard table (nft_ruleset.h):
 //   -A OUTPUT -m owner ! --socket-exists -m conntrack --ctdir REPLY -m connlabel --label 127
 //       -m addrtype ! --dst-type LOCAL -m comment --comment leash-guard -j DROP
+// A UID it cannot enforce (a second one) can be closed instead (Close):
+//   -A OUTPUT -m owner --uid-owner U -m comment --comment leash-closed-U
+//       -j REJECT --reject-with icmp-port-unreachable
 // Each change is one `iptables-restore --noflush` run of a nat and a filter commit (atomic per
 // table). Tested for real by //test/network:iptables_fallback_test and
 // //test/network:inbound_traffic_test.
@@ -58,8 +61,18 @@ class IptablesNetfilter : public Netfilter {
   absl::Status Apply(const NetfilterSubject& subject) override;
   // FailedPrecondition for more than one subject.
   absl::Status ApplyAll(const std::vector<NetfilterSubject>& subjects) override;
+  // Deletes the UID's rules, and its closure (Close) if it has one.
   absl::Status Release(uint32_t uid) override;
+  // The UIDs with rules here: the one enforced, and every closed one (so that a teardown
+  // releases those too).
   absl::StatusOr<std::vector<uint32_t>> ListSubjects() override;
+  // Closes `uid`'s network: one rule in filter OUTPUT refusing everything it sends (comment
+  // leash-closed-<uid>), for a UID the fallback cannot enforce because it already enforces
+  // another. Not counted as enforced: Apply(uid) replaces the closure with the subject's rules,
+  // Release(uid) deletes it. A UID already closed is left as it is. InvalidArgument for root.
+  absl::Status Close(uint32_t uid);
+  // The UIDs closed here, ascending.
+  absl::StatusOr<std::vector<uint32_t>> ListClosed();
   // From `iptables-save -c -t filter` (IPv4 only, as everything here).
   absl::StatusOr<NetfilterCounters> ReadCounters(uint32_t uid) override;
   std::string Describe() const override { return "iptables (IPv4 TCP only, single UID)"; }
@@ -90,7 +103,13 @@ std::string DefaultIptablesCommand();
 // duplicates.
 std::vector<uint32_t> ParseIptablesUids(absl::string_view save_output);
 
-// The -D lines that delete every leash rule of `uid` found in `save_output`.
+// The UIDs closed (Close) in `iptables-save -t filter` output, ascending.
+std::vector<uint32_t> ParseIptablesClosedUids(absl::string_view save_output);
+// The filter -A line that closes `uid` (see Close).
+std::string IptablesClosedLine(uint32_t uid);
+
+// The -D lines that delete every leash rule of `uid` found in `save_output`, its closure
+// included.
 std::vector<std::string> IptablesDeleteLines(absl::string_view save_output, uint32_t uid);
 
 // The nat -A lines for `subject` (see the file comment).

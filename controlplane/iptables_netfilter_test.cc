@@ -48,6 +48,32 @@ TEST(IptablesText, DeleteLinesAreTheSavedRulesOfThatUidOnly) {
   EXPECT_THAT(IptablesDeleteLines(kSaved, 4242), IsEmpty());
 }
 
+// A closed UID (one the fallback cannot enforce) beside an enforced one, as saved.
+constexpr char kSavedClosed[] =
+    "*filter\n"
+    ":OUTPUT ACCEPT [0:0]\n"
+    "-A OUTPUT -p tcp -m owner --uid-owner 1001 -m conntrack --ctdir ORIGINAL -m addrtype ! "
+    "--dst-type LOCAL -m comment --comment leash-agent-1001 -j DROP\n"
+    "-A OUTPUT -m owner --uid-owner 1002 -m comment --comment leash-closed-1002 -j REJECT "
+    "--reject-with icmp-port-unreachable\n"
+    "-A OUTPUT -m owner --uid-owner 1003 -m comment --comment leash-closed-01003 -j REJECT\n"
+    "COMMIT\n";
+
+TEST(IptablesText, AClosedUidIsFoundAsClosedNotAsEnforced) {
+  // Not enforced: a closed UID does not make the fallback refuse the one it enforces.
+  EXPECT_THAT(ParseIptablesUids(kSavedClosed), ElementsAre(1001u));
+  EXPECT_THAT(ParseIptablesClosedUids(kSavedClosed), ElementsAre(1002u));  // 01003: not canonical
+  // The closing line is exactly what iptables-save prints back.
+  EXPECT_EQ(IptablesClosedLine(1002),
+            "-A OUTPUT -m owner --uid-owner 1002 -m comment --comment leash-closed-1002 -j REJECT "
+            "--reject-with icmp-port-unreachable");
+  // A release (or an Apply replacing the closure) deletes it.
+  EXPECT_THAT(IptablesDeleteLines(kSavedClosed, 1002),
+              ElementsAre("-D OUTPUT -m owner --uid-owner 1002 -m comment --comment "
+                          "leash-closed-1002 -j REJECT --reject-with icmp-port-unreachable"));
+  EXPECT_THAT(IptablesDeleteLines(kSavedClosed, 1001), SizeIs(1));
+}
+
 TEST(IptablesText, AddLinesAreLoopbackExemptionExceptProxyRangeThenRedirect) {
   EXPECT_THAT(IptablesAddLines(MakeSubject(1001, 18001)),
               ElementsAre("-A OUTPUT -d 127.0.0.0/8 -p tcp -m owner --uid-owner 1001 -m tcp ! "

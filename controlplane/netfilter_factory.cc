@@ -47,8 +47,28 @@ absl::StatusOr<NetfilterChoice> ChooseNetfilter(NetfilterBackend backend,
                          FallbackLimits(**fallback))
           : absl::StrCat("leash: nftables is unavailable (", nft_status.message(),
                          "); falling back to iptables. ", FallbackLimits(**fallback));
+  choice.fallback = fallback->get();
   choice.netfilter = std::move(*fallback);
+  choice.single_uid_fallback = true;
+  choice.fallback_reason =
+      backend == NetfilterBackend::kIptables
+          ? std::string("the iptables fallback is configured (--netfilter=iptables)")
+          : absl::StrCat("nftables is unavailable (", nft_status.message(), ")");
   return choice;
+}
+
+absl::Status CheckEnforcesEverySubject(const NetfilterChoice& choice, const std::string& user,
+                                       const std::vector<std::string>& agents) {
+  if (!choice.single_uid_fallback || agents.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "enforcing several UIDs needs nftables, and ", choice.fallback_reason,
+      ". This host has ", agents.size(), " agent account(s) (", absl::StrJoin(agents, ", "),
+      ") besides the configured user ", user,
+      ", and the iptables fallback enforces a single UID: it appends into the built-in nat "
+      "OUTPUT chain, which cannot express a per-UID dispatch, so it will not apply one "
+      "account's policy to all of them or leave the others unconfined. Make nf_tables "
+      "available (modprobe nf_tables, or a kernel with CONFIG_NF_TABLES) and start leash "
+      "again"));
 }
 
 absl::Status TeardownSubjects(Netfilter& netfilter, const std::vector<uint32_t>& uids) {

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "controlplane/iptables_netfilter.h"
 #include "controlplane/netfilter.h"
 
 namespace leash::controlplane {
@@ -25,7 +26,22 @@ struct NetfilterChoice {
   // The line to print on stderr, or empty. Non-empty whenever the fallback is in use: it is
   // not parity with nftables and the operator must not assume it is.
   std::string notice;
+  // Whether `netfilter` is the iptables fallback, which enforces one UID only; and why (the
+  // nf_tables error, or that it was configured).
+  bool single_uid_fallback = false;
+  std::string fallback_reason;
+  // `netfilter` as the fallback (not owned), for closing the UIDs it cannot enforce; null with
+  // nftables.
+  IptablesNetfilter* fallback = nullptr;
 };
+
+// Whether `choice` can enforce the configured user `user` and the agent accounts `agents`
+// together. OK with nftables, or with the fallback on a host without agent accounts (the one
+// UID it can enforce). Otherwise FailedPrecondition naming nftables, why it is not in use, and
+// every agent: the spec's "enforcing several UIDs refuses to run without nft rather than
+// quietly applying one user's policy to all of them".
+absl::Status CheckEnforcesEverySubject(const NetfilterChoice& choice, const std::string& user,
+                                       const std::vector<std::string>& agents);
 
 // Builds the Netfilter for the calling thread's network namespace. With kAuto, an nf_tables
 // that does not answer falls back to iptables (`iptables_command`, empty for the default) and

@@ -1,5 +1,5 @@
 // TeardownSubjects over the fake: every UID is released even when some fail, and the error
-// names each failure. The factory's choice of backend is exercised for real by
+// names each failure. CheckEnforcesEverySubject: the fallback refuses a host with agents. The factory's choice of backend is exercised for real by
 // //test/network:iptables_fallback_test.
 #include "controlplane/netfilter_factory.h"
 
@@ -46,6 +46,33 @@ TEST(TeardownSubjects, NoUidsIsNothingToDo) {
   FakeNetfilter fake;
   ASSERT_TRUE(TeardownSubjects(fake, {}).ok());
   EXPECT_THAT(fake.calls(), IsEmpty());
+}
+
+NetfilterChoice Choice(bool fallback) {
+  NetfilterChoice choice;
+  choice.netfilter = std::make_unique<FakeNetfilter>();
+  choice.single_uid_fallback = fallback;
+  if (fallback) choice.fallback_reason = "nftables is unavailable (netlink: Operation not permitted)";
+  return choice;
+}
+
+TEST(CheckEnforcesEverySubject, TheFallbackWithAgentsRefusesNamingNftablesAndEveryAgent) {
+  absl::Status s =
+      CheckEnforcesEverySubject(Choice(true), "fido", {"leash-iris", "leash-vader"});
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("enforcing several UIDs needs nftables"));
+  EXPECT_THAT(s.message(), HasSubstr("nftables is unavailable (netlink: Operation not permitted)"));
+  EXPECT_THAT(s.message(), HasSubstr("2 agent account(s) (leash-iris, leash-vader)"));
+  EXPECT_THAT(s.message(), HasSubstr("besides the configured user fido"));
+  EXPECT_THAT(s.message(), HasSubstr("modprobe nf_tables"));
+  // One agent is already a second UID beside the configured user.
+  EXPECT_EQ(CheckEnforcesEverySubject(Choice(true), "fido", {"leash-iris"}).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(CheckEnforcesEverySubject, TheFallbackOnASingleSubjectHostAndNftablesAlwaysProceed) {
+  EXPECT_TRUE(CheckEnforcesEverySubject(Choice(true), "fido", {}).ok());
+  EXPECT_TRUE(CheckEnforcesEverySubject(Choice(false), "fido", {"leash-a", "leash-b"}).ok());
 }
 
 }  // namespace

@@ -158,7 +158,9 @@ pass "systemd-analyze --root verify leash.service: clean"
 unit=$R/lib/systemd/system/leash.service
 grep -q '^ExecReload=' "$unit" && fail "the unit has ExecReload=; systemctl reload must be refused"
 grep -qx 'ExecStart=/usr/bin/leash' "$unit" || fail "ExecStart is not /usr/bin/leash"
-grep -qx 'ExecStopPost=/usr/bin/leash teardown' "$unit" || fail "no ExecStopPost=/usr/bin/leash teardown"
+# Released after a deliberate stop only: a failure leaves the chains closed.
+grep -qx 'ExecStopPost=/usr/bin/leash teardown --unless-failed' "$unit" ||
+  fail "no ExecStopPost=/usr/bin/leash teardown --unless-failed"
 grep -qx 'Restart=on-failure' "$unit" || fail "Restart= is not on-failure"
 # leashd's own rule for its sidecars, one level up: restart after each of 3 deaths in 10 min.
 grep -qx 'StartLimitIntervalSec=10min' "$unit" && grep -qx 'StartLimitBurst=4' "$unit" ||
@@ -166,7 +168,7 @@ grep -qx 'StartLimitIntervalSec=10min' "$unit" && grep -qx 'StartLimitBurst=4' "
 grep -qx 'KillMode=mixed' "$unit" || fail "KillMode= is not mixed (SIGTERM to leashd alone)"
 grep -qE '^CapabilityBoundingSet=.*CAP_SYS_ADMIN' "$unit" && grep -qE '^CapabilityBoundingSet=.*CAP_NET_ADMIN' "$unit" ||
   fail "the unit's bounding set lacks CAP_SYS_ADMIN or CAP_NET_ADMIN"
-pass "unit: no ExecReload=, ExecStopPost=leash teardown, Restart=on-failure, 4 starts/10 min, KillMode=mixed, bounding set"
+pass "unit: no ExecReload=, ExecStopPost=leash teardown --unless-failed, Restart=on-failure, 4 starts/10 min, KillMode=mixed, bounding set"
 
 # ========== 2. Upgrade over it: a hand-edited config with a wrong mode and owner, leashd's
 # state present, a wrong log-folder mode, new binaries, the opposite umask, no --user ==========

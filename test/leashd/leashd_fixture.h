@@ -22,9 +22,10 @@ class LeashdInstance {
   // Writes `floor_yaml` as the config and starts leashd in `ns`, marks confined to
   // `mark_only_under`. Returns once the admin socket answers GetStatus (or with leashd's log
   // when it exits or does not answer in time).
-  static absl::StatusOr<std::unique_ptr<LeashdInstance>> Start(const std::string& floor_yaml,
-                                                               const NetNamespace& ns,
-                                                               const std::string& mark_only_under);
+  // `extra_flags` are appended to leashd's command line ("--netfilter=iptables").
+  static absl::StatusOr<std::unique_ptr<LeashdInstance>> Start(
+      const std::string& floor_yaml, const NetNamespace& ns, const std::string& mark_only_under,
+      const std::vector<std::string>& extra_flags = {});
   ~LeashdInstance();
 
   leash::v1::Control::Stub& control() { return *control_; }
@@ -35,6 +36,8 @@ class LeashdInstance {
   absl::Status WaitForPasses(uint64_t passes, absl::Duration timeout = absl::Seconds(30));
   // SIGTERM and wait; returns the exit status (the stop path releases every chain).
   absl::StatusOr<int> Stop(absl::Duration timeout = absl::Seconds(20));
+  // Waits for leashd to end by itself (no signal sent); its wait status.
+  absl::StatusOr<int> WaitForExit(absl::Duration timeout);
   // Starts leashd again with the same command line (folders, config, namespace) once the
   // previous process has gone, however it went; returns once the admin socket answers.
   absl::Status Relaunch();

@@ -145,6 +145,29 @@ TEST_F(IptablesFallbackTest, ASecondUidIsRefused) {
   EXPECT_THAT(*nf_->ListSubjects(), ElementsAre(a_->uid()));
 }
 
+// A UID the fallback cannot enforce, beside the one it does, is closed rather than left
+// unconfined: every connection refused, loopback too. The closure does not count as enforcing
+// (the enforced UID is re-applied freely), a teardown finds it, Apply replaces it and Release
+// removes it.
+TEST_F(IptablesFallbackTest, AUidItCannotEnforceIsClosedNotLeftUnconfined) {
+  auto* fallback = static_cast<IptablesNetfilter*>(nf_.get());
+  ASSERT_TRUE(nf_->Apply(MakeSubject(a_->uid(), kPortA)).ok());
+  ASSERT_TRUE(fallback->Close(b_->uid()).ok());
+  ASSERT_TRUE(fallback->Close(b_->uid()).ok());  // already closed: left as it is
+  EXPECT_EQ(Probe(b_, "tcp", "192.0.2.11", 443), "error ECONNREFUSED");
+  EXPECT_EQ(Probe(b_, "tcp", "127.0.0.1", server_->port(kLocal4)), "error ECONNREFUSED");
+  EXPECT_EQ(Probe(a_, "tcp", "192.0.2.11", 443), "a 192.0.2.11:443");
+  ASSERT_TRUE(nf_->Apply(MakeSubject(a_->uid(), kPortOther)).ok());
+  EXPECT_THAT(*nf_->ListSubjects(), ElementsAre(a_->uid(), b_->uid()));
+  EXPECT_EQ(fallback->Close(0).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(nf_->Release(b_->uid()).ok());
+  EXPECT_EQ(Probe(b_, "tcp", "192.0.2.11", 443), "direct 192.0.2.11:443");
+  ASSERT_TRUE(fallback->Close(b_->uid()).ok());
+  ASSERT_TRUE(nf_->Release(a_->uid()).ok());
+  ASSERT_TRUE(nf_->Apply(MakeSubject(b_->uid(), kPortA)).ok());  // enforced now: closure replaced
+  EXPECT_EQ(Probe(b_, "tcp", "192.0.2.11", 443), "a 192.0.2.11:443");
+}
+
 TEST_F(IptablesFallbackTest, ReapplyReplacesAndReleaseRemovesTheRules) {
   ASSERT_TRUE(nf_->ApplyAll({MakeSubject(a_->uid(), kPortA)}).ok());
   ASSERT_TRUE(nf_->Apply(MakeSubject(a_->uid(), kPortOther)).ok());
@@ -221,6 +244,25 @@ TEST_F(NetfilterFactoryTest, FallsBackToIptablesWhenNftablesRefusesAndSaysWhy) {
     EXPECT_THAT(choice->notice, HasSubstr("CAP_NET_ADMIN"));
     EXPECT_THAT(choice->notice, HasSubstr("falling back to iptables"));
     EXPECT_THAT(choice->notice, HasSubstr("IPv4 TCP only"));
+  });
+}
+
+// Spec: "The fallback is single-UID only ... so enforcing several UIDs refuses to run without
+// nft". nf_tables really refusing (the thread has no CAP_NET_ADMIN): the choice is the fallback,
+// and a host with agent accounts is refused, naming nftables, why, and every agent.
+TEST_F(NetfilterFactoryTest, EnforcingSeveralUidsRefusesToRunWithoutNft) {
+  WithoutNetAdmin(*ns_, [] {
+    absl::StatusOr<NetfilterChoice> choice = ChooseNetfilter();
+    ASSERT_TRUE(choice.ok()) << choice.status();
+    ASSERT_TRUE(choice->single_uid_fallback);
+    ASSERT_NE(choice->fallback, nullptr);
+    EXPECT_TRUE(CheckEnforcesEverySubject(*choice, "fido", {}).ok());
+    absl::Status refused =
+        CheckEnforcesEverySubject(*choice, "fido", {"leash-iris", "leash-vader"});
+    EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(refused.message(), HasSubstr("enforcing several UIDs needs nftables"));
+    EXPECT_THAT(refused.message(), HasSubstr("nftables is unavailable (nf_tables does not answer"));
+    EXPECT_THAT(refused.message(), HasSubstr("(leash-iris, leash-vader)"));
   });
 }
 
