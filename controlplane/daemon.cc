@@ -23,7 +23,9 @@
 #include "controlplane/floor_file.h"
 #include "controlplane/install_layout.h"
 #include "controlplane/leftover_sidecars.h"
+#include "controlplane/inbound_routed_netfilter.h"
 #include "controlplane/netfilter_factory.h"
+#include "controlplane/rtnl_route_rules.h"
 #include "controlplane/passwd_accounts.h"
 #include "controlplane/policy_store.h"
 #include "controlplane/policy_stream_service.h"
@@ -223,6 +225,10 @@ int RunDaemon(const DaemonOptions& given) {
   SubjectDirectory subjects;
 
   // --- The kernel side of the network surface. ---
+  // The chains, and the policy-routing refusals applied with them (inbound_routing.h).
+  std::unique_ptr<Netfilter> chains;
+  std::unique_ptr<RtnlRouteRules> route_rules;
+  std::unique_ptr<InboundRouting> inbound_routing;
   std::unique_ptr<Netfilter> netfilter;
   if (network_on) {
     NetfilterBackend backend = NetfilterBackend::kAuto;
@@ -231,7 +237,13 @@ int RunDaemon(const DaemonOptions& given) {
     absl::StatusOr<NetfilterChoice> choice = ChooseNetfilter(backend);
     if (!choice.ok()) return Refuse(std::string(choice.status().message()));
     if (!choice->notice.empty()) std::fprintf(stderr, "%s\n", choice->notice.c_str());
-    netfilter = std::move(choice->netfilter);
+    chains = std::move(choice->netfilter);
+    absl::StatusOr<std::unique_ptr<RtnlRouteRules>> rules = RtnlRouteRules::Open();
+    if (!rules.ok()) return Refuse(std::string(rules.status().message()));
+    route_rules = std::move(*rules);
+    inbound_routing = std::make_unique<InboundRouting>(
+        route_rules.get(), options.state_dir + "/tcp_fwmark_accept.saved");
+    netfilter = std::make_unique<InboundRoutedNetfilter>(chains.get(), inbound_routing.get());
     absl::StatusOr<std::vector<std::string>> prepared = netfilter->Prepare();
     if (!prepared.ok()) return Refuse(std::string(prepared.status().message()));
     for (const std::string& line : *prepared) std::fprintf(stderr, "%s\n", line.c_str());
@@ -515,6 +527,9 @@ int RunDaemon(const DaemonOptions& given) {
     absl::Status released = TeardownSubjects(*netfilter, uids);
     Say(released.ok() ? absl::StrCat("released ", uids.size(), " subject chain(s)")
                       : absl::StrCat("releasing chains: ", released.message()));
+    // With the chains, the policy-routing block and the host's tcp_fwmark_accept.
+    absl::Status unrouted = inbound_routing->ReleaseHost();
+    Say(unrouted.ok() ? "released the policy-routing rules" : std::string(unrouted.message()));
   }
   unlink(pidfile.c_str());
   close(*log_fd);
