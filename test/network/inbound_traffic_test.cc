@@ -445,6 +445,35 @@ TEST_F(RoutedInboundTest, ASubordinateUidsListenerIsCovered) {
   EXPECT_EQ(FromRemote("tcp", kHere4, kListenInner), "silent");
 }
 
+// A peer with a TCP stack of its own advertises a zero window from the handshake on: the
+// listener accepts, writes and closes while nothing can be sent, so no packet ever carried its
+// UID and nothing labelled the connection; the orphaned socket sends the data once the window
+// opens. With the routing there is no handshake to begin with.
+TEST_F(RoutedInboundTest, AZeroWindowPeerGetsNothingFromASocketItsProcessClosed) {
+  ASSERT_NO_FATAL_FAILURE(SynCookiesAlways());
+  // The remote host's own stack would reset the handshake its raw socket makes.
+  for (const std::vector<std::string>& command : std::vector<std::vector<std::string>>{
+           {"add", "table", "ip", "peer"},
+           {"add", "chain", "ip", "peer", "out", "{ type filter hook output priority 0; }"},
+           {"add", "rule", "ip", "peer", "out", "tcp", "flags", "rst", "drop"}}) {
+    absl::StatusOr<std::string> done = leash::testing::Nft(*remote_, command);
+    ASSERT_TRUE(done.ok()) << done.status();
+  }
+  auto peer = [&] {
+    absl::StatusOr<leash::testing::RunResult> run = remote_->Run(
+        {"/usr/bin/python3",
+         absl::StrCat(getenv("TEST_SRCDIR"), "/leash/test/network/zero_window_peer.py"), kRemote4,
+         kHere4, absl::StrCat(kListen4)},
+        absl::Seconds(30));
+    if (!run.ok()) return absl::StrCat("peer failed: ", run.status().ToString());
+    return std::string(absl::StripAsciiWhitespace(run->out));
+  };
+  EXPECT_EQ(peer(), "no syn-ack");
+  // The chains alone: the orphan's data leaves.
+  ASSERT_TRUE(routing_->Release(a_->uid()).ok());
+  EXPECT_EQ(peer(), "data agent");
+}
+
 TEST_F(IptablesRoutedInboundTest, WithSynCookiesARemoteClientGetsNoSynAckAndNoByte) {
   ASSERT_NO_FATAL_FAILURE(SynCookiesAlways());
   EXPECT_EQ(FromRemote("tcp", kHere4, kListenHeld), "timeout");
