@@ -4,6 +4,8 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <cerrno>
 #include <cstdio>
 #include <utility>
@@ -29,8 +31,12 @@ RouteRule Base(int family, uint32_t priority, uint8_t action) {
   return rule;
 }
 
+// The hull gate (route_rules.h) is kept by Apply, not by Prepare.
+bool IsHullGate(const RouteRule& rule) {
+  return rule.priority == kGatePriority && rule.uids.has_value();
+}
 bool IsFrame(const RouteRule& rule) {
-  return rule.priority == kGatePriority || rule.priority == kEndPriority;
+  return (rule.priority == kGatePriority || rule.priority == kEndPriority) && !IsHullGate(rule);
 }
 
 bool FileExists(const std::string& path) {
@@ -55,6 +61,29 @@ std::vector<RouteRule> FrameRouteRules() {
     rules.push_back(gate);
   }
   return rules;
+}
+
+RouteRule HullGateRouteRule(int family, const engine::UidRange& hull) {
+  RouteRule gate = Base(family, kGatePriority, FR_ACT_GOTO);
+  gate.invert = true;
+  gate.uids = hull;
+  gate.goto_target = kEndPriority;
+  return gate;
+}
+
+std::vector<RouteRule> HullGateRouteRules(const std::vector<RouteRule>& rules) {
+  std::vector<RouteRule> gates;
+  for (int family : kFamilies) {
+    std::optional<engine::UidRange> hull;
+    for (const RouteRule& rule : rules) {
+      if (rule.family != family || rule.priority != kRefusalPriority || !rule.uids) continue;
+      if (!hull) hull = *rule.uids;
+      hull->first = std::min(hull->first, rule.uids->first);
+      hull->last = std::max(hull->last, rule.uids->last);
+    }
+    if (hull) gates.push_back(HullGateRouteRule(family, *hull));
+  }
+  return gates;
 }
 
 std::vector<RouteRule> RefusalRouteRules(uint32_t owner,
@@ -128,8 +157,8 @@ absl::StatusOr<std::vector<std::string>> InboundRouting::Prepare() {
   return lines;
 }
 
-absl::Status InboundRouting::Replace(uint32_t owner, const std::vector<RouteRule>& desired) {
-  ASSIGN_OR_RETURN(const std::vector<RouteRule> present, kernel_->ListOwn());
+absl::Status InboundRouting::Replace(uint32_t owner, const std::vector<RouteRule>& desired,
+                                     const std::vector<RouteRule>& present) {
   const RouteRuleDiff diff = DiffRouteRules(desired, present, [owner](const RouteRule& rule) {
     return rule.priority == kRefusalPriority && rule.table == owner;
   });
@@ -139,16 +168,59 @@ absl::Status InboundRouting::Replace(uint32_t owner, const std::vector<RouteRule
   return absl::OkStatus();
 }
 
-absl::Status InboundRouting::Apply(const NetfilterSubject& subject) {
-  return Replace(subject.uid, DesiredRefusals(subject));
-}
-
-absl::Status InboundRouting::ApplyAll(const std::vector<NetfilterSubject>& subjects) {
-  for (const NetfilterSubject& subject : subjects) RETURN_IF_ERROR(Apply(subject));
+absl::Status InboundRouting::Change(
+    const std::vector<RouteRule>& adding,
+    const std::function<absl::Status(const std::vector<RouteRule>&)>& replace) {
+  ASSIGN_OR_RETURN(const std::vector<RouteRule> present, kernel_->ListOwn());
+  // A hull gate narrower than a refusal would let a lookup skip it: a gate that does not cover
+  // every refusal there will be during the change goes first (without one a lookup walks every
+  // refusal: slower, never open). A failure below leaves it out until the next change.
+  std::vector<RouteRule> during = present;
+  during.insert(during.end(), adding.begin(), adding.end());
+  const std::vector<RouteRule> needed = HullGateRouteRules(during);
+  for (const RouteRule& rule : present) {
+    if (!IsHullGate(rule)) continue;
+    bool covers = true;
+    for (const RouteRule& gate : needed) {
+      if (gate.family == rule.family) {
+        covers = rule.uids->first <= gate.uids->first && gate.uids->last <= rule.uids->last;
+      }
+    }
+    if (!covers) RETURN_IF_ERROR(kernel_->Delete(rule));
+  }
+  RETURN_IF_ERROR(replace(present));
+  // The exact gates for the refusals now there; each covers them all, so adding before
+  // deleting the wider ones is safe.
+  ASSIGN_OR_RETURN(const std::vector<RouteRule> after, kernel_->ListOwn());
+  const RouteRuleDiff diff = DiffRouteRules(HullGateRouteRules(after), after, IsHullGate);
+  for (const RouteRule& rule : diff.add) RETURN_IF_ERROR(kernel_->Add(rule));
+  for (const RouteRule& rule : diff.remove) RETURN_IF_ERROR(kernel_->Delete(rule));
   return absl::OkStatus();
 }
 
-absl::Status InboundRouting::Release(uint32_t uid) { return Replace(uid, {}); }
+absl::Status InboundRouting::Apply(const NetfilterSubject& subject) {
+  return ApplyAll({subject});
+}
+
+absl::Status InboundRouting::ApplyAll(const std::vector<NetfilterSubject>& subjects) {
+  std::vector<RouteRule> adding;
+  for (const NetfilterSubject& subject : subjects) {
+    for (const RouteRule& rule : DesiredRefusals(subject)) adding.push_back(rule);
+  }
+  // One listing for all: each subject's diff touches only its own rules.
+  return Change(adding, [&](const std::vector<RouteRule>& present) {
+    for (const NetfilterSubject& subject : subjects) {
+      RETURN_IF_ERROR(Replace(subject.uid, DesiredRefusals(subject), present));
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status InboundRouting::Release(uint32_t uid) {
+  return Change({}, [&](const std::vector<RouteRule>& present) {
+    return Replace(uid, {}, present);
+  });
+}
 
 absl::Status InboundRouting::ReleaseHost() {
   std::vector<std::string> failures;

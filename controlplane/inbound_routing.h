@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -26,6 +27,12 @@ namespace leash::controlplane {
 
 // The gate and end rules of Leash's block (route_rules.h), IPv4 and IPv6.
 std::vector<RouteRule> FrameRouteRules();
+// The hull gates for `rules` (Leash's, as listed): per family with refusals, one rule that sends
+// a lookup whose UID lies outside every refusal's range (from the lowest first UID to the
+// highest last) straight to the end: the host's own services (root, system accounts below the
+// agents' UIDs) pay one rule, not one per subject, even for marked lookups.
+std::vector<RouteRule> HullGateRouteRules(const std::vector<RouteRule>& rules);
+RouteRule HullGateRouteRule(int family, const engine::UidRange& hull);
 // `owner`'s refusals for `ranges` (merged here), IPv4 and IPv6.
 std::vector<RouteRule> RefusalRouteRules(uint32_t owner, const std::vector<engine::UidRange>& ranges);
 // The refusals `subject` should have: none under network.inbound: allow.
@@ -87,7 +94,13 @@ class InboundRouting {
   absl::Status ReleaseHost();
 
  private:
-  absl::Status Replace(uint32_t owner, const std::vector<RouteRule>& desired);
+  // Runs `replace` over Leash's rules as listed, which adds at most `adding`, keeping the hull
+  // gates no narrower than the refusals throughout, and exact after.
+  absl::Status Change(const std::vector<RouteRule>& adding,
+                      const std::function<absl::Status(const std::vector<RouteRule>&)>& replace);
+  // Turns `owner`'s rules in `present` (Leash's, as listed) into `desired`.
+  absl::Status Replace(uint32_t owner, const std::vector<RouteRule>& desired,
+                       const std::vector<RouteRule>& present);
 
   RouteRules* const kernel_;
   const std::string saved_sysctl_path_;

@@ -8,6 +8,7 @@
 #include <linux/fib_rules.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -139,11 +140,39 @@ TEST_F(InboundRoutingTest, ChangedRangesAreAddedBeforeTheOldOnesGo) {
   ASSERT_TRUE(routing_.Apply(Subject(1001, {{100000, 165535}})).ok());
   kernel_.log.clear();
   ASSERT_TRUE(routing_.Apply(Subject(1001, {{200000, 265535}})).ok());
-  ASSERT_EQ(kernel_.log.size(), 4u);
-  EXPECT_THAT(kernel_.log[0], HasSubstr("add ipv4 2: fwmark 0x1000000/0x1000000 uidrange 200000"));
-  EXPECT_THAT(kernel_.log[1], HasSubstr("add ipv6"));
-  EXPECT_THAT(kernel_.log[2], HasSubstr("delete ipv4 2: fwmark 0x1000000/0x1000000 uidrange 100000"));
-  EXPECT_THAT(kernel_.log[3], HasSubstr("delete ipv6"));
+  // The hull gate 1001-165535 would skip the new range: it goes first, the exact one comes
+  // last.
+  EXPECT_THAT(kernel_.log,
+              ElementsAre("delete ipv4 1: not uidrange 1001-165535 goto 3",
+                          "delete ipv6 1: not uidrange 1001-165535 goto 3",
+                          HasSubstr("add ipv4 2: fwmark 0x1000000/0x1000000 uidrange 200000"),
+                          HasSubstr("add ipv6 2: fwmark 0x1000000/0x1000000 uidrange 200000"),
+                          HasSubstr("delete ipv4 2: fwmark 0x1000000/0x1000000 uidrange 100000"),
+                          HasSubstr("delete ipv6 2: fwmark 0x1000000/0x1000000 uidrange 100000"),
+                          "add ipv4 1: not uidrange 1001-265535 goto 3",
+                          "add ipv6 1: not uidrange 1001-265535 goto 3"));
+}
+
+// The hull gate: a marked lookup of a UID outside every refusal's range goes straight to the
+// end. A narrower hull is added before the wider one goes (the new one covers every refusal).
+TEST_F(InboundRoutingTest, TheHullGateFollowsTheRefusalsAndNeverNarrowsBelowThem) {
+  ASSERT_TRUE(routing_.ApplyAll({Subject(1001, {{100000, 165535}}), Subject(1002)}).ok());
+  EXPECT_THAT(HullGateRouteRules(kernel_.rules),
+              ElementsAre(HullGateRouteRule(AF_INET, {1001, 165535}),
+                          HullGateRouteRule(AF_INET6, {1001, 165535})));
+  EXPECT_EQ(std::count(kernel_.rules.begin(), kernel_.rules.end(),
+                       HullGateRouteRule(AF_INET, {1001, 165535})),
+            1);
+  kernel_.log.clear();
+  ASSERT_TRUE(routing_.Release(1001).ok());
+  EXPECT_THAT(kernel_.log, ElementsAre(HasSubstr("delete ipv4 2:"), HasSubstr("delete ipv4 2:"),
+                                       HasSubstr("delete ipv6 2:"), HasSubstr("delete ipv6 2:"),
+                                       "add ipv4 1: not uidrange 1002-1002 goto 3",
+                                       "add ipv6 1: not uidrange 1002-1002 goto 3",
+                                       "delete ipv4 1: not uidrange 1001-165535 goto 3",
+                                       "delete ipv6 1: not uidrange 1001-165535 goto 3"));
+  ASSERT_TRUE(routing_.Release(1002).ok());
+  EXPECT_THAT(kernel_.rules, IsEmpty());
 }
 
 TEST_F(InboundRoutingTest, AFailedAddDeletesNothing) {

@@ -35,6 +35,8 @@ inline constexpr uint8_t kLeashRuleProtocol = 76;
 // Leash's rules sit in one block right after the local table's lookup (priority 0), before the
 // host's other rules, so no other owner's table answers a leashed listener's lookup first:
 //   1: not fwmark M/M goto 3         unmarked lookups (nearly all) pay this one rule
+//   1: not uidrange LO-HI goto 3     marked lookups of UIDs outside every refusal's range
+//                                    (the host's own services) pay one more
 //   2: fwmark M/M uidrange A-B prohibit   (one per merged range of each refusing subject)
 //   3: nop                           the end of Leash's block
 inline constexpr uint32_t kGatePriority = 1;

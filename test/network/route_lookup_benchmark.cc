@@ -7,7 +7,9 @@
 // RTM_GETROUTE carrying a mark and a UID, the way the kernel looks up a socket's route, so the
 // figure includes a netlink round trip and the difference between cases is the rule walk:
 //   unmarked: a lookup without Leash's mark (every connect(), every UDP send of the host),
-//   marked:   the SYN-ACK of an account Leash does not leash, to a peer off the host,
+//   marked:   the SYN-ACK of a host service (a UID below the agents') to a peer off the host,
+//   in-span:  the same for an unleashed UID inside the agents' span (lowest to highest UID of
+//             any refusal), which the hull gate cannot skip: it walks every refusal,
 //   refused:  a leashed listener's SYN-ACK to a peer off the host (the last subject's range).
 #include <libmnl/libmnl.h>
 #include <linux/rtnetlink.h>
@@ -24,6 +26,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "controlplane/inbound_routing.h"
 #include "controlplane/rtnl_route_rules.h"
 #include "controlplane/testing/fake_netfilter.h"
@@ -37,6 +40,7 @@ namespace {
 using controlplane::kInboundMark;
 
 constexpr uint32_t kUnleashedUid = 5000;
+constexpr uint32_t kInSpanUid = 500000;  // between the subjects' own UIDs and their ranges
 constexpr int kSubjects = 1000;
 uint32_t SubordinateFirst(int i) { return 1000000u + static_cast<uint32_t>(i) * 65536u; }
 
@@ -134,12 +138,15 @@ int Main(int argc, char** argv) {
   const uint32_t refused_uid = SubordinateFirst(kSubjects - 1) + 10;
   const Case before[] = {{"unmarked", 0, kUnleashedUid, 1},
                          {"marked", kInboundMark, kUnleashedUid, 1},
+                         {"in-span", kInboundMark, kInSpanUid, 1},
                          {"refused", kInboundMark, refused_uid, 1}};
   const Case after[] = {{"unmarked", 0, kUnleashedUid, 1},
                         {"marked", kInboundMark, kUnleashedUid, 1},
+                        {"in-span", kInboundMark, kInSpanUid, 1},
                         {"refused", kInboundMark, refused_uid, 0}};
-  double baseline[3];
-  for (int i = 0; i < 3; ++i) baseline[i] = Measure(lookup, before[i], lookups, rounds);
+  constexpr int kCases = 4;
+  double baseline[kCases];
+  for (int i = 0; i < kCases; ++i) baseline[i] = Measure(lookup, before[i], lookups, rounds);
 
   std::vector<controlplane::NetfilterSubject> subjects;
   for (int i = 0; i < kSubjects; ++i) {
@@ -161,7 +168,7 @@ int Main(int argc, char** argv) {
 
   std::printf("%-9s %14s %17s %7s   (%d lookups x %d rounds, median)\n", "lookup",
               "no rules (ns)", "1,000 subj. (ns)", "ratio", lookups, rounds);
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < kCases; ++i) {
     const double with_rules = Measure(lookup, after[i], lookups, rounds);
     std::printf("%-9s %14.0f %17.0f %7.2f\n", after[i].name, baseline[i], with_rules,
                 with_rules / baseline[i]);

@@ -127,7 +127,7 @@ TEST_F(RtnlRouteRulesTest, ARestartReplacesTheRulesAndADeliberateReleaseRemovesT
     ASSERT_TRUE(first.Apply(Subject(70002, {})).ok());
   }
   EXPECT_EQ(Sysctl(), "1\n");
-  ASSERT_THAT(first_kernel->ListOwn().value_or(std::vector<RouteRule>{}), SizeIs(4 + 6));
+  ASSERT_THAT(first_kernel->ListOwn().value_or(std::vector<RouteRule>{}), SizeIs(4 + 6 + 2));
 
   // leashd restarts (no release): the rules stayed, the new one finds and replaces its own.
   std::unique_ptr<RtnlRouteRules> second_kernel = Open();
@@ -137,9 +137,11 @@ TEST_F(RtnlRouteRulesTest, ARestartReplacesTheRulesAndADeliberateReleaseRemovesT
   ASSERT_TRUE(second.Apply(Subject(70001, {{300000, 399999}})).ok());
   absl::StatusOr<std::vector<RouteRule>> own = second_kernel->ListOwn();
   ASSERT_TRUE(own.ok()) << own.status();
-  EXPECT_THAT(*own, SizeIs(4 + 6));
+  EXPECT_THAT(*own, SizeIs(4 + 6 + 2));
   EXPECT_THAT(IpRules("-4"), HasSubstr("uidrange 300000-399999 lookup 70001 prohibit proto 76"));
   EXPECT_THAT(IpRules("-4"), Not(HasSubstr("uidrange 300000-365535")));
+  // The hull gate follows: unmarked lookups and UIDs outside every refusal skip the block.
+  EXPECT_THAT(IpRules("-4"), HasSubstr("1:\tnot from all uidrange 70001-399999 goto 3 proto 76"));
   // A subject not applied yet after the restart keeps its rules until it is.
   EXPECT_THAT(IpRules("-6"), HasSubstr("uidrange 70002-70002 lookup 70002 prohibit proto 76"));
 
