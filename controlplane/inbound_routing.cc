@@ -2,6 +2,7 @@
 
 #include <linux/fib_rules.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <functional>
@@ -126,6 +127,10 @@ std::string DescribeRouteRule(const RouteRule& rule) {
   return out;
 }
 
+std::string SavedFwmarkAcceptPath(const std::string& state_dir) {
+  return state_dir + "/tcp_fwmark_accept.saved";
+}
+
 InboundRouting::InboundRouting(RouteRules* kernel, std::string saved_sysctl_path)
     : kernel_(kernel), saved_sysctl_path_(std::move(saved_sysctl_path)) {}
 
@@ -134,6 +139,11 @@ absl::StatusOr<std::vector<std::string>> InboundRouting::Prepare() {
   // leashd that restarts reads Leash's 1, not the host's.
   if (!FileExists(saved_sysctl_path_)) {
     ASSIGN_OR_RETURN(const int host_value, kernel_->ReadFwmarkAccept());
+    // The state folder may not exist yet on a first start (the reconcile makes it later).
+    const std::string dir = saved_sysctl_path_.substr(0, saved_sysctl_path_.find_last_of('/'));
+    if (!dir.empty() && mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::ErrnoToStatus(errno, absl::StrCat("mkdir ", dir));
+    }
     RETURN_IF_ERROR(WriteFileAtomically(saved_sysctl_path_, absl::StrCat(host_value, "\n")));
   }
   RETURN_IF_ERROR(kernel_->WriteFwmarkAccept(1));

@@ -68,6 +68,10 @@ RouteRuleDiff DiffRouteRules(const std::vector<RouteRule>& desired,
   return diff;
 }
 
+// Where leashd keeps the host's own tcp_fwmark_accept under `state_dir` (leashd's state folder;
+// `leash teardown` reads the same file).
+std::string SavedFwmarkAcceptPath(const std::string& state_dir);
+
 class InboundRouting {
  public:
   // `saved_sysctl_path`: where the host's own net.ipv4.tcp_fwmark_accept is kept while Leash
