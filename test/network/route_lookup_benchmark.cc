@@ -3,9 +3,10 @@
 //   bazel run -c opt //test/network:route_lookup_benchmark -- [--lookups=20000] [--rounds=7]
 //
 // 1,000 subjects, each its own UID and one subordinate range of 65,536, applied by the real
-// InboundRouting over rtnetlink (2,000 refusals per family behind the gate). Each lookup is one
-// RTM_GETROUTE carrying a mark and a UID, the way the kernel looks up a socket's route, so the
-// figure includes a netlink round trip and the difference between cases is the rule walk:
+// InboundRouting over rtnetlink (2,000 refusals per family behind the gates), in one fresh
+// namespace, the baseline in another without rules, measured round by round in turn. Each
+// lookup is one RTM_GETROUTE carrying a mark and a UID, the way the kernel looks up a socket's
+// route, so the figure includes a netlink round trip and the difference is the rule walk:
 //   unmarked: a lookup without Leash's mark (every connect(), every UDP send of the host),
 //   marked:   the SYN-ACK of a host service (a UID below the agents') to a peer off the host,
 //   in-span:  the same for an unleashed UID inside the agents' span (lowest to highest UID of
@@ -21,7 +22,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -91,21 +94,40 @@ struct Case {
   int expect;  // 1 a route, 0 refused
 };
 
-// Median nanoseconds per lookup over `rounds` rounds of `lookups` each.
-double Measure(Lookup& lookup, const Case& c, int lookups, int rounds) {
-  std::vector<double> samples;
+// Median nanoseconds per lookup over `rounds` rounds of `lookups` each, for `c` without rules
+// (`plain`) and with them (`ruled`), the two interleaved round by round so that the machine's
+// load drifts alike for both.
+std::pair<double, double> Measure(Lookup& plain, Lookup& ruled, const Case& c, int lookups,
+                                  int rounds) {
+  std::vector<double> samples[2];
   for (int r = 0; r < rounds; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < lookups; ++i) {
-      if (lookup.Run(c.mark, c.uid) != c.expect) {
-        std::fprintf(stderr, "%s: unexpected answer\n", c.name);
-        std::exit(1);
+    for (int side = 0; side < 2; ++side) {
+      Lookup& lookup = side == 0 ? plain : ruled;
+      const int expect = side == 0 ? 1 : c.expect;
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < lookups; ++i) {
+        if (lookup.Run(c.mark, c.uid) != expect) {
+          std::fprintf(stderr, "%s: unexpected answer\n", c.name);
+          std::exit(1);
+        }
       }
+      const std::chrono::duration<double, std::nano> took =
+          std::chrono::steady_clock::now() - start;
+      samples[side].push_back(took.count() / lookups);
     }
-    const std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - start;
-    samples.push_back(took.count() / lookups);
   }
-  return testing::Median(samples);
+  return {testing::Median(samples[0]), testing::Median(samples[1])};
+}
+
+// A fresh namespace with a link to 192.0.2.0/24, or exits.
+std::unique_ptr<testing::NetNamespace> World() {
+  absl::StatusOr<std::unique_ptr<testing::NetNamespace>> ns = testing::NetNamespace::Create();
+  if (!ns.ok()) std::fprintf(stderr, "%s\n", ns.status().ToString().c_str()), std::exit(1);
+  if (absl::Status s = (*ns)->AddVethPair({"192.0.2.10/24"}, {"192.0.2.11/24"}); !s.ok()) {
+    std::fprintf(stderr, "%s\n", s.ToString().c_str());
+    std::exit(1);
+  }
+  return std::move(*ns);
 }
 
 int Main(int argc, char** argv) {
@@ -120,12 +142,16 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "route_lookup_benchmark needs root (network namespaces)\n");
     return 1;
   }
-  absl::StatusOr<std::unique_ptr<testing::NetNamespace>> ns = testing::NetNamespace::Create();
-  if (!ns.ok()) return std::fprintf(stderr, "%s\n", ns.status().ToString().c_str()), 1;
-  if (absl::Status s = (*ns)->AddVethPair({"192.0.2.10/24"}, {"192.0.2.11/24"}); !s.ok()) {
-    return std::fprintf(stderr, "%s\n", s.ToString().c_str()), 1;
+  // The baseline's namespace has no rules; the other gets 1,000 subjects'.
+  std::unique_ptr<testing::NetNamespace> plain_ns = World();
+  std::unique_ptr<testing::NetNamespace> ruled_ns = World();
+  std::unique_ptr<Lookup> plain;
+  {
+    absl::StatusOr<testing::NetNamespace::Entered> entered = plain_ns->Enter();
+    if (!entered.ok()) return std::fprintf(stderr, "%s\n", entered.status().ToString().c_str()), 1;
+    plain = std::make_unique<Lookup>();
   }
-  absl::StatusOr<testing::NetNamespace::Entered> entered = (*ns)->Enter();
+  absl::StatusOr<testing::NetNamespace::Entered> entered = ruled_ns->Enter();
   if (!entered.ok()) return std::fprintf(stderr, "%s\n", entered.status().ToString().c_str()), 1;
   absl::StatusOr<std::unique_ptr<testing::TempDir>> dir = testing::TempDir::Create();
   if (!dir.ok()) return std::fprintf(stderr, "%s\n", dir.status().ToString().c_str()), 1;
@@ -133,20 +159,13 @@ int Main(int argc, char** argv) {
       controlplane::RtnlRouteRules::Open();
   if (!kernel.ok()) return std::fprintf(stderr, "%s\n", kernel.status().ToString().c_str()), 1;
   controlplane::InboundRouting routing(kernel->get(), (*dir)->path() + "/saved");
-  Lookup lookup;
+  Lookup ruled;
 
   const uint32_t refused_uid = SubordinateFirst(kSubjects - 1) + 10;
-  const Case before[] = {{"unmarked", 0, kUnleashedUid, 1},
-                         {"marked", kInboundMark, kUnleashedUid, 1},
-                         {"in-span", kInboundMark, kInSpanUid, 1},
-                         {"refused", kInboundMark, refused_uid, 1}};
-  const Case after[] = {{"unmarked", 0, kUnleashedUid, 1},
+  const Case cases[] = {{"unmarked", 0, kUnleashedUid, 1},
                         {"marked", kInboundMark, kUnleashedUid, 1},
                         {"in-span", kInboundMark, kInSpanUid, 1},
                         {"refused", kInboundMark, refused_uid, 0}};
-  constexpr int kCases = 4;
-  double baseline[kCases];
-  for (int i = 0; i < kCases; ++i) baseline[i] = Measure(lookup, before[i], lookups, rounds);
 
   std::vector<controlplane::NetfilterSubject> subjects;
   for (int i = 0; i < kSubjects; ++i) {
@@ -168,10 +187,9 @@ int Main(int argc, char** argv) {
 
   std::printf("%-9s %14s %17s %7s   (%d lookups x %d rounds, median)\n", "lookup",
               "no rules (ns)", "1,000 subj. (ns)", "ratio", lookups, rounds);
-  for (int i = 0; i < kCases; ++i) {
-    const double with_rules = Measure(lookup, after[i], lookups, rounds);
-    std::printf("%-9s %14.0f %17.0f %7.2f\n", after[i].name, baseline[i], with_rules,
-                with_rules / baseline[i]);
+  for (const Case& c : cases) {
+    const auto [without, with_rules] = Measure(*plain, ruled, c, lookups, rounds);
+    std::printf("%-9s %14.0f %17.0f %7.2f\n", c.name, without, with_rules, with_rules / without);
   }
   absl::Status released = routing.ReleaseHost();
   if (!released.ok()) std::fprintf(stderr, "%s\n", released.ToString().c_str());
