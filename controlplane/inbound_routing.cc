@@ -5,10 +5,10 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <functional>
-#include <optional>
 #include <cerrno>
 #include <cstdio>
+#include <functional>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -160,8 +160,8 @@ absl::StatusOr<std::vector<std::string>> InboundRouting::Prepare() {
       lines.push_back(absl::StrCat(
           "warning: another owner's policy-routing rule sits at priority ", priority,
           ", inside Leash's block ", kGatePriority, "-", kEndPriority,
-          " (`ip rule show`); lookups without Leash's mark skip rules at priority ",
-          kRefusalPriority, ": move that rule to another priority"));
+          " (`ip rule show`): Leash's gates jump over it (to ", kEndPriority,
+          ") for every lookup they let pass; move that rule to another priority"));
     }
   }
   return lines;
