@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -17,9 +18,11 @@
 #include "cli/offline.h"
 #include "cli/render.h"
 #include "cli/service_stop.h"
+#include "controlplane/inbound_routing.h"
 #include "controlplane/instance_lock.h"
 #include "controlplane/netfilter_factory.h"
 #include "controlplane/port_map.h"
+#include "controlplane/rtnl_route_rules.h"
 
 namespace leash::cli {
 
@@ -72,7 +75,8 @@ int RunTeardown(const Args& args, Io io) {
     return kExitRefused;
   }
   std::vector<uint32_t> uids;
-  const std::string ports = args.Option("state-dir", "/var/lib/leash") + "/ports.json";
+  const std::string state_dir = args.Option("state-dir", "/var/lib/leash");
+  const std::string ports = state_dir + "/ports.json";
   absl::StatusOr<controlplane::PortMap> map = controlplane::PortMap::Load(ports);
   if (map.ok()) {
     for (const controlplane::PortMap::Assignment& a : map->All()) uids.push_back(a.uid);
@@ -96,6 +100,17 @@ int RunTeardown(const Args& args, Io io) {
   std::sort(uids.begin(), uids.end());
   uids.erase(std::unique(uids.begin(), uids.end()), uids.end());
   absl::Status released = controlplane::TeardownSubjects(*choice->netfilter, uids);
+  // With the chains, the policy-routing rules of the inbound drop and the host's
+  // tcp_fwmark_accept (controlplane/inbound_routing.h).
+  absl::StatusOr<std::unique_ptr<controlplane::RtnlRouteRules>> rules =
+      controlplane::RtnlRouteRules::Open();
+  absl::Status unrouted = rules.status();
+  if (rules.ok()) {
+    unrouted = controlplane::InboundRouting(rules->get(),
+                                            controlplane::SavedFwmarkAcceptPath(state_dir))
+                   .ReleaseHost();
+  }
+  if (released.ok()) released = unrouted;
   if (!released.ok()) {
     io.err << "leash teardown: " << released.message() << "\n";
     return kExitRefused;

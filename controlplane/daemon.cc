@@ -22,6 +22,7 @@
 #include "controlplane/decision_log_file.h"
 #include "controlplane/instance_lock.h"
 #include "controlplane/floor_file.h"
+#include "controlplane/inbound_routed_netfilter.h"
 #include "controlplane/install_layout.h"
 #include "controlplane/iptables_netfilter.h"
 #include "controlplane/leftover_sidecars.h"
@@ -33,6 +34,7 @@
 #include "controlplane/proxy_port_hold.h"
 #include "controlplane/reconcile_loop.h"
 #include "controlplane/reconciler.h"
+#include "controlplane/rtnl_route_rules.h"
 #include "controlplane/sidecar_api/decision_log.h"
 #include "controlplane/sidecar_api/stack_dump.h"
 #include "controlplane/sidecar_api/watcher_handover.h"
@@ -290,6 +292,10 @@ int RunDaemon(const DaemonOptions& given) {
   SubjectDirectory subjects;
 
   // --- The kernel side of the network surface. ---
+  // The chains, and the policy-routing refusals applied with them (inbound_routing.h).
+  std::unique_ptr<Netfilter> chains;
+  std::unique_ptr<RtnlRouteRules> route_rules;
+  std::unique_ptr<InboundRouting> inbound_routing;
   std::unique_ptr<Netfilter> netfilter;
   // The iptables fallback, when in use, and the agents whose network it has closed.
   IptablesNetfilter* fallback = nullptr;
@@ -319,7 +325,13 @@ int RunDaemon(const DaemonOptions& given) {
     }
     fallback = choice->fallback;
     fallback_reason = choice->fallback_reason;
-    netfilter = std::move(choice->netfilter);
+    chains = std::move(choice->netfilter);
+    absl::StatusOr<std::unique_ptr<RtnlRouteRules>> rules = RtnlRouteRules::Open();
+    if (!rules.ok()) return Refuse(std::string(rules.status().message()));
+    route_rules = std::move(*rules);
+    inbound_routing = std::make_unique<InboundRouting>(route_rules.get(),
+                                                       SavedFwmarkAcceptPath(options.state_dir));
+    netfilter = std::make_unique<InboundRoutedNetfilter>(chains.get(), inbound_routing.get());
     absl::StatusOr<std::vector<std::string>> prepared = netfilter->Prepare();
     if (!prepared.ok()) return Refuse(std::string(prepared.status().message()));
     for (const std::string& line : *prepared) std::fprintf(stderr, "%s\n", line.c_str());
@@ -634,6 +646,9 @@ int RunDaemon(const DaemonOptions& given) {
     absl::Status released = TeardownSubjects(*netfilter, uids);
     Say(released.ok() ? absl::StrCat("released ", uids.size(), " subject chain(s)")
                       : absl::StrCat("releasing chains: ", released.message()));
+    // With the chains, the policy-routing block and the host's tcp_fwmark_accept.
+    absl::Status unrouted = inbound_routing->ReleaseHost();
+    Say(unrouted.ok() ? "released the policy-routing rules" : std::string(unrouted.message()));
   }
   unlink(pidfile.c_str());
   close(*log_fd);

@@ -21,6 +21,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "controlplane/route_rules.h"
 #include "engine/status_macros.h"
 
 namespace leash::controlplane {
@@ -30,6 +31,7 @@ constexpr char kCommentPrefix[] = "leash-agent-";
 // A UID the fallback cannot enforce (it enforces one), whose network is closed instead.
 constexpr char kClosedPrefix[] = "leash-closed-";
 constexpr char kGuardComment[] = "leash-guard";
+constexpr char kInboundMarkComment[] = "leash-inbound-mark";
 // The conntrack label of a refused inbound connection: the one the nftables rules use
 // (nft::kInboundLabelBit); labels are the kernel's, shared by both.
 constexpr int kInboundLabel = 127;
@@ -282,6 +284,27 @@ bool HasIptablesGuard(absl::string_view save_output) {
   return false;
 }
 
+std::string IptablesInboundMarkLine() {
+  // The nftables guard's prerouting chain (nft_ruleset.h: kGuardMarkChain), for policy routing.
+  return absl::StrCat("-A PREROUTING -p tcp ! -i lo -m comment --comment ", kInboundMarkComment,
+                      " -j MARK --or-mark 0x", absl::Hex(kInboundMark));
+}
+
+bool HasIptablesInboundMark(absl::string_view save_output) {
+  for (absl::string_view line : absl::StrSplit(save_output, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    ConsumeCounters(line);
+    // As iptables-save prints it: `! -i lo -p tcp ... -j MARK --set-xmark 0x1000000/0x1000000`.
+    if (absl::StartsWith(line, "-A PREROUTING ") &&
+        absl::StrContains(line, absl::StrCat("--comment ", kInboundMarkComment, " ")) &&
+        absl::EndsWith(line, absl::StrCat("-j MARK --set-xmark 0x", absl::Hex(kInboundMark), "/0x",
+                                          absl::Hex(kInboundMark)))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string IptablesRestoreScript(const std::vector<std::string>& lines,
                                   absl::string_view table) {
   return absl::StrCat("*", table, "\n", absl::StrJoin(lines, "\n"), lines.empty() ? "" : "\n",
@@ -354,6 +377,11 @@ absl::StatusOr<std::vector<std::string>> IptablesNetfilter::Prepare() {
   // no UID's: added once, never removed, like the nftables guard table.
   if (!HasIptablesGuard(saved_filter)) {
     RETURN_IF_ERROR(Restore(IptablesRestoreScript({IptablesGuardLine()}, "filter")));
+  }
+  // The mark policy routing refuses a leashed listener's answers by (route_rules.h), IPv4.
+  ASSIGN_OR_RETURN(const std::string saved_mangle, Save("mangle"));
+  if (!HasIptablesInboundMark(saved_mangle)) {
+    RETURN_IF_ERROR(Restore(IptablesRestoreScript({IptablesInboundMarkLine()}, "mangle")));
   }
   return std::vector<std::string>{};
 }

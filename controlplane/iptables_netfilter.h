@@ -26,6 +26,9 @@
 // A UID it cannot enforce (a second one) can be closed instead (Close):
 //   -A OUTPUT -m owner --uid-owner U -m comment --comment leash-closed-U
 //       -j REJECT --reject-with icmp-port-unreachable
+// and the mark of the nftables guard's prerouting chain, for policy routing (route_rules.h):
+//   -t mangle -A PREROUTING -p tcp ! -i lo -m comment --comment leash-inbound-mark
+//       -j MARK --or-mark 0x1000000
 // Each change is one `iptables-restore --noflush` run of a nat and a filter commit (atomic per
 // table). Tested for real by //test/network:iptables_fallback_test and
 // //test/network:inbound_traffic_test.
@@ -55,7 +58,7 @@ class IptablesNetfilter : public Netfilter {
   ~IptablesNetfilter() override;
 
   // Checks that `iptables-save` runs for nat and filter, and adds the guard rule to filter
-  // OUTPUT unless it is there. No lines.
+  // OUTPUT and the inbound mark to mangle PREROUTING unless they are there. No lines.
   absl::StatusOr<std::vector<std::string>> Prepare() override;
   // FailedPrecondition when another UID is already enforced here.
   absl::Status Apply(const NetfilterSubject& subject) override;
@@ -120,6 +123,10 @@ std::vector<std::string> IptablesFilterAddLines(const NetfilterSubject& subject)
 // The guard rule (see the file comment), and whether `iptables-save -t filter` output has it.
 std::string IptablesGuardLine();
 bool HasIptablesGuard(absl::string_view save_output);
+// The mangle rule that marks TCP from off the host for policy routing (route_rules.h), and
+// whether `iptables-save -t mangle` output has it.
+std::string IptablesInboundMarkLine();
+bool HasIptablesInboundMark(absl::string_view save_output);
 
 // An iptables-restore --noflush script for `table`: `lines`, then COMMIT.
 std::string IptablesRestoreScript(const std::vector<std::string>& lines,

@@ -153,6 +153,16 @@ constexpr char kSavedFilterCounters[] =
     "[9:9] -A OUTPUT -p tcp -j DROP\n"
     "COMMIT\n";
 
+TEST(IptablesText, TheInboundMarkIsFoundAsIptablesSavePrintsIt) {
+  EXPECT_FALSE(HasIptablesInboundMark("*mangle\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n"));
+  EXPECT_TRUE(HasIptablesInboundMark(
+      "*mangle\n:PREROUTING ACCEPT [0:0]\n[12:720] -A PREROUTING ! -i lo -p tcp -m comment "
+      "--comment leash-inbound-mark -j MARK --set-xmark 0x1000000/0x1000000\nCOMMIT\n"));
+  EXPECT_EQ(IptablesInboundMarkLine(),
+            "-A PREROUTING -p tcp ! -i lo -m comment --comment leash-inbound-mark -j MARK "
+            "--or-mark 0x1000000");
+}
+
 TEST(IptablesText, TheGuardIsFoundOnlyWhenItIsThere) {
   EXPECT_FALSE(HasIptablesGuard(kSavedFilterCounters));
   // As iptables-legacy-save 1.8.9 prints it back.

@@ -17,7 +17,9 @@
 //     network.udp is allow).
 //   table inet leash_guard: one rule for every UID, none of its own: the answers off the host
 //     of a connection a UID's inbound drop labelled, sent by a socket its process has closed
-//     (which carries no UID). Made by Prepare, stateless.
+//     (which carries no UID); and one that marks TCP arriving from off the host for the
+//     policy routing that refuses a leashed listener's answers (inbound_routing.h). Made by
+//     Prepare, stateless.
 // Onboarding or releasing a UID adds or deletes exactly its chains and its dispatch element.
 // Nothing flushes a chain or deletes a shared table.
 #pragma once

@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/types/span.h"
+#include "controlplane/route_rules.h"
 
 namespace leash::controlplane::nft {
 namespace {
@@ -124,6 +125,22 @@ class RuleBuilder {
     return Cmp(NFT_CMP_GTE, &from, sizeof(from)).Cmp(NFT_CMP_LTE, &to, sizeof(to));
   }
   RuleBuilder& Counter() { return Add(ExprPtr(nftnl_expr_alloc("counter"))); }
+  // `meta mark set meta mark or <bits>`: keeps every other bit of the packet's mark.
+  RuleBuilder& OrMark(uint32_t bits) {
+    Meta(NFT_META_MARK);
+    const uint32_t keep = ~bits;
+    ExprPtr e(nftnl_expr_alloc("bitwise"));
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_BITWISE_LEN, sizeof(uint32_t));
+    nftnl_expr_set(e.get(), NFTNL_EXPR_BITWISE_MASK, &keep, sizeof(keep));
+    nftnl_expr_set(e.get(), NFTNL_EXPR_BITWISE_XOR, &bits, sizeof(bits));
+    Add(std::move(e));
+    ExprPtr set(nftnl_expr_alloc("meta"));
+    nftnl_expr_set_u32(set.get(), NFTNL_EXPR_META_KEY, NFT_META_MARK);
+    nftnl_expr_set_u32(set.get(), NFTNL_EXPR_META_SREG, NFT_REG_1);
+    return Add(std::move(set));
+  }
   // `fib daddr type != local`: the destination is not this host (not loopback, not one of the
   // host's own addresses), looked up as the packet is now. Not `oif != "lo"`: the output device
   // a filter chain sees is the one routed before the nat chain ran, and a redirect (or another
@@ -572,6 +589,32 @@ void AddGuard(NftBatch& batch) {
   batch.AddRule(guard.rule(), absl::StrCat("add rule `ct direction reply ct label 127 fib daddr "
                                            "type != local drop` to ", label, " ",
                                            kDispatchChain));
+  // The mark that policy routing refuses to a leashed listener (controlplane/route_rules.h):
+  // TCP that arrives by any interface but lo, i.e. from off the host. A client on this host
+  // reaches the host's own addresses over lo too, so it is the same "this host" as the output
+  // rules' `fib daddr type != local`; a packet off the wire claiming a local source is marked
+  // (refused), which fails closed. `iif` is one compare where a fib lookup per packet would
+  // cost every TCP packet the host receives.
+  std::unique_ptr<nftnl_chain, ChainDeleter> chain(nftnl_chain_alloc());
+  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_FAMILY, table.family);
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TABLE, table.name);
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_NAME, kGuardMarkChain);
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TYPE, "filter");
+  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_HOOKNUM, NF_INET_PRE_ROUTING);
+  nftnl_chain_set_s32(chain.get(), NFTNL_CHAIN_PRIO, kGuardMarkPriority);
+  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_POLICY, NF_ACCEPT);
+  batch.AddChain(chain.get(), /*exclusive=*/false,
+                 absl::StrCat("add chain ", kGuardMarkChain, " to table ", label));
+  constexpr uint32_t kLoopbackIfindex = 1;  // lo is interface 1 in every network namespace
+  RuleBuilder mark(table, kGuardMarkChain);
+  mark.Meta(NFT_META_L4PROTO)
+      .CmpEqU8(IPPROTO_TCP)
+      .Meta(NFT_META_IIF)
+      .Cmp(NFT_CMP_NEQ, &kLoopbackIfindex, sizeof(kLoopbackIfindex))
+      .OrMark(kInboundMark);
+  batch.AddRule(mark.rule(), absl::StrCat("add rule `meta l4proto tcp iif != lo meta mark set "
+                                          "meta mark or 0x", absl::Hex(kInboundMark), "` to ",
+                                          label, " ", kGuardMarkChain));
 }
 
 void AddSkeleton(NftBatch& batch, const LeashTable& table, uint32_t set_id) {
@@ -699,22 +742,39 @@ PresentIntervals PairDumpedElements(std::vector<DumpedElement> elements) {
 
 std::optional<std::string> GuardShapeReason(const TableSnapshot& snapshot) {
   if (!snapshot.sets.empty()) return std::string("it holds a set");
-  if (snapshot.base_chains.size() != 1) {
-    return absl::StrCat("it has ", snapshot.base_chains.size(), " hooked chains, not one");
+  if (snapshot.base_chains.size() != 2) {
+    return absl::StrCat("it has ", snapshot.base_chains.size(), " hooked chains, not two");
   }
-  const BaseChainSnapshot& base = snapshot.base_chains.front();
-  if (base.name != kDispatchChain || base.type != "filter" || base.hooknum != NF_INET_LOCAL_OUT) {
-    return absl::StrCat("its hooked chain is ", base.name, " (type ", base.type, ")");
-  }
-  // AddGuard's rule, expression by expression.
-  static const char* const kExpressions[] = {"ct",  "cmp", "ct",      "bitwise",  "cmp",
-                                             "fib", "cmp", "counter", "immediate"};
-  if (base.rules.size() != 1 || base.rules.front().size() != std::size(kExpressions)) {
-    return absl::StrCat("its chain holds ", base.rules.size(), " rule(s) unlike the guard's");
-  }
-  for (size_t i = 0; i < std::size(kExpressions); ++i) {
-    if (base.rules.front()[i].name != kExpressions[i]) {
-      return absl::StrCat("its rule differs from the guard's at expression ", i);
+  // AddGuard's chains and rules, expression by expression.
+  struct Expected {
+    const char* name;
+    uint32_t hooknum;
+    std::vector<const char*> expressions;
+  };
+  const Expected chains[] = {
+      {kDispatchChain,
+       NF_INET_LOCAL_OUT,
+       {"ct", "cmp", "ct", "bitwise", "cmp", "fib", "cmp", "counter", "immediate"}},
+      {kGuardMarkChain, NF_INET_PRE_ROUTING, {"meta", "cmp", "meta", "cmp", "meta", "bitwise", "meta"}},
+  };
+  for (const Expected& expected : chains) {
+    const BaseChainSnapshot* base = nullptr;
+    for (const BaseChainSnapshot& b : snapshot.base_chains) {
+      if (b.name == expected.name) base = &b;
+    }
+    if (base == nullptr) return absl::StrCat("it has no hooked chain ", expected.name);
+    if (base->type != "filter" || base->hooknum != expected.hooknum) {
+      return absl::StrCat("its hooked chain is ", base->name, " (type ", base->type, ")");
+    }
+    if (base->rules.size() != 1 || base->rules.front().size() != expected.expressions.size()) {
+      return absl::StrCat("its chain ", base->name, " holds ", base->rules.size(),
+                          " rule(s) unlike the guard's");
+    }
+    for (size_t i = 0; i < expected.expressions.size(); ++i) {
+      if (base->rules.front()[i].name != expected.expressions[i]) {
+        return absl::StrCat("its rule in ", base->name, " differs from the guard's at expression ",
+                            i);
+      }
     }
   }
   return std::nullopt;

@@ -95,6 +95,12 @@ inline constexpr char kGuardTable[] = "leash_guard";
 // users of labels, which count from 0 in /etc/connlabel.conf, are least likely to be.
 inline constexpr int kInboundLabelBit = 127;
 inline constexpr char kGuardDropComment[] = "leash: answer of a closed socket dropped";
+// The guard's second chain: `chain prerouting { type filter hook prerouting priority mangle;
+// meta l4proto tcp iif != lo meta mark set meta mark or 0x1000000 }` — the mark by which
+// policy routing refuses a leashed listener's answers to a peer off the host, including those
+// no process owns (controlplane/route_rules.h).
+inline constexpr char kGuardMarkChain[] = "prerouting";
+inline constexpr int kGuardMarkPriority = -150;  // NF_IP_PRI_MANGLE: before any route decision
 
 // The comments on the filter-chain rules whose counters ReadCounters reports, as `nft list`
 // prints them.
@@ -111,7 +117,7 @@ std::optional<uint32_t> ParseAgentChainName(absl::string_view name);
 
 // inet leash_guard (above).
 const LeashTable& GuardTable();
-// Creates the guard table, its chain and its rule. Only for a table that does not exist.
+// Creates the guard table, its two chains and their rules. Only for a table that does not exist.
 void AddGuard(NftBatch& batch);
 
 // Adds `rule`'s counter to the field of `counters` its comment names (one of the k*Comment
@@ -195,8 +201,9 @@ struct TableSnapshot {
 std::optional<std::string> OldShapeReason(const LeashTable& table,
                                           const TableSnapshot& snapshot);
 
-// The guard table as AddGuard makes it: no set, one base chain `output` of type filter on the
-// output hook holding one rule of exactly AddGuard's expressions. nullopt for that shape, else
+// The guard table as AddGuard makes it: no set, a base chain `output` of type filter on the
+// output hook and one `prerouting` on the prerouting hook, each holding one rule of exactly
+// AddGuard's expressions. nullopt for that shape, else
 // what differs (Prepare then replaces the table).
 std::optional<std::string> GuardShapeReason(const TableSnapshot& snapshot);
 

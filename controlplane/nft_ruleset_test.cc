@@ -291,7 +291,8 @@ TEST(NftRuleset, SkeletonIsTableMapDispatcherAndOneVmapRule) {
 
 // The guard drops the answers of a connection a UID's inbound rule labelled, whoever owns the
 // packet: `ct direction reply ct label 127 fib daddr type != local counter drop`.
-TEST(NftRuleset, GuardIsOneHookedChainDroppingAnswersOfLabelledConnectionsOffTheHost) {
+// Its second chain marks TCP from off the host for policy routing (controlplane/route_rules.h).
+TEST(NftRuleset, GuardDropsAnswersOfLabelledConnectionsAndMarksTcpFromOffTheHost) {
   NftBatch batch(1);
   AddGuard(batch);
   const std::vector<Message> messages = Decode(batch.Finish());
@@ -303,7 +304,12 @@ TEST(NftRuleset, GuardIsOneHookedChainDroppingAnswersOfLabelledConnectionsOffThe
                   "0x00000000 0x80000000 ) ^ 0x00000000 0x00000000 0x00000000 0x00000000 ] "
                   "[ cmp neq reg 1 0x00000000 0x00000000 0x00000000 0x00000000 ] "
                   "[ fib daddr type => reg 1 ] [ cmp neq reg 1 0x00000002 ] "
-                  "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ]"));
+                  "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ]",
+                  "newchain 1 prerouting",
+                  "newrule 1 prerouting: [ meta load l4proto => reg 1 ] [ cmp eq reg 1 "
+                  "0x00000006 ] [ meta load iif => reg 1 ] [ cmp neq reg 1 0x00000001 ] "
+                  "[ meta load mark => reg 1 ] [ bitwise reg 1 = ( reg 1 & 0xfeffffff ) ^ "
+                  "0x01000000 ] [ meta set mark with reg 1 ]"));
   nftnl_chain* chain = nftnl_chain_alloc();
   ASSERT_GE(nftnl_chain_nlmsg_parse(messages[2].header, chain), 0);
   EXPECT_STREQ(nftnl_chain_get_str(chain, NFTNL_CHAIN_TYPE), "filter");
@@ -749,24 +755,35 @@ TEST(OldShape, EachDepartureFromTheCurrentShapeIsOld) {
   }
 }
 
-TEST(GuardShape, OnlyTheRuleAddGuardMakesIsCurrent) {
+TEST(GuardShape, OnlyTheRulesAddGuardMakesAreCurrent) {
   const std::vector<ExprSnapshot> rule = {Named("ct"),  Named("cmp"), Named("ct"),
                                           Named("bitwise"), Named("cmp"), Named("fib"),
                                           Named("cmp"), Named("counter"), Named("immediate")};
+  const std::vector<ExprSnapshot> mark = {Named("meta"), Named("cmp"),     Named("meta"),
+                                          Named("cmp"),  Named("meta"),    Named("bitwise"),
+                                          Named("meta")};
+  const BaseChainSnapshot marking{"prerouting", "filter", NF_INET_PRE_ROUTING, {mark}};
+  auto with_output = [&](BaseChainSnapshot output) {
+    return TableSnapshot{{}, {output, marking}};
+  };
   const BaseChainSnapshot current{"output", "filter", NF_INET_LOCAL_OUT, {rule}};
-  EXPECT_EQ(GuardShapeReason({{}, {current}}), std::nullopt);
+  EXPECT_EQ(GuardShapeReason(with_output(current)), std::nullopt);
   std::vector<ExprSnapshot> shorter(rule.begin(), rule.end() - 1);
-  EXPECT_THAT(GuardShapeReason({{}, {{"output", "filter", NF_INET_LOCAL_OUT, {shorter}}}}),
+  EXPECT_THAT(GuardShapeReason(with_output({"output", "filter", NF_INET_LOCAL_OUT, {shorter}})),
               Optional(HasSubstr("unlike the guard's")));
-  EXPECT_THAT(GuardShapeReason({{}, {{"output", "filter", NF_INET_LOCAL_OUT, {rule, rule}}}}),
+  EXPECT_THAT(GuardShapeReason(with_output({"output", "filter", NF_INET_LOCAL_OUT, {rule, rule}})),
               Optional(HasSubstr("2 rule(s)")));
   std::vector<ExprSnapshot> other = rule;
   other[5] = Named("meta");
-  EXPECT_THAT(GuardShapeReason({{}, {{"output", "filter", NF_INET_LOCAL_OUT, {other}}}}),
+  EXPECT_THAT(GuardShapeReason(with_output({"output", "filter", NF_INET_LOCAL_OUT, {other}})),
               Optional(HasSubstr("at expression 5")));
   EXPECT_THAT(GuardShapeReason({{}, {}}), Optional(HasSubstr("0 hooked chains")));
-  EXPECT_THAT(GuardShapeReason({{AgentsMap()}, {current}}), Optional(HasSubstr("a set")));
-  EXPECT_THAT(GuardShapeReason({{}, {{"output", "nat", NF_INET_LOCAL_OUT, {rule}}}}),
+  // The guard of an earlier Leash, without the marking chain, is replaced.
+  EXPECT_THAT(GuardShapeReason({{}, {current}}), Optional(HasSubstr("1 hooked chains")));
+  EXPECT_THAT(GuardShapeReason({{}, {current, {"prerouting", "filter", NF_INET_PRE_ROUTING, {}}}}),
+              Optional(HasSubstr("0 rule(s)")));
+  EXPECT_THAT(GuardShapeReason({{AgentsMap()}, {current, marking}}), Optional(HasSubstr("a set")));
+  EXPECT_THAT(GuardShapeReason(with_output({"output", "nat", NF_INET_LOCAL_OUT, {rule}})),
               Optional(HasSubstr("type nat")));
 }
 

@@ -128,6 +128,23 @@ class LeashdTest : public ::testing::Test {
     return handles;
   }
 
+  // Leash's policy-routing rules in the namespace (`ip rule`, proto 76), both families.
+  std::string RoutingRules() {
+    std::string out;
+    for (const char* family : {"-4", "-6"}) {
+      auto listed = ns_->Run({"ip", family, "rule", "show"});
+      if (!listed.ok()) continue;
+      for (absl::string_view line : absl::StrSplit(listed->out, '\n')) {
+        if (absl::EndsWith(line, " proto 76")) absl::StrAppend(&out, line, "\n");
+      }
+    }
+    return out;
+  }
+  std::string FwmarkAccept() {
+    auto read = ns_->Run({"sysctl", "-n", "net.ipv4.tcp_fwmark_accept"});
+    return read.ok() ? std::string(absl::StripAsciiWhitespace(read->out)) : "?";
+  }
+
   // `leash teardown` on this leashd's folders, as ExecStopPost runs it.
   absl::StatusOr<RunResult> Teardown() {
     return leash::testing::Run(ns_->ExecSharingMounts(
@@ -445,11 +462,23 @@ TEST_F(LeashdTest, StopReleasesEveryChain) {
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
   const uint32_t a = agents_["leash-it-a"]->uid();
   ASSERT_NE(ChainHandles(a), "");
+  // The inbound drop's policy routing (controlplane/inbound_routing.h): one refusal of a's
+  // own UID per family.
+  const std::string refusal = absl::StrCat("uidrange ", a, "-", a, " lookup ", a, " prohibit");
+  std::string routed = RoutingRules();
+  size_t at = routed.find(refusal);
+  ASSERT_NE(at, std::string::npos) << routed;
+  at = routed.find(refusal, at + 1);
+  ASSERT_NE(at, std::string::npos) << routed;
+  EXPECT_EQ(routed.find(refusal, at + 1), std::string::npos) << routed;
+  EXPECT_EQ(FwmarkAccept(), "1");
   auto stopped = leashd_->Stop();
   ASSERT_TRUE(stopped.ok());
   EXPECT_TRUE(WIFEXITED(*stopped) && WEXITSTATUS(*stopped) == 0) << leashd_->Log();
   EXPECT_EQ(ChainHandles(a), "");
   EXPECT_EQ(ChainHandles(user_->uid()), "");
+  EXPECT_EQ(RoutingRules(), "");
+  EXPECT_EQ(FwmarkAccept(), "0");
 }
 
 TEST_F(LeashdTest, TeardownReleasesEveryChainAfterACrash) {
@@ -462,6 +491,7 @@ TEST_F(LeashdTest, TeardownReleasesEveryChainAfterACrash) {
   ASSERT_NO_FATAL_FAILURE(Crash());
   leashd_->Stop().IgnoreError();
   ASSERT_NE(ChainHandles(a), "") << "the chains were released without a stop path";
+  ASSERT_NE(RoutingRules(), "") << "the routing was released without a stop path";
   // On the crashed leashd's own folders: its lock went with it.
   auto teardown = Teardown();
   ASSERT_TRUE(teardown.ok());
@@ -469,6 +499,8 @@ TEST_F(LeashdTest, TeardownReleasesEveryChainAfterACrash) {
   EXPECT_THAT(teardown->out, HasSubstr("released"));
   EXPECT_EQ(ChainHandles(a), "");
   EXPECT_EQ(ChainHandles(user_->uid()), "");
+  EXPECT_EQ(RoutingRules(), "");
+  EXPECT_EQ(FwmarkAccept(), "0");
 }
 
 TEST_F(LeashdTest, AFloorEditThroughTheCliKeepsTheOperatorsComments) {

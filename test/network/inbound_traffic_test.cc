@@ -5,18 +5,24 @@
 // chain; loopback and the host's own addresses still reach it; network.inbound: allow restores
 // service. Also: with SYN cookies the handshake completes yet nothing leaves, UDP answers are
 // inbound service too, and TCP that another table's nat rule takes past the redirect is dropped.
+// With the policy routing leashd applies with the chains (controlplane/inbound_routing.h), a
+// remote client under SYN cookies gets not even a SYN-ACK, from the account's own UID or from
+// one of its subordinate range.
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "controlplane/inbound_routed_netfilter.h"
 #include "controlplane/iptables_netfilter.h"
 #include "controlplane/netfilter_factory.h"
 #include "controlplane/nft_netfilter.h"
+#include "controlplane/rtnl_route_rules.h"
 #include "controlplane/testing/fake_netfilter.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -109,15 +115,16 @@ class InboundTrafficTest : public TrafficTest {
 
   // lnft_probe `mode address port reply` in the test namespace as account a, once it says it
   // is listening. Its output goes to a log under TEST_TMPDIR (see ServerLog).
+  // `uid`: run as that UID instead of account a (one of a subject's subordinate range).
   void Serve(const std::string& mode, const std::string& address, uint16_t port,
-             const std::string& reply) {
+             const std::string& reply, std::optional<uint32_t> uid = std::nullopt) {
     const std::string log = ServerLog(port);
     // The child truncates the log only once it runs: an earlier test's "listening" must not be
     // read as this server's.
     std::remove(log.c_str());
     absl::StatusOr<leash::testing::Background> serve = leash::testing::Background::Start(
-        world_->ns().Exec(a_->AsUser({world_->probe_path(), mode, address,
-                                      absl::StrCat(port), reply})),
+        world_->ns().Exec(AsUid(uid, {world_->probe_path(), mode, address, absl::StrCat(port),
+                                      reply})),
         log);
     ASSERT_TRUE(serve.ok()) << serve.status();
     servers_.push_back(*std::move(serve));
@@ -129,6 +136,19 @@ class InboundTrafficTest : public TrafficTest {
         },
         absl::Seconds(10)))
         << mode << " " << address << ":" << port;
+  }
+  std::vector<std::string> AsUid(std::optional<uint32_t> uid,
+                                 const std::vector<std::string>& argv) const {
+    if (!uid.has_value()) return a_->AsUser(argv);
+    std::vector<std::string> out = {"setpriv", absl::StrCat("--reuid=", *uid),
+                                    absl::StrCat("--regid=", *uid), "--clear-groups", "--"};
+    out.insert(out.end(), argv.begin(), argv.end());
+    return out;
+  }
+  void SynCookiesAlways() {
+    ASSERT_TRUE(leash::testing::RunOk(
+                    world_->ns().Exec({"sysctl", "-qw", "net.ipv4.tcp_syncookies=2"}))
+                    .ok());
   }
   static std::string ServerLog(uint16_t port) {
     return absl::StrCat(getenv("TEST_TMPDIR"), "/serve-", port);
@@ -170,6 +190,47 @@ class IptablesInboundTest : public InboundTrafficTest {
     return std::move(choice->netfilter);
   }
   std::string notice_;
+};
+
+// The same world with the policy routing leashd applies with the chains.
+class RoutedInboundTest : public InboundTrafficTest {
+ protected:
+  virtual absl::StatusOr<std::unique_ptr<Netfilter>> MakeChains() {
+    return InboundTrafficTest::MakeNetfilter();
+  }
+  // Called inside the test namespace: the rtnetlink socket and the sysctl are its own.
+  absl::StatusOr<std::unique_ptr<Netfilter>> MakeNetfilter() override {
+    absl::StatusOr<std::unique_ptr<Netfilter>> chains = MakeChains();
+    if (!chains.ok()) return chains.status();
+    chains_ = std::move(*chains);
+    absl::StatusOr<std::unique_ptr<RtnlRouteRules>> rules = RtnlRouteRules::Open();
+    if (!rules.ok()) return rules.status();
+    rules_ = std::move(*rules);
+    const std::string saved = absl::StrCat(getenv("TEST_TMPDIR"), "/fwmark_accept.saved");
+    std::remove(saved.c_str());
+    routing_ = std::make_unique<InboundRouting>(rules_.get(), saved);
+    return std::unique_ptr<Netfilter>(new InboundRoutedNetfilter(chains_.get(), routing_.get()));
+  }
+  std::string IpRules(const std::string& family) {
+    absl::StatusOr<std::string> out =
+        leash::testing::RunOk(world_->ns().Exec({"ip", family, "rule", "show"}));
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.value_or("");
+  }
+  std::string RefusalOf(uint32_t uid) const { return absl::StrCat("lookup ", uid, " prohibit"); }
+
+  std::unique_ptr<Netfilter> chains_;
+  std::unique_ptr<RtnlRouteRules> rules_;
+  std::unique_ptr<InboundRouting> routing_;
+};
+
+class IptablesRoutedInboundTest : public RoutedInboundTest {
+ protected:
+  absl::StatusOr<std::unique_ptr<Netfilter>> MakeChains() override {
+    absl::StatusOr<NetfilterChoice> choice = ChooseNetfilter(NetfilterBackend::kIptables);
+    if (!choice.ok()) return choice.status();
+    return std::move(choice->netfilter);
+  }
 };
 
 TEST_F(InboundTrafficTest, ARemoteHostGetsNoByteFromTheAgentsListenerAndTheDropIsCounted) {
@@ -330,6 +391,99 @@ TEST_F(IptablesInboundTest, InboundAllowRestoresIpv4ServiceAndReleaseRemovesTheF
   ASSERT_TRUE(nf_->Release(a_->uid()).ok());
   EXPECT_EQ(FromRemote("tcp", kHere4, kListen4), "agent");
   EXPECT_TRUE(absl::IsNotFound(nf_->ReadCounters(a_->uid()).status()));
+}
+
+
+// A SYN-ACK sent as a SYN cookie has no socket and so no UID for nftables, but its route
+// lookup carries the listener's own UID and the mark of the SYN from off the host: refused.
+// Clients on this host are unmarked and served; the agent's own connections are untouched.
+TEST_F(RoutedInboundTest, WithSynCookiesARemoteClientGetsNoSynAckAndNoByte) {
+  ASSERT_NO_FATAL_FAILURE(SynCookiesAlways());
+  EXPECT_EQ(FromRemote("tcp", kHere4, kListenHeld), "timeout");
+  EXPECT_EQ(FromRemote("tcp", kHere4, kListen4), "timeout");
+  EXPECT_EQ(FromRemote("tcp", kHere6, kListen6), "timeout");
+  EXPECT_EQ(Probe(nullptr, "tcp", "127.0.0.1", kListenHeld), "held (still open)");
+  EXPECT_EQ(Probe(nullptr, "tcp", kHere4, kListen4), "agent");
+  EXPECT_EQ(Probe(nullptr, "tcp", "::1", kListen6), "agent6");
+  EXPECT_EQ(Probe(a_, "tcp", kRemote4, 443), absl::StrCat("proxy ", kRemote4, ":443"));
+  // Without the routing (the chains alone) the cookie handshake completes: what it closes.
+  ASSERT_TRUE(routing_->Release(a_->uid()).ok());
+  EXPECT_EQ(FromRemote("tcp", kHere4, kListenHeld), "silent");
+}
+
+TEST_F(RoutedInboundTest, InboundAllowRemovesTheRulesAndTheRemoteHostIsServed) {
+  ASSERT_NO_FATAL_FAILURE(SynCookiesAlways());
+  EXPECT_THAT(IpRules("-4"), HasSubstr(RefusalOf(a_->uid())));
+  NetfilterSubject allowed = subject_;
+  allowed.inbound_allowed = true;
+  ASSERT_TRUE(nf_->Apply(allowed).ok());
+  EXPECT_THAT(IpRules("-4"), ::testing::Not(HasSubstr(RefusalOf(a_->uid()))));
+  EXPECT_THAT(IpRules("-6"), ::testing::Not(HasSubstr(RefusalOf(a_->uid()))));
+  EXPECT_EQ(FromRemote("tcp", kHere4, kListen4), "agent");
+  EXPECT_EQ(FromRemote("tcp", kHere6, kListen6), "agent6");
+  ASSERT_TRUE(nf_->Apply(subject_).ok());
+  EXPECT_EQ(FromRemote("tcp", kHere4, kListen4), "timeout");
+  // Releasing the subject releases its rules with its chains.
+  ASSERT_TRUE(nf_->Release(a_->uid()).ok());
+  EXPECT_THAT(IpRules("-4"), ::testing::Not(HasSubstr(RefusalOf(a_->uid()))));
+}
+
+// A listener run under a UID of the subject's subordinate range (what the agent gets inside a
+// user namespace it maps) is the subject's too.
+TEST_F(RoutedInboundTest, ASubordinateUidsListenerIsCovered) {
+  const uint32_t first = 3000000000u + static_cast<uint32_t>(getpid() % 100000) * 10;
+  constexpr uint16_t kListenInner = 28090;
+  NetfilterSubject ranged = subject_;
+  ranged.subordinate_uids = {{first, first + 9}};
+  ASSERT_TRUE(nf_->Apply(ranged).ok());
+  EXPECT_THAT(IpRules("-4"), HasSubstr(absl::StrCat("uidrange ", first, "-", first + 9)));
+  ASSERT_NO_FATAL_FAILURE(Serve("serve-hold", "0.0.0.0", kListenInner, "inner", first + 3));
+  ASSERT_NO_FATAL_FAILURE(SynCookiesAlways());
+  EXPECT_EQ(FromRemote("tcp", kHere4, kListenInner), "timeout");
+  EXPECT_EQ(Probe(nullptr, "tcp", "127.0.0.1", kListenInner), "inner (still open)");
+  ASSERT_TRUE(routing_->Release(a_->uid()).ok());
+  EXPECT_EQ(FromRemote("tcp", kHere4, kListenInner), "silent");
+}
+
+// A peer with a TCP stack of its own advertises a zero window from the handshake on: the
+// listener accepts, writes and closes while nothing can be sent, so no packet ever carried its
+// UID and nothing labelled the connection; the orphaned socket sends the data once the window
+// opens. With the routing there is no handshake to begin with.
+TEST_F(RoutedInboundTest, AZeroWindowPeerGetsNothingFromASocketItsProcessClosed) {
+  ASSERT_NO_FATAL_FAILURE(SynCookiesAlways());
+  // The remote host's own stack would reset the handshake its raw socket makes.
+  for (const std::vector<std::string>& command : std::vector<std::vector<std::string>>{
+           {"add", "table", "ip", "peer"},
+           {"add", "chain", "ip", "peer", "out", "{ type filter hook output priority 0; }"},
+           {"add", "rule", "ip", "peer", "out", "tcp", "flags", "rst", "drop"}}) {
+    absl::StatusOr<std::string> done = leash::testing::Nft(*remote_, command);
+    ASSERT_TRUE(done.ok()) << done.status();
+  }
+  auto peer = [&] {
+    absl::StatusOr<leash::testing::RunResult> run = remote_->Run(
+        {"/usr/bin/python3",
+         absl::StrCat(getenv("TEST_SRCDIR"), "/leash/test/network/zero_window_peer.py"), kRemote4,
+         kHere4, absl::StrCat(kListen4)},
+        absl::Seconds(30));
+    if (!run.ok()) return absl::StrCat("peer failed: ", run.status().ToString());
+    return std::string(absl::StripAsciiWhitespace(run->out));
+  };
+  EXPECT_EQ(peer(), "no syn-ack");
+  // The chains alone: the orphan's data leaves.
+  ASSERT_TRUE(routing_->Release(a_->uid()).ok());
+  EXPECT_EQ(peer(), "data agent");
+}
+
+TEST_F(IptablesRoutedInboundTest, WithSynCookiesARemoteClientGetsNoSynAckAndNoByte) {
+  ASSERT_NO_FATAL_FAILURE(SynCookiesAlways());
+  EXPECT_EQ(FromRemote("tcp", kHere4, kListenHeld), "timeout");
+  EXPECT_EQ(Probe(nullptr, "tcp", "127.0.0.1", kListenHeld), "held (still open)");
+  absl::StatusOr<std::string> mangle = leash::testing::RunOk(
+      world_->ns().Exec({DefaultIptablesCommand() + "-save", "-t", "mangle"}));
+  ASSERT_TRUE(mangle.ok()) << mangle.status();
+  EXPECT_TRUE(HasIptablesInboundMark(*mangle)) << *mangle;
+  ASSERT_TRUE(routing_->Release(a_->uid()).ok());
+  EXPECT_EQ(FromRemote("tcp", kHere4, kListenHeld), "silent");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "test/network/traffic_world.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -42,10 +43,10 @@ absl::StatusOr<std::unique_ptr<TrafficWorld>> TrafficWorld::Create() {
   absl::Status veth = world->ns_->AddVethPair({"192.0.2.10/24", "2001:db8::10/64"},
                                               {"192.0.2.11/24", "2001:db8::11/64"});
   if (!veth.ok()) return veth;
-  absl::StatusOr<std::unique_ptr<TestAccount>> a = TestAccount::Create("lnft-a");
+  absl::StatusOr<std::unique_ptr<TestAccount>> a = TestAccount::Create(absl::StrCat("lnft-a-", getpid()));
   if (!a.ok()) return a.status();
   world->a_ = std::move(*a);
-  absl::StatusOr<std::unique_ptr<TestAccount>> b = TestAccount::Create("lnft-b");
+  absl::StatusOr<std::unique_ptr<TestAccount>> b = TestAccount::Create(absl::StrCat("lnft-b-", getpid()));
   if (!b.ok()) return b.status();
   world->b_ = std::move(*b);
   absl::StatusOr<std::unique_ptr<TmpfsMount>> mount = TmpfsMount::Create();

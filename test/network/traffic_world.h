@@ -1,7 +1,8 @@
 // The world the traffic tests run in: a fresh network namespace whose veth pair stands in for
 // remote hosts (v0: 192.0.2.10, 2001:db8::10; v1: 192.0.2.11, 2001:db8::11), two test accounts
-// (lnft-a, lnft-b — not "leash-" names, so a leashd running on the host never discovers them),
-// and lnft_probe copied where those accounts can run it (the build tree is under /root, 0700).
+// (lnft-a-<pid>, lnft-b-<pid>: unique per run, as other runs share the host, and not "leash-"
+// names, so a leashd running on the host never discovers them), and lnft_probe copied where
+// those accounts can run it (the build tree is under /root, 0700).
 // Everything is removed when the world goes, also after a failed assertion.
 #pragma once
 

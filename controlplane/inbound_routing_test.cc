@@ -1,0 +1,256 @@
+// InboundRouting's planning over the fake RouteRules: subjects' UID ranges -> refusal rules,
+// diffs against what the kernel holds (add before delete, one subject at a time, another
+// owner's rules never read as Leash's), the sysctl saved and put back, and the Netfilter that
+// applies the routing with the chains. The rtnetlink implementation is tested as root in
+// test/network/.
+#include "controlplane/inbound_routing.h"
+
+#include <linux/fib_rules.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "controlplane/inbound_routed_netfilter.h"
+#include "controlplane/testing/fake_netfilter.h"
+#include "controlplane/testing/fake_route_rules.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace leash::controlplane {
+namespace {
+
+using ::leash::controlplane::testing::FakeNetfilter;
+using ::leash::controlplane::testing::FakeRouteRules;
+using ::leash::controlplane::testing::MakeSubject;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
+
+NetfilterSubject Subject(uint32_t uid, std::vector<engine::UidRange> subordinate = {}) {
+  NetfilterSubject subject = MakeSubject(uid, 18001);
+  subject.subordinate_uids = std::move(subordinate);
+  return subject;
+}
+
+// Leash's refusals in the fake, as "family first-last subject" strings.
+std::vector<std::string> Refusals(const FakeRouteRules& kernel) {
+  std::vector<std::string> out;
+  for (const RouteRule& rule : kernel.rules) {
+    if (rule.priority != kRefusalPriority) continue;
+    out.push_back(absl::StrCat(rule.family == AF_INET6 ? "6 " : "4 ", rule.uids->first, "-",
+                               rule.uids->last, " ", rule.table));
+  }
+  return out;
+}
+
+class InboundRoutingTest : public ::testing::Test {
+ protected:
+  std::string saved_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/fwmark_accept.saved");
+  void SetUp() override { std::remove(saved_.c_str()); }
+  FakeRouteRules kernel_;
+  InboundRouting routing_{&kernel_, saved_};
+};
+
+TEST(RefusalRouteRules, OneProhibitPerMergedRangePerFamilyCarryingTheMarkAndTheOwner) {
+  const std::vector<RouteRule> rules =
+      RefusalRouteRules(1001, {{100000, 165535}, {1001, 1001}, {165536, 200000}});
+  ASSERT_EQ(rules.size(), 4u);
+  EXPECT_EQ(DescribeRouteRule(rules[0]),
+            "ipv4 2: fwmark 0x1000000/0x1000000 uidrange 1001-1001 prohibit (subject 1001)");
+  EXPECT_EQ(DescribeRouteRule(rules[1]),
+            "ipv4 2: fwmark 0x1000000/0x1000000 uidrange 100000-200000 prohibit (subject 1001)");
+  EXPECT_EQ(rules[2].family, AF_INET6);
+  for (const RouteRule& rule : rules) EXPECT_EQ(rule.protocol, kLeashRuleProtocol);
+}
+
+TEST(DesiredRefusals, NoneUnderInboundAllow) {
+  NetfilterSubject subject = Subject(1001, {{100000, 165535}});
+  EXPECT_EQ(DesiredRefusals(subject).size(), 4u);
+  subject.inbound_allowed = true;
+  EXPECT_THAT(DesiredRefusals(subject), IsEmpty());
+}
+
+TEST(FrameRouteRules, TheEndBeforeTheGateThatJumpsToIt) {
+  const std::vector<RouteRule> rules = FrameRouteRules();
+  ASSERT_EQ(rules.size(), 4u);
+  EXPECT_EQ(DescribeRouteRule(rules[0]), "ipv4 3: nop");
+  EXPECT_EQ(DescribeRouteRule(rules[1]), "ipv4 1: not fwmark 0x1000000/0x1000000 goto 3");
+  EXPECT_EQ(DescribeRouteRule(rules[3]), "ipv6 1: not fwmark 0x1000000/0x1000000 goto 3");
+}
+
+TEST_F(InboundRoutingTest, PrepareSavesTheHostsSysctlSetsItAndAddsTheFrameOnce) {
+  kernel_.fwmark_accept = 0;
+  ASSERT_TRUE(routing_.Prepare().ok());
+  EXPECT_EQ(kernel_.fwmark_accept, 1);
+  EXPECT_EQ(kernel_.rules, FrameRouteRules());
+  std::ifstream in(saved_);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_EQ(line, "0");
+  // A restarted leashd reads Leash's 1; the host's 0 stays saved, and nothing is duplicated.
+  InboundRouting restarted(&kernel_, saved_);
+  ASSERT_TRUE(restarted.Prepare().ok());
+  EXPECT_EQ(kernel_.rules, FrameRouteRules());
+  ASSERT_TRUE(restarted.ReleaseHost().ok());
+  EXPECT_EQ(kernel_.fwmark_accept, 0);
+  EXPECT_THAT(kernel_.rules, IsEmpty());
+  EXPECT_FALSE(std::ifstream(saved_).good());
+}
+
+TEST_F(InboundRoutingTest, PrepareReplacesAFrameRuleOfLeashsInAnotherShape) {
+  RouteRule odd = FrameRouteRules()[1];
+  odd.goto_target = 7;
+  kernel_.rules.push_back(odd);
+  ASSERT_TRUE(routing_.Prepare().ok());
+  EXPECT_EQ(kernel_.rules, FrameRouteRules());
+}
+
+TEST_F(InboundRoutingTest, PrepareWarnsOfAnotherOwnersRuleInsideLeashsBlock) {
+  kernel_.other_priorities = {0, 2, 32766};
+  absl::StatusOr<std::vector<std::string>> lines = routing_.Prepare();
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  ASSERT_EQ(lines->size(), 1u);
+  EXPECT_THAT(lines->front(), HasSubstr("priority 2"));
+}
+
+TEST_F(InboundRoutingTest, ApplyGivesASubjectItsRangesAndAllowTakesThemAway) {
+  ASSERT_TRUE(routing_.Prepare().ok());
+  ASSERT_TRUE(routing_.Apply(Subject(1001, {{100000, 165535}})).ok());
+  ASSERT_TRUE(routing_.Apply(Subject(1002)).ok());
+  EXPECT_THAT(Refusals(kernel_),
+              UnorderedElementsAre("4 1001-1001 1001", "4 100000-165535 1001", "6 1001-1001 1001",
+                                   "6 100000-165535 1001", "4 1002-1002 1002",
+                                   "6 1002-1002 1002"));
+  NetfilterSubject allowed = Subject(1001, {{100000, 165535}});
+  allowed.inbound_allowed = true;
+  ASSERT_TRUE(routing_.Apply(allowed).ok());
+  EXPECT_THAT(Refusals(kernel_), UnorderedElementsAre("4 1002-1002 1002", "6 1002-1002 1002"));
+  // Applying the same subject twice changes nothing.
+  kernel_.log.clear();
+  ASSERT_TRUE(routing_.Apply(Subject(1002)).ok());
+  EXPECT_THAT(kernel_.log, IsEmpty());
+}
+
+TEST_F(InboundRoutingTest, ChangedRangesAreAddedBeforeTheOldOnesGo) {
+  ASSERT_TRUE(routing_.Apply(Subject(1001, {{100000, 165535}})).ok());
+  kernel_.log.clear();
+  ASSERT_TRUE(routing_.Apply(Subject(1001, {{200000, 265535}})).ok());
+  // The hull gate 1001-165535 would skip the new range: it goes first, the exact one comes
+  // last.
+  EXPECT_THAT(kernel_.log,
+              ElementsAre("delete ipv4 1: not uidrange 1001-165535 goto 3",
+                          "delete ipv6 1: not uidrange 1001-165535 goto 3",
+                          HasSubstr("add ipv4 2: fwmark 0x1000000/0x1000000 uidrange 200000"),
+                          HasSubstr("add ipv6 2: fwmark 0x1000000/0x1000000 uidrange 200000"),
+                          HasSubstr("delete ipv4 2: fwmark 0x1000000/0x1000000 uidrange 100000"),
+                          HasSubstr("delete ipv6 2: fwmark 0x1000000/0x1000000 uidrange 100000"),
+                          "add ipv4 1: not uidrange 1001-265535 goto 3",
+                          "add ipv6 1: not uidrange 1001-265535 goto 3"));
+}
+
+// The hull gate: a marked lookup of a UID outside every refusal's range goes straight to the
+// end. A narrower hull is added before the wider one goes (the new one covers every refusal).
+TEST_F(InboundRoutingTest, TheHullGateFollowsTheRefusalsAndNeverNarrowsBelowThem) {
+  ASSERT_TRUE(routing_.ApplyAll({Subject(1001, {{100000, 165535}}), Subject(1002)}).ok());
+  EXPECT_THAT(HullGateRouteRules(kernel_.rules),
+              ElementsAre(HullGateRouteRule(AF_INET, {1001, 165535}),
+                          HullGateRouteRule(AF_INET6, {1001, 165535})));
+  EXPECT_EQ(std::count(kernel_.rules.begin(), kernel_.rules.end(),
+                       HullGateRouteRule(AF_INET, {1001, 165535})),
+            1);
+  kernel_.log.clear();
+  ASSERT_TRUE(routing_.Release(1001).ok());
+  EXPECT_THAT(kernel_.log, ElementsAre(HasSubstr("delete ipv4 2:"), HasSubstr("delete ipv4 2:"),
+                                       HasSubstr("delete ipv6 2:"), HasSubstr("delete ipv6 2:"),
+                                       "add ipv4 1: not uidrange 1002-1002 goto 3",
+                                       "add ipv6 1: not uidrange 1002-1002 goto 3",
+                                       "delete ipv4 1: not uidrange 1001-165535 goto 3",
+                                       "delete ipv6 1: not uidrange 1001-165535 goto 3"));
+  ASSERT_TRUE(routing_.Release(1002).ok());
+  EXPECT_THAT(kernel_.rules, IsEmpty());
+}
+
+TEST_F(InboundRoutingTest, AFailedAddDeletesNothing) {
+  ASSERT_TRUE(routing_.Apply(Subject(1001, {{100000, 165535}})).ok());
+  kernel_.fail_add = absl::PermissionDeniedError("EPERM");
+  EXPECT_TRUE(absl::IsPermissionDenied(routing_.Apply(Subject(1001, {{200000, 265535}}))));
+  EXPECT_EQ(Refusals(kernel_).size(), 4u);
+}
+
+// After a restart the kernel still holds every subject's rules; applying one subject touches
+// no other's, and duplicates of its own (two leashd runs racing) go.
+TEST_F(InboundRoutingTest, ASubjectsApplyKeepsTheRulesOfSubjectsNotAppliedYet) {
+  for (const RouteRule& rule : RefusalRouteRules(1002, {{1002, 1002}})) {
+    kernel_.rules.push_back(rule);
+  }
+  for (const RouteRule& rule : RefusalRouteRules(1001, {{1001, 1001}})) {
+    kernel_.rules.push_back(rule);
+    kernel_.rules.push_back(rule);
+  }
+  ASSERT_TRUE(routing_.Apply(Subject(1001)).ok());
+  EXPECT_THAT(Refusals(kernel_),
+              UnorderedElementsAre("4 1002-1002 1002", "6 1002-1002 1002", "4 1001-1001 1001",
+                                   "6 1001-1001 1001"));
+}
+
+TEST_F(InboundRoutingTest, ReleaseRemovesOnlyThatSubjectsRules) {
+  ASSERT_TRUE(routing_.Prepare().ok());
+  ASSERT_TRUE(routing_.ApplyAll({Subject(1001, {{100000, 165535}}), Subject(1002)}).ok());
+  ASSERT_TRUE(routing_.Release(1001).ok());
+  EXPECT_THAT(Refusals(kernel_), UnorderedElementsAre("4 1002-1002 1002", "6 1002-1002 1002"));
+  ASSERT_TRUE(routing_.Release(4242).ok());  // none is not an error
+  ASSERT_TRUE(routing_.ReleaseHost().ok());
+  EXPECT_THAT(kernel_.rules, IsEmpty());
+}
+
+TEST_F(InboundRoutingTest, ReleaseHostSaysWhatItCouldNotList) {
+  kernel_.fail_list = absl::UnavailableError("netlink is gone");
+  absl::Status s = routing_.ReleaseHost();
+  EXPECT_THAT(std::string(s.message()), HasSubstr("netlink is gone"));
+}
+
+TEST(DiffRouteRules, AddsWhatIsMissingAndRemovesOnlySelectedRules) {
+  const std::vector<RouteRule> mine = RefusalRouteRules(1001, {{1001, 1001}});
+  const std::vector<RouteRule> theirs = RefusalRouteRules(1002, {{1002, 1002}});
+  std::vector<RouteRule> present = theirs;
+  present.push_back(mine[0]);
+  const RouteRuleDiff diff = DiffRouteRules(mine, present, [](const RouteRule& rule) {
+    return rule.table == 1001;
+  });
+  EXPECT_THAT(diff.add, ElementsAre(mine[1]));
+  EXPECT_THAT(diff.remove, IsEmpty());
+}
+
+TEST(InboundRoutedNetfilter, AppliesAndReleasesTheRoutingWithTheChains) {
+  const std::string saved = absl::StrCat(std::getenv("TEST_TMPDIR"), "/routed.saved");
+  FakeNetfilter chains;
+  FakeRouteRules kernel;
+  InboundRouting routing(&kernel, saved);
+  InboundRoutedNetfilter nf(&chains, &routing);
+  ASSERT_TRUE(nf.Prepare().ok());
+  EXPECT_TRUE(chains.prepared());
+  EXPECT_EQ(kernel.fwmark_accept, 1);
+  ASSERT_TRUE(nf.Apply(Subject(1001)).ok());
+  EXPECT_EQ(chains.subjects().count(1001), 1u);
+  EXPECT_EQ(Refusals(kernel).size(), 2u);
+  ASSERT_TRUE(nf.ApplyAll({Subject(1002), Subject(1003)}).ok());
+  EXPECT_EQ(Refusals(kernel).size(), 6u);
+  // A failed chain apply leaves the routing as it was (the reconcile reports and retries).
+  chains.FailApply(1004, absl::InternalError("nft said no"));
+  EXPECT_FALSE(nf.Apply(Subject(1004)).ok());
+  EXPECT_EQ(Refusals(kernel).size(), 6u);
+  // A failed chain release still releases the routing, and reports the chains' error.
+  chains.FailRelease(1001, absl::InternalError("nft said no"));
+  EXPECT_THAT(std::string(nf.Release(1001).message()), HasSubstr("nft said no"));
+  EXPECT_EQ(Refusals(kernel).size(), 4u);
+  EXPECT_EQ(nf.Describe(), "fake netfilter + policy routing");
+  ASSERT_TRUE(routing.ReleaseHost().ok());
+}
+
+}  // namespace
+}  // namespace leash::controlplane
