@@ -26,6 +26,7 @@
 #include "test/fixtures/subprocess.h"
 #include "proxy/testing/client_hello_builder.h"
 #include "proxy/testing/fake_original_dst.h"
+#include "proxy/testing/fake_socket_owner.h"
 #include "proxy/testing/loop_thread.h"
 #include "proxy/testing/recording_sink.h"
 #include "proxy/testing/upstream_server.h"
@@ -94,7 +95,7 @@ class ListenerManagerTest : public ::testing::Test {
     resolver_options.threads = 2;
     resolver_options.lookup = [this](const std::string& name) { return Lookup(name); };
     resolver_ = std::make_unique<ThreadPoolResolver>(thread_.loop(), resolver_options);
-    manager_ = std::make_unique<ListenerManager>(thread_.loop(), &fake_, resolver_.get(), &sink_,
+    manager_ = std::make_unique<ListenerManager>(thread_.loop(), &fake_, &owners_, resolver_.get(), &sink_,
                                                  Options());
   }
   static ProxyOptions Options() {
@@ -107,7 +108,7 @@ class ListenerManagerTest : public ::testing::Test {
   // A manager with other options in place of the one SetUp made (before any Apply).
   void RestartWith(const ProxyOptions& options) {
     manager_->Shutdown();
-    manager_ = std::make_unique<ListenerManager>(thread_.loop(), &fake_, resolver_.get(), &sink_,
+    manager_ = std::make_unique<ListenerManager>(thread_.loop(), &fake_, &owners_, resolver_.get(), &sink_,
                                                  options);
   }
   void TearDown() override {
@@ -226,6 +227,7 @@ class ListenerManagerTest : public ::testing::Test {
 
   testing::LoopThread thread_;
   testing::FakeOriginalDst fake_;
+  testing::FakeSocketOwner owners_;
   testing::RecordingSink sink_;
   std::unique_ptr<ThreadPoolResolver> resolver_;
   std::unique_ptr<ListenerManager> manager_;
@@ -421,20 +423,79 @@ TEST_F(ListenerManagerTest, UnreadableHelloIsRefusedWhenClosedAndDecidedOnTheAdd
   EXPECT_TRUE(absl::StrContains(NthRecord(2).reason(), "unreadable")) << NthRecord(2).reason();
 }
 
-TEST_F(ListenerManagerTest, ADirectConnectionIsRefusedAsCriticalWithoutPolicy) {
+// A client bound to its own address, whose owner the fake reports as `owner` (nullopt: the
+// lookup finds nobody), connected to `listener` without a redirect.
+int ConnectDirectly(testing::FakeSocketOwner& owners, const SocketAddress& listener,
+                    std::optional<SocketOwner> owner) {
+  const int fd = socket(Family(listener), SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage storage;
+  socklen_t length = ToSockaddr(SocketAddress{listener.ip, 0}, &storage);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&storage), length), 0);
+  if (owner) owners.Set(LocalAddress(fd), *owner);
+  length = ToSockaddr(listener, &storage);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&storage), length), 0) << strerror(errno);
+  timeval timeout{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  return fd;
+}
+
+TEST_F(ListenerManagerTest, ADirectConnectionIsLoggedUnderTheAccountThatMadeItAsCritical) {
   Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
   const SocketAddress listener = Listener(kUidA);
-  const int fd = Connect(listener, std::nullopt);  // not redirected
+  // Root, which no nftables rule redirects, straight at A's listener.
+  const int fd = ConnectDirectly(owners_, listener, SocketOwner{0, "root"});
   EXPECT_TRUE(SendAndRead(fd, Http("anything.test")).reset);
   close(fd);
   const leash::v1::DecisionRecord record = NthRecord(0);
-  EXPECT_EQ(record.uid(), kUidA);
+  EXPECT_EQ(record.uid(), 0u);
   EXPECT_EQ(record.action(), "block");
   EXPECT_EQ(record.severity(), "critical");
   EXPECT_EQ(record.subject().ip(), "127.0.0.1");
   EXPECT_EQ(record.subject().port(), listener.port);
   EXPECT_TRUE(absl::StrContains(record.reason(), "this listener's own address")) << record.reason();
+  EXPECT_TRUE(absl::StrContains(record.reason(), "made by uid 0 (root)")) << record.reason();
+  EXPECT_TRUE(absl::StrContains(record.reason(),
+                                absl::StrCat("aimed at the proxy listener of uid ", kUidA, " (lpx-",
+                                             kUidA, ")")))
+      << record.reason();
   EXPECT_TRUE(absl::StrContains(record.reason(), "without consulting a policy")) << record.reason();
+}
+
+TEST_F(ListenerManagerTest, ADirectConnectionWhoseOwnerIsUnknownIsNeverAttributedToTheSubject) {
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  const int fd = ConnectDirectly(owners_, Listener(kUidA), std::nullopt);
+  EXPECT_TRUE(SendAndRead(fd, Http("anything.test")).reset);
+  close(fd);
+  const leash::v1::DecisionRecord record = NthRecord(0);
+  EXPECT_EQ(record.uid(), engine::kUnknownUid);
+  EXPECT_EQ(record.severity(), "critical");
+  EXPECT_TRUE(absl::StrContains(record.reason(), "made by an unknown owner (no socket of this host"))
+      << record.reason();
+}
+
+TEST_F(ListenerManagerTest, ADirectConnectionByAnAccountWithNoNameGivesItsUid) {
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  const int fd = ConnectDirectly(owners_, Listener(kUidA), SocketOwner{231072, ""});
+  EXPECT_TRUE(SendAndRead(fd, Http("anything.test")).reset);
+  close(fd);
+  const leash::v1::DecisionRecord record = NthRecord(0);
+  EXPECT_EQ(record.uid(), 231072u);
+  EXPECT_TRUE(absl::StrContains(record.reason(), "made by uid 231072 (no account has this uid)"))
+      << record.reason();
+}
+
+TEST_F(ListenerManagerTest, ARedirectedConnectionNeverAsksWhoOwnsTheSocket) {
+  Upstream target(Addr("127.0.0.4", 0));
+  ASSERT_TRUE(target.ok());
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb"),
+         Subject(kUidB, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  EXPECT_EQ(Exchange(kUidA, target.address(), Http("x.test")).line,
+            absl::StrCat("SERVER ", FormatSocketAddress(target.address())));
+  // Nor does one agent's attempt at another's port: it was redirected, so the listener's UID is
+  // the attempting one.
+  EXPECT_TRUE(Exchange(kUidA, Listener(kUidB), Http("x.test")).reset);
+  EXPECT_EQ(NthRecord(1).uid(), kUidA);
+  EXPECT_EQ(owners_.lookups(), 0);
 }
 
 TEST_F(ListenerManagerTest, AimingAtAnotherSubjectsListenerIsRefusedUnderTheAttemptingUid) {
@@ -478,8 +539,10 @@ TEST_F(ListenerManagerTest, AnUnreadableOriginalDestinationIsRefused) {
   close(fd);
   const leash::v1::DecisionRecord record = NthRecord(0);
   EXPECT_EQ(record.severity(), "critical");
-  EXPECT_EQ(record.uid(), kUidA);
+  // Not shown to be redirected, so not shown to be A's: logged as a connection of unknown owner.
+  EXPECT_EQ(record.uid(), engine::kUnknownUid);
   EXPECT_TRUE(absl::StrContains(record.reason(), "original destination unreadable")) << record.reason();
+  EXPECT_TRUE(absl::StrContains(record.reason(), "unknown owner")) << record.reason();
   EXPECT_EQ(record.subject().ip(), "");
 }
 
