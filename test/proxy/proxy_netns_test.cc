@@ -219,11 +219,10 @@ TEST_F(ProxyNetnsTest, SniSpoofingReachesOnlyTheAddressTheProxyResolved) {
 }
 
 TEST_F(ProxyNetnsTest, DirectConnectionsToListenersAreRefusedUnderTheAttemptingUid) {
-  // Its own listener, the other agent's (v4 and v6), then root (no rules) straight at A's.
+  // Its own listener, the other agent's (v4 and v6): redirected to its own listener.
   EXPECT_EQ(Probe(kA, absl::StrCat("127.0.0.1:", kPortA), "http", "allowed-a.test"), "RESET");
   EXPECT_EQ(Probe(kA, absl::StrCat("127.0.0.1:", kPortB), "http", "allowed-b.test"), "RESET");
   EXPECT_EQ(Probe(kA, absl::StrCat("[::1]:", kPortB), "http", "allowed-b.test"), "RESET");
-  EXPECT_EQ(Probe(kRoot, absl::StrCat("127.0.0.1:", kPortA), "http", "allowed-a.test"), "RESET");
 
   const uint32_t a = bed_->uid(kA);
   auto critical_for = [&](const std::string& ip, uint32_t port, const std::string& fragment) {
@@ -232,7 +231,11 @@ TEST_F(ProxyNetnsTest, DirectConnectionsToListenersAreRefusedUnderTheAttemptingU
              r.subject().port() == port && absl::StrContains(r.reason(), fragment);
     });
   };
-  EXPECT_EQ(critical_for("127.0.0.1", kPortA, "this listener's own address").action(), "block");
+  const leash::v1::DecisionRecord own = critical_for("127.0.0.1", kPortA, "this listener's own address");
+  EXPECT_EQ(own.action(), "block");
+  EXPECT_TRUE(absl::StrContains(own.reason(), absl::StrCat("made by uid ", a, " (",
+                                                           bed_->account(kA).name(), ")")))
+      << own.reason();
   EXPECT_EQ(critical_for("127.0.0.1", kPortB, absl::StrCat("proxy listener of uid ", bed_->uid(kB)))
                 .action(),
             "block");
@@ -241,6 +244,49 @@ TEST_F(ProxyNetnsTest, DirectConnectionsToListenersAreRefusedUnderTheAttemptingU
   // Nothing was ever logged under B for these.
   for (const leash::v1::DecisionRecord& r : bed_->Records()) {
     EXPECT_FALSE(r.uid() == bed_->uid(kB) && r.severity() == "critical") << r.reason();
+  }
+}
+
+// The spec: "a peer that has no leash rules at all (root, another local service) connecting to
+// a listener directly ... would otherwise be recorded as that subject's own egress". The kernel
+// (sock_diag) names the connecting socket's owner; the record carries it, never the subject.
+TEST_F(ProxyNetnsTest, APeerWithNoLeashRulesConnectingDirectlyIsLoggedUnderItsOwnAccount) {
+  absl::StatusOr<std::unique_ptr<TestAccount>> other =
+      TestAccount::Create(absl::StrCat("lpxo-", getpid()));
+  ASSERT_TRUE(other.ok()) << other.status();
+  const std::vector<std::string> argv = {bed_->Helper("probe"), absl::StrCat("127.0.0.1:", kPortA),
+                                         "http", "allowed-a.test"};
+  absl::StatusOr<RunResult> by_other = bed_->ns().Run((*other)->AsUser(argv));
+  ASSERT_TRUE(by_other.ok()) << by_other.status();
+  EXPECT_EQ(absl::StripTrailingAsciiWhitespace(by_other->out), "RESET");
+  EXPECT_EQ(Probe(kRoot, absl::StrCat("[::1]:", kPortA), "http", "allowed-a.test"), "RESET");
+  EXPECT_EQ(Probe(kRoot, absl::StrCat("127.0.0.1:", kPortA), "http", "allowed-a.test"), "RESET");
+
+  auto direct_by = [&](uint32_t uid, const std::string& ip) {
+    return Record([&](const leash::v1::DecisionRecord& r) {
+      return r.uid() == uid && r.subject().ip() == ip && r.subject().port() == kPortA &&
+             absl::StrContains(r.reason(), "this listener's own address");
+    });
+  };
+  const leash::v1::DecisionRecord by_account = direct_by((*other)->uid(), "127.0.0.1");
+  EXPECT_EQ(by_account.action(), "block");
+  EXPECT_EQ(by_account.severity(), "critical");
+  EXPECT_TRUE(absl::StrContains(by_account.reason(),
+                                absl::StrCat("made by uid ", (*other)->uid(), " (",
+                                             (*other)->name(), ")")))
+      << by_account.reason();
+  EXPECT_TRUE(absl::StrContains(by_account.reason(),
+                                absl::StrCat("aimed at the proxy listener of uid ", bed_->uid(kA))))
+      << by_account.reason();
+  for (const std::string ip : {"127.0.0.1", "::1"}) {
+    const leash::v1::DecisionRecord by_root = direct_by(0, ip);
+    EXPECT_EQ(by_root.severity(), "critical") << ip;
+    EXPECT_TRUE(absl::StrContains(by_root.reason(), "made by uid 0 (root)")) << by_root.reason();
+  }
+  // None of the three was recorded as A's.
+  const std::vector<leash::v1::DecisionRecord> records = bed_->Records();
+  for (size_t i = records_before_; i < records.size(); ++i) {
+    EXPECT_NE(records[i].uid(), bed_->uid(kA)) << records[i].reason();
   }
 }
 
