@@ -679,6 +679,107 @@ TEST_F(ListenerManagerTest, AResolvedAddressOnTheDenyListIsNotUsed) {
       << NthRecord(1).reason();
 }
 
+// An allowed connection the upstream fails is reset for the client, and the log says so: the
+// allow record, then an outcome record under the same ref (never "allow" alone).
+void ExpectAllowThenOutcome(const leash::v1::DecisionRecord& allow,
+                            const leash::v1::DecisionRecord& outcome, const std::string& kind,
+                            const std::string& fragment) {
+  EXPECT_EQ(allow.action(), "allow");
+  EXPECT_EQ(outcome.action(), "outcome");
+  EXPECT_EQ(outcome.outcome(), kind);
+  EXPECT_EQ(outcome.ref(), allow.ref());
+  EXPECT_EQ(outcome.uid(), allow.uid());
+  EXPECT_EQ(outcome.surface(), "network");
+  EXPECT_EQ(outcome.subject().ip(), allow.subject().ip());
+  EXPECT_EQ(outcome.subject().port(), allow.subject().port());
+  EXPECT_TRUE(absl::StrContains(outcome.reason(), fragment)) << outcome.reason();
+  EXPECT_TRUE(absl::StrContains(outcome.reason(), "the client was reset")) << outcome.reason();
+}
+
+TEST_F(ListenerManagerTest, AnAllowedConnectionTheUpstreamRefusesHasARefusedOutcome) {
+  // A port nobody listens on: bound for a moment to learn a free one, then closed.
+  const int probe = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage storage;
+  socklen_t length = ToSockaddr(Addr("127.0.0.5", 0), &storage);
+  ASSERT_EQ(bind(probe, reinterpret_cast<sockaddr*>(&storage), length), 0);
+  const SocketAddress closed_port = LocalAddress(probe);
+  close(probe);
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  EXPECT_TRUE(Exchange(kUidA, closed_port, Http("x.test")).reset);
+  ExpectAllowThenOutcome(NthRecord(0), NthRecord(1), "refused",
+                         absl::StrCat(FormatSocketAddress(closed_port), " connect: Connection refused"));
+}
+
+TEST_F(ListenerManagerTest, AnAllowedConnectionTheUpstreamResetsMidStreamHasAResetOutcome) {
+  Upstream resetting(Addr("127.0.0.6", 0), Upstream::Behaviour::kResetAfterFirstBytes);
+  ASSERT_TRUE(resetting.ok());
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  const int fd = Connect(Listener(kUidA), resetting.address());
+  // The greeting arrives (the connection was up), then the server resets it.
+  EXPECT_EQ(SendAndRead(fd, Http("x.test")).line, resetting.Greeting());
+  EXPECT_TRUE(ReadLine(fd).reset);
+  close(fd);
+  ExpectAllowThenOutcome(NthRecord(0), NthRecord(1), "reset",
+                         absl::StrCat("the upstream ", FormatSocketAddress(resetting.address()),
+                                      " failed mid-stream"));
+}
+
+TEST_F(ListenerManagerTest, AnAllowedConnectionTheUpstreamNeverAnswersHasATimedOutOutcome) {
+  ProxyOptions options = Options();
+  options.connect_timeout = absl::Milliseconds(300);
+  RestartWith(options);
+  // A listener whose queue is full drops every further SYN: a connect to it never completes.
+  const int full = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage storage;
+  socklen_t length = ToSockaddr(Addr("127.0.0.7", 0), &storage);
+  ASSERT_EQ(bind(full, reinterpret_cast<sockaddr*>(&storage), length), 0);
+  ASSERT_EQ(listen(full, 0), 0);
+  const SocketAddress silent = LocalAddress(full);
+  length = ToSockaddr(silent, &storage);
+  std::vector<int> fillers;
+  for (int i = 0; i < 2; ++i) {
+    fillers.push_back(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    connect(fillers.back(), reinterpret_cast<sockaddr*>(&storage), length);
+  }
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  EXPECT_TRUE(Exchange(kUidA, silent, Http("x.test")).reset);
+  ExpectAllowThenOutcome(NthRecord(0), NthRecord(1), "timed_out", "no answer within 300ms");
+  for (int fd : fillers) close(fd);
+  close(full);
+}
+
+TEST_F(ListenerManagerTest, AConnectionOpenWhenTheProxyStopsHasAProxyStoppedOutcome) {
+  Upstream target(Addr("127.0.0.4", 0));
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  const int fd = Connect(Listener(kUidA), target.address());
+  EXPECT_EQ(SendAndRead(fd, Http("x.test")).line, target.Greeting());
+  manager_->Shutdown();
+  EXPECT_TRUE(ReadLine(fd).reset);
+  close(fd);
+  ExpectAllowThenOutcome(NthRecord(0), NthRecord(1), "proxy_stopped", "leash-proxy stopped");
+}
+
+TEST_F(ListenerManagerTest, AnAllowedConnectionThatEndsNormallyHasNoOutcomeRecord) {
+  Upstream target(Addr("127.0.0.4", 0));
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  const int fd = Connect(Listener(kUidA), target.address());
+  EXPECT_EQ(SendAndRead(fd, Http("x.test")).line, target.Greeting());
+  shutdown(fd, SHUT_WR);
+  // The echo of the request, then the server's orderly close.
+  char buffer[4096];
+  ssize_t n;
+  while ((n = recv(fd, buffer, sizeof(buffer), 0)) > 0) {
+  }
+  EXPECT_EQ(n, 0) << strerror(errno);
+  close(fd);
+  EXPECT_TRUE(leash::testing::WaitFor(
+      [&] { return manager_->counters().active.load() == 0; }, absl::Seconds(5)));
+  const std::vector<leash::v1::DecisionRecord> records = sink_.WaitForCount(1, absl::Seconds(5));
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].action(), "allow");
+  EXPECT_EQ(manager_->counters().outcomes.load(), 0u);
+}
+
 TEST_F(ListenerManagerTest, HalfCloseIsCarriedAcrossAndEveryByteArrives) {
   Upstream target(Addr("127.0.0.4", 0));
   Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
