@@ -12,6 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "gtest/gtest.h"
 #include "proxy/testing/upstream_server.h"
@@ -42,8 +43,13 @@ class ProxyNetnsTest : public ::testing::Test {
     options.v0_addresses = {"192.0.2.10/24", "2001:db8::10/64"};
     options.v1_addresses = {"192.0.2.11/24", "192.0.2.12/24", "2001:db8::11/64", "2001:db8::12/64"};
     options.hosts_file =
-        "192.0.2.11 allowed-a.test allowed-b.test\n2001:db8::11 allowed-a.test allowed-b.test\n";
-    options.proxy_flags = {"--peek-timeout=300ms"};
+        "192.0.2.11 allowed-a.test allowed-b.test\n2001:db8::11 allowed-a.test allowed-b.test\n"
+        // Allowed names (suffixes of allowed-a.test) whose hosts fail the proxy's connection.
+        "192.0.2.12 reset.allowed-a.test\n"
+        "192.0.2.99 blackholed.allowed-a.test\n"
+        "198.51.100.7 unreachable.allowed-a.test\n";
+    // A short connect timeout, so a blackholed upstream times out within the test.
+    options.proxy_flags = {"--peek-timeout=300ms", "--connect-timeout=2s"};
     options.helpers = {"test/proxy/probe"};
     absl::StatusOr<std::unique_ptr<ProxyTestbed>> bed = ProxyTestbed::Create(options);
     if (!bed.ok()) return bed.status();
@@ -58,6 +64,9 @@ class ProxyNetnsTest : public ::testing::Test {
               proxy::SocketAddress{*engine::ParseIpAddress(ip), port}));
         }
       }
+      servers_->push_back(std::make_unique<UpstreamServer>(
+          proxy::SocketAddress{*engine::ParseIpAddress("192.0.2.12"), 82},
+          UpstreamServer::Behaviour::kResetAfterFirstBytes));
       for (uint16_t port : {9000, 18500}) {
         servers_->push_back(std::make_unique<UpstreamServer>(
             proxy::SocketAddress{*engine::ParseIpAddress("127.0.0.1"), port}));
@@ -66,6 +75,18 @@ class ProxyNetnsTest : public ::testing::Test {
         if (!server->ok()) {
           return absl::InternalError(absl::StrCat("cannot serve ", server->Greeting()));
         }
+      }
+    }
+    // 192.0.2.99 swallows every packet (a blackholed host); 198.51.100.0/24 has no route.
+    for (const std::vector<std::string>& argv :
+         {std::vector<std::string>{"nft", "add table inet lpx_blackhole"},
+          std::vector<std::string>{"nft", "add chain inet lpx_blackhole out { type filter hook output priority 0 ; }"},
+          std::vector<std::string>{"nft", "add rule inet lpx_blackhole out ip daddr 192.0.2.99 drop"},
+          std::vector<std::string>{"ip", "route", "add", "unreachable", "198.51.100.0/24"}}) {
+      absl::StatusOr<RunResult> run = bed_->RunAsRoot(argv);
+      if (!run.ok()) return run.status();
+      if (run->exit_code != 0) {
+        return absl::InternalError(absl::StrCat(absl::StrJoin(argv, " "), ": ", run->out));
       }
     }
     if (absl::Status started = bed_->StartProxy(); !started.ok()) return started;
@@ -287,6 +308,50 @@ TEST_F(ProxyNetnsTest, APeerWithNoLeashRulesConnectingDirectlyIsLoggedUnderItsOw
   const std::vector<leash::v1::DecisionRecord> records = bed_->Records();
   for (size_t i = records_before_; i < records.size(); ++i) {
     EXPECT_NE(records[i].uid(), bed_->uid(kA)) << records[i].reason();
+  }
+}
+
+// The spec's "Allow → it opens a connection to the real destination": when that connection
+// fails, the agent sees a reset, and the log says what happened under the allow's own ref.
+// Real upstreams in the namespace: a port nobody listens on, a server that resets mid-stream,
+// a blackholed address (nftables drops its packets; the proxy runs with a 2 s connect
+// timeout) and an address with no route.
+TEST_F(ProxyNetnsTest, AnAllowedConnectionTheUpstreamFailsHasAnOutcomeRecordUnderItsRef) {
+  struct Case {
+    std::string target;  // where the agent aims
+    std::string name;    // the allowed name it sends
+    std::string outcome;
+    std::string fragment;
+  };
+  const std::vector<Case> cases = {
+      {"192.0.2.11:81", "allowed-a.test", "refused", "192.0.2.11:81 connect: Connection refused"},
+      {"192.0.2.12:82", "reset.allowed-a.test", "reset", "the upstream 192.0.2.12:82 failed mid-stream"},
+      {"192.0.2.11:80", "blackholed.allowed-a.test", "timed_out",
+       "192.0.2.99:80 no answer within 2s"},
+      {"192.0.2.11:80", "unreachable.allowed-a.test", "unreachable",
+       "198.51.100.7:80 connect: No route to host"},
+  };
+  const uint32_t a = bed_->uid(kA);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string seen = Probe(kA, c.target, "http", c.name);
+    // The reset server greets before it resets; every other case is a reset before a byte.
+    if (c.outcome != "reset") {
+      EXPECT_EQ(seen, "RESET");
+    }
+    const uint32_t port = static_cast<uint32_t>(std::stoi(c.target.substr(c.target.find(':') + 1)));
+    const leash::v1::DecisionRecord allow = Record([&](const leash::v1::DecisionRecord& r) {
+      return r.uid() == a && r.subject().domain() == c.name && r.subject().port() == port &&
+             r.action() == "allow";
+    });
+    ASSERT_EQ(allow.ref().size(), 8u);
+    const leash::v1::DecisionRecord outcome = Record([&](const leash::v1::DecisionRecord& r) {
+      return r.ref() == allow.ref() && r.action() == "outcome";
+    });
+    EXPECT_EQ(outcome.outcome(), c.outcome);
+    EXPECT_EQ(outcome.uid(), a);
+    EXPECT_EQ(outcome.subject().domain(), c.name);
+    EXPECT_TRUE(absl::StrContains(outcome.reason(), c.fragment)) << outcome.reason();
   }
 }
 
