@@ -148,7 +148,8 @@ void AppendDecisionLine(const leash::v1::DecisionRecord& r, std::string& out) {
   const leash::v1::Subject& s = r.subject();
   if (r.findings_size() > 0 || !IsJsonPlain(r.ts()) || !IsJsonPlain(r.ref()) ||
       !IsJsonPlain(r.surface()) || !IsJsonPlain(r.action()) || !IsJsonPlain(r.reason()) ||
-      !IsJsonPlain(r.severity()) || !IsJsonPlain(s.domain()) || !IsJsonPlain(s.ip()) ||
+      !IsJsonPlain(r.severity()) || !IsJsonPlain(r.outcome()) || !IsJsonPlain(s.domain()) ||
+      !IsJsonPlain(s.ip()) ||
       !IsJsonPlain(s.path()) || !IsJsonPlain(s.binary()) || !IsJsonPlain(s.name()) ||
       !IsJsonPlain(s.inputs())) {
     out += DecisionLine(r);
@@ -176,6 +177,7 @@ void AppendDecisionLine(const leash::v1::DecisionRecord& r, std::string& out) {
     out += '}';
   }
   AddString(out, "severity", r.severity(), first);
+  AddString(out, "outcome", r.outcome(), first);
   out += "}\n";
 }
 

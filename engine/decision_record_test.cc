@@ -125,6 +125,7 @@ TEST(AppendDecisionLine, RecordLineIsDecisionLineByteForByte) {
       [](leash::v1::DecisionRecord& r, const std::string& t) { r.set_action(t); },
       [](leash::v1::DecisionRecord& r, const std::string& t) { r.set_reason(t); },
       [](leash::v1::DecisionRecord& r, const std::string& t) { r.set_severity(t); },
+      [](leash::v1::DecisionRecord& r, const std::string& t) { r.set_outcome(t); },
       [](leash::v1::DecisionRecord& r, const std::string& t) { r.mutable_subject()->set_domain(t); },
       [](leash::v1::DecisionRecord& r, const std::string& t) { r.mutable_subject()->set_ip(t); },
       [](leash::v1::DecisionRecord& r, const std::string& t) { r.mutable_subject()->set_path(t); },
@@ -148,6 +149,10 @@ TEST(AppendDecisionLine, RecordLineIsDecisionLineByteForByte) {
   records.back().mutable_subject()->Clear();  // present but empty: "subject":{}
   records.push_back(base());
   records.back().add_findings()->set_category("secrets");
+  records.push_back(base());  // an outcome record: action, outcome and severity together
+  records.back().set_action("outcome");
+  records.back().set_outcome("reset");
+  records.back().set_severity("critical");
   records.push_back(leash::v1::DecisionRecord());  // nothing at all: "{}"
   for (size_t i = 0; i < records.size(); ++i) {
     std::string out = "kept|";  // appends, never overwrites

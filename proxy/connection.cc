@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engine/network_entry.h"
 #include "engine/reserved_ports.h"
 #include "proxy/peek_limits.h"
@@ -69,7 +70,16 @@ Connection::Connection(ProxyContext* context, int client_fd, uint32_t uid,
 }
 
 void Connection::CloseAll(ProxyContext* context) {
-  while (context->connections != nullptr) context->connections->Close(/*reset=*/true);
+  while (context->connections != nullptr) {
+    Connection* connection = context->connections;
+    if (connection->state_ == State::kConnecting || connection->state_ == State::kSplicing) {
+      // Allowed and logged: the reset the agent sees is written down.
+      connection->FailAllowed(Outcome::kProxyStopped,
+                              "leash-proxy stopped with the connection open; the client was reset");
+    } else {
+      connection->Close(/*reset=*/true);
+    }
+  }
 }
 
 Connection::~Connection() {
@@ -123,13 +133,19 @@ void Connection::OnTimer() {
       blocked.reason = absl::StrCat(pending_->decision.reason, "; resolving ", pending_->name,
                                     " took longer than ",
                                     absl::FormatDuration(context_->options.connect_timeout));
-      Block(std::move(blocked), pending_->subject, pending_->ref);
+      Block(std::move(blocked), pending_->subject, ref_);
       return;
     }
-    case State::kConnecting:
+    case State::kConnecting: {
       // Allowed and logged already; the upstream never answered. Reset like a refusal.
-      Close(/*reset=*/true);
+      NoteFailedAttempt(ETIMEDOUT, absl::StrCat("no answer within ",
+                                                absl::FormatDuration(context_->options.connect_timeout)));
+      FailAllowed(Outcome::kTimedOut,
+                  absl::StrCat("no upstream address took the connection (",
+                               absl::StrJoin(pending_->failed_attempts, "; "),
+                               "); the client was reset"));
       return;
+    }
     default:
       return;
   }
@@ -156,12 +172,13 @@ void Connection::Peek(bool final, bool timed_out) {
 void Connection::Decide(const PeekResult& peek, bool timed_out) {
   context_->loop->Modify(client_fd_, EPOLLRDHUP | EPOLLET, this, kClientTag).IgnoreError();
   auto pending = std::make_unique<Pending>();
-  pending->ref = NewRef(context_);
+  ref_ = NewRef(context_);
   engine::NetworkSubject subject;
   subject.ip = original_dst_.ip;
   subject.port = original_dst_.port;
   if (peek.outcome == PeekOutcome::kName) subject.domain = engine::NormalizeHost(peek.domain);
   pending->subject = NetworkSubjectProto(subject.domain, original_dst_);
+  domain_ = subject.domain;
 
   if (peek.outcome == PeekOutcome::kUnreadable && policy_->fail_mode() != engine::FailMode::kOpen) {
     // The connection says it carries a name (a TLS hello, an HTTP request) and it cannot be
@@ -190,7 +207,7 @@ void Connection::Decide(const PeekResult& peek, bool timed_out) {
     }
   }
   if (!pending->decision.allowed()) {
-    Block(pending->decision, pending->subject, pending->ref);
+    Block(pending->decision, pending->subject, ref_);
     return;
   }
   if (pending->decision.matched_on == engine::MatchedOn::kDomain) {
@@ -224,7 +241,7 @@ void Connection::OnResolved(const ResolveResult& result) {
     engine::Decision blocked;
     blocked.reason = absl::StrCat(pending.decision.reason, "; ", result.status.message(),
                                   " (the proxy connects only to an address it resolved)");
-    Block(std::move(blocked), pending.subject, pending.ref);
+    Block(std::move(blocked), pending.subject, ref_);
     return;
   }
   // Every resolved address is judged too, so a deny entry on an address (or a network) still
@@ -256,7 +273,7 @@ void Connection::OnResolved(const ResolveResult& result) {
     engine::Decision blocked;
     blocked.reason = absl::StrCat(pending.decision.reason, "; every address ", pending.name,
                                   " resolved to is blocked (", denied, ")");
-    Block(std::move(blocked), pending.subject, pending.ref);
+    Block(std::move(blocked), pending.subject, ref_);
     return;
   }
   absl::StrAppend(&pending.decision.reason, "; connecting to ",
@@ -275,24 +292,62 @@ void Connection::ConnectNext() {
       upstream_fd_ = -1;
     }
     upstream_fd_ = socket(Family(target), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (upstream_fd_ < 0) continue;
+    if (upstream_fd_ < 0) {
+      NoteFailedAttempt(errno, "socket");
+      continue;
+    }
     SetNoDelay(upstream_fd_);
     sockaddr_storage storage;
     const socklen_t length = ToSockaddr(target, &storage);
     if (connect(upstream_fd_, reinterpret_cast<sockaddr*>(&storage), length) != 0 &&
         errno != EINPROGRESS) {
+      NoteFailedAttempt(errno, "connect");
       continue;
     }
     state_ = State::kConnecting;
-    if (!context_->loop->Add(upstream_fd_, EPOLLOUT | EPOLLET, this, kUpstreamTag).ok()) continue;
+    if (absl::Status added = context_->loop->Add(upstream_fd_, EPOLLOUT | EPOLLET, this, kUpstreamTag);
+        !added.ok()) {
+      NoteFailedAttempt(0, std::string(added.message()));
+      continue;
+    }
     // To a local or nearby host the handshake has often completed by the time connect()
     // returns: go on now rather than one loop pass later (connect-to-first-byte).
     pollfd ready{upstream_fd_, POLLOUT, 0};
     if (poll(&ready, 1, 0) == 1) OnConnected();
     return;
   }
-  // No address could be reached. The decision was an allow (logged); the client gets a reset.
-  Close(/*reset=*/true);
+  // No address could be reached. The decision was an allow; the client gets a reset, and the
+  // log says why.
+  FailAllowed(pending.last_failure,
+              absl::StrCat("no upstream address took the connection (",
+                           absl::StrJoin(pending.failed_attempts, "; "), "); the client was reset"));
+}
+
+void Connection::NoteFailedAttempt(int error, const std::string& detail) {
+  Pending& pending = *pending_;
+  const SocketAddress& target = pending.targets[pending.next_target - 1];
+  std::string why = detail;
+  if (error != 0) absl::StrAppend(&why, ": ", std::strerror(error));
+  pending.failed_attempts.push_back(absl::StrCat(FormatSocketAddress(target), " ", why));
+  switch (error) {
+    case ECONNREFUSED:
+      pending.last_failure = Outcome::kRefused;
+      break;
+    case ETIMEDOUT:
+      pending.last_failure = Outcome::kTimedOut;
+      break;
+    case ENETUNREACH:
+    case EHOSTUNREACH:
+    case EADDRNOTAVAIL:
+    case ENETDOWN:
+    case EHOSTDOWN:
+      pending.last_failure = Outcome::kUnreachable;
+      break;
+    default:
+      // The proxy's own trouble (descriptors, epoll), not the upstream's.
+      pending.last_failure = Outcome::kProxyError;
+      break;
+  }
 }
 
 void Connection::OnConnected() {
@@ -300,6 +355,7 @@ void Connection::OnConnected() {
   socklen_t length = sizeof(error);
   if (getsockopt(upstream_fd_, SOL_SOCKET, SO_ERROR, &error, &length) != 0) error = errno;
   if (error != 0) {
+    NoteFailedAttempt(error, "connect");
     context_->loop->Remove(upstream_fd_);
     ConnectNext();
     return;
@@ -309,11 +365,15 @@ void Connection::OnConnected() {
 
 void Connection::StartSplicing() {
   context_->loop->CancelTimer(&timer_);
+  upstream_address_ = pending_->targets[pending_->next_target - 1];
   state_ = State::kSplicing;
   SetNoDelay(client_fd_);
-  if (!context_->loop->Modify(client_fd_, kSpliceEvents, this, kClientTag).ok() ||
-      !context_->loop->Modify(upstream_fd_, kSpliceEvents, this, kUpstreamTag).ok()) {
-    Close(/*reset=*/true);
+  if (absl::Status watched = context_->loop->Modify(client_fd_, kSpliceEvents, this, kClientTag);
+      !watched.ok() ||
+      !(watched = context_->loop->Modify(upstream_fd_, kSpliceEvents, this, kUpstreamTag)).ok()) {
+    FailAllowed(Outcome::kProxyError,
+                absl::StrCat("connected, but the proxy could not watch the connection (",
+                             watched.message(), "); the client was reset"));
   } else if (Pump(to_upstream_, client_fd_, upstream_fd_)) {
     // The peeked bytes were still queued on the client socket: they went first, untouched.
     Pump(to_client_, upstream_fd_, client_fd_);
@@ -361,7 +421,7 @@ bool Connection::Pump(Direction& direction, int src, int dst) {
       }
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) return true;  // dst full: EPOLLOUT resumes
-      Close(/*reset=*/true);                       // EPIPE / ECONNRESET: abort both sides
+      FailSplice(dst, n < 0 ? errno : EPIPE);     // EPIPE / ECONNRESET: abort both sides
       return false;
     }
     if (direction.eof) {
@@ -378,7 +438,9 @@ bool Connection::Pump(Direction& direction, int src, int dst) {
       return true;
     }
     if (direction.pipe_read < 0 && !AcquirePipe(direction)) {
-      Close(/*reset=*/true);
+      FailAllowed(Outcome::kProxyError,
+                  absl::StrCat("the proxy could not make a pipe to splice through (",
+                               std::strerror(errno), "); the client was reset"));
       return false;
     }
     const ssize_t n = splice(src, nullptr, direction.pipe_write, nullptr, context_->pipe_capacity,
@@ -396,9 +458,26 @@ bool Connection::Pump(Direction& direction, int src, int dst) {
       ReleasePipe(direction);  // idle: hold no pipe
       return true;
     }
-    Close(/*reset=*/true);
+    FailSplice(src, errno);
     return false;
   }
+}
+
+void Connection::FailSplice(int fd, int error) {
+  if (fd != upstream_fd_) {
+    Close(/*reset=*/true);  // the client reset its own connection: passed on upstream
+    return;
+  }
+  FailAllowed(Outcome::kReset,
+              absl::StrCat("the upstream ", FormatSocketAddress(upstream_address_),
+                           " failed mid-stream (", std::strerror(error),
+                           "); the client was reset"));
+}
+
+void Connection::FailAllowed(Outcome outcome, const std::string& reason) {
+  Close(/*reset=*/true);  // the answer first
+  LogPendingOnce();       // the allow line comes before its outcome
+  LogOutcome(context_, uid_, ref_, NetworkSubjectProto(domain_, original_dst_), outcome, reason);
 }
 
 void Connection::Block(engine::Decision decision, leash::v1::Subject subject, std::string ref) {
@@ -410,8 +489,7 @@ void Connection::Block(engine::Decision decision, leash::v1::Subject subject, st
 void Connection::LogPendingOnce() {
   if (pending_ == nullptr || pending_->logged) return;
   pending_->logged = true;
-  LogDecision(context_, uid_, pending_->decision, pending_->subject, pending_->ref,
-              /*critical=*/false);
+  LogDecision(context_, uid_, pending_->decision, pending_->subject, ref_, /*critical=*/false);
 }
 
 void Connection::Close(bool reset) {

@@ -1,7 +1,10 @@
 // One redirected connection, from its first bytes to its close, on the event loop:
 // peek (MSG_PEEK: the bytes stay queued and are spliced upstream untouched) -> decide ->
 // [resolve the name itself] -> connect -> splice both directions through pipes, with
-// half-close carried across. A block is a reset. Each connection writes exactly one decision.
+// half-close carried across. A block is a reset. Each connection writes exactly one decision;
+// an allowed one that the upstream fails (refused, unreachable, timed out, reset mid-stream)
+// or the proxy cannot carry on also writes one outcome record under the same ref, after it, so
+// the log never shows only "allow" for a connection the agent saw reset.
 #pragma once
 
 #include <cstdint>
@@ -46,10 +49,12 @@ class Connection final : public EventLoop::Handler,
     std::string name;  // the normalized name being resolved (domain decisions)
     engine::Decision decision;
     leash::v1::Subject subject;
-    std::string ref;
     bool logged = false;
     std::vector<SocketAddress> targets;
     size_t next_target = 0;
+    // Each address that did not take the connection, and why; the last one's kind.
+    std::vector<std::string> failed_attempts;
+    Outcome last_failure = Outcome::kUnreachable;
   };
 
   // One direction of the splice: src -> pipe -> dst.
@@ -75,6 +80,14 @@ class Connection final : public EventLoop::Handler,
   void ReleasePipe(Direction& direction);
   void Block(engine::Decision decision, leash::v1::Subject subject, std::string ref);
   void LogPendingOnce();
+  // The upstream address being connected to now did not take the connection (`error`: errno).
+  void NoteFailedAttempt(int error, const std::string& detail);
+  // An allowed connection that cannot go on: reset (the answer first), then the allow record
+  // if it is not written yet, then its outcome record.
+  void FailAllowed(Outcome outcome, const std::string& reason);
+  // Pump's error path: `fd`'s side failed with `error`. Only a failure on the upstream side is
+  // an outcome to write down; the client's own reset is the agent's doing.
+  void FailSplice(int fd, int error);
   // Normal end (both directions finished) or abort (reset both sides).
   void Close(bool reset);
 
@@ -87,6 +100,11 @@ class Connection final : public EventLoop::Handler,
   uint32_t uid_;
   State state_ = State::kPeeking;
   SocketAddress original_dst_;
+  // The decision's ref and the name it was judged on (empty: none), kept past the decision for
+  // an outcome record.
+  std::string ref_;
+  std::string domain_;
+  SocketAddress upstream_address_;  // where the splice goes, once connected
   std::shared_ptr<const engine::CompiledPolicy> policy_;  // released once decided
   std::unique_ptr<Pending> pending_;
   Direction to_upstream_;

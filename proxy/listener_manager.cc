@@ -135,8 +135,9 @@ struct ListenerManager::Listener final : public EventLoop::Handler, public Event
 };
 
 ListenerManager::ListenerManager(EventLoop* loop, const OriginalDstReader* original_dst,
-                                 Resolver* resolver, engine::DecisionSink* sink,
-                                 ProxyOptions options) {
+                                 const SocketOwnerLookup* socket_owner, Resolver* resolver,
+                                 engine::DecisionSink* sink, ProxyOptions options)
+    : socket_owner_(socket_owner) {
   // splice(2) has no MSG_NOSIGNAL: a peer that vanished mid-splice must be an EPIPE to handle,
   // not a SIGPIPE that ends the process. Process-wide, so set once here for every user.
   signal(SIGPIPE, SIG_IGN);
@@ -373,20 +374,19 @@ void ListenerManager::Handle(Listener* listener, unsigned tag, int fd) {
   const uint32_t uid = listener->uid;
   absl::StatusOr<SocketAddress> original = context_.original_dst->Read(fd);
   if (!original.ok()) {
-    RefuseCritical(fd, uid,
-                   absl::StrCat("original destination unreadable (", original.status().message(),
-                                "): the connection cannot be shown to have been redirected; "
-                                "refused without consulting a policy"),
-                   nullptr);
+    RefuseDirect(fd, *listener,
+                 absl::StrCat("original destination unreadable (", original.status().message(),
+                              "): the connection cannot be shown to have been redirected"),
+                 nullptr);
     return;
   }
   const std::string destination = FormatSocketAddress(*original);
   if (*original == listener->sockets[tag].address) {
-    RefuseCritical(fd, uid,
-                   absl::StrCat("connection was not redirected: its destination ", destination,
-                                " is this listener's own address (a direct connection to the "
-                                "proxy); refused without consulting a policy"),
-                   &*original);
+    RefuseDirect(fd, *listener,
+                 absl::StrCat("connection was not redirected: its destination ", destination,
+                              " is this listener's own address (a direct connection to the "
+                              "proxy)"),
+                 &*original);
     return;
   }
   if (auto other = listener_addresses_.find(*original); other != listener_addresses_.end()) {
@@ -450,6 +450,36 @@ void ListenerManager::Handle(Listener* listener, unsigned tag, int fd) {
     return;
   }
   Connection::Start(&context_, fd, uid, listener->entry->policy, *original);
+}
+
+void ListenerManager::RefuseDirect(int fd, const Listener& listener, const std::string& what,
+                                   const SocketAddress* original_dst) {
+  // Asked before the reset: the reset closes the connecting socket too, and a closed socket has
+  // no owner left to report. Only this path asks, so a redirected connection never waits on it.
+  absl::StatusOr<SocketOwner> owner =
+      socket_owner_ != nullptr ? socket_owner_->OwnerOfPeer(fd)
+                               : absl::StatusOr<SocketOwner>(
+                                     absl::UnavailableError("no socket-owner lookup configured"));
+  const std::string aimed_at = absl::StrCat(
+      "the proxy listener of uid ", listener.uid,
+      listener.entry != nullptr && !listener.entry->account.empty()
+          ? absl::StrCat(" (", listener.entry->account, ")")
+          : "");
+  uint32_t logged_uid = engine::kUnknownUid;
+  std::string made_by;
+  if (owner.ok()) {
+    logged_uid = owner->uid;
+    made_by = absl::StrCat("made by uid ", owner->uid, " (",
+                           owner->account.empty() ? "no account has this uid" : owner->account,
+                           ")");
+  } else {
+    // Never the listener's subject: that would record someone else's attempt as its egress.
+    made_by = absl::StrCat("made by an unknown owner (", owner.status().message(), ")");
+  }
+  RefuseCritical(fd, logged_uid,
+                 absl::StrCat(what, "; ", made_by, ", aimed at ", aimed_at,
+                              "; refused without consulting a policy"),
+                 original_dst);
 }
 
 void ListenerManager::RefuseCritical(int fd, uint32_t uid, const std::string& reason,

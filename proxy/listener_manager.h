@@ -12,10 +12,11 @@
 // under its own UID.
 //
 // Before any policy is consulted, a connection is refused (critical, no policy) when its
-// original destination cannot be read, is the accepting listener's own address (a direct
-// connection), or is the address of any listener of this proxy (one agent aiming at another's
-// port: the kernel redirected it to its own listener, where it is refused and logged under the
-// attempting UID).
+// original destination cannot be read or is the accepting listener's own address (it was not
+// redirected: a direct connection, logged under the account that owns the connecting socket,
+// never the listener's subject), or is the address of any listener of this proxy (one agent
+// aiming at another's port: the kernel redirected it to its own listener, where it is refused
+// and logged under the attempting UID).
 #pragma once
 
 #include <cstdint>
@@ -32,13 +33,15 @@
 #include "proxy/proxy_context.h"
 #include "proxy/resolver.h"
 #include "proxy/socket_address.h"
+#include "proxy/socket_owner.h"
 
 namespace leash::proxy {
 
 class ListenerManager {
  public:
   // Every pointer must outlive the manager; `sink` may be null (nothing logged).
-  ListenerManager(EventLoop* loop, const OriginalDstReader* original_dst, Resolver* resolver,
+  ListenerManager(EventLoop* loop, const OriginalDstReader* original_dst,
+                  const SocketOwnerLookup* socket_owner, Resolver* resolver,
                   engine::DecisionSink* sink, ProxyOptions options);
   // Shutdown() must have run.
   ~ListenerManager();
@@ -64,6 +67,10 @@ class ListenerManager {
   void Handle(Listener* listener, unsigned tag, int fd);
   void RefuseCritical(int fd, uint32_t uid, const std::string& reason,
                       const SocketAddress* original_dst);
+  // A connection that was not redirected: refused, and logged under the owner of the socket
+  // that made it (or kUnknownUid, saying so), with `listener`'s subject named in the reason.
+  void RefuseDirect(int fd, const Listener& listener, const std::string& what,
+                    const SocketAddress* original_dst);
   // Stops watching the listener's sockets and closes the proxy's own (leashd's stay open).
   void CloseListener(Listener* listener);
   // A port that moved away: leashd's sockets of the old port go to a listener of their own
@@ -72,6 +79,7 @@ class ListenerManager {
   void TakeBackRetired(uint16_t port);
 
   ProxyContext context_;
+  const SocketOwnerLookup* const socket_owner_;
   // Loop thread only.
   absl::flat_hash_map<uint32_t, std::unique_ptr<Listener>> listeners_;
   std::vector<std::unique_ptr<Listener>> retired_;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <cerrno>
 #include <map>
 #include <memory>
@@ -26,6 +27,7 @@
 #include "test/fixtures/subprocess.h"
 #include "proxy/testing/client_hello_builder.h"
 #include "proxy/testing/fake_original_dst.h"
+#include "proxy/testing/fake_socket_owner.h"
 #include "proxy/testing/loop_thread.h"
 #include "proxy/testing/recording_sink.h"
 #include "proxy/testing/upstream_server.h"
@@ -94,7 +96,7 @@ class ListenerManagerTest : public ::testing::Test {
     resolver_options.threads = 2;
     resolver_options.lookup = [this](const std::string& name) { return Lookup(name); };
     resolver_ = std::make_unique<ThreadPoolResolver>(thread_.loop(), resolver_options);
-    manager_ = std::make_unique<ListenerManager>(thread_.loop(), &fake_, resolver_.get(), &sink_,
+    manager_ = std::make_unique<ListenerManager>(thread_.loop(), &fake_, &owners_, resolver_.get(), &sink_,
                                                  Options());
   }
   static ProxyOptions Options() {
@@ -107,7 +109,7 @@ class ListenerManagerTest : public ::testing::Test {
   // A manager with other options in place of the one SetUp made (before any Apply).
   void RestartWith(const ProxyOptions& options) {
     manager_->Shutdown();
-    manager_ = std::make_unique<ListenerManager>(thread_.loop(), &fake_, resolver_.get(), &sink_,
+    manager_ = std::make_unique<ListenerManager>(thread_.loop(), &fake_, &owners_, resolver_.get(), &sink_,
                                                  options);
   }
   void TearDown() override {
@@ -176,20 +178,35 @@ class ListenerManagerTest : public ::testing::Test {
     return SocketAddress{};
   }
 
-  // Connects to `listener` as a client whose original destination reads as `original`
-  // (nullopt: not redirected, the fake reports the listener's own address).
-  int Connect(const SocketAddress& listener, std::optional<SocketAddress> original) {
+  // Connects to `listener` from a client socket bound first, so `before_connect` can tell a
+  // fake about the client's address before the proxy accepts it.
+  static int ConnectFrom(const SocketAddress& listener,
+                         const std::function<void(const SocketAddress& client)>& before_connect) {
     const int fd = socket(Family(listener), SOCK_STREAM | SOCK_CLOEXEC, 0);
     SocketAddress local{listener.ip, 0};
     sockaddr_storage storage;
     socklen_t length = ToSockaddr(local, &storage);
     EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&storage), length), 0);
-    if (original) fake_.Set(LocalAddress(fd), *original);
+    before_connect(LocalAddress(fd));
     length = ToSockaddr(listener, &storage);
     EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&storage), length), 0) << strerror(errno);
     timeval timeout{5, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
     return fd;
+  }
+  // Connects to `listener` as a client whose original destination reads as `original`
+  // (nullopt: not redirected, the fake reports the listener's own address).
+  int Connect(const SocketAddress& listener, std::optional<SocketAddress> original) {
+    return ConnectFrom(listener, [&](const SocketAddress& client) {
+      if (original) fake_.Set(client, *original);
+    });
+  }
+  // Connects to `listener` without a redirect, from a socket the owner lookup reports as
+  // `owner`'s (nullopt: it finds nobody).
+  int ConnectDirectly(const SocketAddress& listener, std::optional<SocketOwner> owner) {
+    return ConnectFrom(listener, [&](const SocketAddress& client) {
+      if (owner) owners_.Set(client, *owner);
+    });
   }
   static void Send(int fd, const std::string& bytes) {
     ASSERT_EQ(send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
@@ -226,6 +243,7 @@ class ListenerManagerTest : public ::testing::Test {
 
   testing::LoopThread thread_;
   testing::FakeOriginalDst fake_;
+  testing::FakeSocketOwner owners_;
   testing::RecordingSink sink_;
   std::unique_ptr<ThreadPoolResolver> resolver_;
   std::unique_ptr<ListenerManager> manager_;
@@ -421,20 +439,63 @@ TEST_F(ListenerManagerTest, UnreadableHelloIsRefusedWhenClosedAndDecidedOnTheAdd
   EXPECT_TRUE(absl::StrContains(NthRecord(2).reason(), "unreadable")) << NthRecord(2).reason();
 }
 
-TEST_F(ListenerManagerTest, ADirectConnectionIsRefusedAsCriticalWithoutPolicy) {
+TEST_F(ListenerManagerTest, ADirectConnectionIsLoggedUnderTheAccountThatMadeItAsCritical) {
   Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
   const SocketAddress listener = Listener(kUidA);
-  const int fd = Connect(listener, std::nullopt);  // not redirected
+  // Root, which no nftables rule redirects, straight at A's listener.
+  const int fd = ConnectDirectly(listener, SocketOwner{0, "root"});
   EXPECT_TRUE(SendAndRead(fd, Http("anything.test")).reset);
   close(fd);
   const leash::v1::DecisionRecord record = NthRecord(0);
-  EXPECT_EQ(record.uid(), kUidA);
+  EXPECT_EQ(record.uid(), 0u);
   EXPECT_EQ(record.action(), "block");
   EXPECT_EQ(record.severity(), "critical");
   EXPECT_EQ(record.subject().ip(), "127.0.0.1");
   EXPECT_EQ(record.subject().port(), listener.port);
   EXPECT_TRUE(absl::StrContains(record.reason(), "this listener's own address")) << record.reason();
+  EXPECT_TRUE(absl::StrContains(record.reason(), "made by uid 0 (root)")) << record.reason();
+  EXPECT_TRUE(absl::StrContains(record.reason(),
+                                absl::StrCat("aimed at the proxy listener of uid ", kUidA, " (lpx-",
+                                             kUidA, ")")))
+      << record.reason();
   EXPECT_TRUE(absl::StrContains(record.reason(), "without consulting a policy")) << record.reason();
+}
+
+TEST_F(ListenerManagerTest, ADirectConnectionWhoseOwnerIsUnknownIsNeverAttributedToTheSubject) {
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  const int fd = ConnectDirectly(Listener(kUidA), std::nullopt);
+  EXPECT_TRUE(SendAndRead(fd, Http("anything.test")).reset);
+  close(fd);
+  const leash::v1::DecisionRecord record = NthRecord(0);
+  EXPECT_EQ(record.uid(), engine::kUnknownUid);
+  EXPECT_EQ(record.severity(), "critical");
+  EXPECT_TRUE(absl::StrContains(record.reason(), "made by an unknown owner (no socket of this host"))
+      << record.reason();
+}
+
+TEST_F(ListenerManagerTest, ADirectConnectionByAnAccountWithNoNameGivesItsUid) {
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  const int fd = ConnectDirectly(Listener(kUidA), SocketOwner{231072, ""});
+  EXPECT_TRUE(SendAndRead(fd, Http("anything.test")).reset);
+  close(fd);
+  const leash::v1::DecisionRecord record = NthRecord(0);
+  EXPECT_EQ(record.uid(), 231072u);
+  EXPECT_TRUE(absl::StrContains(record.reason(), "made by uid 231072 (no account has this uid)"))
+      << record.reason();
+}
+
+TEST_F(ListenerManagerTest, ARedirectedConnectionNeverAsksWhoOwnsTheSocket) {
+  Upstream target(Addr("127.0.0.4", 0));
+  ASSERT_TRUE(target.ok());
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb"),
+         Subject(kUidB, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  EXPECT_EQ(Exchange(kUidA, target.address(), Http("x.test")).line,
+            absl::StrCat("SERVER ", FormatSocketAddress(target.address())));
+  // Nor does one agent's attempt at another's port: it was redirected, so the listener's UID is
+  // the attempting one.
+  EXPECT_TRUE(Exchange(kUidA, Listener(kUidB), Http("x.test")).reset);
+  EXPECT_EQ(NthRecord(1).uid(), kUidA);
+  EXPECT_EQ(owners_.lookups(), 0);
 }
 
 TEST_F(ListenerManagerTest, AimingAtAnotherSubjectsListenerIsRefusedUnderTheAttemptingUid) {
@@ -478,8 +539,10 @@ TEST_F(ListenerManagerTest, AnUnreadableOriginalDestinationIsRefused) {
   close(fd);
   const leash::v1::DecisionRecord record = NthRecord(0);
   EXPECT_EQ(record.severity(), "critical");
-  EXPECT_EQ(record.uid(), kUidA);
+  // Not shown to be redirected, so not shown to be A's: logged as a connection of unknown owner.
+  EXPECT_EQ(record.uid(), engine::kUnknownUid);
   EXPECT_TRUE(absl::StrContains(record.reason(), "original destination unreadable")) << record.reason();
+  EXPECT_TRUE(absl::StrContains(record.reason(), "unknown owner")) << record.reason();
   EXPECT_EQ(record.subject().ip(), "");
 }
 
@@ -614,6 +677,112 @@ TEST_F(ListenerManagerTest, AResolvedAddressOnTheDenyListIsNotUsed) {
   EXPECT_TRUE(Exchange(kUidA, denied.address(), Http("allowed.test")).reset);
   EXPECT_TRUE(absl::StrContains(NthRecord(1).reason(), "matches deny entry '127.0.0.2'"))
       << NthRecord(1).reason();
+}
+
+// An allowed connection the upstream fails is reset for the client, and the log says so: the
+// allow record, then an outcome record under the same ref (never "allow" alone).
+void ExpectAllowThenOutcome(const leash::v1::DecisionRecord& allow,
+                            const leash::v1::DecisionRecord& outcome, const std::string& kind,
+                            const std::string& fragment) {
+  EXPECT_EQ(allow.action(), "allow");
+  EXPECT_EQ(outcome.action(), "outcome");
+  EXPECT_EQ(outcome.outcome(), kind);
+  EXPECT_EQ(outcome.ref(), allow.ref());
+  EXPECT_EQ(outcome.uid(), allow.uid());
+  EXPECT_EQ(outcome.surface(), "network");
+  EXPECT_EQ(outcome.subject().ip(), allow.subject().ip());
+  EXPECT_EQ(outcome.subject().port(), allow.subject().port());
+  EXPECT_TRUE(absl::StrContains(outcome.reason(), fragment)) << outcome.reason();
+  EXPECT_TRUE(absl::StrContains(outcome.reason(), "the client was reset")) << outcome.reason();
+}
+
+TEST_F(ListenerManagerTest, AnAllowedConnectionTheUpstreamRefusesHasARefusedOutcome) {
+  // A port nobody listens on: bound for a moment to learn a free one, then closed.
+  const int probe = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage storage;
+  socklen_t length = ToSockaddr(Addr("127.0.0.5", 0), &storage);
+  ASSERT_EQ(bind(probe, reinterpret_cast<sockaddr*>(&storage), length), 0);
+  const SocketAddress closed_port = LocalAddress(probe);
+  close(probe);
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  EXPECT_TRUE(Exchange(kUidA, closed_port, Http("x.test")).reset);
+  ExpectAllowThenOutcome(NthRecord(0), NthRecord(1), "refused",
+                         absl::StrCat(FormatSocketAddress(closed_port), " connect: Connection refused"));
+}
+
+TEST_F(ListenerManagerTest, AnAllowedConnectionTheUpstreamResetsMidStreamHasAResetOutcome) {
+  Upstream resetting(Addr("127.0.0.6", 0), Upstream::Behaviour::kResetAfterFirstBytes);
+  ASSERT_TRUE(resetting.ok());
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  const int fd = Connect(Listener(kUidA), resetting.address());
+  // The greeting arrives (the connection was up), then the server resets it.
+  EXPECT_EQ(SendAndRead(fd, Http("x.test")).line, resetting.Greeting());
+  EXPECT_TRUE(ReadLine(fd).reset);
+  close(fd);
+  ExpectAllowThenOutcome(NthRecord(0), NthRecord(1), "reset",
+                         absl::StrCat("the upstream ", FormatSocketAddress(resetting.address()),
+                                      " failed mid-stream"));
+}
+
+TEST_F(ListenerManagerTest, AnAllowedConnectionTheUpstreamNeverAnswersHasATimedOutOutcome) {
+  ProxyOptions options = Options();
+  options.connect_timeout = absl::Milliseconds(300);
+  RestartWith(options);
+  // A listener whose queue is full drops every further SYN: a connect to it never completes.
+  const int full = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage storage;
+  socklen_t length = ToSockaddr(Addr("127.0.0.7", 0), &storage);
+  ASSERT_EQ(bind(full, reinterpret_cast<sockaddr*>(&storage), length), 0);
+  ASSERT_EQ(listen(full, 0), 0);
+  const SocketAddress silent = LocalAddress(full);
+  length = ToSockaddr(silent, &storage);
+  std::vector<int> fillers;
+  for (int i = 0; i < 2; ++i) {
+    fillers.push_back(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    connect(fillers.back(), reinterpret_cast<sockaddr*>(&storage), length);
+  }
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  EXPECT_TRUE(Exchange(kUidA, silent, Http("x.test")).reset);
+  ExpectAllowThenOutcome(NthRecord(0), NthRecord(1), "timed_out", "no answer within 300ms");
+  for (int fd : fillers) close(fd);
+  close(full);
+}
+
+TEST_F(ListenerManagerTest, AConnectionOpenWhenTheProxyStopsHasAProxyStoppedOutcome) {
+  Upstream target(Addr("127.0.0.4", 0));
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  const int fd = Connect(Listener(kUidA), target.address());
+  EXPECT_EQ(SendAndRead(fd, Http("x.test")).line, target.Greeting());
+  manager_->Shutdown();
+  // Past the echo of the request, the reset.
+  Reply rest;
+  do {
+    rest = ReadLine(fd);
+  } while (!rest.reset && !rest.eof && !absl::StartsWith(rest.line, "recv error"));
+  EXPECT_TRUE(rest.reset) << rest.line;
+  close(fd);
+  ExpectAllowThenOutcome(NthRecord(0), NthRecord(1), "proxy_stopped", "leash-proxy stopped");
+}
+
+TEST_F(ListenerManagerTest, AnAllowedConnectionThatEndsNormallyHasNoOutcomeRecord) {
+  Upstream target(Addr("127.0.0.4", 0));
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_BLACKLIST })pb")});
+  const int fd = Connect(Listener(kUidA), target.address());
+  EXPECT_EQ(SendAndRead(fd, Http("x.test")).line, target.Greeting());
+  shutdown(fd, SHUT_WR);
+  // The echo of the request, then the server's orderly close.
+  char buffer[4096];
+  ssize_t n;
+  while ((n = recv(fd, buffer, sizeof(buffer), 0)) > 0) {
+  }
+  EXPECT_EQ(n, 0) << strerror(errno);
+  close(fd);
+  EXPECT_TRUE(leash::testing::WaitFor(
+      [&] { return manager_->counters().active.load() == 0; }, absl::Seconds(5)));
+  const std::vector<leash::v1::DecisionRecord> records = sink_.WaitForCount(1, absl::Seconds(5));
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].action(), "allow");
+  EXPECT_EQ(manager_->counters().outcomes.load(), 0u);
 }
 
 TEST_F(ListenerManagerTest, HalfCloseIsCarriedAcrossAndEveryByteArrives) {

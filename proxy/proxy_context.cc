@@ -3,6 +3,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "absl/strings/str_cat.h"
+
 namespace leash::proxy {
 
 void LogDecision(ProxyContext* context, uint32_t uid, const engine::Decision& decision,
@@ -14,6 +16,38 @@ void LogDecision(ProxyContext* context, uint32_t uid, const engine::Decision& de
   leash::v1::DecisionRecord record = engine::MakeDecisionRecord(
       absl::Now(), ref, uid, leash::v1::SURFACE_NETWORK, decision, std::move(subject));
   if (critical) record.set_severity("critical");
+  context->sink->Record(std::move(record));
+}
+
+absl::string_view OutcomeName(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kRefused:
+      return "refused";
+    case Outcome::kUnreachable:
+      return "unreachable";
+    case Outcome::kTimedOut:
+      return "timed_out";
+    case Outcome::kReset:
+      return "reset";
+    case Outcome::kProxyError:
+      return "proxy_error";
+    case Outcome::kProxyStopped:
+      return "proxy_stopped";
+  }
+  return "unknown";
+}
+
+void LogOutcome(ProxyContext* context, uint32_t uid, const std::string& ref,
+                leash::v1::Subject subject, Outcome outcome, const std::string& reason) {
+  context->counters.outcomes.fetch_add(1, std::memory_order_relaxed);
+  if (context->sink == nullptr) return;
+  engine::Decision what;
+  what.reason = absl::StrCat("network: outcome of the allowed connection ", ref, ": ", reason);
+  leash::v1::DecisionRecord record = engine::MakeDecisionRecord(
+      absl::Now(), ref, uid, leash::v1::SURFACE_NETWORK, what, std::move(subject));
+  // Not a second decision: a reader counting allows and blocks must not count this line.
+  record.set_action("outcome");
+  record.set_outcome(std::string(OutcomeName(outcome)));
   context->sink->Record(std::move(record));
 }
 

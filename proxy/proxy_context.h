@@ -54,6 +54,7 @@ struct ProxyCounters {
   std::atomic<uint64_t> allowed{0};
   std::atomic<uint64_t> refused{0};   // blocks of every kind
   std::atomic<uint64_t> active{0};    // connections held now
+  std::atomic<uint64_t> outcomes{0};  // outcome records: allowed connections the upstream failed
 };
 
 struct ProxyContext {
@@ -83,6 +84,23 @@ struct ProxyContext {
 // Writes one record (answer first, log after: callers reset or connect before calling this).
 void LogDecision(ProxyContext* context, uint32_t uid, const engine::Decision& decision,
                  leash::v1::Subject subject, const std::string& ref, bool critical);
+
+// What became of an allowed connection that did not end normally (DecisionRecord.outcome).
+enum class Outcome : uint8_t {
+  kRefused,      // the upstream refused the connection (ECONNREFUSED)
+  kUnreachable,  // no route, host unreachable, or the socket could not be made
+  kTimedOut,     // no answer from the upstream within the connect timeout
+  kReset,        // the upstream reset (or vanished) mid-stream
+  kProxyError,   // the proxy could not carry it on (a descriptor, a pipe, epoll)
+  kProxyStopped, // leash-proxy shut down with the connection open
+};
+absl::string_view OutcomeName(Outcome outcome);
+
+// Writes the outcome record of the allowed connection `ref` (after its allow record, under the
+// same ref, uid and subject): action "outcome", `outcome` named, `reason` saying what happened.
+// Callers have already answered the client.
+void LogOutcome(ProxyContext* context, uint32_t uid, const std::string& ref,
+                leash::v1::Subject subject, Outcome outcome, const std::string& reason);
 
 // A fresh ref for a decision.
 std::string NewRef(ProxyContext* context);

@@ -22,6 +22,7 @@
 #include "proxy/listener_manager.h"
 #include "proxy/original_dst.h"
 #include "proxy/resolver.h"
+#include "proxy/socket_owner.h"
 
 namespace leash::proxy {
 namespace {
@@ -183,12 +184,13 @@ int RunProxyMain(int argc, char** argv, const SinkFactory& make_sink) {
     return 1;
   }
   KernelOriginalDst original_dst;
+  KernelSocketOwner socket_owner;
   ResolverOptions resolver_options;
   resolver_options.threads = flags->resolver_threads;
   resolver_options.positive_ttl = flags->resolve_cache_ttl;
   auto resolver = std::make_unique<ThreadPoolResolver>(loop->get(), resolver_options);
-  auto manager = std::make_unique<ListenerManager>(loop->get(), &original_dst, resolver.get(),
-                                                   sink.sink.get(), flags->options);
+  auto manager = std::make_unique<ListenerManager>(loop->get(), &original_dst, &socket_owner,
+                                                   resolver.get(), sink.sink.get(), flags->options);
   std::thread loop_thread([&] { (*loop)->Run(); });
 
   sidecar::SubscriberOptions subscriber_options;

@@ -8,7 +8,8 @@
 
 namespace leash::proxy::testing {
 
-UpstreamServer::UpstreamServer(const SocketAddress& want) {
+UpstreamServer::UpstreamServer(const SocketAddress& want, Behaviour behaviour)
+    : behaviour_(behaviour) {
   fd_ = socket(Family(want), SOCK_STREAM | SOCK_CLOEXEC, 0);
   const int one = 1;
   setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -50,6 +51,12 @@ void UpstreamServer::Serve(int c) {
     if (poll(&p, 1, 20) <= 0) continue;
     const ssize_t n = read(c, buffer, sizeof(buffer));
     if (n <= 0) break;
+    if (behaviour_ == Behaviour::kResetAfterFirstBytes) {
+      const linger reset{1, 0};
+      setsockopt(c, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+      close(c);  // an RST, mid-stream
+      return;
+    }
     send(c, buffer, n, MSG_NOSIGNAL);
   }
   shutdown(c, SHUT_WR);

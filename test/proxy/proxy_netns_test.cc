@@ -12,6 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "gtest/gtest.h"
 #include "proxy/testing/upstream_server.h"
@@ -42,8 +43,13 @@ class ProxyNetnsTest : public ::testing::Test {
     options.v0_addresses = {"192.0.2.10/24", "2001:db8::10/64"};
     options.v1_addresses = {"192.0.2.11/24", "192.0.2.12/24", "2001:db8::11/64", "2001:db8::12/64"};
     options.hosts_file =
-        "192.0.2.11 allowed-a.test allowed-b.test\n2001:db8::11 allowed-a.test allowed-b.test\n";
-    options.proxy_flags = {"--peek-timeout=300ms"};
+        "192.0.2.11 allowed-a.test allowed-b.test\n2001:db8::11 allowed-a.test allowed-b.test\n"
+        // Allowed names (suffixes of allowed-a.test) whose hosts fail the proxy's connection.
+        "192.0.2.12 reset.allowed-a.test\n"
+        "192.0.2.99 blackholed.allowed-a.test\n"
+        "198.51.100.7 unreachable.allowed-a.test\n";
+    // A short connect timeout, so a blackholed upstream times out within the test.
+    options.proxy_flags = {"--peek-timeout=300ms", "--connect-timeout=2s"};
     options.helpers = {"test/proxy/probe"};
     absl::StatusOr<std::unique_ptr<ProxyTestbed>> bed = ProxyTestbed::Create(options);
     if (!bed.ok()) return bed.status();
@@ -58,6 +64,9 @@ class ProxyNetnsTest : public ::testing::Test {
               proxy::SocketAddress{*engine::ParseIpAddress(ip), port}));
         }
       }
+      servers_->push_back(std::make_unique<UpstreamServer>(
+          proxy::SocketAddress{*engine::ParseIpAddress("192.0.2.12"), 82},
+          UpstreamServer::Behaviour::kResetAfterFirstBytes));
       for (uint16_t port : {9000, 18500}) {
         servers_->push_back(std::make_unique<UpstreamServer>(
             proxy::SocketAddress{*engine::ParseIpAddress("127.0.0.1"), port}));
@@ -66,6 +75,18 @@ class ProxyNetnsTest : public ::testing::Test {
         if (!server->ok()) {
           return absl::InternalError(absl::StrCat("cannot serve ", server->Greeting()));
         }
+      }
+    }
+    // 192.0.2.99 swallows every packet (a blackholed host); 198.51.100.0/24 has no route.
+    for (const std::vector<std::string>& argv :
+         {std::vector<std::string>{"nft", "add table inet lpx_blackhole"},
+          std::vector<std::string>{"nft", "add chain inet lpx_blackhole out { type filter hook output priority 0 ; }"},
+          std::vector<std::string>{"nft", "add rule inet lpx_blackhole out ip daddr 192.0.2.99 drop"},
+          std::vector<std::string>{"ip", "route", "add", "unreachable", "198.51.100.0/24"}}) {
+      absl::StatusOr<RunResult> run = bed_->RunAsRoot(argv);
+      if (!run.ok()) return run.status();
+      if (run->exit_code != 0) {
+        return absl::InternalError(absl::StrCat(absl::StrJoin(argv, " "), ": ", run->out));
       }
     }
     if (absl::Status started = bed_->StartProxy(); !started.ok()) return started;
@@ -219,11 +240,10 @@ TEST_F(ProxyNetnsTest, SniSpoofingReachesOnlyTheAddressTheProxyResolved) {
 }
 
 TEST_F(ProxyNetnsTest, DirectConnectionsToListenersAreRefusedUnderTheAttemptingUid) {
-  // Its own listener, the other agent's (v4 and v6), then root (no rules) straight at A's.
+  // Its own listener, the other agent's (v4 and v6): redirected to its own listener.
   EXPECT_EQ(Probe(kA, absl::StrCat("127.0.0.1:", kPortA), "http", "allowed-a.test"), "RESET");
   EXPECT_EQ(Probe(kA, absl::StrCat("127.0.0.1:", kPortB), "http", "allowed-b.test"), "RESET");
   EXPECT_EQ(Probe(kA, absl::StrCat("[::1]:", kPortB), "http", "allowed-b.test"), "RESET");
-  EXPECT_EQ(Probe(kRoot, absl::StrCat("127.0.0.1:", kPortA), "http", "allowed-a.test"), "RESET");
 
   const uint32_t a = bed_->uid(kA);
   auto critical_for = [&](const std::string& ip, uint32_t port, const std::string& fragment) {
@@ -232,7 +252,11 @@ TEST_F(ProxyNetnsTest, DirectConnectionsToListenersAreRefusedUnderTheAttemptingU
              r.subject().port() == port && absl::StrContains(r.reason(), fragment);
     });
   };
-  EXPECT_EQ(critical_for("127.0.0.1", kPortA, "this listener's own address").action(), "block");
+  const leash::v1::DecisionRecord own = critical_for("127.0.0.1", kPortA, "this listener's own address");
+  EXPECT_EQ(own.action(), "block");
+  EXPECT_TRUE(absl::StrContains(own.reason(), absl::StrCat("made by uid ", a, " (",
+                                                           bed_->account(kA).name(), ")")))
+      << own.reason();
   EXPECT_EQ(critical_for("127.0.0.1", kPortB, absl::StrCat("proxy listener of uid ", bed_->uid(kB)))
                 .action(),
             "block");
@@ -241,6 +265,93 @@ TEST_F(ProxyNetnsTest, DirectConnectionsToListenersAreRefusedUnderTheAttemptingU
   // Nothing was ever logged under B for these.
   for (const leash::v1::DecisionRecord& r : bed_->Records()) {
     EXPECT_FALSE(r.uid() == bed_->uid(kB) && r.severity() == "critical") << r.reason();
+  }
+}
+
+// The spec: "a peer that has no leash rules at all (root, another local service) connecting to
+// a listener directly ... would otherwise be recorded as that subject's own egress". The kernel
+// (sock_diag) names the connecting socket's owner; the record carries it, never the subject.
+TEST_F(ProxyNetnsTest, APeerWithNoLeashRulesConnectingDirectlyIsLoggedUnderItsOwnAccount) {
+  absl::StatusOr<std::unique_ptr<TestAccount>> other =
+      TestAccount::Create(absl::StrCat("lpxo-", getpid()));
+  ASSERT_TRUE(other.ok()) << other.status();
+  const std::vector<std::string> argv = {bed_->Helper("probe"), absl::StrCat("127.0.0.1:", kPortA),
+                                         "http", "allowed-a.test"};
+  absl::StatusOr<RunResult> by_other = bed_->ns().Run((*other)->AsUser(argv));
+  ASSERT_TRUE(by_other.ok()) << by_other.status();
+  EXPECT_EQ(absl::StripTrailingAsciiWhitespace(by_other->out), "RESET");
+  EXPECT_EQ(Probe(kRoot, absl::StrCat("[::1]:", kPortA), "http", "allowed-a.test"), "RESET");
+  EXPECT_EQ(Probe(kRoot, absl::StrCat("127.0.0.1:", kPortA), "http", "allowed-a.test"), "RESET");
+
+  auto direct_by = [&](uint32_t uid, const std::string& ip) {
+    return Record([&](const leash::v1::DecisionRecord& r) {
+      return r.uid() == uid && r.subject().ip() == ip && r.subject().port() == kPortA &&
+             absl::StrContains(r.reason(), "this listener's own address");
+    });
+  };
+  const leash::v1::DecisionRecord by_account = direct_by((*other)->uid(), "127.0.0.1");
+  EXPECT_EQ(by_account.action(), "block");
+  EXPECT_EQ(by_account.severity(), "critical");
+  EXPECT_TRUE(absl::StrContains(by_account.reason(),
+                                absl::StrCat("made by uid ", (*other)->uid(), " (",
+                                             (*other)->name(), ")")))
+      << by_account.reason();
+  EXPECT_TRUE(absl::StrContains(by_account.reason(),
+                                absl::StrCat("aimed at the proxy listener of uid ", bed_->uid(kA))))
+      << by_account.reason();
+  for (const std::string ip : {"127.0.0.1", "::1"}) {
+    const leash::v1::DecisionRecord by_root = direct_by(0, ip);
+    EXPECT_EQ(by_root.severity(), "critical") << ip;
+    EXPECT_TRUE(absl::StrContains(by_root.reason(), "made by uid 0 (root)")) << by_root.reason();
+  }
+  // None of the three was recorded as A's.
+  const std::vector<leash::v1::DecisionRecord> records = bed_->Records();
+  for (size_t i = records_before_; i < records.size(); ++i) {
+    EXPECT_NE(records[i].uid(), bed_->uid(kA)) << records[i].reason();
+  }
+}
+
+// The spec's "Allow → it opens a connection to the real destination": when that connection
+// fails, the agent sees a reset, and the log says what happened under the allow's own ref.
+// Real upstreams in the namespace: a port nobody listens on, a server that resets mid-stream,
+// a blackholed address (nftables drops its packets; the proxy runs with a 2 s connect
+// timeout) and an address with no route.
+TEST_F(ProxyNetnsTest, AnAllowedConnectionTheUpstreamFailsHasAnOutcomeRecordUnderItsRef) {
+  struct Case {
+    std::string target;  // where the agent aims
+    std::string name;    // the allowed name it sends
+    std::string outcome;
+    std::string fragment;
+  };
+  const std::vector<Case> cases = {
+      {"192.0.2.11:81", "allowed-a.test", "refused", "192.0.2.11:81 connect: Connection refused"},
+      {"192.0.2.12:82", "reset.allowed-a.test", "reset", "the upstream 192.0.2.12:82 failed mid-stream"},
+      {"192.0.2.11:80", "blackholed.allowed-a.test", "timed_out",
+       "192.0.2.99:80 no answer within 2s"},
+      {"192.0.2.11:80", "unreachable.allowed-a.test", "unreachable",
+       "198.51.100.7:80 connect: No route to host"},
+  };
+  const uint32_t a = bed_->uid(kA);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string seen = Probe(kA, c.target, "http", c.name);
+    // The reset server greets before it resets; every other case is a reset before a byte.
+    if (c.outcome != "reset") {
+      EXPECT_EQ(seen, "RESET");
+    }
+    const uint32_t port = static_cast<uint32_t>(std::stoi(c.target.substr(c.target.find(':') + 1)));
+    const leash::v1::DecisionRecord allow = Record([&](const leash::v1::DecisionRecord& r) {
+      return r.uid() == a && r.subject().domain() == c.name && r.subject().port() == port &&
+             r.action() == "allow";
+    });
+    ASSERT_EQ(allow.ref().size(), 8u);
+    const leash::v1::DecisionRecord outcome = Record([&](const leash::v1::DecisionRecord& r) {
+      return r.ref() == allow.ref() && r.action() == "outcome";
+    });
+    EXPECT_EQ(outcome.outcome(), c.outcome);
+    EXPECT_EQ(outcome.uid(), a);
+    EXPECT_EQ(outcome.subject().domain(), c.name);
+    EXPECT_TRUE(absl::StrContains(outcome.reason(), c.fragment)) << outcome.reason();
   }
 }
 
