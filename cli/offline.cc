@@ -11,6 +11,8 @@
 #include "engine/check_subject.h"
 #include "engine/compiled_policy.h"
 #include "engine/config_yaml.h"
+#include "controlplane/list_files.h"
+#include "engine/named_lists.h"
 #include "engine/validate.h"
 #include "leash/v1/control.pb.h"
 
@@ -44,6 +46,11 @@ int ValidateOffline(const Args& args, std::ostream& out, std::ostream& err) {
   }
   leash::v1::ValidateResponse response;
   for (leash::v1::Finding& finding : engine::ValidateConfig(*config, "floor")) {
+    *response.add_findings() = std::move(finding);
+  }
+  const engine::ListTexts lists =
+      controlplane::ReadListFiles({&*config}, controlplane::ListFolderFor(args.config_path));
+  for (leash::v1::Finding& finding : engine::ValidateLists(*config, "floor", lists)) {
     *response.add_findings() = std::move(finding);
   }
   response.set_failed(engine::HasBlockingFinding(
