@@ -81,7 +81,16 @@ int CheckOffline(const Args& args, std::ostream& out, std::ostream& err) {
     err << "leash check: " << config.status().message() << "\n";
     return kExitRefused;
   }
-  const engine::CompiledPolicy policy = engine::CompiledPolicy::Compile(*config);
+  // Judged as leashd would: with the named lists it uses expanded, and not at all when one
+  // cannot be (the subject would be denied everything).
+  absl::StatusOr<leash::v1::Config> expanded = engine::ExpandLists(
+      *config,
+      controlplane::ReadListFiles({&*config}, controlplane::ListFolderFor(args.config_path)));
+  if (!expanded.ok()) {
+    err << "leash check: " << expanded.status().message() << "\n";
+    return kExitRefused;
+  }
+  const engine::CompiledPolicy policy = engine::CompiledPolicy::Compile(*expanded);
   absl::StatusOr<engine::Decision> decision =
       engine::DecideText(policy, *surface, args.words[2]);
   if (!decision.ok()) {

@@ -1,7 +1,5 @@
 #include "engine/named_lists.h"
 
-#include <functional>
-
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -14,40 +12,35 @@
 namespace leash::engine {
 namespace {
 
-using Grammar = std::function<absl::Status(absl::string_view)>;
-
-// The fields a list may be used in, with the grammar its entries are judged by there.
+// The fields a list may be used in.
 struct ListField {
   const char* name;
-  const leash::v1::EntryList& (*get)(const leash::v1::Config&);
-  leash::v1::EntryList* (*mutable_get)(leash::v1::Config&);
-  Grammar grammar;
+  bool network;  // else filesystem
+  bool deny;     // else allow
+};
+constexpr ListField kListFields[] = {
+    {"network.allow", true, false},
+    {"network.deny", true, true},
+    {"filesystem.allow", false, false},
+    {"filesystem.deny", false, true},
 };
 
-const std::vector<ListField>& ListFields() {
-  static const auto* fields = new std::vector<ListField>{
-      {"network.allow", [](const leash::v1::Config& c) -> const leash::v1::EntryList& {
-         return c.network().allow();
-       },
-       [](leash::v1::Config& c) { return c.mutable_network()->mutable_allow(); },
-       [](absl::string_view e) { return ParseNetworkEntry(e).status(); }},
-      {"network.deny", [](const leash::v1::Config& c) -> const leash::v1::EntryList& {
-         return c.network().deny();
-       },
-       [](leash::v1::Config& c) { return c.mutable_network()->mutable_deny(); },
-       [](absl::string_view e) { return ParseNetworkEntry(e).status(); }},
-      {"filesystem.allow", [](const leash::v1::Config& c) -> const leash::v1::EntryList& {
-         return c.filesystem().allow();
-       },
-       [](leash::v1::Config& c) { return c.mutable_filesystem()->mutable_allow(); },
-       [](absl::string_view e) { return ParsePathEntry(e).status(); }},
-      {"filesystem.deny", [](const leash::v1::Config& c) -> const leash::v1::EntryList& {
-         return c.filesystem().deny();
-       },
-       [](leash::v1::Config& c) { return c.mutable_filesystem()->mutable_deny(); },
-       [](absl::string_view e) { return ParsePathEntry(e).status(); }},
-  };
-  return *fields;
+const leash::v1::EntryList& EntriesIn(const leash::v1::Config& c, const ListField& field) {
+  if (field.network) return field.deny ? c.network().deny() : c.network().allow();
+  return field.deny ? c.filesystem().deny() : c.filesystem().allow();
+}
+
+leash::v1::EntryList* MutableEntriesIn(leash::v1::Config& c, const ListField& field) {
+  if (field.network) {
+    return field.deny ? c.mutable_network()->mutable_deny() : c.mutable_network()->mutable_allow();
+  }
+  return field.deny ? c.mutable_filesystem()->mutable_deny()
+                    : c.mutable_filesystem()->mutable_allow();
+}
+
+// The grammar of the field: why `entry` can never match there, or OK.
+absl::Status EntryProblem(const ListField& field, absl::string_view entry) {
+  return field.network ? ParseNetworkEntry(entry).status() : ParsePathEntry(entry).status();
 }
 
 bool IsListName(absl::string_view name) {
@@ -82,7 +75,7 @@ absl::StatusOr<std::vector<ListLine>> EntriesOf(const ListField& field,
     return absl::FailedPreconditionError(absl::StrCat(where, " ", lines.status().message()));
   }
   for (const ListLine& line : *lines) {
-    if (absl::Status problem = field.grammar(line.entry); !problem.ok()) {
+    if (absl::Status problem = EntryProblem(field, line.entry); !problem.ok()) {
       return absl::FailedPreconditionError(absl::StrCat(
           where, " line ", line.line, ": '", line.entry, "' can never match as a ", field.name,
           " entry (", problem.message(), "); every subject using the list is denied everything "
@@ -133,8 +126,8 @@ absl::StatusOr<std::vector<ListLine>> ParseListText(absl::string_view text) {
 std::vector<std::string> ListFilesUsed(const leash::v1::Config& config) {
   std::vector<std::string> out;
   absl::flat_hash_set<std::string> seen;
-  for (const ListField& field : ListFields()) {
-    for (const std::string& entry : field.get(config).entries()) {
+  for (const ListField& field : kListFields) {
+    for (const std::string& entry : EntriesIn(config, field).entries()) {
       if (!IsListReference(entry)) continue;
       absl::StatusOr<std::string> file = ListFilePath(entry);
       if (file.ok() && seen.insert(*file).second) out.push_back(*file);
@@ -146,12 +139,12 @@ std::vector<std::string> ListFilesUsed(const leash::v1::Config& config) {
 absl::StatusOr<leash::v1::Config> ExpandLists(const leash::v1::Config& config,
                                               const ListTexts& texts) {
   leash::v1::Config out = config;
-  for (const ListField& field : ListFields()) {
-    const leash::v1::EntryList& before = field.get(config);
+  for (const ListField& field : kListFields) {
+    const leash::v1::EntryList& before = EntriesIn(config, field);
     bool any = false;
     for (const std::string& entry : before.entries()) any = any || IsListReference(entry);
     if (!any) continue;
-    leash::v1::EntryList* after = field.mutable_get(out);
+    leash::v1::EntryList* after = MutableEntriesIn(out, field);
     after->clear_entries();
     for (const std::string& entry : before.entries()) {
       absl::StatusOr<std::string> file =
@@ -172,8 +165,8 @@ absl::StatusOr<leash::v1::Config> ExpandLists(const leash::v1::Config& config,
 std::vector<leash::v1::Finding> ValidateLists(const leash::v1::Config& config,
                                               absl::string_view source, const ListTexts& texts) {
   std::vector<leash::v1::Finding> out;
-  for (const ListField& field : ListFields()) {
-    for (const std::string& entry : field.get(config).entries()) {
+  for (const ListField& field : kListFields) {
+    for (const std::string& entry : EntriesIn(config, field).entries()) {
       if (!IsListReference(entry)) continue;
       absl::StatusOr<std::string> file = ListFilePath(entry);
       if (!file.ok()) continue;  // inert: ValidateConfig reports it
