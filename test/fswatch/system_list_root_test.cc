@@ -47,37 +47,81 @@ std::string ReadAll(const std::string& path) {
   return text.str();
 }
 
+// The account and the copied system, made once for the tests of this binary (copying takes
+// a minute); each test starts its own watcher.
+struct World {
+  std::unique_ptr<TestAccount> account;
+  std::unique_ptr<TmpfsMount> tmpfs;
+  std::string root;
+  bool mounted = false;
+  std::string problem;  // why the world could not be made
+  ~World() {
+    if (mounted) umount2(root.c_str(), MNT_DETACH);
+  }
+};
+World* g_world = nullptr;
+
+std::string MakeWorld(World& w) {
+  absl::StatusOr<std::unique_ptr<TestAccount>> account =
+      TestAccount::Create(absl::StrCat("lsys", getpid()));
+  if (!account.ok()) return std::string(account.status().message());
+  w.account = *std::move(account);
+  absl::StatusOr<std::unique_ptr<TmpfsMount>> tmpfs = TmpfsMount::Create();
+  if (!tmpfs.ok()) return std::string(tmpfs.status().message());
+  w.tmpfs = *std::move(tmpfs);
+  // The test tmpfs is small and nodev; the copied system needs room and /dev/null.
+  w.root = w.tmpfs->path() + "/root";
+  if (mkdir(w.root.c_str(), 0755) != 0) return absl::StrCat("mkdir ", w.root, ": ", strerror(errno));
+  if (mount("leash-test-system", w.root.c_str(), "tmpfs", MS_NOSUID, "mode=0755,size=1g") != 0) {
+    return absl::StrCat("mount ", w.root, ": ", strerror(errno));
+  }
+  w.mounted = true;
+  // After the account exists, so the copied passwd names it.
+  absl::StatusOr<RunResult> made =
+      leash::testing::Run({"bash", kMakeSystemRoot, w.root}, absl::Minutes(5));
+  if (!made.ok()) return std::string(made.status().message());
+  if (made->exit_code != 0) return absl::StrCat(kMakeSystemRoot, " failed: ", made->out);
+  auto r = [&w](absl::string_view path) { return absl::StrCat(w.root, path); };
+  // Files @system never names, readable by mode so that only the policy refuses them.
+  if (!WriteFile(r("/etc/shadow"), "root:$6$not-a-real-hash:19000::::::\n", 0644).ok() ||
+      mkdir(r("/etc/ssh").c_str(), 0755) != 0 ||
+      !WriteFile(r("/etc/ssh/ssh_host_ed25519_key"), "key\n", 0644).ok()) {
+    return "could not write /etc/shadow and /etc/ssh in the copy";
+  }
+  for (const char* dir : {"/home/agent", "/home/agent/work", "/home/agent/work/denied"}) {
+    if (mkdir(r(dir).c_str(), 0755) != 0 ||
+        chown(r(dir).c_str(), w.account->uid(), w.account->gid()) != 0) {
+      return absl::StrCat("could not make ", dir);
+    }
+  }
+  if (!WriteFile(r("/home/agent/work/denied/notes"), "private\n", 0644).ok()) {
+    return "could not write the denied folder's file";
+  }
+  return "";
+}
+
 class SystemListRootTest : public ::testing::Test {
  protected:
+  static void SetUpTestSuite() {
+    if (geteuid() != 0) return;  // each test fails in SetUp with the reason
+    g_world = new World;
+    g_world->problem = MakeWorld(*g_world);
+  }
+  static void TearDownTestSuite() {
+    delete g_world;
+    g_world = nullptr;
+  }
+
   void SetUp() override {
     LEASH_REQUIRE_ROOT();
-    absl::StatusOr<std::unique_ptr<TestAccount>> account =
-        TestAccount::Create(absl::StrCat("lsys", getpid()));
-    ASSERT_TRUE(account.ok()) << account.status();
-    account_ = *std::move(account);
-    absl::StatusOr<std::unique_ptr<TmpfsMount>> tmpfs = TmpfsMount::Create();
-    ASSERT_TRUE(tmpfs.ok()) << tmpfs.status();
-    tmpfs_ = *std::move(tmpfs);
-    // The test tmpfs is small and nodev; the copied system needs room and /dev/null.
-    root_ = tmpfs_->path() + "/root";
-    ASSERT_EQ(mkdir(root_.c_str(), 0755), 0);
-    ASSERT_EQ(mount("leash-test-system", root_.c_str(), "tmpfs", MS_NOSUID, "mode=0755,size=1g"),
-              0)
-        << strerror(errno);
-    mounted_ = true;
-    // After the account exists, so the copied passwd names it.
-    absl::StatusOr<RunResult> made = leash::testing::Run({"bash", kMakeSystemRoot, root_}, absl::Minutes(5));
-    ASSERT_TRUE(made.ok()) << made.status();
-    ASSERT_EQ(made->exit_code, 0) << made->out;
-    // Files @system never names, readable by mode so that only the policy refuses them.
-    ASSERT_TRUE(WriteFile(R("/etc/shadow"), "root:$6$not-a-real-hash:19000::::::\n", 0644).ok());
-    ASSERT_EQ(mkdir(R("/etc/ssh").c_str(), 0755), 0);
-    ASSERT_TRUE(WriteFile(R("/etc/ssh/ssh_host_ed25519_key"), "key\n", 0644).ok());
-    for (const char* dir : {"/home/agent", "/home/agent/work", "/home/agent/work/denied"}) {
-      ASSERT_EQ(mkdir(R(dir).c_str(), 0755), 0) << dir;
-      ASSERT_EQ(chown(R(dir).c_str(), account_->uid(), account_->gid()), 0) << dir;
-    }
-    ASSERT_TRUE(WriteFile(R("/home/agent/work/denied/notes"), "private\n", 0644).ok());
+    ASSERT_NE(g_world, nullptr);
+    ASSERT_EQ(g_world->problem, "");
+    const TestAccount& account = *g_world->account;
+    // A fresh workdir for each test.
+    RunOk({"bash", "-c", absl::StrCat("find ", R("/home/agent/work"),
+                                      " -mindepth 1 -maxdepth 1 ! -name denied -exec rm -rf {} +")})
+        .status()
+        .IgnoreError();
 
     // `filesystem: { mode: whitelist, allow: [@system, <workdir>], deny: [<workdir>/denied] }`,
     // expanded by the engine from the shipped list (each entry under the copied root).
@@ -100,13 +144,15 @@ class SystemListRootTest : public ::testing::Test {
     leash::v1::PolicyUpdate map;
     map.set_version(1);
     map.set_full(true);
-    *map.add_subjects() = Subject(account_->uid(), account_->name(), leash::v1::MODE_WHITELIST,
+    *map.add_subjects() = Subject(account.uid(), account.name(), leash::v1::MODE_WHITELIST,
                                   {allow.begin(), allow.end()}, {R("/home/agent/work/denied")},
                                   leash::v1::MODE_BLACKLIST, {}, {"curl"});
     WatcherStart start;
     start.map = map;
-    start.tmpfs = tmpfs_->path();
+    start.tmpfs = g_world->tmpfs->path();
     start.work_dir = getenv("TEST_TMPDIR");
+    static int started = 0;  // unique file names across the tests of this binary
+    start.name = absl::StrCat("watcher", ++started);
     absl::StatusOr<WatcherProcess> watcher = StartWatcher(start);
     ASSERT_TRUE(watcher.ok()) << watcher.status();
     watcher_ = std::make_unique<WatcherProcess>(*std::move(watcher));
@@ -118,26 +164,22 @@ class SystemListRootTest : public ::testing::Test {
       watcher_->process->Wait(absl::Seconds(10)).IgnoreError();
     }
     watcher_.reset();
-    if (mounted_) umount2(root_.c_str(), MNT_DETACH);
   }
 
-  std::string R(absl::string_view path) const { return absl::StrCat(root_, path); }
+  static std::string R(absl::string_view path) { return absl::StrCat(g_world->root, path); }
 
   // `script` run by bash as the agent, in the copied system, in its workdir.
   RunResult AsAgent(const std::string& script) {
+    const TestAccount& account = *g_world->account;
     absl::StatusOr<RunResult> result = leash::testing::Run(
-        {"chroot", absl::StrCat("--userspec=", account_->uid(), ":", account_->gid()), root_,
-         "/usr/bin/env", "-i", "HOME=/home/agent/work", "PATH=/usr/bin:/bin", "LANG=C.UTF-8",
-         "/usr/bin/bash", "-c", absl::StrCat("cd /home/agent/work && ", script)},
+        {"chroot", absl::StrCat("--userspec=", account.uid(), ":", account.gid()),
+         g_world->root, "/usr/bin/env", "-i", "HOME=/home/agent/work", "PATH=/usr/bin:/bin",
+         "LANG=C.UTF-8", "/usr/bin/bash", "-c", absl::StrCat("cd /home/agent/work && ", script)},
         absl::Minutes(2));
     EXPECT_TRUE(result.ok()) << result.status();
     return result.ok() ? *result : RunResult{};
   }
 
-  std::unique_ptr<TestAccount> account_;
-  std::unique_ptr<TmpfsMount> tmpfs_;
-  std::string root_;
-  bool mounted_ = false;
   std::unique_ptr<WatcherProcess> watcher_;
 };
 
