@@ -11,6 +11,8 @@
 #include "engine/check_subject.h"
 #include "engine/compiled_policy.h"
 #include "engine/config_yaml.h"
+#include "controlplane/list_files.h"
+#include "engine/named_lists.h"
 #include "engine/validate.h"
 #include "leash/v1/control.pb.h"
 
@@ -46,6 +48,11 @@ int ValidateOffline(const Args& args, std::ostream& out, std::ostream& err) {
   for (leash::v1::Finding& finding : engine::ValidateConfig(*config, "floor")) {
     *response.add_findings() = std::move(finding);
   }
+  const engine::ListTexts lists =
+      controlplane::ReadListFiles({&*config}, controlplane::ListFolderFor(args.config_path));
+  for (leash::v1::Finding& finding : engine::ValidateLists(*config, "floor", lists)) {
+    *response.add_findings() = std::move(finding);
+  }
   response.set_failed(engine::HasBlockingFinding(
       {response.findings().begin(), response.findings().end()}));
   response.set_evaluated_by("offline");
@@ -74,7 +81,16 @@ int CheckOffline(const Args& args, std::ostream& out, std::ostream& err) {
     err << "leash check: " << config.status().message() << "\n";
     return kExitRefused;
   }
-  const engine::CompiledPolicy policy = engine::CompiledPolicy::Compile(*config);
+  // Judged as leashd would: with the named lists it uses expanded, and not at all when one
+  // cannot be (the subject would be denied everything).
+  absl::StatusOr<leash::v1::Config> expanded = engine::ExpandLists(
+      *config,
+      controlplane::ReadListFiles({&*config}, controlplane::ListFolderFor(args.config_path)));
+  if (!expanded.ok()) {
+    err << "leash check: " << expanded.status().message() << "\n";
+    return kExitRefused;
+  }
+  const engine::CompiledPolicy policy = engine::CompiledPolicy::Compile(*expanded);
   absl::StatusOr<engine::Decision> decision =
       engine::DecideText(policy, *surface, args.words[2]);
   if (!decision.ok()) {

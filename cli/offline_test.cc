@@ -72,6 +72,22 @@ TEST(CheckOffline, ReportsVerdictReasonAndExitCode) {
   EXPECT_THAT(out2.str(), HasSubstr("block  network: evil.com:443 not in allow list (whitelist)"));
 }
 
+TEST(ValidateOffline, AListThatCannotBeReadIsCriticalAndNamed) {
+  const std::string path = WriteConfig(
+      "lists.yaml", "user: fido\nfilesystem: { mode: whitelist, allow: ['@no-such-list'] }\n");
+  std::stringstream out, err;
+  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), kExitRefused);
+  EXPECT_THAT(out.str(), ::testing::HasSubstr("/etc/leash/lists/no-such-list"));
+}
+
+TEST(CheckOffline, AListThatCannotBeReadDecidesNothing) {
+  const std::string path = WriteConfig(
+      "lists2.yaml", "user: fido\nfilesystem: { mode: whitelist, allow: ['@no-such-list'] }\n");
+  std::stringstream out, err;
+  EXPECT_EQ(CheckOffline(ArgsFor(path, {"check", "fs", "/usr/bin/git"}), out, err), kExitRefused);
+  EXPECT_THAT(err.str(), ::testing::HasSubstr("no-such-list"));
+}
+
 TEST(CheckOffline, BadSubjectIsAUsageError) {
   const std::string path = WriteConfig("u.yaml", "user: fido\n");
   std::ostringstream out, err;

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "controlplane/floor_file.h"
+#include "controlplane/list_files.h"
 #include "engine/check_subject.h"
 #include "engine/config_defaults.h"
 #include "engine/config_yaml.h"
@@ -275,6 +276,22 @@ grpc::Status ControlService::Validate(grpc::ServerContext*, const leash::v1::Val
   absl::StatusOr<std::vector<leash::v1::Finding>> tiers = deps_.store->Validate(host);
   if (!tiers.ok()) return ToGrpc(tiers.status());
   for (leash::v1::Finding& finding : *tiers) *response->add_findings() = std::move(finding);
+  // Each named list the floor or a profile uses: its size, or why it cannot be used.
+  absl::StatusOr<Snapshot> snapshot = deps_.store->ReadSnapshot();
+  if (!snapshot.ok()) return ToGrpc(snapshot.status());
+  std::vector<std::pair<std::string, const leash::v1::Config*>> uses;
+  if (host.floor.ok()) uses.emplace_back("floor", &*host.floor);
+  for (const auto& [name, profile] : snapshot->profiles) {
+    if (profile.ok()) uses.emplace_back(absl::StrCat("profile:", name), &*profile);
+  }
+  std::vector<const leash::v1::Config*> configs;
+  for (const auto& use : uses) configs.push_back(use.second);
+  const engine::ListTexts lists = ReadListFiles(configs, ListFolderFor(deps_.config_path));
+  for (const auto& [source, config] : uses) {
+    for (leash::v1::Finding& finding : engine::ValidateLists(*config, source, lists)) {
+      *response->add_findings() = std::move(finding);
+    }
+  }
   for (const auto& [uid, view] : deps_.subjects->All()) {
     for (leash::v1::Finding& finding : SubordinateIdFindings(view.state)) {
       *response->add_findings() = std::move(finding);

@@ -34,6 +34,10 @@ class PolicySnapshot {
   // Resolves one subject. The configured single user resolves to the (global-folded) floor with
   // no tier of its own, so no agent: binding can re-point the control plane's own confinement.
   virtual Resolution Resolve(const Account& account, bool configured_user) const = 0;
+
+  // What the pass should say about the files it read beyond any one subject (a named list
+  // that was edited since the last pass), each line starting "warning: " or "critical: ".
+  virtual std::vector<std::string> Notes() const { return {}; }
 };
 
 class PolicySource {

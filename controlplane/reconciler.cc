@@ -216,6 +216,7 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
   }
   absl::StatusOr<std::unique_ptr<PolicySnapshot>> snapshot = policies_->Load();
   if (!snapshot.ok()) return wholesale(snapshot.status());
+  for (std::string& note : (*snapshot)->Notes()) report.add_warnings(std::move(note));
   std::optional<PortMap> ports;
   if (!options_.single_subject) {
     absl::StatusOr<PortMap> loaded = LoadPorts();

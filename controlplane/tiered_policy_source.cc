@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "controlplane/floor_file.h"
+#include "engine/named_lists.h"
 #include "engine/tiers.h"
 
 namespace leash::controlplane {
@@ -9,10 +10,15 @@ namespace {
 
 class TieredSnapshot : public PolicySnapshot {
  public:
-  TieredSnapshot(leash::v1::Config floor, Snapshot tiers)
+  TieredSnapshot(leash::v1::Config floor, Snapshot tiers, engine::ListTexts lists,
+                 std::vector<std::string> notes)
       : floor_(std::move(floor)),
         tiers_(std::move(tiers)),
+        lists_(std::move(lists)),
+        notes_(std::move(notes)),
         resolver_(floor_, tiers_.bindings, tiers_.profiles) {}
+
+  std::vector<std::string> Notes() const override { return notes_; }
 
   const leash::v1::Config& floor() const override { return floor_; }
 
@@ -24,7 +30,14 @@ class TieredSnapshot : public PolicySnapshot {
       out.sources.push_back(absl::StrCat(resolved.scopes[i], "=", resolved.profiles[i]));
     }
     if (resolved.ok()) {
-      out.policy = *std::move(resolved.policy);
+      // Consent was judged on the list references as written; the enforcers get the entries.
+      absl::StatusOr<leash::v1::Config> expanded = engine::ExpandLists(*resolved.policy, lists_);
+      if (expanded.ok()) {
+        out.policy = *std::move(expanded);
+      } else {
+        out.policy = absl::FailedPreconditionError(
+            absl::StrCat("unusable-list: ", expanded.status().message()));
+      }
     } else {
       out.policy = absl::FailedPreconditionError(
           absl::StrCat(engine::ResolveFailureKindName(resolved.failure->kind), ": ",
@@ -36,6 +49,8 @@ class TieredSnapshot : public PolicySnapshot {
  private:
   const leash::v1::Config floor_;
   const Snapshot tiers_;
+  const engine::ListTexts lists_;
+  const std::vector<std::string> notes_;
   // Points into tiers_: declared after it.
   const engine::Resolver resolver_;
 };
@@ -50,7 +65,24 @@ absl::StatusOr<std::unique_ptr<PolicySnapshot>> TieredPolicySource::Load() {
   if (!floor.ok()) return floor.status();
   absl::StatusOr<Snapshot> tiers = store_->ReadSnapshot();
   if (!tiers.ok()) return tiers.status();
-  return std::unique_ptr<PolicySnapshot>(new TieredSnapshot(*std::move(floor), *std::move(tiers)));
+  // Every list the floor or any profile names; a subject only ever uses some of them.
+  std::vector<const leash::v1::Config*> configs = {&*floor};
+  for (const auto& [name, profile] : tiers->profiles) {
+    if (profile.ok()) configs.push_back(&*profile);
+  }
+  engine::ListTexts lists = ReadListFiles(configs, ListFolderFor(config_path_));
+  ListEntries entries = EntriesOfLists(lists);
+  std::vector<std::string> notes;
+  if (loaded_once_) {
+    for (std::string& edit : DescribeListEdits(last_lists_, entries)) {
+      notes.push_back(absl::StrCat("warning: ", edit));
+    }
+  }
+  // A list that could not be read this time keeps its last entries to compare with.
+  for (auto& [file, list] : entries) last_lists_[file] = std::move(list);
+  loaded_once_ = true;
+  return std::unique_ptr<PolicySnapshot>(new TieredSnapshot(
+      *std::move(floor), *std::move(tiers), std::move(lists), std::move(notes)));
 }
 
 }  // namespace leash::controlplane

@@ -97,6 +97,10 @@ void AppendReason(Surface surface, absl::string_view subject, const Ruling& ruli
     case Ruling::Basis::kNotAllowed:
       out += " not in allow list (whitelist)";
       return;
+    case Ruling::Basis::kAncestorOfAllowEntry:
+      absl::StrAppend(&out, " is a directory above allow entry '", ruling.entry,
+                      "' (listed by name only)");
+      return;
   }
 }
 
@@ -228,6 +232,29 @@ Decision CompiledPolicy::DecidePath(absl::string_view path) const {
 
 Ruling CompiledPolicy::RuleOnNormalPath(absl::string_view path) const {
   return Rule(filesystem_, [&](const PathList& list) { return Match{list.trie.Match(path)}; });
+}
+
+Ruling CompiledPolicy::RuleOnNormalDirectory(absl::string_view path) const {
+  Ruling ruling = RuleOnNormalPath(path);
+  if (ruling.basis != Ruling::Basis::kNotAllowed) return ruling;
+  if (const int below = filesystem_.allow.trie.EntryBelow(path); below >= 0) {
+    ruling.verdict = Verdict::kAllow;
+    ruling.basis = Ruling::Basis::kAncestorOfAllowEntry;
+    ruling.entry = filesystem_.allow.entries[below];
+  }
+  return ruling;
+}
+
+Decision CompiledPolicy::DecideDirectory(absl::string_view path) const {
+  absl::StatusOr<std::string> normalized = NormalizeAbsolutePath(path);
+  if (!normalized.ok()) {
+    return FailDecision(fail_mode_, leash::v1::SURFACE_FILESYSTEM, normalized.status().message());
+  }
+  const Ruling ruling = RuleOnNormalDirectory(*normalized);
+  Decision decision;
+  decision.verdict = ruling.verdict;
+  AppendReason(leash::v1::SURFACE_FILESYSTEM, *normalized, ruling, decision.reason);
+  return decision;
 }
 
 Decision CompiledPolicy::DecideCommand(absl::string_view binary) const {

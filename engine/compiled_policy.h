@@ -30,6 +30,9 @@ struct Ruling {
     kNotDenied,   // blacklist mode, no deny entry matched: allow
     kAllowEntry,  // whitelist mode, an allow entry matched: allow
     kNotAllowed,  // whitelist mode, nothing matched: block
+    // whitelist mode, a directory no entry matches but an allow entry lies below: it may be
+    // listed (names only), so the way to what is allowed can be seen
+    kAncestorOfAllowEntry,
   };
   Verdict verdict = Verdict::kBlock;
   Basis basis = Basis::kNotAllowed;
@@ -59,6 +62,13 @@ class CompiledPolicy {
   // DecidePath's ruling without its reason, for a path that is already normal
   // (IsNormalAbsolutePath: the kernel's paths are); anything else must go through DecidePath.
   Ruling RuleOnNormalPath(absl::string_view path) const;
+  // The ruling on opening (listing) the directory `path`, already normal: a deny entry blocks
+  // it as it blocks a file; under a whitelist a directory is allowed when an allow entry
+  // matches it or lies below it (its ancestors are listed by name only: every file in them is
+  // still judged on its own).
+  Ruling RuleOnNormalDirectory(absl::string_view path) const;
+  // RuleOnNormalDirectory for any absolute path (normalized first), with its reason.
+  Decision DecideDirectory(absl::string_view path) const;
   // `binary`: an absolute path (matched by path and by basename) or a bare name (by name).
   Decision DecideCommand(absl::string_view binary) const;
   Decision DecideTool(absl::string_view name) const;

@@ -278,6 +278,43 @@ TEST(Compile, InertEntriesAreSkippedAndListed) {
   EXPECT_TRUE(DecideText(policy, kNet, "github.com:443")->allowed());
 }
 
+TEST(DirectoryOpen, DeniedFolderCannotBeListedInEitherMode) {
+  const CompiledPolicy white = CompiledPolicy::Compile(WhitelistPolicy());
+  const Decision denied = white.DecideDirectory("/home/fido/work/secrets");
+  EXPECT_FALSE(denied.allowed());
+  EXPECT_THAT(denied.reason, HasSubstr("deny entry '/home/fido/work/secrets'"));
+  Config black;
+  black.mutable_filesystem()->set_mode(leash::v1::MODE_BLACKLIST);
+  Fill(black.mutable_filesystem()->mutable_deny(), {"/srv/private", "/srv/*/keys"});
+  const CompiledPolicy blacklist = CompiledPolicy::Compile(black);
+  EXPECT_FALSE(blacklist.DecideDirectory("/srv/private").allowed());
+  EXPECT_FALSE(blacklist.DecideDirectory("/srv/x/keys").allowed());
+  EXPECT_TRUE(blacklist.DecideDirectory("/srv").allowed());
+}
+
+TEST(DirectoryOpen, WhitelistListsAnAllowedFolderAndItsAncestorsOnly) {
+  const CompiledPolicy policy = CompiledPolicy::Compile(WhitelistPolicy());
+  EXPECT_TRUE(policy.DecideDirectory("/home/fido/work").allowed());
+  EXPECT_TRUE(policy.DecideDirectory("/home/fido/work/sub").allowed());
+  for (const char* ancestor : {"/", "/home", "/home/fido", "/srv"}) {
+    const Decision decision = policy.DecideDirectory(ancestor);
+    EXPECT_TRUE(decision.allowed()) << ancestor;
+    EXPECT_THAT(decision.reason, HasSubstr("listed by name only")) << ancestor;
+  }
+  // A sibling of an allowed folder, or a folder beside an ancestor, is not on the way.
+  for (const char* other : {"/home/other", "/home/fido/workshop", "/etc", "/srv2"}) {
+    EXPECT_FALSE(policy.DecideDirectory(other).allowed()) << other;
+  }
+  // Being an ancestor allows the listing only: a file in it is judged as a file.
+  EXPECT_FALSE(policy.DecidePath("/home/fido/notes.txt").allowed());
+}
+
+TEST(DirectoryOpen, AncestorRuleDoesNotOutrankADenyEntry) {
+  Config c = WhitelistPolicy();
+  Fill(c.mutable_filesystem()->mutable_deny(), {"/home"});
+  EXPECT_FALSE(CompiledPolicy::Compile(c).DecideDirectory("/home/fido").allowed());
+}
+
 TEST(CheckSubject, NetworkNeedsAPort) {
   absl::StatusOr<NetworkSubject> subject = ParseNetworkCheckSubject("github.com");
   ASSERT_FALSE(subject.ok());

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "engine/named_lists.h"
 #include "engine/network_entry.h"
 #include "engine/path_entry.h"
 
@@ -27,9 +28,15 @@ void Walk(const leash::v1::EntryList& list, const char* field, const Grammar& gr
 }  // namespace
 
 std::vector<leash::v1::InertEntry> InertEntries(const leash::v1::Config& config) {
-  const Grammar network = [](const std::string& e) { return ParseNetworkEntry(e).status(); };
+  // A list reference stands for the list's entries: here only its own form is judged (the
+  // entries are judged where the list is expanded, ExpandLists).
+  const Grammar network = [](const std::string& e) {
+    return IsListReference(e) ? ListFilePath(e).status() : ParseNetworkEntry(e).status();
+  };
   const Grammar resolver = [](const std::string& e) { return ParseResolverEntry(e).status(); };
-  const Grammar path = [](const std::string& e) { return ParsePathEntry(e).status(); };
+  const Grammar path = [](const std::string& e) {
+    return IsListReference(e) ? ListFilePath(e).status() : ParsePathEntry(e).status();
+  };
   const Grammar command = [](const std::string& e) { return ParseCommandEntry(e).status(); };
   const Grammar tool = [](const std::string& e) { return ParseToolEntry(e).status(); };
 

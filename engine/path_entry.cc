@@ -128,6 +128,11 @@ absl::StatusOr<PathEntry> ParsePathEntry(absl::string_view entry) {
 
 absl::StatusOr<CommandEntry> ParseCommandEntry(absl::string_view entry) {
   if (entry.empty()) return Inert("empty entry");
+  if (entry.front() == '@') {
+    // Not a binary named "@system": a subject could give its own copy that name.
+    return Inert("a list (@name) can be used only in network and filesystem lists; name each "
+                 "command on its own");
+  }
   if (HasWhitespaceOrNul(entry)) {
     return Inert("contains whitespace; a command entry is a binary's name or absolute path, "
                  "not a command line");
@@ -154,6 +159,10 @@ absl::StatusOr<CommandEntry> ParseCommandEntry(absl::string_view entry) {
 
 absl::StatusOr<std::string> ParseToolEntry(absl::string_view entry) {
   if (entry.empty()) return Inert("empty entry");
+  if (entry.front() == '@') {
+    return Inert("a list (@name) can be used only in network and filesystem lists; name each "
+                 "tool on its own");
+  }
   if (HasWhitespaceOrNul(entry)) {
     return Inert("contains whitespace; tools match by exact name");
   }

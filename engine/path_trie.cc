@@ -10,9 +10,10 @@ PathTrie::~PathTrie() = default;
 PathTrie::PathTrie(PathTrie&&) noexcept = default;
 PathTrie& PathTrie::operator=(PathTrie&&) noexcept = default;
 
-PathTrie::Node* PathTrie::NodeFor(absl::string_view directory) {
+PathTrie::Node* PathTrie::NodeFor(absl::string_view directory, int id) {
   Node* node = root_.get();
   for (absl::string_view component : absl::StrSplit(directory, '/', absl::SkipEmpty())) {
+    if (node->below_id < 0) node->below_id = id;
     std::unique_ptr<Node>& child = node->children[component];
     if (!child) child = std::make_unique<Node>();
     node = child.get();
@@ -21,14 +22,16 @@ PathTrie::Node* PathTrie::NodeFor(absl::string_view directory) {
 }
 
 void PathTrie::AddPrefix(absl::string_view path, int id) {
-  Node* node = NodeFor(path);
+  Node* node = NodeFor(path, id);
   if (node->prefix_id < 0) node->prefix_id = id;  // the first of duplicate entries names it
 }
 
 void PathTrie::AddGlob(absl::string_view glob, int id) {
   const size_t meta = glob.find_first_of("*?[");
   const size_t last_slash = glob.rfind('/', meta);
-  Node* node = NodeFor(glob.substr(0, last_slash));
+  Node* node = NodeFor(glob.substr(0, last_slash), id);
+  // The glob names something below its literal directory: that directory is an ancestor too.
+  if (node->below_id < 0) node->below_id = id;
   RE2::Options options;
   options.set_log_errors(false);
   auto regex = std::make_unique<RE2>(GlobToRegex(glob), options);
@@ -57,6 +60,16 @@ int PathTrie::Match(absl::string_view path) const {
     visit(node);
   }
   return best;
+}
+
+int PathTrie::EntryBelow(absl::string_view path) const {
+  const Node* node = root_.get();
+  for (absl::string_view component : absl::StrSplit(path, '/', absl::SkipEmpty())) {
+    auto it = node->children.find(component);
+    if (it == node->children.end()) return -1;
+    node = it->second.get();
+  }
+  return node->below_id;
 }
 
 }  // namespace leash::engine

@@ -31,6 +31,11 @@ class PathTrie {
   // and absolute.
   int Match(absl::string_view path) const;
 
+  // The id of an entry that lies strictly below `path` (a prefix entry under it, or a glob
+  // whose literal directory is `path` or under it), or -1: `path` is then an ancestor of
+  // something an entry names. `path` must be normalized and absolute.
+  int EntryBelow(absl::string_view path) const;
+
  private:
   struct Glob {
     std::unique_ptr<RE2> regex;
@@ -39,9 +44,13 @@ class PathTrie {
   struct Node {
     absl::flat_hash_map<std::string, std::unique_ptr<Node>> children;
     int prefix_id = -1;
+    // The first entry added strictly below this node (a glob hanging here counts).
+    int below_id = -1;
     std::vector<Glob> globs;
   };
-  Node* NodeFor(absl::string_view directory);
+  // The node for `directory`, created as needed; every node above it records `id` as an
+  // entry below it.
+  Node* NodeFor(absl::string_view directory, int id);
 
   std::unique_ptr<Node> root_;
 };

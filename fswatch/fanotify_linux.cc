@@ -368,17 +368,21 @@ int FanotifyLinux::FactsOf(const FanEvent& event, FileFacts& out) {
   return 0;
 }
 
+// FAN_ONDIR: without it the kernel raises no event for opening a directory, so a listing
+// (opendir, getdents) of a denied folder would never be judged.
+constexpr uint64_t kMarkMask = FAN_OPEN_PERM | FAN_OPEN_EXEC_PERM | FAN_ONDIR;
+
 absl::Status FanotifyLinux::MarkFilesystem(const std::string& path) {
-  if (fanotify_mark(fd_, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_OPEN_PERM | FAN_OPEN_EXEC_PERM,
-                    AT_FDCWD, path.c_str()) != 0) {
+  if (fanotify_mark(fd_, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, kMarkMask, AT_FDCWD,
+                    path.c_str()) != 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat("fanotify_mark(FAN_MARK_FILESYSTEM) ", path));
   }
   return absl::OkStatus();
 }
 
 absl::Status FanotifyLinux::UnmarkFilesystem(const std::string& path) {
-  if (fanotify_mark(fd_, FAN_MARK_REMOVE | FAN_MARK_FILESYSTEM,
-                    FAN_OPEN_PERM | FAN_OPEN_EXEC_PERM, AT_FDCWD, path.c_str()) != 0) {
+  if (fanotify_mark(fd_, FAN_MARK_REMOVE | FAN_MARK_FILESYSTEM, kMarkMask, AT_FDCWD,
+                    path.c_str()) != 0) {
     return absl::ErrnoToStatus(errno,
                                absl::StrCat("fanotify_mark(FAN_MARK_REMOVE) ", path));
   }

@@ -433,10 +433,14 @@ Watcher::Judgement Watcher::Judge(const FanEvent& event, const sidecar::SubjectE
   if (exec) return Judgement::Of(policy.DecideCommand(path));
   // The kernel's paths are normal; the ruling's reason is rendered after the answer.
   Judgement judgement;
+  // A directory's open is a listing (the marks carry FAN_ONDIR): judged like a file, except
+  // that a whitelist lets the way to an allowed folder be listed (names only).
+  const bool directory = S_ISDIR(facts.mode);
   if (engine::IsNormalAbsolutePath(path)) {
-    judgement.ruling = policy.RuleOnNormalPath(path);
+    judgement.ruling =
+        directory ? policy.RuleOnNormalDirectory(path) : policy.RuleOnNormalPath(path);
   } else {
-    judgement.decision = policy.DecidePath(path);
+    judgement.decision = directory ? policy.DecideDirectory(path) : policy.DecidePath(path);
   }
   if (judgement.verdict() == Verdict::kAllow && facts.regular && facts.nlink > 1 &&
       FilesystemDeniesSomething(policy) &&

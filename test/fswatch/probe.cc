@@ -3,12 +3,15 @@
 // raises no event of its own; only what it touches on the test's tmpfs is judged.
 //
 //   probe open PATH                  open O_RDONLY, close
+//   probe list DIR                   opendir, read every name, closedir
+//   probe open-nonblock PATH         open O_RDONLY|O_NONBLOCK (a FIFO: no writer needed), close
 //   probe open-write PATH            open O_WRONLY (a FIFO: waits for a reader)
 //   probe exec PATH [ARGS...]        execv; prints only on failure
 //   probe wait-open DIR FIFO NAME    chdir DIR, wait for a line on FIFO, then open NAME
 //   probe storm PATH COUNT           COUNT x open+close; prints "ok <count> <failures>"
 //   probe storm-for PATH MS          open+close for MS milliseconds; prints
 //                                    "ok <count> <failures> <successes>"
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -38,6 +41,21 @@ int main(int argc, char** argv) {
   }
   const char* op = argv[1];
   if (strcmp(op, "open") == 0) return Report(open(argv[2], O_RDONLY | O_CLOEXEC));
+  if (strcmp(op, "list") == 0) {
+    DIR* dir = opendir(argv[2]);
+    if (dir == nullptr) {
+      printf("errno=%d\n", errno);
+      return 1;
+    }
+    while (readdir(dir) != nullptr) {
+    }
+    closedir(dir);
+    printf("ok\n");
+    return 0;
+  }
+  if (strcmp(op, "open-nonblock") == 0) {
+    return Report(open(argv[2], O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  }
   if (strcmp(op, "open-write") == 0) return Report(open(argv[2], O_WRONLY | O_CLOEXEC));
   if (strcmp(op, "exec") == 0) {
     execv(argv[2], argv + 2);

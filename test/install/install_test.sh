@@ -133,6 +133,12 @@ cmp -s "$repo/packaging/leash.service" "$R/lib/systemd/system/leash.service" ||
   fail "the installed unit is not packaging/leash.service"
 expect_stat "$R/etc/leash" "755 0 0"
 expect_stat "$R/etc/leash/leash.yaml" "640 0 $gid"
+expect_stat "$R/etc/leash/lists" "755 0 0"
+for list in system package-registries github; do
+  expect_stat "$R/etc/leash/lists/$list" "644 0 0"
+  cmp -s "$repo/packaging/lists/$list" "$R/etc/leash/lists/$list" || fail "lists/$list differs from the shipped one"
+done
+pass "the named lists are installed root's, 0644, as shipped"
 grep -qE "^user: \"?$user\"?\$" "$R/etc/leash/leash.yaml" || fail "the config does not name $user"
 pass "the config names $user"
 expect_stat "$R/var/log/leash" "750 0 0"
@@ -307,6 +313,7 @@ mkdir -p "$H/tmp/src/scripts/lib" "$H/tmp/src/packaging" "$H/tmp/bins"
 cp -L "$repo"/scripts/{install,uninstall,reload-policy} "$H/tmp/src/scripts/"
 cp -L "$repo"/scripts/lib/*.sh "$H/tmp/src/scripts/lib/"
 cp -L "$repo/packaging/leash.service" "$H/tmp/src/packaging/"
+cp -rL "$repo/packaging/lists" "$H/tmp/src/packaging/"
 cp "$work/v1/"* "$H/tmp/bins/"
 in_host() { chroot "$H" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
 if ! out=$(in_host /tmp/src/scripts/install --user "$user" --from /tmp/bins 2>&1); then
