@@ -343,6 +343,13 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
       d.policy.set_port(d.port);
       *d.policy.mutable_policy() = *policy;
       SetSubordinateIds(d, d.policy);
+      // Re-resolved every pass: a link retargeted by an upgrade is picked up by the next one.
+      for (engine::CommandLink& link :
+           ResolveCommandLinks(*policy, options_.command_search_path)) {
+        leash::v1::CommandLink* wire = d.policy.add_command_links();
+        wire->set_name(std::move(link.name));
+        wire->set_target(std::move(link.target));
+      }
     } else {
       d.policy = NoPolicy(d, d.problem, floor_fail_mode);
     }

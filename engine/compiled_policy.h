@@ -6,6 +6,7 @@
 // and whitelist mode allows only what an allow entry matches. Deny wins over allow.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,12 @@ enum class ProgramOrigin {
   // filesystem whose owners its server makes up, or facts that could not be read).
   kOther,
 };
+
+// Owned by root and writable by nobody else (no group or other write bit): the file and the
+// folder conditions of kRootControlled.
+inline bool RootOnlyWritable(uint32_t uid, uint32_t mode) {
+  return uid == 0 && (mode & 022) == 0;
+}
 
 // A name on the system PATH that is a link (`python3` -> `/usr/bin/python3.11`), resolved by
 // leashd on every reconcile: a name entry also matches the link's target. leashd sends only

@@ -15,8 +15,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "engine/compiled_policy.h"
+
 namespace leash::fswatch {
 namespace {
+
+using engine::RootOnlyWritable;
 
 bool ReadAll(int fd, void* out, size_t size, uint64_t offset) {
   size_t done = 0;
@@ -72,10 +76,6 @@ int FindInterpreter(int fd, const unsigned char* ident, char* buffer, size_t cap
 }
 
 }  // namespace
-
-bool RootOnlyWritable(uint32_t uid, uint32_t mode) {
-  return uid == 0 && (mode & (S_IWGRP | S_IWOTH)) == 0;
-}
 
 int RootControlledProgram(int fd, absl::string_view path, uint32_t uid, uint32_t mode,
                           uint64_t dev, uint64_t ino, bool& out) {

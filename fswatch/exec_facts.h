@@ -13,12 +13,9 @@
 
 namespace leash::fswatch {
 
-// Owned by root and writable by nobody else (no group or other write bit).
-bool RootOnlyWritable(uint32_t uid, uint32_t mode);
-
 // Whether the program open on `fd`, named `path` by the kernel, with owner `uid`, mode `mode`
 // and identity (`dev`, `ino`), is root-controlled: RootOnlyWritable, not on FUSE, and a child
-// right now of a folder that is RootOnlyWritable, reached without following a symbolic link.
+// right now of a folder that is engine::RootOnlyWritable, reached without following a symbolic link.
 // The folder is opened O_PATH (no permission event) and its child compared to (`dev`, `ino`),
 // so a folder renamed or swapped for a link after the kernel named the path cannot pass.
 // Returns 0 (with `out`) or the errno of fstatfs on `fd`; anything else it cannot check is
