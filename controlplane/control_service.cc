@@ -1,6 +1,7 @@
 #include "controlplane/control_service.h"
 
 #include "absl/strings/str_cat.h"
+#include "controlplane/exec_routes.h"
 #include "controlplane/floor_file.h"
 #include "engine/check_subject.h"
 #include "engine/config_defaults.h"
@@ -275,6 +276,9 @@ grpc::Status ControlService::Validate(grpc::ServerContext*, const leash::v1::Val
   absl::StatusOr<std::vector<leash::v1::Finding>> tiers = deps_.store->Validate(host);
   if (!tiers.ok()) return ToGrpc(tiers.status());
   for (leash::v1::Finding& finding : *tiers) *response->add_findings() = std::move(finding);
+  for (leash::v1::Finding& finding : ExecRouteFindings(ReadExecRoutes())) {
+    *response->add_findings() = std::move(finding);
+  }
   for (const auto& [uid, view] : deps_.subjects->All()) {
     for (leash::v1::Finding& finding : SubordinateIdFindings(view.state)) {
       *response->add_findings() = std::move(finding);

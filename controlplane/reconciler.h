@@ -53,6 +53,8 @@ struct ReconcilerOptions {
   std::string resolv_conf_path = "/etc/resolv.conf";
   // Where command name entries are looked up for same-named links (ResolveCommandLinks).
   std::vector<std::string> command_search_path = SystemCommandPath();
+  // Where the kernel settings behind the exec routes are read ("": the host's /proc, /dev).
+  std::string exec_routes_root;
   // The tools socket's request cap (leashd --tools-max-request-bytes); 0: no tools socket. A
   // subject whose tools.max_input_bytes does not fit under it is warned about on every pass.
   uint64_t tools_max_request_bytes = 0;
