@@ -188,6 +188,9 @@ TEST_F(ExecRulesTest, AnAllowedDynamicProgramRunsWithoutListingItsLoader) {
     ASSERT_TRUE(Relinked("/usr/bin/git", T("sys/git")));
   }
   Start({"true", "git"});
+  EXPECT_THAT(watcher_.Stderr(),
+              HasSubstr("ELF interpreters: an allowed program's loader is allowed as part of its "
+                        "exec"));
   EXPECT_EQ(Exec({T("sys/true")}), "");
   if (have_git) {
     EXPECT_THAT(Exec({T("sys/git"), "--version"}), HasSubstr("git version"));
