@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/render.h"
+#include "controlplane/exec_routes.h"
 #include "engine/check_subject.h"
 #include "engine/compiled_policy.h"
 #include "engine/config_yaml.h"
@@ -51,6 +52,10 @@ int ValidateOffline(const Args& args, std::ostream& out, std::ostream& err) {
   const engine::ListTexts lists =
       controlplane::ReadListFiles({&*config}, controlplane::ListFolderFor(args.config_path));
   for (leash::v1::Finding& finding : engine::ValidateLists(*config, "floor", lists)) {
+    *response.add_findings() = std::move(finding);
+  }
+  // The host's settings, as leashd would read them.
+  for (leash::v1::Finding& finding : controlplane::ExecRouteFindings(controlplane::ReadExecRoutes())) {
     *response.add_findings() = std::move(finding);
   }
   response.set_failed(engine::HasBlockingFinding(

@@ -4,6 +4,8 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "cli/render.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -11,6 +13,7 @@ namespace leash::cli {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string WriteConfig(const std::string& name, const std::string& yaml) {
   const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
@@ -41,6 +44,39 @@ TEST(ValidateOffline, ExitsZeroWithWarningsOnly) {
   std::ostringstream out, err;
   EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), kExitOk);
   EXPECT_THAT(out.str(), HasSubstr("warning  commands.mode"));
+}
+
+TEST(ValidateOffline, SaysEachOpenRouteToRunningProgramsUnseenWithTheSettingThatClosesIt) {
+  std::ifstream setting("/proc/sys/vm/memfd_noexec");
+  int memfd_noexec = -1;
+  setting >> memfd_noexec;
+  const std::string path = WriteConfig("routes.yaml", "commands: { mode: whitelist }\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), kExitOk);
+  if (memfd_noexec < 0) {
+    EXPECT_THAT(out.str(), HasSubstr("open: memfd exec (vm.memfd_noexec absent"));
+  } else if (memfd_noexec < 2) {
+    EXPECT_THAT(out.str(), HasSubstr(absl::StrCat("open: memfd exec (vm.memfd_noexec = ",
+                                                  memfd_noexec, ")")));
+    EXPECT_THAT(out.str(), HasSubstr("closed by vm.memfd_noexec = 2"));
+    EXPECT_THAT(out.str(), HasSubstr("which breaks every memfd_create() without"));
+  } else {
+    EXPECT_THAT(out.str(), Not(HasSubstr("memfd exec")));
+  }
+}
+
+TEST(RenderStatus, ShowsTheExecRoutesTheLastPassRead) {
+  leash::v1::StatusResponse response;
+  leash::v1::ExecRoute* route = response.mutable_last_reconcile()->add_exec_routes();
+  route->set_name("memfd exec");
+  route->set_open(true);
+  route->set_state("vm.memfd_noexec = 0");
+  route->set_risk("programs run from a memfd raise no event");
+  route->set_closed_by("vm.memfd_noexec = 2");
+  route->set_breaks("runc");
+  const std::string text = RenderStatus(response);
+  EXPECT_THAT(text, HasSubstr("open: memfd exec (vm.memfd_noexec = 0): programs run from a memfd "
+                              "raise no event; closed by vm.memfd_noexec = 2, which breaks runc"));
 }
 
 TEST(ValidateOffline, JsonCarriesFindingsAndProvenance) {

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "controlplane/exec_routes.h"
 #include "engine/config_yaml.h"
 #include "engine/config_defaults.h"
 #include "engine/validate.h"
@@ -154,6 +155,12 @@ std::string RenderSubjectsAndSidecars(const leash::v1::StatusResponse& response)
                                        " unchanged, ", last.warnings_size(), " warnings")
                         : absl::StrCat("FAILED, nothing changed: ", last.error()),
                     "\n");
+    if (!last.exec_routes().empty()) {
+      out += "routes to running a program that raise no fanotify event (no rule sees them):\n";
+      for (const leash::v1::ExecRoute& route : last.exec_routes()) {
+        absl::StrAppend(&out, "  ", controlplane::DescribeExecRoute(route), "\n");
+      }
+    }
   }
   return out;
 }

@@ -1,6 +1,7 @@
 #include "controlplane/control_service.h"
 
 #include "absl/strings/str_cat.h"
+#include "controlplane/exec_routes.h"
 #include "controlplane/floor_file.h"
 #include "controlplane/list_files.h"
 #include "engine/check_subject.h"
@@ -291,6 +292,9 @@ grpc::Status ControlService::Validate(grpc::ServerContext*, const leash::v1::Val
     for (leash::v1::Finding& finding : engine::ValidateLists(*config, source, lists)) {
       *response->add_findings() = std::move(finding);
     }
+  }
+  for (leash::v1::Finding& finding : ExecRouteFindings(ReadExecRoutes())) {
+    *response->add_findings() = std::move(finding);
   }
   for (const auto& [uid, view] : deps_.subjects->All()) {
     for (leash::v1::Finding& finding : SubordinateIdFindings(view.state)) {

@@ -19,6 +19,7 @@
 #include "controlplane/account_files_watch.h"
 #include "controlplane/atomic_file.h"
 #include "controlplane/control_service.h"
+#include "controlplane/exec_routes.h"
 #include "controlplane/decision_log_file.h"
 #include "controlplane/instance_lock.h"
 #include "controlplane/floor_file.h"
@@ -68,6 +69,16 @@ void LogReport(const leash::v1::ReconcileReport& report) {
                      change.detail().empty() ? "" : ": " + change.detail()));
   }
   for (const std::string& warning : report.warnings()) Say(absl::StrCat("  ", warning));
+  // The routes to running programs unseen: said at start and whenever a setting changes.
+  static std::string said_routes;
+  std::string routes;
+  for (const leash::v1::ExecRoute& route : report.exec_routes()) {
+    absl::StrAppend(&routes, "  exec route ", DescribeExecRoute(route), "\n");
+  }
+  if (!routes.empty() && routes != said_routes) {
+    Say(absl::StrCat("the routes to running a program that raise no fanotify event:\n", routes));
+    said_routes = routes;
+  }
 }
 
 // Who a CheckTool call is judged for: the account asked for, or the caller's own. Root and

@@ -1,5 +1,7 @@
 #include "controlplane/reconciler.h"
 
+#include "controlplane/exec_routes.h"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -199,6 +201,12 @@ absl::StatusOr<PortMap> Reconciler::LoadPorts() {
 leash::v1::ReconcileReport Reconciler::RunPass() {
   leash::v1::ReconcileReport report;
   report.set_ran(true);
+  // Checked at start (the first pass) and on every pass after: a setting changed since shows.
+  if (options_.filesystem_enforced) {
+    for (leash::v1::ExecRoute& route : ReadExecRoutes(options_.exec_routes_root)) {
+      *report.add_exec_routes() = std::move(route);
+    }
+  }
   auto wholesale = [&](const absl::Status& status) {
     report.set_error(absl::StrCat(status.message(), "; nothing was changed"));
     return report;
@@ -344,6 +352,13 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
       d.policy.set_port(d.port);
       *d.policy.mutable_policy() = *policy;
       SetSubordinateIds(d, d.policy);
+      // Re-resolved every pass: a link retargeted by an upgrade is picked up by the next one.
+      for (engine::CommandLink& link :
+           ResolveCommandLinks(*policy, options_.command_search_path)) {
+        leash::v1::CommandLink* wire = d.policy.add_command_links();
+        wire->set_name(std::move(link.name));
+        wire->set_target(std::move(link.target));
+      }
     } else {
       d.policy = NoPolicy(d, d.problem, floor_fail_mode);
     }

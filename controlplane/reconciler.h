@@ -27,6 +27,7 @@
 
 #include "absl/time/time.h"
 #include "controlplane/account_source.h"
+#include "controlplane/command_links.h"
 #include "controlplane/netfilter.h"
 #include "controlplane/policy_source.h"
 #include "controlplane/parse_memo.h"
@@ -50,6 +51,10 @@ struct ReconcilerOptions {
   // How long a pass waits for a sidecar's ack before going on and saying so.
   absl::Duration ack_timeout = absl::Seconds(10);
   std::string resolv_conf_path = "/etc/resolv.conf";
+  // Where command name entries are looked up for same-named links (ResolveCommandLinks).
+  std::vector<std::string> command_search_path = SystemCommandPath();
+  // Where the kernel settings behind the exec routes are read ("": the host's /proc, /dev).
+  std::string exec_routes_root;
   // The tools socket's request cap (leashd --tools-max-request-bytes); 0: no tools socket. A
   // subject whose tools.max_input_bytes does not fit under it is warned about on every pass.
   uint64_t tools_max_request_bytes = 0;

@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "test/fixtures/root.h"
 #include "test/fixtures/temp_dir.h"
 
 namespace leash::controlplane {
@@ -176,11 +177,14 @@ class ReconcilerTest : public ::testing::Test {
     options.single_subject = single_subject;
     options.ports_path = dir_->Join("state/ports.json");
     options.resolv_conf_path = dir_->Join("resolv.conf");
+    if (!command_search_path_.empty()) options.command_search_path = command_search_path_;
+    options.exec_routes_root = dir_->path();  // no settings there: every route reads as open
     return std::make_unique<Reconciler>(options, &accounts_, &policies_, &netfilter_, &stream_);
   }
   const SubjectState& Subject(const Reconciler& r, uint32_t uid) { return r.subjects().at(uid); }
 
   std::unique_ptr<leash::testing::TempDir> dir_;
+  std::vector<std::string> command_search_path_;
   PolicyStreamService stream_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<FakeSidecar> fswatch_;
@@ -209,6 +213,44 @@ TEST_F(ReconcilerTest, DiscoversTwoAgentsEachResolvedSeparately) {
   EXPECT_EQ(Subject(*r, 1001).port, 18001);
   EXPECT_EQ(Subject(*r, 1002).port, 18002);
   EXPECT_THAT(Calls(netfilter_), ElementsAre("apply-all 1000 1001 1002"));
+}
+
+TEST_F(ReconcilerTest, ANameEntryReachesASameNamedLinksTargetResolvedOnEveryPass) {
+  LEASH_REQUIRE_ROOT();  // the link's folder must be root's
+  const std::string bin = dir_->Join("bin");
+  ASSERT_EQ(mkdir(bin.c_str(), 0755), 0);
+  ASSERT_EQ(chmod(dir_->path().c_str(), 0755), 0);
+  ASSERT_EQ(chmod(bin.c_str(), 0755), 0);
+  for (const char* name : {"python3.11", "python3.12"}) {
+    std::ofstream(bin + "/" + name) << "";
+    ASSERT_EQ(chmod((bin + "/" + name).c_str(), 0755), 0);
+  }
+  ASSERT_EQ(symlink("python3.11", (bin + "/python3").c_str()), 0);
+  command_search_path_ = {bin};
+  policies_.floor.mutable_commands()->set_mode(leash::v1::MODE_WHITELIST);
+  policies_.floor.mutable_commands()->mutable_allow()->add_entries("python3");
+  auto r = Make();
+  ASSERT_TRUE(r->RunPass().error().empty());
+  auto allowed = [&](const std::string& program) {
+    return fswatch_->map()->at(1000).policy->DecideCommand(program).allowed();
+  };
+  EXPECT_TRUE(allowed(bin + "/python3.11"));
+  EXPECT_FALSE(allowed(bin + "/python3.12"));
+  // An upgrade moves the link: the next pass sends the new target, and only it.
+  ASSERT_EQ(unlink((bin + "/python3").c_str()), 0);
+  ASSERT_EQ(symlink("python3.12", (bin + "/python3").c_str()), 0);
+  leash::v1::ReconcileReport report = r->RunPass();
+  ASSERT_EQ(report.changes_size(), 1);
+  EXPECT_EQ(report.changes(0).change(), "reapplied");
+  EXPECT_FALSE(allowed(bin + "/python3.11"));
+  EXPECT_TRUE(allowed(bin + "/python3.12"));
+}
+
+TEST_F(ReconcilerTest, EveryPassReadsTheExecRoutes) {
+  leash::v1::ReconcileReport report = Make()->RunPass();
+  ASSERT_EQ(report.exec_routes_size(), 3);
+  EXPECT_EQ(report.exec_routes(0).name(), "memfd exec");
+  EXPECT_TRUE(report.exec_routes(0).open());
 }
 
 TEST_F(ReconcilerTest, NewSubjectDeniedInWatcherBeforeItsChainGoesIn) {

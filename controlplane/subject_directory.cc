@@ -36,8 +36,12 @@ void SubjectDirectory::Update(const std::map<uint32_t, SubjectState>& subjects) 
     if (old != by_uid_.end() && fingerprints_[uid] == print) {
       view.policy = old->second.policy;
     } else if (state.published.has_policy()) {
+      std::vector<engine::CommandLink> links;
+      for (const leash::v1::CommandLink& link : state.published.command_links()) {
+        links.push_back({link.name(), link.target()});
+      }
       view.policy = std::make_shared<const engine::CompiledPolicy>(
-          engine::CompiledPolicy::Compile(state.published.policy()));
+          engine::CompiledPolicy::Compile(state.published.policy(), links));
     }
     by_account[state.account.name] = uid;
     if (state.configured_user) configured = uid;

@@ -100,11 +100,19 @@ void AppendReason(Surface surface, absl::string_view subject, const Ruling& ruli
     case Ruling::Basis::kAncestorOfAllowEntry:
       absl::StrAppend(&out, " is a directory above allow entry '", ruling.entry,
                       "' (listed by name only)");
+    case Ruling::Basis::kNameNotRootControlled:
+      absl::StrAppend(
+          &out, " matches allow entry '", ruling.entry,
+          "' by name only, and a name entry matches only a program owned by root and writable "
+          "by nobody else, in a folder only root can write; this one could have been made or "
+          "changed by someone else (a copy, a rename, a download). List its absolute path to "
+          "allow it as written");
       return;
   }
 }
 
-CompiledPolicy CompiledPolicy::Compile(const leash::v1::Config& config) {
+CompiledPolicy CompiledPolicy::Compile(const leash::v1::Config& config,
+                                       const std::vector<CommandLink>& links) {
   CompiledPolicy policy;
   policy.config_ = WithDefaults(config);
   policy.fail_mode_ = EffectiveFailMode(policy.config_);
@@ -169,6 +177,13 @@ CompiledPolicy CompiledPolicy::Compile(const leash::v1::Config& config) {
   policy.commands_.mode = c.commands().mode();
   add_commands(c.commands().allow(), "commands.allow", policy.commands_.allow);
   add_commands(c.commands().deny(), "commands.deny", policy.commands_.deny);
+  for (const CommandLink& link : links) {
+    for (NameList* list : {&policy.commands_.allow, &policy.commands_.deny}) {
+      if (auto it = list->names.find(link.name); it != list->names.end()) {
+        list->link_targets.insert({link.target, it->second});
+      }
+    }
+  }
 
   auto add_tools = [&](const leash::v1::EntryList& list, absl::string_view field,
                        NameList& out) {
@@ -257,7 +272,7 @@ Decision CompiledPolicy::DecideDirectory(absl::string_view path) const {
   return decision;
 }
 
-Decision CompiledPolicy::DecideCommand(absl::string_view binary) const {
+Decision CompiledPolicy::DecideCommand(absl::string_view binary, ProgramOrigin origin) const {
   std::string judged(binary);
   if (!binary.empty() && binary.front() == '/') {
     judged = NormalizeAbsolutePath(binary).value();
@@ -265,13 +280,40 @@ Decision CompiledPolicy::DecideCommand(absl::string_view binary) const {
     return FailDecision(fail_mode_, leash::v1::SURFACE_COMMANDS,
                         absl::StrCat("'", binary, "' is neither an absolute path nor a name"));
   }
-  return Judge(leash::v1::SURFACE_COMMANDS, judged, commands_, [&](const NameList& list) {
-    if (judged.front() == '/') {
-      if (auto it = list.paths.find(judged); it != list.paths.end()) return Match{it->second};
-    }
-    auto it = list.names.find(Basename(judged));
-    return Match{it == list.names.end() ? -1 : it->second};
-  });
+  const bool absolute = judged.front() == '/';
+  auto by_path = [&](const NameList& list) {
+    if (!absolute) return -1;
+    auto it = list.paths.find(judged);
+    return it == list.paths.end() ? -1 : it->second;
+  };
+  auto by_name = [&](const NameList& list) {
+    if (auto it = list.names.find(Basename(judged)); it != list.names.end()) return it->second;
+    if (!absolute) return -1;
+    auto it = list.link_targets.find(judged);
+    return it == list.link_targets.end() ? -1 : it->second;
+  };
+  Ruling ruling;
+  if (int id = by_path(commands_.deny); id >= 0 || (id = by_name(commands_.deny)) >= 0) {
+    ruling.basis = Ruling::Basis::kDenyEntry;
+    ruling.entry = commands_.deny.entries[id];
+  } else if (commands_.mode == Mode::MODE_BLACKLIST) {
+    ruling.verdict = Verdict::kAllow;
+    ruling.basis = Ruling::Basis::kNotDenied;
+  } else if (int id = by_path(commands_.allow); id >= 0) {
+    ruling.verdict = Verdict::kAllow;
+    ruling.basis = Ruling::Basis::kAllowEntry;
+    ruling.entry = commands_.allow.entries[id];
+  } else if ((id = by_name(commands_.allow)) >= 0) {
+    const bool root_controlled = origin == ProgramOrigin::kRootControlled;
+    ruling.verdict = root_controlled ? Verdict::kAllow : Verdict::kBlock;
+    ruling.basis = root_controlled ? Ruling::Basis::kAllowEntry
+                                   : Ruling::Basis::kNameNotRootControlled;
+    ruling.entry = commands_.allow.entries[id];
+  }
+  Decision decision;
+  decision.verdict = ruling.verdict;
+  AppendReason(leash::v1::SURFACE_COMMANDS, judged, ruling, decision.reason);
+  return decision;
 }
 
 Decision CompiledPolicy::DecideTool(absl::string_view name) const {

@@ -6,6 +6,7 @@
 // and whitelist mode allows only what an allow entry matches. Deny wins over allow.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct Ruling {
     // whitelist mode, a directory no entry matches but an allow entry lies below: it may be
     // listed (names only), so the way to what is allowed can be seen
     kAncestorOfAllowEntry,
+    // whitelist mode, only a name allow entry matched, and the program is not one only root
+    // could have made or changed: block
+    kNameNotRootControlled,
   };
   Verdict verdict = Verdict::kBlock;
   Basis basis = Basis::kNotAllowed;
@@ -47,13 +51,40 @@ struct Ruling {
 void AppendReason(Surface surface, absl::string_view subject, const Ruling& ruling,
                   std::string& out);
 
+// Who could have made or changed the program an exec runs, as the watcher found it on disk.
+// A name entry (`git`) stands for the system's program of that name, so it matches only a
+// program the subject could not have placed or altered: owned by root, writable by nobody
+// else, in a folder only root can write. An absolute entry matches as written.
+enum class ProgramOrigin {
+  kRootControlled,
+  // Anything else (another owner, group or other write, a folder others can write, a
+  // filesystem whose owners its server makes up, or facts that could not be read).
+  kOther,
+};
+
+// Owned by root and writable by nobody else (no group or other write bit): the file and the
+// folder conditions of kRootControlled.
+inline bool RootOnlyWritable(uint32_t uid, uint32_t mode) {
+  return uid == 0 && (mode & 022) == 0;
+}
+
+// A name on the system PATH that is a link (`python3` -> `/usr/bin/python3.11`), resolved by
+// leashd on every reconcile: a name entry also matches the link's target. leashd sends only
+// links whose every hop and whose target are root-controlled (ProgramOrigin).
+struct CommandLink {
+  std::string name;
+  std::string target;  // absolute, normal
+};
+
 class CompiledPolicy {
  public:
   // Compiles `config`; fields it leaves out take their defaults (WithDefaults). An entry that
   // can never match is left out of the index and listed in skipped_entries(): in an allow list
   // it already fails closed on its own; in a deny list it blocks nothing, which validate
   // reports as critical.
-  static CompiledPolicy Compile(const leash::v1::Config& config);
+  // `links` extend the commands surface's name entries to the links' targets.
+  static CompiledPolicy Compile(const leash::v1::Config& config,
+                                const std::vector<CommandLink>& links = {});
 
   Decision DecideNetwork(const NetworkSubject& subject) const;
   // `path` should be absolute; it is normalized lexically ('.', '..', '//'). A relative path
@@ -70,7 +101,11 @@ class CompiledPolicy {
   // RuleOnNormalDirectory for any absolute path (normalized first), with its reason.
   Decision DecideDirectory(absl::string_view path) const;
   // `binary`: an absolute path (matched by path and by basename) or a bare name (by name).
-  Decision DecideCommand(absl::string_view binary) const;
+  // A deny matches by path, by name and by a link's target whatever `origin` is (a deny never
+  // weakens: a copy keeps being caught by its name); an allow matches by path as written, and
+  // by name or a link's target only when `origin` is kRootControlled.
+  Decision DecideCommand(absl::string_view binary,
+                         ProgramOrigin origin = ProgramOrigin::kRootControlled) const;
   Decision DecideTool(absl::string_view name) const;
 
   FailMode fail_mode() const { return fail_mode_; }
@@ -91,6 +126,8 @@ class CompiledPolicy {
   struct NameList {
     absl::flat_hash_map<std::string, int> names;
     absl::flat_hash_map<std::string, int> paths;
+    // A link's target -> the name entry the link is named after (commands only).
+    absl::flat_hash_map<std::string, int> link_targets;
     std::vector<std::string> entries;
   };
   template <typename List>

@@ -315,6 +315,56 @@ TEST(DirectoryOpen, AncestorRuleDoesNotOutrankADenyEntry) {
   EXPECT_FALSE(CompiledPolicy::Compile(c).DecideDirectory("/home/fido").allowed());
 }
 
+constexpr ProgramOrigin kRoot = ProgramOrigin::kRootControlled;
+constexpr ProgramOrigin kOther = ProgramOrigin::kOther;
+
+TEST(CommandNameEntry, MatchesOnlyARootControlledProgram) {
+  const CompiledPolicy policy = CompiledPolicy::Compile(WhitelistPolicy());
+  EXPECT_TRUE(policy.DecideCommand("/usr/bin/git", kRoot).allowed());
+  // curl copied by the agent to a file named git in its own folder.
+  const Decision copy = policy.DecideCommand("/home/fido/bin/git", kOther);
+  EXPECT_FALSE(copy.allowed());
+  EXPECT_THAT(copy.reason, HasSubstr("matches allow entry 'git' by name only"));
+  EXPECT_THAT(copy.reason, HasSubstr("owned by root"));
+}
+
+TEST(CommandAbsoluteEntry, MatchesAsWrittenWhoeverMadeIt) {
+  const CompiledPolicy policy = CompiledPolicy::Compile(WhitelistPolicy());
+  EXPECT_TRUE(policy.DecideCommand("/usr/bin/python3", kOther).allowed());
+}
+
+TEST(CommandDenyByName, CatchesCopiesWhoeverMadeThem) {
+  Config c;
+  c.mutable_commands()->set_mode(leash::v1::MODE_BLACKLIST);
+  Fill(c.mutable_commands()->mutable_deny(), {"ssh"});
+  const CompiledPolicy policy = CompiledPolicy::Compile(c);
+  EXPECT_FALSE(policy.DecideCommand("/home/fido/ssh", kOther).allowed());
+  EXPECT_FALSE(policy.DecideCommand("/usr/bin/ssh", kRoot).allowed());
+  EXPECT_TRUE(policy.DecideCommand("/home/fido/tool", kOther).allowed());
+}
+
+TEST(CommandNameEntry, MatchesTheTargetOfASameNamedLink) {
+  Config c;
+  c.mutable_commands()->set_mode(leash::v1::MODE_WHITELIST);
+  Fill(c.mutable_commands()->mutable_allow(), {"python3"});
+  Fill(c.mutable_commands()->mutable_deny(), {"editor"});
+  const CompiledPolicy without = CompiledPolicy::Compile(c);
+  EXPECT_FALSE(without.DecideCommand("/usr/bin/python3.11", kRoot).allowed());
+  const CompiledPolicy policy = CompiledPolicy::Compile(
+      c, {{"python3", "/usr/bin/python3.11"}, {"editor", "/usr/bin/vim.basic"}});
+  const Decision allowed = policy.DecideCommand("/usr/bin/python3.11", kRoot);
+  EXPECT_TRUE(allowed.allowed()) << allowed.reason;
+  EXPECT_THAT(allowed.reason, HasSubstr("allow entry 'python3'"));
+  // Still a name entry: a target that is no longer root-controlled does not match.
+  EXPECT_FALSE(policy.DecideCommand("/usr/bin/python3.11", kOther).allowed());
+  // A deny by name reaches its link's target too.
+  EXPECT_FALSE(policy.DecideCommand("/usr/bin/vim.basic", kRoot).allowed());
+  // A link for a name the policy does not list adds nothing.
+  EXPECT_FALSE(CompiledPolicy::Compile(c, {{"perl", "/usr/bin/perl5.36"}})
+                   .DecideCommand("/usr/bin/perl5.36", kRoot)
+                   .allowed());
+}
+
 TEST(CheckSubject, NetworkNeedsAPort) {
   absl::StatusOr<NetworkSubject> subject = ParseNetworkCheckSubject("github.com");
   ASSERT_FALSE(subject.ok());

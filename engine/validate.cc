@@ -4,8 +4,10 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engine/config_defaults.h"
 #include "engine/inert_entries.h"
+#include "engine/path_entry.h"
 
 namespace leash::engine {
 namespace {
@@ -112,8 +114,25 @@ std::vector<Finding> ValidateConfig(const leash::v1::Config& config, absl::strin
   if (config.commands().has_mode() && config.commands().mode() == leash::v1::MODE_BLACKLIST) {
     out.push_back(MakeFinding(
         leash::v1::SEVERITY_WARNING, source, "commands.mode", "",
-        "commands are in blacklist mode: rules match by name and path, so a copied or renamed "
-        "binary evades them; use whitelist (default-deny) for honest blocking"));
+        "commands are in blacklist mode: a deny matches by name and path, so a copied or "
+        "renamed binary evades it under another name; use whitelist (default-deny) for honest "
+        "blocking, where a name entry (git) allows only a program owned by root and writable "
+        "by nobody else, in a folder only root can write"));
+  }
+  std::vector<std::string> names;
+  for (const std::string& raw : config.commands().allow().entries()) {
+    absl::StatusOr<CommandEntry> entry = ParseCommandEntry(raw);
+    if (entry.ok() && !entry->is_path) names.push_back(raw);
+  }
+  if (!names.empty() && config.commands().mode() != leash::v1::MODE_BLACKLIST) {
+    out.push_back(MakeFinding(
+        leash::v1::SEVERITY_INFO, source, "commands.allow", absl::StrJoin(names, ", "),
+        absl::StrCat(
+            "a name entry (", names.front(),
+            ") allows only a program owned by root and writable by nobody else, in a folder "
+            "only root can write, or the target of a same-named such link on the system PATH "
+            "(python3 -> /usr/bin/python3.11): a copy, a rename or a download of an agent's "
+            "never matches it; an absolute entry matches as written, whoever made the file")));
   }
   if (config.has_fail_mode() && !IsKnownFailMode(config.fail_mode())) {
     out.push_back(MakeFinding(

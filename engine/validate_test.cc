@@ -74,6 +74,21 @@ TEST(Validate, CommandsBlacklistWarnsAboutRenamedBinaries) {
   EXPECT_FALSE(HasBlockingFinding(findings));
 }
 
+TEST(Validate, ANameAllowEntrySaysItMatchesOnlyARootControlledProgram) {
+  Config c;
+  c.mutable_commands()->set_mode(leash::v1::MODE_WHITELIST);
+  c.mutable_commands()->mutable_allow()->add_entries("git");
+  c.mutable_commands()->mutable_allow()->add_entries("/opt/tool/bin/tool");
+  std::vector<Finding> findings = ValidateConfig(c, "floor");
+  const Finding* f = FindField(findings, "commands.allow");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->entry(), "git");
+  EXPECT_THAT(f->message(), HasSubstr("owned by root and writable by nobody else"));
+  EXPECT_THAT(f->message(), HasSubstr("a copy, a rename or a download"));
+  EXPECT_THAT(f->message(), HasSubstr("an absolute entry matches as written"));
+  EXPECT_FALSE(HasBlockingFinding(findings));
+}
+
 TEST(Validate, FailModeTypoWarnsTreatedAsClosed) {
   Config c;
   c.set_fail_mode("opne");

@@ -31,6 +31,7 @@
 #include "absl/time/clock.h"
 #include "controlplane/sidecar_api/decision_log.h"
 #include "controlplane/sidecar_api/policy_subscriber.h"
+#include "fswatch/exec_facts.h"
 #include "controlplane/sidecar_api/watcher_handover.h"
 #include "engine/path_entry.h"
 #include "fswatch/fanotify_linux.h"
@@ -62,12 +63,14 @@ uint64_t RandomBits() {
   return bits;
 }
 
-bool HasCapSysAdmin() {
+bool HasCapability(int capability) {
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
   if (syscall(SYS_capget, &header, data) != 0) return false;
-  return (data[CAP_SYS_ADMIN / 32].effective & (1u << (CAP_SYS_ADMIN % 32))) != 0;
+  return (data[capability / 32].effective & (1u << (capability % 32))) != 0;
 }
+
+bool HasCapSysAdmin() { return HasCapability(CAP_SYS_ADMIN); }
 
 // The test-only guard: a start from --initial-map marks only a tmpfs the test mounted.
 absl::Status CheckTestMountGuard(const std::string& dir) {
@@ -428,6 +431,18 @@ int FswatchMain(int argc, char** argv) {
                        ? absl::StrCat("; pidfds kept for up to ", group->pidfd_cache_slots(),
                                       " processes")
                        : ""));
+  // The ELF interpreter rule reads an agent's /proc/<pid>/stack: without it, an allowed
+  // program's loader is judged as a command of its own (closed).
+  bool own_stack = false;
+  const int stack_error = LoadingElfInterpreter(getpid(), own_stack);
+  Say(stack_error == 0 && HasCapability(CAP_SYS_PTRACE) && HasCapability(CAP_DAC_READ_SEARCH)
+          ? "ELF interpreters: an allowed program's loader is allowed as part of its exec "
+            "(PT_INTERP, one thread, /proc/<pid>/stack in load_elf_binary)"
+          : absl::StrCat("ELF interpreters: NOT recognized (/proc/<pid>/stack: ",
+                         stack_error == 0 ? "readable" : strerror(stack_error),
+                         "; CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH are needed for other "
+                         "accounts' processes): a dynamic program's loader is judged as a "
+                         "command of its own, so a commands whitelist must list it"));
   Say(group->mount_check() == MountCheck::kStatmount
           ? "mounts of other namespaces: detected (statx STATX_MNT_ID_UNIQUE + statmount); a "
             "subject's open through one is judged under its fail_mode"

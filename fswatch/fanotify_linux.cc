@@ -5,6 +5,7 @@
 #include <sys/fanotify.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "controlplane/sidecar_api/watcher_handover.h"
+#include "fswatch/exec_facts.h"
 #include "fswatch/pidfd_identity.h"
 #include "fswatch/proc_status.h"
 
@@ -345,7 +347,7 @@ int FanotifyLinux::FactsOf(const FanEvent& event, FileFacts& out) {
   if (event.fd < 0) return EBADF;
   struct statx stx;
   // AT_STATX_DONT_SYNC: cached attributes only, so a network or FUSE filesystem is never asked.
-  const unsigned mask = STATX_TYPE | STATX_MODE | STATX_NLINK | STATX_UID | STATX_GID |
+  const unsigned mask = STATX_TYPE | STATX_MODE | STATX_NLINK | STATX_UID | STATX_GID | STATX_INO |
                         (mount_check_ == MountCheck::kStatmount ? STATX_MNT_ID_UNIQUE : 0);
   if (statx(event.fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, mask, &stx) != 0) {
     return errno;
@@ -355,6 +357,8 @@ int FanotifyLinux::FactsOf(const FanEvent& event, FileFacts& out) {
   out.uid = stx.stx_uid;
   out.gid = stx.stx_gid;
   out.mode = stx.stx_mode;
+  out.dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+  out.ino = stx.stx_ino;
   out.mount = FileFacts::Mount::kUnknown;
   if (mount_check_ == MountCheck::kStatmount) {
     bool ours = false;
@@ -371,6 +375,35 @@ int FanotifyLinux::FactsOf(const FanEvent& event, FileFacts& out) {
 // FAN_ONDIR: without it the kernel raises no event for opening a directory, so a listing
 // (opendir, getdents) of a denied folder would never be judged.
 constexpr uint64_t kMarkMask = FAN_OPEN_PERM | FAN_OPEN_EXEC_PERM | FAN_ONDIR;
+
+int FanotifyLinux::IsRootControlled(const FanEvent& event, absl::string_view path,
+                                    const FileFacts& facts, bool& out) {
+  out = false;
+  if (event.fd < 0) return EBADF;
+  return RootControlledProgram(event.fd, path, facts.uid, facts.mode, facts.dev, facts.ino, out);
+}
+
+int FanotifyLinux::ElfInterpreterOf(const FanEvent& event, char* buffer, size_t capacity,
+                                    size_t& len) {
+  len = 0;
+  if (event.fd < 0) return EBADF;
+  return ReadElfInterpreter(event.fd, buffer, capacity, len);
+}
+
+int FanotifyLinux::IdentityOf(const char* path, uint64_t& dev, uint64_t& ino) {
+  struct statx stx;
+  // A path lookup, no open: it raises no permission event.
+  if (statx(AT_FDCWD, path, AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, STATX_INO, &stx) != 0) {
+    return errno;
+  }
+  dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+  ino = stx.stx_ino;
+  return 0;
+}
+
+int FanotifyLinux::IsLoadingElfInterpreter(const FanEvent& event, bool& out) {
+  return LoadingElfInterpreter(event.pid, out);
+}
 
 absl::Status FanotifyLinux::MarkFilesystem(const std::string& path) {
   if (fanotify_mark(fd_, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, kMarkMask, AT_FDCWD,

@@ -96,6 +96,12 @@ class FanotifyLinux : public FanotifySource {
   int CredsOf(const FanEvent& event, Creds& out) override;
   int PathOf(const FanEvent& event, char* buffer, size_t capacity, size_t& len) override;
   int FactsOf(const FanEvent& event, FileFacts& out) override;
+  int IsRootControlled(const FanEvent& event, absl::string_view path, const FileFacts& facts,
+                       bool& out) override;
+  int ElfInterpreterOf(const FanEvent& event, char* buffer, size_t capacity,
+                       size_t& len) override;
+  int IdentityOf(const char* path, uint64_t& dev, uint64_t& ino) override;
+  int IsLoadingElfInterpreter(const FanEvent& event, bool& out) override;
   IdentityMethod identity_method() const override { return identity_; }
   absl::Status MarkFilesystem(const std::string& path) override;
   absl::Status UnmarkFilesystem(const std::string& path) override;

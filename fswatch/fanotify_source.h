@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
 namespace leash::fswatch {
@@ -57,6 +58,9 @@ struct FileFacts {
   uint32_t uid = 0;
   uint32_t gid = 0;
   uint32_t mode = 0;
+  // The file's identity (st_dev, st_ino), to tell whether a path names this very file.
+  uint64_t dev = 0;
+  uint64_t ino = 0;
   // Whether the file was opened through a mount of the watcher's own mount namespace. When it
   // was not (a bind mount made in an unshared namespace, an overlayfs layer), the path the
   // kernel reports is the one seen from that namespace, which the opener chose.
@@ -115,6 +119,31 @@ class FanotifySource {
   // Facts about the event's file, from cached attributes (never a call into a filesystem's
   // server, so a FUSE daemon cannot stall the loop). Returns 0 or an errno.
   virtual int FactsOf(const FanEvent& event, FileFacts& out) = 0;
+
+  // Exec events only (never asked per open):
+  //
+  // Whether the event's program (at `path`, with `facts` from FactsOf) is one only root could
+  // have made or changed: owned by root and writable by nobody else, on a filesystem whose
+  // owners are the kernel's (not FUSE's, whose server makes them up), and a child, at this
+  // moment, of a folder owned by root that nobody else may write (found without following a
+  // symbolic link, and checked to hold this very file). Anything that cannot be checked is
+  // "no". Returns 0 or an errno.
+  virtual int IsRootControlled(const FanEvent& event, absl::string_view path,
+                               const FileFacts& facts, bool& out) = 0;
+  // The ELF interpreter (PT_INTERP) the event's program names, read from the event's
+  // descriptor: written to `buffer` (not terminated) and its length to `len`; len 0 when the
+  // file is not an ELF program with one (a static program, a script, the loader itself).
+  // Returns 0 or an errno.
+  virtual int ElfInterpreterOf(const FanEvent& event, char* buffer, size_t capacity,
+                               size_t& len) = 0;
+  // The identity (st_dev, st_ino) of the file `path` names in the watcher's mount namespace,
+  // following links. Returns 0 or an errno.
+  virtual int IdentityOf(const char* path, uint64_t& dev, uint64_t& ino) = 0;
+  // Whether the event's process is, right now, the kernel loading an ELF program's
+  // interpreter: it has a single thread (so the thread in this exec is the one the event
+  // names) and that thread's kernel stack is in the ELF loader (load_elf_binary), not in a
+  // program's own open. Returns 0, or an errno (ENOENT: the kernel cannot show a stack).
+  virtual int IsLoadingElfInterpreter(const FanEvent& event, bool& out) = 0;
 
   virtual IdentityMethod identity_method() const = 0;
 

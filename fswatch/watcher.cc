@@ -125,7 +125,11 @@ const char* IdentityMethodName(IdentityMethod method) {
 }
 
 Watcher::Watcher(FanotifySource& source, engine::DecisionSink& log, WatcherOptions options)
-    : source_(source), log_(log), options_(std::move(options)), batch_(options_.batch_size) {
+    : source_(source),
+      log_(log),
+      options_(std::move(options)),
+      batch_(options_.batch_size),
+      interpreters_(kPendingInterpreters) {
   rng_state_ = static_cast<uint64_t>(MonotonicNs()) ^ (static_cast<uint64_t>(options_.self_pid) << 32);
   last_pass_ns_.store(MonotonicNs(), std::memory_order_relaxed);
 }
@@ -430,7 +434,7 @@ Watcher::Judgement Watcher::Judge(const FanEvent& event, const sidecar::SubjectE
                      "or overlay made after unshare), where its path is the opener's choice")));
   }
 
-  if (exec) return Judgement::Of(policy.DecideCommand(path));
+  if (exec) return JudgeExec(event, policy, facts, path);
   // The kernel's paths are normal; the ruling's reason is rendered after the answer.
   Judgement judgement;
   // A directory's open is a listing (the marks carry FAN_ONDIR): judged like a file, except
@@ -453,6 +457,62 @@ Watcher::Judgement Watcher::Judge(const FanEvent& event, const sidecar::SubjectE
         "real path, and its other names (which the policy may deny) cannot be seen");
   }
   return judgement;
+}
+
+Watcher::Judgement Watcher::JudgeExec(const FanEvent& event, const engine::CompiledPolicy& policy,
+                                      const FileFacts& facts, absl::string_view path) {
+  PendingInterpreter& pending =
+      interpreters_[static_cast<uint32_t>(event.pid) % interpreters_.size()];
+  if (pending.pid == event.pid) {
+    // One exec, one interpreter: whatever this event is, the pending one is used up. Any other
+    // exec of the process (the loader run directly, a later exec after this one failed) is a
+    // command of its own.
+    pending.pid = 0;
+    if (IsPendingInterpreter(event, pending, facts, path)) {
+      Decision decision;
+      decision.verdict = Verdict::kAllow;
+      decision.reason = absl::StrCat(
+          "commands: ", path, " is the ELF interpreter of ",
+          absl::string_view(pending.program, pending.program_len),
+          ", which was allowed; the kernel loads it as part of that exec");
+      return Judgement::Of(std::move(decision));
+    }
+  }
+  bool root_controlled = false;
+  if (source_.IsRootControlled(event, path, facts, root_controlled) != 0) root_controlled = false;
+  Decision decision = policy.DecideCommand(
+      path, root_controlled ? engine::ProgramOrigin::kRootControlled
+                            : engine::ProgramOrigin::kOther);
+  if (decision.allowed()) {
+    size_t len = 0;
+    if (source_.ElfInterpreterOf(event, pending.interp, sizeof(pending.interp) - 1, len) == 0 &&
+        len > 0 && pending.interp[0] == '/') {
+      pending.interp[len] = '\0';
+      pending.interp_len = static_cast<uint16_t>(len);
+      pending.program_len = static_cast<uint16_t>(std::min(path.size(), sizeof(pending.program)));
+      memcpy(pending.program, path.data(), pending.program_len);
+      pending.pid = event.pid;
+    }
+  }
+  return Judgement::Of(std::move(decision));
+}
+
+bool Watcher::IsPendingInterpreter(const FanEvent& event, const PendingInterpreter& pending,
+                                   const FileFacts& facts, absl::string_view path) {
+  // The file the kernel opened is the one PT_INTERP names (in the watcher's namespace: a
+  // subject whose root or mounts differ gets no match, and its loader is judged as a command).
+  bool same = absl::string_view(pending.interp, pending.interp_len) == path;
+  if (!same) {
+    uint64_t dev = 0;
+    uint64_t ino = 0;
+    same = source_.IdentityOf(pending.interp, dev, ino) == 0 && dev == facts.dev &&
+           ino == facts.ino;
+  }
+  if (!same) return false;
+  // And the open is the ELF loader's, in this exec, not a program's own: the same file run
+  // directly (`ld.so /usr/bin/curl`) after a failed exec, or by another thread, is not.
+  bool loading = false;
+  return source_.IsLoadingElfInterpreter(event, loading) == 0 && loading;
 }
 
 void Watcher::Log(uint32_t uid, leash::v1::Surface surface, const Decision& decision,

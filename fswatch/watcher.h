@@ -138,7 +138,26 @@ class Watcher {
     static Judgement Of(engine::Decision decision) { return {std::nullopt, std::move(decision)}; }
   };
 
+  // An allowed program's ELF interpreter, which the kernel opens with the exec flag right
+  // after the program, in the same exec of the same (single-threaded) process. Loop only.
+  struct PendingInterpreter {
+    pid_t pid = 0;  // 0: free
+    uint16_t interp_len = 0;
+    uint16_t program_len = 0;
+    char interp[256];  // PT_INTERP, NUL-terminated
+    char program[256];  // for the record; cut at 255 bytes
+  };
+  // Slots by pid (direct-mapped): a collision between a program's event and its interpreter's
+  // loses the pending interpreter, which is then judged as a command (closed).
+  static constexpr size_t kPendingInterpreters = 1024;
+
   void Handle(const FanEvent& event, const State& state);
+  // An exec event's judgement: the pending interpreter of this process's exec, or a command
+  // judged by the policy (a name entry only for a root-controlled program).
+  Judgement JudgeExec(const FanEvent& event, const engine::CompiledPolicy& policy,
+                      const FileFacts& facts, absl::string_view path);
+  bool IsPendingInterpreter(const FanEvent& event, const PendingInterpreter& pending,
+                            const FileFacts& facts, absl::string_view path);
   // The subject `uid` belongs to: its own, or the one whose subordinate range holds it.
   static const sidecar::SubjectEntry* SubjectOf(const State& state, uint32_t uid);
   // Judges a mapped subject's event. Sets `path` to the path the record shows (empty when it
@@ -179,6 +198,7 @@ class Watcher {
   std::atomic<uint64_t> answer_errors_{0};
 
   std::vector<FanEvent> batch_;  // loop thread only
+  std::vector<PendingInterpreter> interpreters_;  // loop thread only; sized once
   uint64_t rng_state_ = 0;       // set once at construction
 };
 

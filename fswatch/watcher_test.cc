@@ -268,6 +268,130 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// The commands rules on exec events. kWhite allows `true` by name and /t/bin/ok by path.
+constexpr char kLoader[] = "/usr/lib/ld.so.test";
+constexpr char kLoaderInterp[] = "/lib64/ld.so.test";  // what PT_INTERP says: a link to it
+
+FakeEvent ExecOf(pid_t pid, uint32_t uid, const std::string& path) {
+  FakeEvent event;
+  event.mask = FAN_OPEN_EXEC_PERM;
+  event.pid = pid;
+  event.creds = Creds{uid, uid, uid, uid};
+  event.path = path;
+  event.facts.regular = true;
+  event.facts.mode = S_IFREG | 0755;
+  event.facts.mount = FileFacts::Mount::kOurs;
+  event.facts.dev = 8;
+  event.facts.ino = path.size();  // distinct enough for these paths
+  return event;
+}
+
+FakeEvent DynamicProgram(pid_t pid, const std::string& path) {
+  FakeEvent event = ExecOf(pid, kWhite, path);
+  event.elf_interpreter = kLoaderInterp;
+  return event;
+}
+
+FakeEvent LoaderOpen(pid_t pid, bool by_the_elf_loader) {
+  FakeEvent event = ExecOf(pid, kWhite, kLoader);
+  event.facts.ino = 777;
+  event.loading_elf_interpreter = by_the_elf_loader;
+  return event;
+}
+
+TEST_F(WatcherTest, TheInterpreterOfAnAllowedExecIsAllowedWithoutListingIt) {
+  source_.SetIdentity(kLoaderInterp, 8, 777);
+  const int program = source_.Push(DynamicProgram(1234, "/usr/bin/true"));
+  Drain();
+  const int loader = source_.Push(LoaderOpen(1234, true));
+  Drain();
+  EXPECT_TRUE(Allowed(program));
+  EXPECT_TRUE(Allowed(loader));
+  const auto records = sink_.records();
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_THAT(records[1].reason(), HasSubstr("is the ELF interpreter of /usr/bin/true"));
+}
+
+TEST_F(WatcherTest, RunningTheLoaderDirectlyIsACommandOfItsOwn) {
+  source_.SetIdentity(kLoaderInterp, 8, 777);
+  const int direct = source_.Push(LoaderOpen(1234, false));
+  Drain();
+  EXPECT_FALSE(Allowed(direct));
+  // After an allowed exec that never reached its interpreter (it failed, e.g. a bad argv),
+  // the loader run as a program is still a command: its open is not the ELF loader's.
+  const int program = source_.Push(DynamicProgram(1235, "/usr/bin/true"));
+  Drain();
+  const int after_failed_exec = source_.Push(LoaderOpen(1235, false));
+  Drain();
+  EXPECT_TRUE(Allowed(program));
+  EXPECT_FALSE(Allowed(after_failed_exec));
+  EXPECT_THAT(sink_.records().back().reason(), HasSubstr("not in allow list"));
+}
+
+TEST_F(WatcherTest, AnInterpreterIsAllowedOnceAndOnlyForItsOwnProcess) {
+  source_.SetIdentity(kLoaderInterp, 8, 777);
+  const int program = source_.Push(DynamicProgram(1234, "/usr/bin/true"));
+  Drain();
+  const int other_process = source_.Push(LoaderOpen(1299, true));
+  const int first = source_.Push(LoaderOpen(1234, true));
+  const int second = source_.Push(LoaderOpen(1234, true));
+  Drain();
+  EXPECT_TRUE(Allowed(program));
+  EXPECT_FALSE(Allowed(other_process));
+  EXPECT_TRUE(Allowed(first));
+  EXPECT_FALSE(Allowed(second));
+}
+
+TEST_F(WatcherTest, ADeniedProgramsInterpreterIsNotAllowed) {
+  source_.SetIdentity(kLoaderInterp, 8, 777);
+  const int program = source_.Push(DynamicProgram(1234, "/usr/bin/curl"));
+  Drain();
+  const int loader = source_.Push(LoaderOpen(1234, true));
+  Drain();
+  EXPECT_FALSE(Allowed(program));
+  EXPECT_FALSE(Allowed(loader));
+}
+
+TEST_F(WatcherTest, AnInterpreterOtherThanThePrograms_IsACommandOfItsOwn) {
+  // PT_INTERP names another file than the one the kernel opened.
+  source_.SetIdentity(kLoaderInterp, 8, 999);
+  source_.Push(DynamicProgram(1234, "/usr/bin/true"));
+  Drain();
+  const int loader = source_.Push(LoaderOpen(1234, true));
+  Drain();
+  EXPECT_FALSE(Allowed(loader));
+}
+
+TEST_F(WatcherTest, ANameEntryMatchesOnlyARootControlledProgram) {
+  FakeEvent copy = ExecOf(1234, kWhite, "/home/agent/true");
+  copy.root_controlled = false;
+  const int copied = source_.Push(copy);
+  const int system = source_.Push(ExecOf(1235, kWhite, "/usr/bin/true"));
+  FakeEvent own = ExecOf(1236, kWhite, "/t/bin/ok");
+  own.root_controlled = false;
+  const int absolute = source_.Push(own);
+  Drain();
+  EXPECT_FALSE(Allowed(copied));
+  EXPECT_TRUE(Allowed(system));
+  EXPECT_TRUE(Allowed(absolute));  // an absolute entry matches as written
+  EXPECT_THAT(sink_.records()[0].reason(), HasSubstr("by name only"));
+}
+
+TEST_F(WatcherTest, ABlacklistDenyByNameCatchesACopy) {
+  FakeEvent copy = ExecOf(1234, kBlack, "/home/agent/ssh");
+  copy.root_controlled = false;
+  const int fd = source_.Push(copy);
+  Drain();
+  EXPECT_FALSE(Allowed(fd));
+}
+
+TEST_F(WatcherTest, ExecFactsAreNeverAskedForAnOpen) {
+  for (int i = 0; i < 10; ++i) source_.PushOpen(1234, kWhite, "/t/ok/file");
+  source_.PushOpen(1234, kBlack, "/t/file");
+  Drain();
+  EXPECT_EQ(source_.exec_fact_calls(), 0);
+}
+
 TEST_F(WatcherTest, OwnProcessIsAllowedWithoutIdentifyingIt) {
   FakeEvent event;
   event.mask = FAN_OPEN_PERM;

@@ -18,8 +18,12 @@ SubjectEntry MakeSubjectEntry(const leash::v1::SubjectPolicy& wire) {
     if (range.first() <= range.last()) entry.subordinate_uids.push_back({range.first(), range.last()});
   }
   if (wire.has_policy()) {
+    std::vector<engine::CommandLink> links;
+    for (const leash::v1::CommandLink& link : wire.command_links()) {
+      links.push_back({link.name(), link.target()});
+    }
     entry.policy = std::make_shared<const engine::CompiledPolicy>(
-        engine::CompiledPolicy::Compile(wire.policy()));
+        engine::CompiledPolicy::Compile(wire.policy(), links));
   } else {
     // No policy (or a malformed entry with neither state): denied.
     entry.no_policy_reason =

@@ -172,6 +172,49 @@ int FakeFanotifySource::FactsOf(const FanEvent& event, FileFacts& out) {
   return 0;
 }
 
+int FakeFanotifySource::IsRootControlled(const FanEvent& event, absl::string_view path,
+                                         const FileFacts& facts, bool& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++exec_fact_calls_;
+  auto it = events_.find(event.fd);
+  if (it == events_.end()) return EBADF;
+  out = it->second.root_controlled;
+  return 0;
+}
+
+int FakeFanotifySource::ElfInterpreterOf(const FanEvent& event, char* buffer, size_t capacity,
+                                         size_t& len) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++exec_fact_calls_;
+  len = 0;
+  auto it = events_.find(event.fd);
+  if (it == events_.end()) return EBADF;
+  const std::string& interp = it->second.elf_interpreter;
+  if (interp.size() > capacity) return 0;
+  memcpy(buffer, interp.data(), interp.size());
+  len = interp.size();
+  return 0;
+}
+
+int FakeFanotifySource::IdentityOf(const char* path, uint64_t& dev, uint64_t& ino) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++exec_fact_calls_;
+  auto it = identities_.find(path);
+  if (it == identities_.end()) return ENOENT;
+  dev = it->second.first;
+  ino = it->second.second;
+  return 0;
+}
+
+int FakeFanotifySource::IsLoadingElfInterpreter(const FanEvent& event, bool& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++exec_fact_calls_;
+  auto it = events_.find(event.fd);
+  if (it == events_.end()) return EBADF;
+  out = it->second.loading_elf_interpreter;
+  return it->second.loading_error;
+}
+
 absl::Status FakeFanotifySource::MarkFilesystem(const std::string& path) {
   std::lock_guard<std::mutex> lock(mu_);
   auto failure = mark_failures_.find(path);

@@ -29,6 +29,11 @@ struct FakeEvent {
   FileFacts facts;
   int facts_error = 0;
   int respond_error = 0;
+  // Exec events: what IsRootControlled, ElfInterpreterOf and IsLoadingElfInterpreter find.
+  bool root_controlled = true;
+  std::string elf_interpreter;
+  bool loading_elf_interpreter = false;
+  int loading_error = 0;
 };
 
 struct Answer {
@@ -68,6 +73,16 @@ class FakeFanotifySource : public FanotifySource {
   void FailMark(const std::string& path, int error);
 
   void set_identity_method(IdentityMethod method) { method_ = method; }
+  // What IdentityOf(path) finds (otherwise ENOENT).
+  void SetIdentity(const std::string& path, uint64_t dev, uint64_t ino) {
+    std::lock_guard<std::mutex> lock(mu_);
+    identities_[path] = {dev, ino};
+  }
+  // How many times the watcher asked for exec-only facts (never per open).
+  int exec_fact_calls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return exec_fact_calls_;
+  }
   // Called (without the fake's lock) at the start of every CredsOf, on the loop's thread:
   // lets a test hold the loop in the middle of a batch.
   void set_on_creds(std::function<void(int fd)> hook) { on_creds_ = std::move(hook); }
@@ -78,6 +93,12 @@ class FakeFanotifySource : public FanotifySource {
   int CredsOf(const FanEvent& event, Creds& out) override;
   int PathOf(const FanEvent& event, char* buffer, size_t capacity, size_t& len) override;
   int FactsOf(const FanEvent& event, FileFacts& out) override;
+  int IsRootControlled(const FanEvent& event, absl::string_view path, const FileFacts& facts,
+                       bool& out) override;
+  int ElfInterpreterOf(const FanEvent& event, char* buffer, size_t capacity,
+                       size_t& len) override;
+  int IdentityOf(const char* path, uint64_t& dev, uint64_t& ino) override;
+  int IsLoadingElfInterpreter(const FanEvent& event, bool& out) override;
   IdentityMethod identity_method() const override { return method_; }
   absl::Status MarkFilesystem(const std::string& path) override;
   absl::Status UnmarkFilesystem(const std::string& path) override;
@@ -103,6 +124,8 @@ class FakeFanotifySource : public FanotifySource {
   std::map<int, int> released_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> marks_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int> mark_failures_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::pair<uint64_t, uint64_t>> identities_ ABSL_GUARDED_BY(mu_);
+  int exec_fact_calls_ ABSL_GUARDED_BY(mu_) = 0;
   IdentityMethod method_ = IdentityMethod::kPidfdCache;
   std::function<void(int fd)> on_creds_;
 };
