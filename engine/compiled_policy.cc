@@ -100,6 +100,7 @@ void AppendReason(Surface surface, absl::string_view subject, const Ruling& ruli
     case Ruling::Basis::kAncestorOfAllowEntry:
       absl::StrAppend(&out, " is a directory above allow entry '", ruling.entry,
                       "' (listed by name only)");
+      return;
     case Ruling::Basis::kNameNotRootControlled:
       absl::StrAppend(
           &out, " matches allow entry '", ruling.entry,
