@@ -30,6 +30,11 @@ absl::optional<LogLevel> ParseLogLevel(absl::string_view level) {
   return absl::nullopt;
 }
 
+LogLevel LevelOf(const engine::CompiledPolicy* policy) {
+  if (policy == nullptr) return LogLevel::kEveryDecision;
+  return ParseLogLevel(policy->config().logging().level()).value_or(LogLevel::kEveryDecision);
+}
+
 DecisionLineGate::DecisionLineGate(Limits limits)
     : limits_(limits),
       interval_ns_(1'000'000'000 / std::max<uint32_t>(limits.allow_lines_per_second, 1)),

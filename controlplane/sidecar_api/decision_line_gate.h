@@ -19,6 +19,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/optional.h"
+#include "engine/compiled_policy.h"
 
 namespace leash::sidecar {
 
@@ -30,6 +31,10 @@ enum class LogLevel : uint8_t {
 
 // The level logging.level names; nullopt for anything else (config_yaml refuses those).
 absl::optional<LogLevel> ParseLogLevel(absl::string_view level);
+
+// A subject's level from its resolved policy (logging.level, which a profile may set); a
+// subject with no policy writes every decision (its lines are blocks and criticals).
+LogLevel LevelOf(const engine::CompiledPolicy* policy);
 
 enum class LineKind : uint8_t { kAllow, kBlock, kCritical };
 
