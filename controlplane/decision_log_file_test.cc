@@ -10,7 +10,10 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "controlplane/sidecar_api/decision_log.h"
+#include "test/fixtures/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/fixtures/root.h"
@@ -164,6 +167,47 @@ TEST_F(DecisionLogOpenTest, AnExistingLogOthersCouldWriteIsMadeRootOnly) {
   struct stat st;
   ASSERT_EQ(stat(log.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0640u);
+}
+
+leash::v1::DecisionRecord Numbered(int n) {
+  leash::v1::DecisionRecord record;
+  record.set_ref(absl::StrCat("n", n));
+  record.set_uid(4242);
+  record.set_surface("filesystem");
+  record.set_action("block");
+  record.set_reason("rotation test");
+  return record;
+}
+
+// logrotate's copytruncate, step by step: copy the file, then truncate it in place. The
+// writers' descriptor is O_APPEND, so their next line goes to the new end (offset 0), not to
+// the offset they had reached (which would leave a hole of NULs and, on a full disk, no room).
+TEST_F(DecisionLogOpenTest, CopytruncateRotationLosesNoLineWrittenAfterIt) {
+  const std::string log = root_ + "/log/decisions.jsonl";
+  absl::StatusOr<int> fd = OpenDecisionLog(log);
+  ASSERT_TRUE(fd.ok()) << fd.status();
+  sidecar::AsyncDecisionLog writer(*fd);
+  for (int i = 0; i < 500; ++i) writer.Record(Numbered(i));
+  writer.Flush();
+  absl::StatusOr<leash::testing::RunResult> copied =
+      leash::testing::Run({"cp", "--sparse=never", log, log + ".1"});
+  ASSERT_TRUE(copied.ok() && copied->exit_code == 0);
+  absl::StatusOr<leash::testing::RunResult> truncated =
+      leash::testing::Run({"truncate", "--size=0", log});
+  ASSERT_TRUE(truncated.ok() && truncated->exit_code == 0);
+  for (int i = 500; i < 1000; ++i) writer.Record(Numbered(i));
+  writer.Flush();
+
+  const std::string before = ReadAll(log + ".1");
+  const std::string after = ReadAll(log);
+  EXPECT_EQ(after.find('\0'), std::string::npos) << "a hole where the old end was";
+  ASSERT_FALSE(after.empty());
+  EXPECT_EQ(after.front(), '{');
+  for (int i = 0; i < 1000; ++i) {
+    const std::string ref = absl::StrCat("\"ref\":\"n", i, "\"");
+    EXPECT_TRUE(absl::StrContains(i < 500 ? before : after, ref)) << i;
+    EXPECT_FALSE(absl::StrContains(i < 500 ? after : before, ref)) << i;
+  }
 }
 
 TEST(DecisionLogPathTest, ARelativePathIsRefused) {

@@ -38,7 +38,8 @@ LeashdInstance::LeashdInstance(std::unique_ptr<TempDir> dir, std::vector<std::st
 }
 
 absl::StatusOr<std::unique_ptr<LeashdInstance>> LeashdInstance::Start(
-    const std::string& floor_yaml, const NetNamespace& ns, const std::string& mark_only_under) {
+    const std::string& floor_yaml, const NetNamespace& ns, const std::string& mark_only_under,
+    const std::vector<std::string>& extra_args) {
   absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create("lid");
   if (!dir.ok()) return dir.status();
   // Other accounts reach the tools socket through these folders.
@@ -46,13 +47,15 @@ absl::StatusOr<std::unique_ptr<LeashdInstance>> LeashdInstance::Start(
   mkdir((*dir)->Join("run").c_str(), 0755);
   std::ofstream((*dir)->Join("leash.yaml")) << floor_yaml;
   std::ofstream((*dir)->Join("resolv.conf")) << "nameserver 192.0.2.53\n";
-  const std::vector<std::string> argv = ns.ExecSharingMounts(
-      {RunfilePath("controlplane/leashd"), "--config=" + (*dir)->Join("leash.yaml"),
-       "--state-dir=" + (*dir)->Join("state"), "--run-dir=" + (*dir)->Join("run"),
-       "--resolv-conf=" + (*dir)->Join("resolv.conf"),
-       "--fswatch-mark-only-under=" + mark_only_under,
-       "--proxy-binary=" + RunfilePath("proxy/leash-proxy"),
-       "--fswatch-binary=" + RunfilePath("fswatch/leash-fswatch")});
+  std::vector<std::string> leashd_argv = {
+      RunfilePath("controlplane/leashd"), "--config=" + (*dir)->Join("leash.yaml"),
+      "--state-dir=" + (*dir)->Join("state"), "--run-dir=" + (*dir)->Join("run"),
+      "--resolv-conf=" + (*dir)->Join("resolv.conf"),
+      "--fswatch-mark-only-under=" + mark_only_under,
+      "--proxy-binary=" + RunfilePath("proxy/leash-proxy"),
+      "--fswatch-binary=" + RunfilePath("fswatch/leash-fswatch")};
+  leashd_argv.insert(leashd_argv.end(), extra_args.begin(), extra_args.end());
+  const std::vector<std::string> argv = ns.ExecSharingMounts(leashd_argv);
   absl::StatusOr<Background> process = Background::Start(argv, (*dir)->Join("leashd.log"));
   if (!process.ok()) return process.status();
   std::unique_ptr<LeashdInstance> instance(

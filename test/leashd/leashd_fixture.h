@@ -22,9 +22,10 @@ class LeashdInstance {
   // Writes `floor_yaml` as the config and starts leashd in `ns`, marks confined to
   // `mark_only_under`. Returns once the admin socket answers GetStatus (or with leashd's log
   // when it exits or does not answer in time).
-  static absl::StatusOr<std::unique_ptr<LeashdInstance>> Start(const std::string& floor_yaml,
-                                                               const NetNamespace& ns,
-                                                               const std::string& mark_only_under);
+  // `extra_args` are appended to leashd's command line.
+  static absl::StatusOr<std::unique_ptr<LeashdInstance>> Start(
+      const std::string& floor_yaml, const NetNamespace& ns, const std::string& mark_only_under,
+      const std::vector<std::string>& extra_args = {});
   ~LeashdInstance();
 
   leash::v1::Control::Stub& control() { return *control_; }
