@@ -42,6 +42,7 @@
 #include "controlplane/sidecar_supervisor.h"
 #include "controlplane/subject_directory.h"
 #include "controlplane/tiered_policy_source.h"
+#include "controlplane/tools_group.h"
 #include "controlplane/unix_grpc_server.h"
 #include "engine/config_defaults.h"
 #include "engine/validate.h"
@@ -96,7 +97,8 @@ std::optional<ucred> ToolsCaller(const ToolsServerRef& server,
 }
 
 tools::SubjectLookup MakeToolsLookup(const ToolsServerRef* server,
-                                     const SubjectDirectory* subjects, uint32_t user_uid) {
+                                     const SubjectDirectory* subjects, uint32_t user_uid,
+                                     sidecar::AsyncDecisionLog* log) {
   return [=](const grpc::ServerContextBase& context,
              const std::string& account) -> absl::StatusOr<tools::ToolSubject> {
     std::optional<ucred> peer = ToolsCaller(*server, context);
@@ -117,6 +119,8 @@ tools::SubjectLookup MakeToolsLookup(const ToolsServerRef* server,
       return absl::PermissionDeniedError(absl::StrCat(
           "uid ", peer->uid, " may not check tools for ", view->state.account.name));
     }
+    // The subject's logging.level as of the last reconcile, before its record is written.
+    log->SetLevel(view->state.account.uid, sidecar::LevelOf(view->policy.get()));
     tools::ToolSubject subject;
     subject.uid = view->state.account.uid;
     subject.policy = view->policy;
@@ -266,6 +270,25 @@ int RunDaemon(const DaemonOptions& given) {
       return Refuse(absl::StrCat(binary, " is not installed, but the config enables its surface; "
                                          "install it (scripts/install) or turn the enforcer off"));
     }
+  }
+
+  // --- The tools socket's group: Leash's own, made now if missing (an upgrade says so). ---
+  ToolsGroup tools_group;
+  if (tools_on) {
+    absl::StatusOr<ToolsGroup> ensured = EnsureToolsGroup(
+        options.tools_group.empty() ? kDefaultToolsGroup : options.tools_group, floor->user(),
+        options.tools_socket);
+    if (ensured.ok()) {
+      tools_group = *std::move(ensured);
+    } else {
+      // Root-only rather than the leashed user's group: CheckTool unreachable by the harness is
+      // visible and fixable; a socket group that reads the policy is neither.
+      tools_group.name = "root";
+      tools_group.gid = 0;
+      Say(absl::StrCat("warning: ", ensured.status().message(),
+                       "; until then the tools socket is root's alone"));
+    }
+    for (const std::string& notice : tools_group.notices) Say(notice);
   }
 
   // --- The decision log, the admin socket. ---
@@ -557,7 +580,7 @@ int RunDaemon(const DaemonOptions& given) {
     tools_log = std::make_unique<sidecar::AsyncDecisionLog>(fcntl(*log_fd, F_DUPFD_CLOEXEC, 3));
     tools::ToolsServiceOptions tools_options;
     tools_options.sink = tools_log.get();
-    tools_options.lookup = MakeToolsLookup(&tools_server_raw, &subjects, (*user)->uid);
+    tools_options.lookup = MakeToolsLookup(&tools_server_raw, &subjects, (*user)->uid, tools_log.get());
     tools_options.caller_uid =
         [raw = &tools_server_raw](const grpc::ServerContextBase& context) -> std::optional<uint32_t> {
       std::optional<ucred> peer = ToolsCaller(*raw, context);
@@ -583,13 +606,7 @@ int RunDaemon(const DaemonOptions& given) {
     tools_socket.name = "tools";
     tools_socket.path = options.tools_socket;
     tools_socket.mode = 0660;
-    gid_t group = (*user)->gid;
-    if (!options.tools_group.empty()) {
-      const struct group* g = getgrnam(options.tools_group.c_str());
-      if (g == nullptr) return Refuse(absl::StrCat("tools group '", options.tools_group, "' does not exist"));
-      group = g->gr_gid;
-    }
-    tools_socket.group = group;
+    tools_socket.group = tools_group.gid;
     tools_socket.admit = [](const ucred&) { return true; };  // the socket's group decides
     tools_socket.max_connections_per_uid = options.tools_limits.max_connections_per_account;
     absl::StatusOr<std::unique_ptr<UnixGrpcServer>> server = UnixGrpcServer::Start(
@@ -600,7 +617,8 @@ int RunDaemon(const DaemonOptions& given) {
     tools_server = *std::move(server);
     tools_server_raw.store(tools_server.get());
     const tools::ToolsSocketLimits& limits = options.tools_limits;
-    Say(absl::StrCat("tools socket ", options.tools_socket, " (0660, group ", group,
+    Say(absl::StrCat("tools socket ", options.tools_socket, " (0660, group ", tools_group.name,
+                     " ", tools_group.gid,
                      "); per account: ", limits.max_connections_per_account, " connections, ",
                      limits.max_calls_per_account, " calls in flight, requests up to ",
                      limits.max_request_bytes, " bytes"));

@@ -30,7 +30,8 @@ struct DaemonOptions {
   // Default <run_dir>/leash.sock and <run_dir>/tools.sock.
   std::string admin_socket;
   std::string tools_socket;
-  // Group of the tools socket (0660), for the agent harness. Default: the leashed user's group.
+  // Group of the tools socket (0660), for the agent harness; made if missing (tools_group.h).
+  // Default: leash-tools, never the leashed user's group (which reads leash.yaml).
   std::string tools_group;
   // What one account may make leashd hold on the tools socket (see tools::ToolsSocketLimits).
   tools::ToolsSocketLimits tools_limits;

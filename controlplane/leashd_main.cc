@@ -1,10 +1,11 @@
 // leashd: Leash's control plane. Normally started as `leash` (no command) by leash.service.
 //   leashd [--config=/etc/leash/leash.yaml] [--state-dir=/var/lib/leash] [--run-dir=/run/leash]
-//          [--socket=<admin socket>] [--tools-socket=<path>] [--tools-group=<group>]
+//          [--socket=<admin socket>] [--tools-socket=<path>] [--tools-group=leash-tools]
 //          [--proxy-binary=<path>] [--fswatch-binary=<path>] [--resolv-conf=<path>]
 //          [--netfilter=auto|nftables|iptables] [--fswatch-mark-only-under=<tmpfs dir>]
 //          [--tools-max-request-bytes=4194304] [--tools-calls-per-account=8]
 //          [--tools-connections-per-account=8]
+// --tools-group is created (groupadd --system) when missing; see controlplane/tools_group.h.
 #include <cstdlib>
 #include <cstring>
 #include <iostream>

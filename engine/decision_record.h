@@ -35,6 +35,11 @@ class DecisionSink {
   // `append_line` must be quick and must not call the sink. By default the line is read back
   // into a record and passed to Record().
   virtual void RecordLine(absl::FunctionRef<void(std::string&)> append_line);
+
+  // Whether `uid`'s line for a decision of this kind is written now: a sink may apply the
+  // subject's logging.level and a limit on allow lines. A caller that renders its own line
+  // (RecordLine) asks first; Record() applies it to the record itself. Default: every line.
+  virtual bool Admits(uint32_t /*uid*/, Verdict /*verdict*/, bool /*critical*/) { return true; }
 };
 
 // A short reference ("k3x9q2mw"): 8 characters of lowercase base32 from `random_bits`. The

@@ -461,6 +461,7 @@ int FswatchMain(int argc, char** argv) {
   }
 
   auto log = std::make_unique<sidecar::AsyncDecisionLog>(log_fd);
+  sidecar::AsyncDecisionLog* const log_ptr = log.get();
   auto watcher = std::make_unique<Watcher>(*group, *log, options);
   auto marker = std::make_unique<Marker>(
       *group, [] { return ReadProcFile("/proc/self/mountinfo"); },
@@ -545,6 +546,9 @@ int FswatchMain(int argc, char** argv) {
   std::mutex apply_mu;
   auto apply = [&](sidecar::SubjectMapPtr map, uint64_t version) {
     std::lock_guard<std::mutex> lock(apply_mu);
+    for (const auto& [uid, entry] : *map) {
+      log_ptr->SetLevel(uid, sidecar::LevelOf(entry.policy.get()));
+    }
     watcher->Publish(map, version);
     absl::StatusOr<MarkReport> report = marker->Reconcile(*map);
     report_marks(report, /*verbose=*/true);

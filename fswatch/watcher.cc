@@ -534,6 +534,8 @@ void Watcher::Log(uint32_t uid, leash::v1::Surface surface, const Judgement& jud
 void Watcher::LogLine(uint32_t uid, leash::v1::Surface surface, Verdict verdict,
                       absl::string_view path, bool critical,
                       absl::FunctionRef<void(std::string&)> append_reason) {
+  // logging.level and the subject's allow-line limit, before anything is rendered.
+  if (!log_.Admits(uid, verdict, critical)) return;
   // engine::MakeDecisionRecord's fields, with the cheaper timestamp, rendered by
   // engine::AppendDecisionLine straight into the slot the log hands over: no record is built
   // and nothing is allocated once the slot's string has grown.

@@ -37,6 +37,12 @@ int main(int argc, char** argv) {
   return leash::proxy::RunProxyMain(argc, argv, [](int fd) {
     auto log = std::make_unique<leash::sidecar::AsyncDecisionLog>(fd);
     leash::sidecar::AsyncDecisionLog* raw = log.get();
-    return leash::proxy::SinkHandle{std::move(log), [raw] { return raw->lost(); }};
+    return leash::proxy::SinkHandle{
+        std::move(log), [raw] { return raw->lost(); },
+        [raw](const leash::sidecar::SubjectMap& map) {
+          for (const auto& [uid, entry] : map) {
+            raw->SetLevel(uid, leash::sidecar::LevelOf(entry.policy.get()));
+          }
+        }};
   });
 }

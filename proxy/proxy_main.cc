@@ -199,7 +199,8 @@ int RunProxyMain(int argc, char** argv, const SinkFactory& make_sink) {
   ListenerManager* const manager_ptr = manager.get();
   sidecar::PolicySubscriber subscriber(
       subscriber_options,
-      [manager_ptr](sidecar::SubjectMapPtr map, uint64_t version) {
+      [manager_ptr, &sink](sidecar::SubjectMapPtr map, uint64_t version) {
+        if (sink.apply_levels) sink.apply_levels(*map);
         leash::v1::PolicyAck ack = manager_ptr->Apply(std::move(map), version);
         if (!ack.error().empty()) std::cerr << "leash-proxy: map " << version << ": " << ack.error() << "\n";
         return ack;

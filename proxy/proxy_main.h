@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "controlplane/sidecar_api/policy_subscriber.h"
 #include "engine/decision_record.h"
 #include "proxy/proxy_context.h"
 
@@ -39,6 +40,8 @@ std::string ProxyUsage();
 struct SinkHandle {
   std::unique_ptr<engine::DecisionSink> sink;
   std::function<uint64_t()> lost;
+  // Applies each subject's logging.level from a new map (unset: every decision is written).
+  std::function<void(const sidecar::SubjectMap&)> apply_levels;
 };
 using SinkFactory = std::function<SinkHandle(int fd)>;
 

@@ -20,6 +20,9 @@
 // - Lost records are reported by the writer itself, as a critical record, as soon as it has
 //   drained what was queued: "the count of lost records is itself written as a critical record
 //   once there is room".
+// - Which lines are written at all (the subject's logging.level, the per-subject limit on allow
+//   lines) is decided before a cell is claimed, so held-back lines cost no queue space; the
+//   writer reports each subject's held-back count at most once a second.
 // - SIGPIPE is blocked on the writer thread only, so a reader that went away turns into EPIPE
 //   (counted) instead of killing the process that holds the fanotify group.
 #include "controlplane/sidecar_api/decision_log.h"
@@ -82,8 +85,8 @@ uint64_t RandomBits() {
 
 class AsyncDecisionLog::Impl {
  public:
-  Impl(int fd, size_t capacity)
-      : fd_(fd), mask_(RoundUpToPowerOfTwo(capacity) - 1), cells_(mask_ + 1) {
+  Impl(int fd, size_t capacity, DecisionLineGate::Limits limits)
+      : fd_(fd), gate_(limits), mask_(RoundUpToPowerOfTwo(capacity) - 1), cells_(mask_ + 1) {
     for (size_t i = 0; i <= mask_; ++i) cells_[i].sequence.store(i, std::memory_order_relaxed);
     struct stat st;
     // Lines written in one write(2) to a pipe are only kept whole up to PIPE_BUF.
@@ -109,7 +112,14 @@ class AsyncDecisionLog::Impl {
     return true;
   }
 
+  DecisionLineGate& gate() { return gate_; }
+
   void Record(const leash::v1::DecisionRecord& record) {
+    const LineKind kind = record.severity() == "critical" ? LineKind::kCritical
+                          : record.action() == "allow"    ? LineKind::kAllow
+                          : record.action() == "block"    ? LineKind::kBlock
+                                                          : LineKind::kCritical;
+    if (!gate_.Admit(record.uid(), kind, absl::GetCurrentTimeNanos())) return;
     uint64_t pos;
     Cell* cell = Claim(pos);
     if (cell == nullptr) return;
@@ -234,6 +244,8 @@ class AsyncDecisionLog::Impl {
 
     std::string batch;
     uint64_t reported_lost = 0;
+    int64_t last_suppressed_report_ns = 0;
+    constexpr int64_t kSuppressedReportPeriodNs = 1'000'000'000;
     bool fd_failed = false;
     // Empty polls since the last record; after kBusyPolls the writer sleeps until woken.
     int idle_polls = 0;
@@ -257,6 +269,14 @@ class AsyncDecisionLog::Impl {
       if (lost_now != reported_lost) {
         engine::AppendDecisionLine(LostRecord(lost_now - reported_lost, lost_now), batch);
         reported_lost = lost_now;
+      }
+      if (const int64_t now = absl::GetCurrentTimeNanos();
+          now - last_suppressed_report_ns >= kSuppressedReportPeriodNs ||
+          stop_.load(std::memory_order_relaxed)) {
+        last_suppressed_report_ns = now;
+        gate_.TakeSuppressed([&](const DecisionLineGate::Suppressed& held) {
+          engine::AppendDecisionLine(SuppressedRecord(held), batch);
+        });
       }
       if (!batch.empty()) {
         if (!fd_failed && !WriteAll(batch)) fd_failed = true;
@@ -315,7 +335,28 @@ class AsyncDecisionLog::Impl {
     return lost;
   }
 
+  static std::string FormatNs(int64_t ns) {
+    return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::FromUnixNanos(ns), absl::UTCTimeZone());
+  }
+
+  leash::v1::DecisionRecord SuppressedRecord(const DecisionLineGate::Suppressed& held) {
+    leash::v1::DecisionRecord record;
+    record.set_ts(FormatNs(absl::GetCurrentTimeNanos()));
+    record.set_ref(engine::MakeRef(RandomBits()));
+    record.set_uid(held.uid);
+    record.set_action("suppressed");
+    record.set_severity("warning");
+    const DecisionLineGate::Limits& limits = gate_.limits();
+    record.set_reason(absl::StrCat(
+        "decision log: ", held.lines, " allow lines of uid ", held.uid,
+        " not written between ", FormatNs(held.first_ns), " and ", FormatNs(held.last_ns),
+        " (over ", limits.allow_lines_per_second, " a second after a burst of ",
+        limits.allow_burst, "); every block and critical was written"));
+    return record;
+  }
+
   const int fd_;
+  DecisionLineGate gate_;
   const size_t mask_;
   std::vector<Cell> cells_;
   size_t batch_limit_ = PIPE_BUF;
@@ -339,8 +380,8 @@ class AsyncDecisionLog::Impl {
   std::thread writer_;
 };
 
-AsyncDecisionLog::AsyncDecisionLog(int fd, size_t capacity)
-    : impl_(std::make_unique<Impl>(fd, capacity)) {}
+AsyncDecisionLog::AsyncDecisionLog(int fd, size_t capacity, DecisionLineGate::Limits limits)
+    : impl_(std::make_unique<Impl>(fd, capacity, limits)) {}
 
 AsyncDecisionLog::~AsyncDecisionLog() {
   // A writer stuck on a descriptor nobody drains must not hold up the caller's shutdown: after
@@ -356,6 +397,18 @@ void AsyncDecisionLog::Record(leash::v1::DecisionRecord record) { impl_->Record(
 
 void AsyncDecisionLog::RecordLine(absl::FunctionRef<void(std::string&)> append_line) {
   impl_->RecordLine(append_line);
+}
+
+bool AsyncDecisionLog::Admits(uint32_t uid, engine::Verdict verdict, bool critical) {
+  return impl_->gate().Admit(uid,
+                             critical                              ? LineKind::kCritical
+                             : verdict == engine::Verdict::kAllow ? LineKind::kAllow
+                                                                   : LineKind::kBlock,
+                             absl::GetCurrentTimeNanos());
+}
+
+void AsyncDecisionLog::SetLevel(uint32_t uid, LogLevel level) {
+  impl_->gate().SetLevel(uid, level);
 }
 
 uint64_t AsyncDecisionLog::lost() const { return impl_->lost(); }

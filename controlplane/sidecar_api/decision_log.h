@@ -12,19 +12,27 @@
 #include <cstdint>
 #include <memory>
 
+#include "controlplane/sidecar_api/decision_line_gate.h"
 #include "engine/decision_record.h"
 
 namespace leash::sidecar {
 
 class AsyncDecisionLog : public engine::DecisionSink {
  public:
-  // Takes ownership of `fd`. `capacity`: records the queue holds before it drops.
-  explicit AsyncDecisionLog(int fd, size_t capacity = 8192);
+  // Takes ownership of `fd`. `capacity`: records the queue holds before it drops. `limits`:
+  // the allow lines each subject may write (DecisionLineGate).
+  explicit AsyncDecisionLog(int fd, size_t capacity = 8192,
+                            DecisionLineGate::Limits limits = DecisionLineGate::Limits());
   // Writes what is queued, then stops the writer thread and closes the descriptor.
   ~AsyncDecisionLog() override;
 
   // Never blocks and never takes a lock the writer thread can hold for long. Thread-safe.
+  // Applies the gate (the record's uid, action and severity) before anything is queued.
   void Record(leash::v1::DecisionRecord record) override;
+  // The gate's answer for a line the caller is about to render (RecordLine does not apply it).
+  bool Admits(uint32_t uid, engine::Verdict verdict, bool critical) override;
+  // The subject's logging.level from now on (each writer sets it from every policy map).
+  void SetLevel(uint32_t uid, LogLevel level);
   // `append_line` writes its line straight into a queue slot (no allocation once the slot's
   // string has grown). Never blocks; a full queue drops the record (counted) without calling
   // `append_line`.

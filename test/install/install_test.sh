@@ -309,13 +309,16 @@ pass "a missing binary is named and nothing is installed"
 echo "== 7. the host path (no --destdir), inside a second throwaway root"
 H=$work/host
 make_root "$H" "$work/layers-host"
-mkdir -p "$H/tmp/src/scripts/lib" "$H/tmp/src/packaging" "$H/tmp/bins"
+mkdir -p "$H/tmp/src/scripts/lib" "$H/tmp/src/packaging/logrotate.d" "$H/tmp/bins"
 cp -L "$repo"/scripts/{install,uninstall,reload-policy} "$H/tmp/src/scripts/"
 cp -L "$repo"/scripts/lib/*.sh "$H/tmp/src/scripts/lib/"
 cp -L "$repo/packaging/leash.service" "$H/tmp/src/packaging/"
 cp -rL "$repo/packaging/lists" "$H/tmp/src/packaging/"
+cp -L "$repo/packaging/logrotate.d/leash" "$H/tmp/src/packaging/logrotate.d/"
 cp "$work/v1/"* "$H/tmp/bins/"
 in_host() { chroot "$H" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
+# /etc was copied from this host, which may have a leash-tools group of its own already.
+in_host groupdel leash-tools >/dev/null 2>&1 || true
 if ! out=$(in_host /tmp/src/scripts/install --user "$user" --from /tmp/bins 2>&1); then
   echo "$out" >&2
   fail "scripts/install (no --destdir) failed inside the root"
@@ -327,6 +330,15 @@ for i in 0 1 2 3; do expect_stat "$H${DESTS[$i]}" "755 0 0"; done
 expect_stat "$H/lib/systemd/system/leash.service" "644 0 0"
 expect_stat "$H/etc/leash/leash.yaml" "640 0 $hgid"
 expect_stat "$H/var/log/leash" "750 0 0"
+expect_stat "$H/etc/logrotate.d/leash" "644 0 0"
+cmp -s "$repo/packaging/logrotate.d/leash" "$H/etc/logrotate.d/leash" ||
+  fail "the installed logrotate snippet is not packaging/logrotate.d/leash"
+grep -q "^copytruncate\|^ *copytruncate" "$H/etc/logrotate.d/leash" || fail "the log is not rotated with copytruncate"
+# The tools socket's own group, with the leashed user in it: never the user's own group.
+awk -F: -v u="$user" '$1 == "leash-tools" && ("," $4 ",") ~ ("," u ",") { found = 1 } END { exit !found }' \
+  "$H/etc/group" || fail "the group leash-tools was not created with $user in it"
+echo "$out" | grep -q "created the group leash-tools" || fail "install did not say it created leash-tools"
+pass "install: /etc/logrotate.d/leash (copytruncate) and the group leash-tools with $user in it"
 expect_absent "$H/var/lib/leash"
 echo "$out" | grep -q "no systemd here" || fail "install did not say how to start the service without systemd"
 pass "no systemd: install says to start \`leash\` itself"
