@@ -107,7 +107,7 @@ int RunTeardown(const Args& args, Io io) {
   absl::Status unrouted = rules.status();
   if (rules.ok()) {
     unrouted = controlplane::InboundRouting(rules->get(),
-                                            controlplane::SavedFwmarkAcceptPath(state_dir))
+                                            controlplane::SavedFwmarkAcceptPath(run_dir))
                    .ReleaseHost();
   }
   if (released.ok()) released = unrouted;

@@ -364,7 +364,7 @@ int RunDaemon(const DaemonOptions& given) {
     if (!rules.ok()) return Refuse(std::string(rules.status().message()));
     route_rules = std::move(*rules);
     inbound_routing = std::make_unique<InboundRouting>(route_rules.get(),
-                                                       SavedFwmarkAcceptPath(options.state_dir));
+                                                       SavedFwmarkAcceptPath(options.run_dir));
     netfilter = std::make_unique<InboundRoutedNetfilter>(chains.get(), inbound_routing.get());
     absl::StatusOr<std::vector<std::string>> prepared = netfilter->Prepare();
     if (!prepared.ok()) return Refuse(std::string(prepared.status().message()));

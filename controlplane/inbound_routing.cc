@@ -127,8 +127,8 @@ std::string DescribeRouteRule(const RouteRule& rule) {
   return out;
 }
 
-std::string SavedFwmarkAcceptPath(const std::string& state_dir) {
-  return state_dir + "/tcp_fwmark_accept.saved";
+std::string SavedFwmarkAcceptPath(const std::string& run_dir) {
+  return run_dir + "/tcp_fwmark_accept.saved";
 }
 
 InboundRouting::InboundRouting(RouteRules* kernel, std::string saved_sysctl_path)

@@ -68,9 +68,11 @@ RouteRuleDiff DiffRouteRules(const std::vector<RouteRule>& desired,
   return diff;
 }
 
-// Where leashd keeps the host's own tcp_fwmark_accept under `state_dir` (leashd's state folder;
-// `leash teardown` reads the same file).
-std::string SavedFwmarkAcceptPath(const std::string& state_dir);
+// Where leashd keeps the host's own tcp_fwmark_accept under `run_dir` (leashd's runtime folder,
+// /run/leash: the sysctl is reset at boot, and so is that folder, so a saved value never
+// outlives the setting it saved; a host with no agents gets no /var/lib/leash for it).
+// `leash teardown` reads the same file.
+std::string SavedFwmarkAcceptPath(const std::string& run_dir);
 
 class InboundRouting {
  public:

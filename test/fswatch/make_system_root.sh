@@ -27,7 +27,7 @@ for top in bin sbin lib lib64; do
 done
 
 programs=(/usr/bin/bash /usr/bin/ls /usr/bin/cat /usr/bin/git /usr/bin/python3.11 /usr/bin/env
-  /usr/bin/dash /usr/bin/true)
+  /usr/bin/dash /usr/bin/true /usr/bin/curl)
 for p in "${programs[@]}"; do copy "$p"; done
 ln -sfn python3.11 "$dest/usr/bin/python3"
 ln -sfn dash "$dest/usr/bin/sh"
@@ -36,6 +36,12 @@ mkdir -p "$dest/usr/share"
 cp -a /usr/share/git-core "$dest/usr/share/"
 cp -a /usr/lib/python3.11 "$dest/usr/lib/"
 rm -rf "$dest/usr/lib/python3.11/test" "$dest/usr/lib/python3.11/site-packages" 2>/dev/null || true
+# pip, as Debian installs it: a script naming /usr/bin/python3, and its modules.
+copy /usr/bin/pip
+if [ -d /usr/lib/python3/dist-packages ]; then
+  mkdir -p "$dest/usr/lib/python3"
+  cp -a /usr/lib/python3/dist-packages "$dest/usr/lib/python3/"
+fi
 
 # Every library the copies load (ldd lists the loader too).
 elves=("${programs[@]}" /usr/lib/python3.11/lib-dynload/*.so /usr/lib/git-core/git-remote-http)

@@ -8,7 +8,8 @@
 // with chroot. The kernel reports those files under that folder, so the shipped @system list is
 // handed to the engine with each entry under it; everything else (the list's entries, their
 // expansion, the judging of every open and listing) is what an installed host does. The
-// commands surface is a blacklist here: this test is about what the filesystem allows.
+// commands surface is a blacklist here: this test is about what the filesystem allows, except in
+// the last test, which runs the README's example policy (docs/examples/leash.yaml) whole.
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,8 +20,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "engine/config_yaml.h"
 #include "engine/named_lists.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -37,6 +40,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 constexpr char kShippedSystemList[] = "packaging/lists/system";
+constexpr char kExamplePolicy[] = "docs/examples/leash.yaml";
 constexpr char kMakeSystemRoot[] = "test/fswatch/make_system_root.sh";
 constexpr char kEpermText[] = "Operation not permitted";
 
@@ -88,14 +92,16 @@ std::string MakeWorld(World& w) {
       !WriteFile(r("/etc/ssh/ssh_host_ed25519_key"), "key\n", 0644).ok()) {
     return "could not write /etc/shadow and /etc/ssh in the copy";
   }
-  for (const char* dir : {"/home/agent", "/home/agent/work", "/home/agent/work/denied"}) {
+  for (const char* dir : {"/home/agent", "/home/agent/work", "/home/agent/work/denied",
+                          "/home/fido", "/home/fido/work", "/tmp/fido"}) {
     if (mkdir(r(dir).c_str(), 0755) != 0 ||
         chown(r(dir).c_str(), w.account->uid(), w.account->gid()) != 0) {
       return absl::StrCat("could not make ", dir);
     }
   }
-  if (!WriteFile(r("/home/agent/work/denied/notes"), "private\n", 0644).ok()) {
-    return "could not write the denied folder's file";
+  if (!WriteFile(r("/home/agent/work/denied/notes"), "private\n", 0644).ok() ||
+      !WriteFile(r("/home/fido/work/.env"), "API_KEY=not-a-real-key\n", 0644).ok()) {
+    return "could not write the denied files";
   }
   return "";
 }
@@ -141,12 +147,18 @@ class SystemListRootTest : public ::testing::Test {
     ASSERT_TRUE(expanded.ok()) << expanded.status();
     const auto& allow = expanded->filesystem().allow().entries();
 
+    StartWatcherOn(Subject(account.uid(), account.name(), leash::v1::MODE_WHITELIST,
+                           {allow.begin(), allow.end()}, {R("/home/agent/work/denied")},
+                           leash::v1::MODE_BLACKLIST, {}, {"curl"}));
+  }
+
+  // Stops the running watcher, if any, and starts one whose map holds `subject` alone.
+  void StartWatcherOn(const leash::v1::SubjectPolicy& subject) {
+    StopWatcher();
     leash::v1::PolicyUpdate map;
     map.set_version(1);
     map.set_full(true);
-    *map.add_subjects() = Subject(account.uid(), account.name(), leash::v1::MODE_WHITELIST,
-                                  {allow.begin(), allow.end()}, {R("/home/agent/work/denied")},
-                                  leash::v1::MODE_BLACKLIST, {}, {"curl"});
+    *map.add_subjects() = subject;
     WatcherStart start;
     start.map = map;
     start.tmpfs = g_world->tmpfs->path();
@@ -158,7 +170,9 @@ class SystemListRootTest : public ::testing::Test {
     watcher_ = std::make_unique<WatcherProcess>(*std::move(watcher));
   }
 
-  void TearDown() override {
+  void TearDown() override { StopWatcher(); }
+
+  void StopWatcher() {
     if (watcher_ && watcher_->process && watcher_->process->Running()) {
       watcher_->process->Signal(SIGTERM);
       watcher_->process->Wait(absl::Seconds(10)).IgnoreError();
@@ -168,13 +182,14 @@ class SystemListRootTest : public ::testing::Test {
 
   static std::string R(absl::string_view path) { return absl::StrCat(g_world->root, path); }
 
-  // `script` run by bash as the agent, in the copied system, in its workdir.
-  RunResult AsAgent(const std::string& script) {
+  // `script` run by bash as the agent, in the copied system, in `workdir`. The environment is
+  // set by root before chroot, so bash is the agent's first exec.
+  RunResult AsAgent(const std::string& script, const std::string& workdir = "/home/agent/work") {
     const TestAccount& account = *g_world->account;
     absl::StatusOr<RunResult> result = leash::testing::Run(
-        {"chroot", absl::StrCat("--userspec=", account.uid(), ":", account.gid()),
-         g_world->root, "/usr/bin/env", "-i", "HOME=/home/agent/work", "PATH=/usr/bin:/bin",
-         "LANG=C.UTF-8", "/usr/bin/bash", "-c", absl::StrCat("cd /home/agent/work && ", script)},
+        {"env", "-i", absl::StrCat("HOME=", workdir), "PATH=/usr/bin:/bin", "LANG=C.UTF-8",
+         "/usr/sbin/chroot", absl::StrCat("--userspec=", account.uid(), ":", account.gid()),
+         g_world->root, "/usr/bin/bash", "-c", absl::StrCat("cd ", workdir, " && ", script)},
         absl::Minutes(2));
     EXPECT_TRUE(result.ok()) << result.status();
     return result.ok() ? *result : RunResult{};
@@ -240,6 +255,88 @@ TEST_F(SystemListRootTest, AnAgentUnderSystemCannotReadShadowOrListADeniedFolder
   const std::string log = watcher_->Log();
   EXPECT_THAT(log, HasSubstr(absl::StrCat("\"path\":\"", R("/etc/shadow"), "\"")));
   EXPECT_THAT(log, HasSubstr(absl::StrCat("matches deny entry '", R("/home/agent/work/denied"))));
+}
+
+// The example policy as the README hands it to an operator, run whole by the watcher: its
+// paths are placed under the copied system (the kernel reports them there), its lists are the
+// shipped ones, and `python3` names /usr/bin/python3.11 as leashd's link resolution would say.
+// The agent's work runs; curl, a copy of curl named git, the loader run directly and a read of
+// the denied .env fail with EPERM.
+TEST_F(SystemListRootTest, TheExamplePolicyLetsAnAgentWorkAndRefusesCurlACopyTheLoaderAndDenies) {
+  absl::StatusOr<leash::v1::Config> example =
+      engine::ParseConfigYaml(ReadAll(kExamplePolicy), engine::ConfigKind::kFloor, kExamplePolicy);
+  ASSERT_TRUE(example.ok()) << example.status();
+  auto rooted = [](leash::v1::EntryList* list) {
+    for (std::string& entry : *list->mutable_entries()) {
+      if (absl::StartsWith(entry, "/")) entry = R(entry);
+    }
+  };
+  rooted(example->mutable_filesystem()->mutable_allow());
+  rooted(example->mutable_filesystem()->mutable_deny());
+  rooted(example->mutable_commands()->mutable_allow());
+  rooted(example->mutable_commands()->mutable_deny());
+  engine::ListTexts texts;
+  for (const std::string& file : engine::ListFilesUsed(*example)) {
+    const std::string shipped = absl::StrCat("packaging/lists/", file.substr(file.rfind('/') + 1));
+    std::string text = ReadAll(shipped);
+    ASSERT_FALSE(text.empty()) << "no shipped list " << shipped;
+    if (absl::EndsWith(file, "/system")) {
+      absl::StatusOr<std::vector<engine::ListLine>> lines = engine::ParseListText(text);
+      ASSERT_TRUE(lines.ok()) << lines.status();
+      text.clear();
+      for (const engine::ListLine& line : *lines) absl::StrAppend(&text, R(line.entry), "\n");
+    }
+    texts[file] = text;
+  }
+  absl::StatusOr<leash::v1::Config> expanded = engine::ExpandLists(*example, texts);
+  ASSERT_TRUE(expanded.ok()) << expanded.status();
+
+  const TestAccount& account = *g_world->account;
+  leash::v1::SubjectPolicy subject;
+  subject.set_uid(account.uid());
+  subject.set_account(account.name());
+  *subject.mutable_policy() = *expanded;
+  leash::v1::CommandLink* python3 = subject.add_command_links();
+  python3->set_name("python3");
+  python3->set_target(R("/usr/bin/python3.11"));
+  StartWatcherOn(subject);
+
+  const std::string work = "/home/fido/work";
+  RunResult r = AsAgent(
+      "git init -q repo && cd repo && echo hello > README && git add README && "
+      "git -c user.email=agent@example.invalid -c user.name=agent commit -q -m first-commit && "
+      "git log --oneline",
+      work);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("first-commit"));
+  r = AsAgent("printf 'print(6*7)\\n' > script.py && python3 script.py", work);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("42"));
+  r = AsAgent("pip --version", work);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("pip "));
+  r = AsAgent("ls -la . && echo note > n.txt && cat n.txt && bash -c 'echo from-bash'", work);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("from-bash"));
+  EXPECT_THAT(r.out, Not(HasSubstr(kEpermText)));
+
+  r = AsAgent("curl --version", work);
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr(kEpermText));
+  // The agent's own copy of curl, named like an allowed program.
+  r = AsAgent("python3 -c 'import shutil; shutil.copy(\"/usr/bin/curl\", \"git\")' && ./git --version",
+              work);
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr(kEpermText));
+  EXPECT_THAT(r.out, Not(HasSubstr("libcurl")));
+  r = AsAgent("/lib64/ld-linux-x86-64.so.2 /usr/bin/curl --version", work);
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr(kEpermText));
+  EXPECT_THAT(r.out, Not(HasSubstr("libcurl")));
+  r = AsAgent("cat .env", work);
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr(kEpermText));
+  EXPECT_THAT(r.out, Not(HasSubstr("not-a-real-key")));
 }
 
 }  // namespace
