@@ -390,15 +390,9 @@ int FanotifyLinux::ElfInterpreterOf(const FanEvent& event, char* buffer, size_t 
   return ReadElfInterpreter(event.fd, buffer, capacity, len);
 }
 
-int FanotifyLinux::IdentityOf(const char* path, uint64_t& dev, uint64_t& ino) {
-  struct statx stx;
-  // A path lookup, no open: it raises no permission event.
-  if (statx(AT_FDCWD, path, AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, STATX_INO, &stx) != 0) {
-    return errno;
-  }
-  dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
-  ino = stx.stx_ino;
-  return 0;
+int FanotifyLinux::IdentityOf(const FanEvent& event, const char* path, uint64_t& dev,
+                              uint64_t& ino) {
+  return IdentityInRootOf(event.pid, path, dev, ino);
 }
 
 int FanotifyLinux::IsLoadingElfInterpreter(const FanEvent& event, bool& out) {

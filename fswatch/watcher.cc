@@ -499,13 +499,13 @@ Watcher::Judgement Watcher::JudgeExec(const FanEvent& event, const engine::Compi
 
 bool Watcher::IsPendingInterpreter(const FanEvent& event, const PendingInterpreter& pending,
                                    const FileFacts& facts, absl::string_view path) {
-  // The file the kernel opened is the one PT_INTERP names (in the watcher's namespace: a
-  // subject whose root or mounts differ gets no match, and its loader is judged as a command).
+  // The file the kernel opened is the one PT_INTERP names, as the process sees it: resolved
+  // under its own root, so a program in a chroot or a container finds its own loader.
   bool same = absl::string_view(pending.interp, pending.interp_len) == path;
   if (!same) {
     uint64_t dev = 0;
     uint64_t ino = 0;
-    same = source_.IdentityOf(pending.interp, dev, ino) == 0 && dev == facts.dev &&
+    same = source_.IdentityOf(event, pending.interp, dev, ino) == 0 && dev == facts.dev &&
            ino == facts.ino;
   }
   if (!same) return false;
