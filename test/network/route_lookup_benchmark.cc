@@ -84,10 +84,15 @@ class Lookup {
     }
     if (reply->nlmsg_type != RTM_NEWROUTE) return -1;
     uint32_t oif = 0;
-    const nlattr* attr;
-    mnl_attr_for_each(attr, reply, sizeof(rtmsg)) {
-      if (mnl_attr_get_type(attr) == RTA_OIF) oif = mnl_attr_get_u32(attr);
-    }
+    mnl_attr_parse(
+        reply, sizeof(rtmsg),
+        [](const nlattr* attr, void* data) {
+          if (mnl_attr_get_type(attr) == RTA_OIF) {
+            *static_cast<uint32_t*>(data) = mnl_attr_get_u32(attr);
+          }
+          return MNL_CB_OK;
+        },
+        &oif);
     if (!device_looked_up_) {  // once: the namespace's device is made before the first lookup
       refusal_device_ = if_nametoindex(controlplane::kRefusalDevice);
       device_looked_up_ = true;
