@@ -216,7 +216,17 @@ absl::Status InboundRouting::Replace(uint32_t owner, const std::vector<RouteRule
   // on to the prohibit anyway), the new rules before the old go: the subject is never without
   // a refusal while it changes.
   if (counted) {
-    for (int family : kFamilies) RETURN_IF_ERROR(kernel_->AddRefusalRoute(family, owner));
+    for (int family : kFamilies) {
+      absl::Status added = kernel_->AddRefusalRoute(family, owner);
+      if (!added.ok()) {
+        // The device went since Prepare (deleted, or down, which takes its routes): made again
+        // once. The other subjects' routes come back with their next apply; until then their
+        // lookups end at the prohibit.
+        RETURN_IF_ERROR(kernel_->PrepareRefusalDevice());
+        added = kernel_->AddRefusalRoute(family, owner);
+      }
+      RETURN_IF_ERROR(added);
+    }
   }
   for (const RouteRule& rule : diff.add) RETURN_IF_ERROR(kernel_->Add(rule));
   for (const RouteRule& rule : diff.remove) RETURN_IF_ERROR(kernel_->Delete(rule));

@@ -94,8 +94,8 @@ class InboundRouting {
   // prepared (every refusal is then the prohibit alone, uncounted).
   absl::StatusOr<std::vector<std::string>> Prepare();
 
-  // Gives `subject` exactly its DesiredRefusals (and its table's route when they are counted),
-  // replacing whatever rules of its own it has.
+  // Gives `subject` exactly its DesiredRefusals (and its table's route when they are counted,
+  // making the refusal device again if it went), replacing whatever rules of its own it has.
   absl::Status Apply(const NetfilterSubject& subject);
   absl::Status ApplyAll(const std::vector<NetfilterSubject>& subjects);
 

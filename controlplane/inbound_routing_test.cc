@@ -185,6 +185,21 @@ TEST_F(InboundRoutingTest, TheTablesRouteIsAddedBeforeTheRules) {
   EXPECT_THAT(kernel_.log[2], HasSubstr("add ipv4 2: fwmark"));
 }
 
+// A device that went after Prepare is made again by the next apply that needs it.
+TEST_F(InboundRoutingTest, AnApplyMakesAGoneDeviceAgain) {
+  ASSERT_TRUE(routing_.Prepare().ok());
+  kernel_.device = false;
+  ASSERT_TRUE(routing_.Apply(Subject(1001)).ok());
+  EXPECT_TRUE(kernel_.device);
+  EXPECT_EQ(kernel_.routes.size(), 2u);
+  // One that cannot be made fails the apply (the reconcile reports it and tries again); the
+  // prohibits it already had stay.
+  kernel_.device = false;
+  kernel_.fail_device = absl::PermissionDeniedError("EPERM");
+  EXPECT_FALSE(routing_.Apply(Subject(1002)).ok());
+  EXPECT_THAT(Refusals(kernel_), UnorderedElementsAre("4 1001-1001 1001", "6 1001-1001 1001"));
+}
+
 // Without the device the refusals are the prohibits alone, and Prepare says so.
 TEST_F(InboundRoutingTest, WithoutTheDeviceEveryRefusalIsStillMadeUncounted) {
   kernel_.fail_device = absl::NotFoundError("no ifb here");

@@ -46,6 +46,7 @@ class FakeRouteRules : public RouteRules {
     return absl::OkStatus();
   }
   absl::Status AddRefusalRoute(int family, uint32_t uid) override {
+    if (!device) return absl::NotFoundError("no device");
     log.push_back(absl::StrCat("add route ", family == AF_INET6 ? 6 : 4, " ", uid));
     routes.insert({family, uid});
     return absl::OkStatus();
