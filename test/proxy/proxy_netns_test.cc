@@ -54,10 +54,11 @@ class ProxyNetnsTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<ProxyTestbed>> bed = ProxyTestbed::Create(options);
     if (!bed.ok()) return bed.status();
     bed_ = bed->release();
+    servers_ = new std::vector<std::unique_ptr<UpstreamServer>>();
     {
-      absl::StatusOr<NetNamespace::Entered> entered = bed_->ns().Enter();
+      // The test hosts, off this host (the remote namespace).
+      absl::StatusOr<NetNamespace::Entered> entered = bed_->remote().Enter();
       if (!entered.ok()) return entered.status();
-      servers_ = new std::vector<std::unique_ptr<UpstreamServer>>();
       for (const char* ip : {"192.0.2.11", "192.0.2.12", "2001:db8::11", "2001:db8::12"}) {
         for (uint16_t port : {80, 443}) {
           servers_->push_back(std::make_unique<UpstreamServer>(
@@ -67,6 +68,11 @@ class ProxyNetnsTest : public ::testing::Test {
       servers_->push_back(std::make_unique<UpstreamServer>(
           proxy::SocketAddress{*engine::ParseIpAddress("192.0.2.12"), 82},
           UpstreamServer::Behaviour::kResetAfterFirstBytes));
+    }
+    {
+      // Local services of this host.
+      absl::StatusOr<NetNamespace::Entered> entered = bed_->ns().Enter();
+      if (!entered.ok()) return entered.status();
       for (uint16_t port : {9000, 18500}) {
         servers_->push_back(std::make_unique<UpstreamServer>(
             proxy::SocketAddress{*engine::ParseIpAddress("127.0.0.1"), port}));
