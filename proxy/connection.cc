@@ -57,6 +57,16 @@ std::optional<std::string> Guard(const engine::IpAddress& address,
                               own.ok() ? *own : absl::Span<const engine::IpAddress>());
 }
 
+// Why resolved addresses were not used, for the log line: the first few, then a count (a zone
+// the agent controls may answer with hundreds of addresses).
+std::string JoinRefusals(const std::vector<std::string>& refused) {
+  constexpr size_t kShown = 4;
+  if (refused.size() <= kShown) return absl::StrCat("(", absl::StrJoin(refused, "), ("), ")");
+  return absl::StrCat("(",
+                      absl::StrJoin(refused.begin(), refused.begin() + kShown, "), ("),
+                      "), and ", refused.size() - kShown, " more");
+}
+
 void SetNoDelay(int fd) {
   const int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -308,15 +318,14 @@ void Connection::OnResolved(const ResolveResult& result) {
   if (pending.targets.empty()) {
     engine::Decision blocked;
     blocked.reason = absl::StrCat(pending.decision.reason, "; every address ", pending.name,
-                                  " resolved to is blocked (", absl::StrJoin(refused, "), ("),
-                                  ")");
+                                  " resolved to is blocked ", JoinRefusals(refused));
     Block(std::move(blocked), pending.subject, ref_);
     return;
   }
   absl::StrAppend(&pending.decision.reason, "; connecting to ",
                   FormatSocketAddress(pending.targets.front()), " as resolved by the proxy");
   if (!refused.empty()) {
-    absl::StrAppend(&pending.decision.reason, ", not to (", absl::StrJoin(refused, "), ("), ")");
+    absl::StrAppend(&pending.decision.reason, ", not to ", JoinRefusals(refused));
   }
   policy_.reset();
   ConnectNext();
