@@ -40,6 +40,10 @@ constexpr char kServer[] = "192.0.2.11:5001";
 // Where the name row's client aims: on the test hosts' network, allowed by no entry (nothing
 // listens there; the redirect takes the connection before any packet leaves).
 constexpr char kUnallowedTarget[] = "192.0.2.12:5001";
+// Where bench.test resolves: a second server on the same test host, at an address no entry
+// names, so the name alone allows it and the destination guard judges it (192.0.2.11 is
+// named by an IP entry, which the guard would let through unexamined).
+constexpr char kNamedServer[] = "192.0.2.13:5001";
 constexpr char kPolicy[] =
     R"pb(network { mode: MODE_WHITELIST allow { entries: "bench.test" entries: "192.0.2.11" } })pb";
 
@@ -69,6 +73,7 @@ T Must(absl::StatusOr<T> value, const std::string& what) {
 struct Bench {
   std::unique_ptr<ProxyTestbed> bed;
   std::unique_ptr<Background> server;
+  std::unique_ptr<Background> named_server;
   std::unique_ptr<Background> relay;
 };
 
@@ -76,8 +81,8 @@ Bench Start() {
   TestbedOptions options;
   options.agents = {{"lpx-bp", kProxyPort}, {"lpx-br", kRelayPort}};
   options.v0_addresses = {"192.0.2.10/24"};
-  options.v1_addresses = {"192.0.2.11/24"};
-  options.hosts_file = "192.0.2.11 bench.test\n";
+  options.v1_addresses = {"192.0.2.11/24", "192.0.2.13/24"};
+  options.hosts_file = "192.0.2.13 bench.test\n";
   options.helpers = {"test/proxy/proxy_bench_tool", "test/proxy/minimal_splice_relay"};
   // Row 3 holds all its idle connections as one subject: past the per-subject default (4096),
   // which is there so that one agent cannot take every other agent's share.
@@ -90,6 +95,10 @@ Bench Start() {
       Background::Start(
           bench.bed->remote().Exec({bench.bed->Helper("proxy_bench_tool"), "server", kServer})),
       "server"));
+  bench.named_server = std::make_unique<Background>(Must(
+      Background::Start(bench.bed->remote().Exec(
+          {bench.bed->Helper("proxy_bench_tool"), "server", kNamedServer})),
+      "named server"));
   bench.relay = std::make_unique<Background>(Must(
       Background::Start(bench.bed->ns().Exec(
           {bench.bed->Helper("minimal_splice_relay"), absl::StrCat(kRelayPort)})),
