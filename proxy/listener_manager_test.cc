@@ -375,6 +375,29 @@ TEST_F(ListenerManagerTest, TheGuardKeepsANameOffLoopbackUnlessAnIpEntryNamesThe
       << allowed.reason();
 }
 
+// Whether an address is this host's cannot be told without the list: a name-decided connection
+// is refused under fail_mode: closed; under open the ranges still hold.
+TEST_F(ListenerManagerTest, TheGuardWithoutThisHostsAddressesFailsClosed) {
+  ProxyOptions options = Options();
+  options.guard_name_destinations = true;
+  options.host_addresses = nullptr;
+  RestartWith(options);
+  Upstream local(Addr("127.0.0.2", 0));
+  SetDns("rebind.test", {"127.0.0.2"});
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_WHITELIST allow { entries: "rebind.test" } })pb"),
+         Subject(kUidB, R"pb(fail_mode: "open"
+                            network { mode: MODE_WHITELIST allow { entries: "rebind.test" } })pb")});
+  EXPECT_TRUE(Exchange(kUidA, Addr("192.0.2.10", local.address().port), Http("rebind.test")).reset);
+  EXPECT_TRUE(absl::StrContains(NthRecord(0).reason(),
+                                "127.0.0.2 cannot be checked against this host's own addresses "
+                                "(no reader of this host's addresses)"))
+      << NthRecord(0).reason();
+  EXPECT_TRUE(Exchange(kUidB, Addr("192.0.2.10", local.address().port), Http("rebind.test")).reset);
+  EXPECT_TRUE(absl::StrContains(NthRecord(1).reason(), "127.0.0.2 is in loopback 127.0.0.0/8"))
+      << NthRecord(1).reason();
+  EXPECT_EQ(local.accepted(), 0);
+}
+
 TEST_F(ListenerManagerTest, TlsSniAllowedAndBlocked) {
   Upstream resolved(Addr("127.0.0.2", 0));
   SetDns("allowed.test", {"127.0.0.2"});
