@@ -453,17 +453,19 @@ TEST_F(ProxyNetnsTest, ANameLeadingToAGuardedAddressIsRefusedUnlessAnIpEntryName
     uint32_t port;
     std::string reached;
     std::string reason;
-    std::string entry;
+    std::string entry;       // the one the refusal names
+    std::string allow_with;  // the entry the second half adds (that one, or a wider network)
   };
   const std::vector<Case> cases = {
       {"metadata.allowed-a.test", "192.0.2.12:80", 80, "169.254.169.254:80",
-       "169.254.169.254 is the cloud metadata address", "169.254.169.254/32"},
+       "169.254.169.254 is the cloud metadata address", "169.254.169.254/32", "169.254.169.254/32"},
       {"private.allowed-a.test", "192.0.2.12:80", 80, "10.20.30.40:80",
-       "10.20.30.40 is in private 10.0.0.0/8", "10.20.30.40/32"},
+       "10.20.30.40 is in private 10.0.0.0/8", "10.20.30.40/32", "10.0.0.0/8"},
       {"loopback.allowed-a.test", "192.0.2.12:9000", 9000, "127.0.0.1:9000",
-       "127.0.0.1 is in loopback 127.0.0.0/8", "127.0.0.1/32"},
+       "127.0.0.1 is in loopback 127.0.0.0/8", "127.0.0.1/32", "127.0.0.1"},
       {"own.allowed-a.test", "192.0.2.12:80", 80, "192.0.2.10:80",
-       "192.0.2.10 is an address of this host's own interfaces", "192.0.2.10/32"},
+       "192.0.2.10 is an address of this host's own interfaces", "192.0.2.10/32",
+       "192.0.2.10/32"},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(Probe(kA, c.target, "http", c.name), "RESET") << c.name;
@@ -481,9 +483,10 @@ TEST_F(ProxyNetnsTest, ANameLeadingToAGuardedAddressIsRefusedUnlessAnIpEntryName
       << RecordFor(kA, "late.allowed-a.test", 80).reason();
   ASSERT_TRUE(bed_->RunAsRoot({"ip", "addr", "del", "203.0.113.50/32", "dev", "v0"}).ok());
 
-  // The entries the refusals named.
+  // The entries the refusals named (a network holding the address, or the bare address, does
+  // as well).
   std::string allow = "entries: \"allowed-a.test\"";
-  for (const Case& c : cases) absl::StrAppend(&allow, " entries: \"", c.entry, "\"");
+  for (const Case& c : cases) absl::StrAppend(&allow, " entries: \"", c.allow_with, "\"");
   ASSERT_TRUE(bed_->PublishAndWait(
                       {bed_->Subject(kA, absl::StrCat("network { mode: MODE_WHITELIST allow { ",
                                                       allow, " } }"))})
