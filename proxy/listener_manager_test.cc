@@ -838,16 +838,22 @@ class HeldPortsTest : public ListenerManagerTest {
   void SetUp() override {
     ListenerManagerTest::SetUp();
     for (int i = 0; i < 2; ++i) {
-      int v4 = -1, v6 = -1;
-      for (int tries = 0; tries < 20 && v6 < 0; ++tries) {
-        v4 = BindHeld(Addr("127.0.0.1", 0));
-        v6 = BindHeld(Addr("::1", LocalAddress(v4).port));
-        if (v6 < 0) close(v4);
+      // TCP and UDP (the DNS filter's), on 127.0.0.1 and ::1, all on one port.
+      std::vector<int> four;
+      for (int tries = 0; tries < 50 && four.size() < 4; ++tries) {
+        for (int fd : four) close(fd);
+        four = {BindHeld(Addr("127.0.0.1", 0))};
+        const uint16_t port = LocalAddress(four[0]).port;
+        for (auto [ip, type] : {std::pair{"::1", SOCK_STREAM}, std::pair{"127.0.0.1", SOCK_DGRAM},
+                                std::pair{"::1", SOCK_DGRAM}}) {
+          const int fd = BindHeld(Addr(ip, port), type);
+          if (fd < 0) break;
+          four.push_back(fd);
+        }
       }
-      ASSERT_GE(v6, 0);
-      ports_.push_back(LocalAddress(v4).port);
-      fds_.push_back(v4);
-      fds_.push_back(v6);
+      ASSERT_EQ(four.size(), 4u);
+      ports_.push_back(LocalAddress(four[0]).port);
+      fds_.insert(fds_.end(), four.begin(), four.end());
     }
     absl::StatusOr<HeldPortSockets> held = AdoptHeldPortSockets(fds_, "127.0.0.1", "::1");
     ASSERT_TRUE(held.ok()) << held.status();
@@ -864,8 +870,8 @@ class HeldPortsTest : public ListenerManagerTest {
     options.held_ports = held_;
     return options;
   }
-  static int BindHeld(const SocketAddress& address) {
-    const int fd = socket(Family(address), SOCK_STREAM | SOCK_CLOEXEC, 0);
+  static int BindHeld(const SocketAddress& address, int type = SOCK_STREAM) {
+    const int fd = socket(Family(address), type | SOCK_CLOEXEC, 0);
     const int one = 1;
     if (Family(address) == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
     sockaddr_storage storage;
@@ -906,9 +912,12 @@ TEST_F(HeldPortsTest, AListenerIsLeashdsSocketListenedAndAPortLeashdDoesNotHoldF
   ASSERT_EQ(ack.failed_uids_size(), 1);
   EXPECT_EQ(ack.failed_uids(0), kUidB);
   EXPECT_TRUE(absl::StrContains(
-      ack.error(), absl::StrCat("leashd holds no socket for 127.0.0.1:", not_held)))
+      ack.error(), absl::StrCat("leashd holds no TCP socket for 127.0.0.1:", not_held)))
       << ack.error();
   EXPECT_TRUE(absl::StrContains(ack.error(), absl::StrCat("[::1]:", not_held))) << ack.error();
+  EXPECT_TRUE(absl::StrContains(
+      ack.error(), absl::StrCat("DNS filter: leashd holds no UDP socket for 127.0.0.1:", not_held)))
+      << ack.error();
   EXPECT_TRUE(manager_->ListenerAddresses(kUidB).empty());
   EXPECT_EQ(ConnectError(not_held), ECONNREFUSED);
   // A's listener is leashd's socket, listening, and judges connections as any listener does.
