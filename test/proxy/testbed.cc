@@ -58,7 +58,9 @@ absl::StatusOr<std::unique_ptr<ProxyTestbed>> ProxyTestbed::Create(const Testbed
 
   std::vector<RedirectedAgent> redirected;
   for (size_t i = 0; i < options.agents.size(); ++i) {
-    RedirectedAgent agent{bed->accounts_[i]->uid(), options.agents[i].second};
+    RedirectedAgent agent;
+    agent.uid = bed->accounts_[i]->uid();
+    agent.port = options.agents[i].second;
     if (i < options.dns.size()) {
       for (const std::string& resolver : options.dns[i].resolvers) {
         agent.dns_resolvers.push_back(*engine::ParseIpAddress(resolver));
