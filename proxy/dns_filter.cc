@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "proxy/socket_address.h"
@@ -48,6 +49,15 @@ std::string ResolverList(const std::vector<engine::IpAddress>& resolvers) {
 
 }  // namespace
 
+struct DnsFilter::Upstream final : public EventLoop::Handler {
+  DnsFilter* filter = nullptr;
+  int fd = -1;
+  SocketAddress resolver;
+  // The filter's id of each question waiting here -> its exchange.
+  absl::flat_hash_map<uint16_t, Exchange*> waiting;
+  void OnEvents(uint32_t /*events*/, unsigned /*tag*/) override { filter->ReadUpstream(this); }
+};
+
 // One forwarded question: to each resolver in turn, over the asker's transport, until one gives
 // an answer that matches the question.
 class DnsFilter::Exchange final : public EventLoop::Handler,
@@ -76,12 +86,20 @@ class DnsFilter::Exchange final : public EventLoop::Handler,
   uint32_t uid() const { return uid_; }
 
   void OnEvents(uint32_t events, unsigned /*tag*/) override {
-    if (done_) return;
-    if (tcp_) {
-      OnTcpEvents(events);
-    } else {
-      OnUdpReadable();
-    }
+    if (!done_) OnTcpEvents(events);
+  }
+
+  // A datagram on this exchange's upstream socket carrying its id (restored to the agent's).
+  void OnUdpAnswer(std::string bytes) {
+    bytes[0] = static_cast<char>(parsed_.header.id >> 8);
+    bytes[1] = static_cast<char>(parsed_.header.id & 0xFF);
+    Consider(bytes, /*final=*/false);
+  }
+
+  // The upstream socket reported an error (an ICMP unreachable from the resolver).
+  void OnUdpError(int error) {
+    AttemptFailed(absl::StrCat("recv: ", std::strerror(error)),
+                  error == ECONNREFUSED ? Outcome::kRefused : Outcome::kUnreachable);
   }
 
   void OnTimer() override {
@@ -99,6 +117,10 @@ class DnsFilter::Exchange final : public EventLoop::Handler,
     while (next_ < resolvers_.size()) {
       const SocketAddress target{resolvers_[next_++], kDnsPort};
       current_ = target;
+      if (!tcp_) {
+        if (SendUdp(target)) return;
+        continue;
+      }
       fd_ = socket(Family(target), (tcp_ ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
       if (fd_ < 0) {
         failures_.push_back(absl::StrCat(FormatSocketAddress(target), " socket: ", std::strerror(errno)));
@@ -111,21 +133,16 @@ class DnsFilter::Exchange final : public EventLoop::Handler,
         CloseSocket();
         continue;
       }
-      if (tcp_) {
-        out_.clear();
-        out_ += static_cast<char>(query_.size() >> 8);
-        out_ += static_cast<char>(query_.size() & 0xFF);
-        out_ += query_;
-        written_ = 0;
-        in_.clear();
-        connected_ = false;
-      } else if (send(fd_, query_.data(), query_.size(), MSG_NOSIGNAL) < 0) {
-        failures_.push_back(absl::StrCat(FormatSocketAddress(target), " send: ", std::strerror(errno)));
-        CloseSocket();
-        continue;
-      }
-      const uint32_t events = tcp_ ? (EPOLLIN | EPOLLOUT | EPOLLRDHUP) : EPOLLIN;
-      if (absl::Status added = context()->loop->Add(fd_, events, this); !added.ok()) {
+      out_.clear();
+      out_ += static_cast<char>(query_.size() >> 8);
+      out_ += static_cast<char>(query_.size() & 0xFF);
+      out_ += query_;
+      written_ = 0;
+      in_.clear();
+      connected_ = false;
+      write_done_ = false;
+      if (absl::Status added = context()->loop->Add(fd_, EPOLLIN | EPOLLOUT | EPOLLRDHUP, this);
+          !added.ok()) {
         failures_.push_back(absl::StrCat(FormatSocketAddress(target), " ", added.message()));
         close(fd_);
         fd_ = -1;
@@ -161,21 +178,28 @@ class DnsFilter::Exchange final : public EventLoop::Handler,
     TryNext();
   }
 
-  void OnUdpReadable() {
-    char buffer[dns::kMaxMessageBytes];
-    while (!done_) {
-      const ssize_t n = recv(fd_, buffer, sizeof(buffer), MSG_DONTWAIT);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN) return;
-        AttemptFailed(absl::StrCat("recv: ", std::strerror(errno)),
-                      errno == ECONNREFUSED ? Outcome::kRefused : Outcome::kUnreachable);
-        return;
-      }
-      // A datagram that is not the answer (malformed, another id or question) is not taken:
-      // only this resolver's address reaches a connected socket, and its real answer may follow.
-      Consider(absl::string_view(buffer, static_cast<size_t>(n)), /*final=*/false);
+  // Sends the question on one of the filter's sockets to `target` under an id of its own.
+  bool SendUdp(const SocketAddress& target) {
+    upstream_ = filter_->UpstreamFor(target);
+    if (upstream_ == nullptr) {
+      failures_.push_back(absl::StrCat(FormatSocketAddress(target), " socket: ", std::strerror(errno)));
+      return false;
     }
+    do {
+      upstream_id_ = absl::Uniform<uint16_t>(context()->rng);
+    } while (upstream_->waiting.contains(upstream_id_));
+    std::string query = query_;
+    query[0] = static_cast<char>(upstream_id_ >> 8);
+    query[1] = static_cast<char>(upstream_id_ & 0xFF);
+    if (send(upstream_->fd, query.data(), query.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+      failures_.push_back(absl::StrCat(FormatSocketAddress(target), " send: ", std::strerror(errno)));
+      upstream_ = nullptr;
+      return false;
+    }
+    upstream_->waiting[upstream_id_] = this;
+    context()->loop->ArmTimer(&timer_, context()->loop->now() + filter_->options_.attempt_timeout,
+                              this);
+    return true;
   }
 
   void OnTcpEvents(uint32_t events) {
@@ -201,6 +225,12 @@ class DnsFilter::Exchange final : public EventLoop::Handler,
       if (n < 0 && errno == EAGAIN) return;
       AttemptFailed(absl::StrCat("send: ", std::strerror(errno)), Outcome::kReset);
       return;
+    }
+    if (!write_done_) {
+      // All sent: from now on only the answer matters (a writable socket would wake the loop
+      // on every pass).
+      write_done_ = true;
+      context()->loop->Modify(fd_, EPOLLIN | EPOLLRDHUP, this).IgnoreError();
     }
     char buffer[16384];
     while (!done_) {
@@ -266,6 +296,10 @@ class DnsFilter::Exchange final : public EventLoop::Handler,
   }
 
   void CloseSocket() {
+    if (upstream_ != nullptr) {
+      upstream_->waiting.erase(upstream_id_);
+      upstream_ = nullptr;
+    }
     if (fd_ < 0) return;
     context()->loop->Remove(fd_);
     close(fd_);
@@ -297,17 +331,78 @@ class DnsFilter::Exchange final : public EventLoop::Handler,
   Outcome last_outcome_ = Outcome::kUnreachable;
   std::string ignored_;
   bool done_ = false;
+  // UDP: the socket the question went out on, and the id it went out under.
+  Upstream* upstream_ = nullptr;
+  uint16_t upstream_id_ = 0;
   // TCP: the length-prefixed query, how much of it went, what came back.
   std::string out_;
   size_t written_ = 0;
   std::string in_;
   bool connected_ = false;
+  bool write_done_ = false;
 };
 
 DnsFilter::DnsFilter(ProxyContext* context, DnsAnswerCache* cache, DnsFilterOptions options)
     : context_(context), cache_(cache), options_(options) {}
 
-DnsFilter::~DnsFilter() { CancelAll(); }
+DnsFilter::~DnsFilter() {
+  CancelAll();
+  for (auto& [resolver, sockets] : upstreams_) {
+    for (const std::unique_ptr<Upstream>& upstream : sockets) {
+      context_->loop->Remove(upstream->fd);
+      close(upstream->fd);
+    }
+  }
+}
+
+DnsFilter::Upstream* DnsFilter::UpstreamFor(const SocketAddress& resolver) {
+  std::vector<std::unique_ptr<Upstream>>& sockets = upstreams_[resolver];
+  if (sockets.size() < std::max<size_t>(1, options_.upstream_sockets)) {
+    const int fd = socket(Family(resolver), SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return sockets.empty() ? nullptr : sockets.front().get();
+    sockaddr_storage storage;
+    const socklen_t length = ToSockaddr(resolver, &storage);
+    auto upstream = std::make_unique<Upstream>();
+    upstream->filter = this;
+    upstream->fd = fd;
+    upstream->resolver = resolver;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&storage), length) != 0 ||
+        !context_->loop->Add(fd, EPOLLIN, upstream.get()).ok()) {
+      const int error = errno;
+      close(fd);
+      errno = error;
+      return sockets.empty() ? nullptr : sockets.front().get();
+    }
+    sockets.push_back(std::move(upstream));
+    return sockets.back().get();
+  }
+  return sockets[absl::Uniform<size_t>(context_->rng, 0, sockets.size())].get();
+}
+
+void DnsFilter::ReadUpstream(Upstream* upstream) {
+  char buffer[dns::kMaxMessageBytes];
+  for (int i = 0; i < 64; ++i) {
+    const ssize_t n = recv(upstream->fd, buffer, sizeof(buffer), MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) return;
+      // An ICMP error from the resolver: every question waiting on this socket has failed.
+      const int error = errno;
+      std::vector<Exchange*> waiting;
+      for (const auto& [id, exchange] : upstream->waiting) waiting.push_back(exchange);
+      for (Exchange* exchange : waiting) exchange->OnUdpError(error);
+      continue;
+    }
+    // Only this resolver's address reaches a connected socket; a datagram whose id no question
+    // is waiting under is not taken.
+    if (n < 2) continue;
+    const uint16_t id = static_cast<uint16_t>((static_cast<uint8_t>(buffer[0]) << 8) |
+                                              static_cast<uint8_t>(buffer[1]));
+    auto it = upstream->waiting.find(id);
+    if (it == upstream->waiting.end()) continue;
+    it->second->OnUdpAnswer(std::string(buffer, static_cast<size_t>(n)));
+  }
+}
 
 void DnsFilter::CancelAll() {
   // Cancel() removes the exchange from the set: take a copy.

@@ -36,6 +36,7 @@
 #include "proxy/dns_answer_cache.h"
 #include "proxy/dns_message.h"
 #include "proxy/proxy_context.h"
+#include "proxy/socket_address.h"
 
 namespace leash::proxy {
 
@@ -59,6 +60,8 @@ using DnsReplyFn = std::function<void(std::string reply)>;
 struct DnsFilterOptions {
   // How long one resolver has to answer before the next is tried.
   absl::Duration attempt_timeout = absl::Seconds(2);
+  // UDP sockets per resolver.
+  size_t upstream_sockets = 8;
   // Questions one subject may have at its resolvers at once; more are answered REFUSED.
   size_t max_in_flight_per_subject = 256;
   // An answer's addresses are kept at least this long for the proxy's own connect, whatever the
@@ -86,6 +89,10 @@ class DnsFilter {
  private:
   class Exchange;
   friend class Exchange;
+  struct Upstream;
+  // One of the long-lived UDP sockets to `resolver` (made on first use), chosen at random.
+  Upstream* UpstreamFor(const SocketAddress& resolver);
+  void ReadUpstream(Upstream* upstream);
   // Refuses `query` with `rcode` (a header-only reply when it has no parsed question) and logs
   // a block under `uid` with `reason`.
   void Refuse(uint32_t uid, absl::string_view query, const dns::Message* parsed, dns::Rcode rcode,
@@ -97,6 +104,13 @@ class DnsFilter {
   DnsAnswerCache* const cache_;
   const DnsFilterOptions options_;
   absl::flat_hash_set<Exchange*> exchanges_;
+  // Per resolver, the UDP sockets questions go out on. Long-lived, and not one per question: a
+  // closed socket's port would still carry its conntrack entry (30 s for UDP) while the kernel
+  // hands the port to the next socket that asks — an agent's, whose DNS to that resolver would
+  // then match the proxy's old entry instead of meeting the redirect, and be dropped. Bound and
+  // open, the ports are never an agent's. Each question gets an id of the filter's own, unique
+  // on its socket, and the answer gets the agent's id back.
+  absl::flat_hash_map<SocketAddress, std::vector<std::unique_ptr<Upstream>>> upstreams_;
   absl::flat_hash_map<uint32_t, size_t> in_flight_;
 };
 

@@ -149,8 +149,13 @@ void DnsTcpSession::UpdateInterest() {
     Close();
     return;
   }
-  uint32_t events = EPOLLRDHUP;
-  if (!peer_done_ && !close_after_flush_ && in_flight_ < kMaxDnsInFlightPerSession) events |= EPOLLIN;
+  // Readiness to read is asked for only while a query would be read: an EOF or a queued query
+  // would otherwise keep waking the loop (level-triggered) while answers are awaited. A reset
+  // still arrives as EPOLLERR.
+  uint32_t events = 0;
+  if (!peer_done_ && !close_after_flush_ && in_flight_ < kMaxDnsInFlightPerSession) {
+    events |= EPOLLIN | EPOLLRDHUP;
+  }
   if (!out_.empty()) events |= EPOLLOUT;
   context_->loop->Modify(fd_, events, this).IgnoreError();
 }

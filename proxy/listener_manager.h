@@ -11,6 +11,12 @@
 // no_policy, or gone from the map — keeps its listener and refuses every connection, logged
 // under its own UID.
 //
+// Each listener also has a UDP socket on its port (127.0.0.1 and ::1; leashd's, like the TCP
+// ones): the subject's DNS filter (proxy/dns_filter.h), where the nat chain redirects its DNS to
+// the resolvers. A TCP connection whose original destination is port 53 of one of the subject's
+// resolvers, under network.dns: filter, is DNS over TCP for the same filter
+// (proxy/dns_tcp_session.h), judged per question, not as a connection.
+//
 // Before any policy is consulted, a connection is refused (critical, no policy) when its
 // original destination cannot be read or is the accepting listener's own address (it was not
 // redirected: a direct connection, logged under the account that owns the connecting socket,

@@ -42,10 +42,11 @@ class DnsFilterNetnsTest : public ::testing::Test {
   static absl::Status SetUpBed() {
     TestbedOptions options;
     options.agents = {{"ldns-f", 18011}, {"ldns-r", 18012}, {"ldns-l", 18013}};
-    options.v0_addresses = {"192.0.2.10/24"};
-    options.v1_addresses = {"192.0.2.11/24", "192.0.2.12/24", "192.0.2.53/24"};
+    options.v0_addresses = {"192.0.2.10/24", "2001:db8::10/64"};
+    options.v1_addresses = {"192.0.2.11/24", "192.0.2.12/24", "192.0.2.53/24", "2001:db8::53/64"};
     // The third agent's resolver listens on loopback, as a local caching resolver does.
-    options.dns = {{{kResolver}, /*filter=*/true},
+    // The filtered agent also has an IPv6 resolver address; the filter forwards to the first.
+    options.dns = {{{kResolver, "2001:db8::53"}, /*filter=*/true},
                    {{kResolver}, /*filter=*/false},
                    {{"127.0.0.53"}, /*filter=*/true}};
     options.proxy_flags = {"--peek-timeout=300ms", "--connect-timeout=3s"};
@@ -163,6 +164,19 @@ TEST_F(DnsFilterNetnsTest, AnAllowedNameResolvesOverUdpAndTcp) {
   const leash::v1::DecisionRecord record = RecordWith(kFiltered, "question over TCP forwarded to 192.0.2.53");
   EXPECT_EQ(record.action(), "allow");
   EXPECT_EQ(record.subject().domain(), "allowed.test");
+}
+
+// DNS to an IPv6 resolver lands on the filter's [::1] socket (and its TCP listener) the same way.
+TEST_F(DnsFilterNetnsTest, DnsToAnIpv6ResolverIsFilteredToo) {
+  for (const char* transport : {"udp", "tcp"}) {
+    EXPECT_EQ(Dns(kFiltered, {transport, "2001:db8::53", "c2VjcmV0.exfil.evil.test"}),
+              "rcode=3 tc=0 id=20817 answers=0 addrs= bytes=42")
+        << transport;
+    EXPECT_EQ(Dns(kFiltered, {transport, "2001:db8::53", "allowed.test"}),
+              "rcode=0 tc=0 id=20817 answers=1 addrs=192.0.2.11 bytes=46")
+        << transport;
+  }
+  EXPECT_EQ(resolver_->Asked(kExfil), 0);
 }
 
 TEST_F(DnsFilterNetnsTest, ALongAnswerIsTruncatedForAUdpAskerWithoutRoomAndWholeWithEdns0OrTcp) {

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,7 +40,7 @@ double Qps(const absl::StatusOr<RunResult>& run, const std::string& what) {
   return qps;
 }
 
-int Run(double seconds, int reps) {
+int RunBenchmark(double seconds, int reps) {
   if (geteuid() != 0) {
     std::fprintf(stderr, "dns_filter_benchmark needs root (namespaces, accounts, nft)\n");
     return 2;
@@ -77,7 +79,13 @@ int Run(double seconds, int reps) {
   for (int rep = 0; rep < reps; ++rep) {
     const double f = Qps((*bed)->RunAs(0, argv, absl::Seconds(seconds + 30)), "through the filter");
     const double d = Qps((*bed)->RunAsRoot(argv, absl::Seconds(seconds + 30)), "straight");
-    if (f < 0 || d <= 0) return 1;
+    if (f < 0 || d <= 0) {
+      std::ifstream err((*bed)->proxy_stderr_path());
+      std::stringstream text;
+      text << err.rdbuf();
+      std::fprintf(stderr, "proxy stderr:\n%s\n", text.str().c_str());
+      return 1;
+    }
     filtered.push_back(f);
     direct.push_back(d);
     ratios.push_back(f / d);
@@ -107,5 +115,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: dns_filter_benchmark [--seconds=2] [--reps=5]\n");
     return 2;
   }
-  return leash::testing::Run(seconds, reps);
+  return leash::testing::RunBenchmark(seconds, reps);
 }
