@@ -413,7 +413,7 @@ TEST_F(ProxyPortsTest, TheSingleSubjectPortWonDuringARestartFailsClosed) {
       << leashd_->Log();
   EXPECT_THAT(Subjects()[user_->name()].detail(),
               HasSubstr("its proxy listener would not bind (port 18443"));
-  EXPECT_THAT(leashd_->Log(), HasSubstr("leashd holds no socket for 127.0.0.1:18443"));
+  EXPECT_THAT(leashd_->Log(), HasSubstr("leashd holds no TCP socket for 127.0.0.1:18443"));
   EXPECT_EQ(ConnectAs(*user_, "2001:db8::11", 80), "refused");
   loops_.back().Signal(SIGTERM);
   EXPECT_TRUE(loops_.back().Wait(absl::Seconds(10)).ok());
