@@ -193,7 +193,8 @@ std::string RenderStatus(const leash::v1::StatusResponse& response) {
   row("network", floor.network().mode(), floor.network().allow().entries_size(),
       floor.network().deny().entries_size(),
       absl::StrCat("udp: ", engine::UdpModeName(floor.network().udp()),
-                   "  inbound: ", engine::InboundModeName(floor.network().inbound())));
+                   "  inbound: ", engine::InboundModeName(floor.network().inbound()),
+                   "  dns: ", engine::DnsModeName(floor.network().dns())));
   row("filesystem", floor.filesystem().mode(), floor.filesystem().allow().entries_size(),
       floor.filesystem().deny().entries_size(), "");
   row("commands", floor.commands().mode(), floor.commands().allow().entries_size(),

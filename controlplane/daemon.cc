@@ -314,7 +314,7 @@ int RunDaemon(const DaemonOptions& given) {
   ProxyPortHold port_hold;
   if (network_on) {
     if (absl::Status enough =
-            EnsureDescriptorsFor(port_hold.wanted() + port_hold.ports(), port_hold.wanted());
+            EnsureDescriptorsFor(port_hold.total_wanted(), port_hold.wanted());
         !enough.ok()) {
       return Refuse(std::string(enough.message()));
     }
@@ -501,10 +501,11 @@ int RunDaemon(const DaemonOptions& given) {
         port_hold.TakeMissing(/*attempts=*/40, absl::Milliseconds(5));
     port_fds = port_hold.Descriptors();
     Say(absl::StrCat("holding ", port_fds.size(), " of ", port_hold.wanted(),
-                     " proxy port sockets (", engine::kProxyPortFirst, "-", engine::kProxyPortLast,
-                     " on 127.0.0.1", port_hold.ipv6_available() ? " and ::1" : "; no IPv6 here",
+                     " proxy port sockets (TCP and UDP, ", engine::kProxyPortFirst, "-",
+                     engine::kProxyPortLast, " on 127.0.0.1",
+                     port_hold.ipv6_available() ? " and ::1" : "; no IPv6 here",
                      ") for leash-proxy, and ", port_hold.total() - port_fds.size(), " of ",
-                     port_hold.ports(), " wildcards for every other address"));
+                     2 * port_hold.ports(), " wildcards for every other address"));
     std::vector<ProxyPortHold::Missing> targets, elsewhere;
     for (const ProxyPortHold::Missing& m : missing) {
       (m.redirect_target ? targets : elsewhere).push_back(m);
@@ -515,14 +516,14 @@ int RunDaemon(const DaemonOptions& given) {
           "bound while leashd was not running: ", ProxyPortHold::Describe(targets),
           ". An agent whose port this is moves to a fresh one, no account is given one again, "
           "and the single-subject port 18443 cannot move: its subject is denied all TCP (its "
-          "chain resets it) until leash restarts after it is released; `ss -ltnp` shows who "
+          "chain resets it) until leash restarts after it is released; `ss -ltunp` shows who "
           "holds them"));
     }
     if (!elsewhere.empty()) {
       Say(absl::StrCat(
           "warning: another process holds ", elsewhere.size(), " port(s) of the proxy range on "
           "some address of this host, so leashd cannot hold them there: ",
-          ProxyPortHold::Describe(elsewhere), ". No redirect goes there; `ss -ltnp` shows who"));
+          ProxyPortHold::Describe(elsewhere), ". No redirect goes there; `ss -ltunp` shows who"));
     }
     proxy_argv.push_back(
         port_fds.empty() ? std::string("--port-sockets=none")

@@ -10,6 +10,9 @@
 //     chain output { type nat hook output priority -100; policy accept;
 //                    meta skuid vmap @agents }   the dispatcher, and nothing else
 //     chain agent_<uid> {                         hookless, one per UID
+//       ip daddr <resolver> udp dport 53 counter redirect to :<port>   (network.dns: filter,
+//       ip daddr <resolver> tcp dport 53 counter redirect to :<port>    per resolver of the
+//                                                                       table's family)
 //       ip daddr 127.0.0.0/8 tcp dport != 18000-18999 counter return   (ip6: ip6 daddr ::1)
 //       meta l4proto tcp counter redirect to :<port>
 //     }
@@ -33,8 +36,12 @@
 //       meta l4proto tcp fib daddr type != local counter drop
 //                                                   (TCP that escaped the redirect)
 //       meta l4proto udp counter return                     (only when network.udp: allow)
-//       ip daddr <resolver> udp dport 53 counter return      (one per IPv4 resolver; not with
-//       ip6 daddr <resolver> udp dport 53 counter return      network.udp: allow)
+//       ip daddr 127.0.0.1 udp dport <port> counter return   (network.dns: filter: the DNS
+//       ip6 daddr ::1 udp dport <port> counter return         the nat chain redirected; not
+//                                                             while the listener is unbound)
+//       ip daddr <resolver> udp dport 53 counter return      (network.dns: resolvers: one per
+//       ip6 daddr <resolver> udp dport 53 counter return      resolver; neither rule with
+//                                                             network.udp: allow)
 //       meta l4proto != tcp counter drop                    (UDP, ICMP ping sockets, UDP-Lite,
 //     }                                                      SCTP: nothing the proxy judges)
 // The dispatcher is one interval lookup keyed by the socket's UID, so a new connection costs

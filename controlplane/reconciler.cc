@@ -362,6 +362,21 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
     } else {
       d.policy = NoPolicy(d, d.problem, floor_fail_mode);
     }
+    std::vector<engine::IpAddress> resolvers;
+    if (d.problem.empty()) {
+      if (policy->network().dns_resolvers().entries().empty()) {
+        resolvers = *host_resolvers;
+      } else {
+        for (const std::string& entry : policy->network().dns_resolvers().entries()) {
+          absl::StatusOr<engine::IpAddress> address = engine::ParseResolverEntry(entry);
+          if (address.ok()) resolvers.push_back(*address);
+        }
+      }
+      // The proxy's DNS filter forwards to these.
+      for (const engine::IpAddress& resolver : resolvers) {
+        d.policy.add_dns_resolvers(engine::FormatIpAddress(resolver));
+      }
+    }
     // A subject with no policy keeps its chain (and its listener refuses): without one its
     // processes would reach the network unfiltered.
     const bool network_on = !d.problem.empty() || policy->enforcers().network();
@@ -374,14 +389,8 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
       if (d.problem.empty()) {
         chain.udp_allowed = policy->network().udp() == leash::v1::UDP_MODE_ALLOW;
         chain.inbound_allowed = policy->network().inbound() == leash::v1::INBOUND_MODE_ALLOW;
-        if (policy->network().dns_resolvers().entries().empty()) {
-          chain.dns_resolvers = *host_resolvers;
-        } else {
-          for (const std::string& entry : policy->network().dns_resolvers().entries()) {
-            absl::StatusOr<engine::IpAddress> address = engine::ParseResolverEntry(entry);
-            if (address.ok()) chain.dns_resolvers.push_back(*address);
-          }
-        }
+        chain.dns_filter = policy->network().dns() != leash::v1::DNS_MODE_RESOLVERS;
+        chain.dns_resolvers = resolvers;
       }
       d.chain = chain;
     }

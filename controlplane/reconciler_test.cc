@@ -44,6 +44,9 @@ class FakePolicies : public PolicySource {
   void SetInbound(const std::string& account, leash::v1::InboundMode inbound) {
     policies_[account].mutable_network()->set_inbound(inbound);
   }
+  void SetDns(const std::string& account, leash::v1::DnsMode dns) {
+    policies_[account].mutable_network()->set_dns(dns);
+  }
   void SetError(const std::string& account, const std::string& error) { errors_[account] = error; }
   void SetUnreadable(bool unreadable) { unreadable_ = unreadable; }
   leash::v1::Config floor;
@@ -464,6 +467,29 @@ TEST_F(ReconcilerTest, InboundAllowReachesOnlyThatSubjectsChain) {
   EXPECT_TRUE(netfilter_.subjects().at(1001).inbound_allowed);
   EXPECT_FALSE(netfilter_.subjects().at(1002).inbound_allowed);
   EXPECT_FALSE(netfilter_.subjects().at(1000).inbound_allowed);
+}
+
+// The host's resolvers reach both the chain (its DNS redirect) and the proxy (where its filter
+// forwards); network.dns: resolvers turns the redirect off for that subject alone.
+TEST_F(ReconcilerTest, DnsFilterAndTheResolversReachTheChainAndTheProxy) {
+  std::ofstream(dir_->Join("resolv.conf")) << "nameserver 192.0.2.53\nnameserver 2001:db8::53\n";
+  accounts_.Add("leash-iris", 1001);
+  accounts_.Add("leash-vader", 1002);
+  policies_.Set("leash-iris", "openai.com");
+  policies_.Set("leash-vader", "github.com");
+  auto r = Make();
+  r->RunPass();
+  const NetfilterSubject iris = netfilter_.subjects().at(1001);
+  EXPECT_TRUE(iris.dns_filter);
+  ASSERT_EQ(iris.dns_resolvers.size(), 2u);
+  EXPECT_EQ(engine::FormatIpAddress(iris.dns_resolvers[0]), "192.0.2.53");
+  EXPECT_THAT(Subject(*r, 1001).published.dns_resolvers(), ElementsAre("192.0.2.53", "2001:db8::53"));
+  netfilter_.ClearCalls();
+  policies_.SetDns("leash-vader", leash::v1::DNS_MODE_RESOLVERS);
+  r->RunPass();
+  EXPECT_THAT(Calls(netfilter_), ElementsAre("apply 1002:18002"));
+  EXPECT_FALSE(netfilter_.subjects().at(1002).dns_filter);
+  EXPECT_TRUE(netfilter_.subjects().at(1001).dns_filter);
 }
 
 TEST_F(ReconcilerTest, UnchangedSubjectIsNotTouchedAtAll) {

@@ -57,6 +57,16 @@ TEST(Overlay, InboundIsTheWritingTiersOwnValue) {
             leash::v1::INBOUND_MODE_ALLOW);
 }
 
+TEST(Overlay, DnsIsTheWritingTiersOwnValue) {
+  const leash::v1::Config resolvers =
+      Overlay(Floor(kFloor), Fragment("network: {dns: resolvers}"));
+  EXPECT_EQ(resolvers.network().dns(), leash::v1::DNS_MODE_RESOLVERS);
+  EXPECT_EQ(Overlay(resolvers, Fragment("network: {dns: filter}")).network().dns(),
+            leash::v1::DNS_MODE_FILTER);
+  EXPECT_EQ(Overlay(resolvers, Fragment("network: {allow: []}")).network().dns(),
+            leash::v1::DNS_MODE_RESOLVERS);
+}
+
 TEST(Overlay, AProfileIsAFragmentSoItLeavesOtherSurfacesAlone) {
   // "binding it to narrow one agent's network would also hand it filesystem: whitelist" — only
   // if the profile carried a whole config. A fragment does not.

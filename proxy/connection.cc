@@ -17,6 +17,7 @@
 #include "engine/network_entry.h"
 #include "engine/reserved_ports.h"
 #include "proxy/destination_guard.h"
+#include "proxy/dns_answer_cache.h"
 #include "proxy/peek_limits.h"
 
 namespace leash::proxy {
@@ -254,6 +255,17 @@ void Connection::Decide(const PeekResult& peek, bool timed_out) {
     state_ = State::kResolving;
     context_->loop->ArmTimer(&timer_, context_->loop->now() + context_->options.connect_timeout,
                              this);
+    if (context_->dns_answers != nullptr) {
+      // What the subject's DNS filter told the agent for this name, while its TTL lasts: the
+      // proxy connects where the agent was told the name is, never to a second lookup's answer.
+      ResolveResult given;
+      given.addresses = context_->dns_answers->Lookup(uid_, pending_->name, context_->loop->now());
+      if (!given.addresses.empty()) {
+        pending_->from_dns_filter = true;
+        OnResolved(given);
+        return;
+      }
+    }
     if (std::optional<ResolveResult> cached = context_->resolver->Resolve(pending_->name, uid_, this)) {
       OnResolved(*cached);
     }
@@ -323,7 +335,9 @@ void Connection::OnResolved(const ResolveResult& result) {
     return;
   }
   absl::StrAppend(&pending.decision.reason, "; connecting to ",
-                  FormatSocketAddress(pending.targets.front()), " as resolved by the proxy");
+                  FormatSocketAddress(pending.targets.front()),
+                  pending.from_dns_filter ? " as the subject's DNS filter answered it"
+                                          : " as resolved by the proxy");
   if (!refused.empty()) {
     absl::StrAppend(&pending.decision.reason, ", not to ", JoinRefusals(refused));
   }

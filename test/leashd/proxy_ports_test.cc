@@ -253,8 +253,8 @@ TEST_F(ProxyPortsTest, ASquatterLoopingThroughAProxyKillAndRespawnNeverGetsAPort
   ASSERT_NO_FATAL_FAILURE(AddAgent("b"));
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
   ASSERT_NO_FATAL_FAILURE(WaitForAgentsEnforced());
-  EXPECT_THAT(leashd_->Log(), HasSubstr("holding 2000 of 2000 proxy port sockets"));
-  EXPECT_THAT(leashd_->Log(), HasSubstr("1000 of 1000 wildcards"));
+  EXPECT_THAT(leashd_->Log(), HasSubstr("holding 4000 of 4000 proxy port sockets"));
+  EXPECT_THAT(leashd_->Log(), HasSubstr("2000 of 2000 wildcards"));
   const std::string log = StartLoop();
   const uint32_t old_proxy = ProxyPid();
   ASSERT_GT(old_proxy, 0u);
@@ -318,7 +318,7 @@ TEST_F(ProxyPortsTest, ARestartIsTheOnlyWindowAndEverySubjectWorksAfterIt) {
               << ms(loop.wins.back() - loop.wins.front()) << " ms)";
   }
   std::cout << "; " << loop.attempts << " attempts in " << loop.rounds << " rounds\n";
-  EXPECT_THAT(leashd_->Log(), HasSubstr("holding 2000 of 2000 proxy port sockets"));
+  EXPECT_THAT(leashd_->Log(), HasSubstr("holding 4000 of 4000 proxy port sockets"));
   ExpectEveryAgentJudged();
 }
 
@@ -343,11 +343,11 @@ TEST_F(ProxyPortsTest, AnAgentWhosePortWasWonDuringARestartMovesToAFreshOne) {
   ASSERT_NO_FATAL_FAILURE(HoldPort(port_a, &hold_logs[0]));
   ASSERT_NO_FATAL_FAILURE(HoldPort(next_free, &hold_logs[1]));
   ASSERT_TRUE(leashd_->Relaunch().ok()) << leashd_->Log();
-  EXPECT_THAT(leashd_->Log(), HasSubstr("holding 1998 of 2000 proxy port sockets"));
+  EXPECT_THAT(leashd_->Log(), HasSubstr("holding 3998 of 4000 proxy port sockets"));
   EXPECT_THAT(leashd_->Log(), HasSubstr("CRITICAL: 2 proxy port socket(s) are held by another "
                                         "process"));
   // The squatter's 127.0.0.1 also keeps the dual-stack wildcard of those ports from leashd.
-  EXPECT_THAT(leashd_->Log(), HasSubstr("998 of 1000 wildcards"));
+  EXPECT_THAT(leashd_->Log(), HasSubstr("1998 of 2000 wildcards"));
   EXPECT_THAT(leashd_->Log(),
               HasSubstr(absl::StrCat("127.0.0.1:", port_a, " (Address already in use)")));
   ASSERT_NO_FATAL_FAILURE(WaitForAgentsEnforced());
@@ -413,7 +413,7 @@ TEST_F(ProxyPortsTest, TheSingleSubjectPortWonDuringARestartFailsClosed) {
       << leashd_->Log();
   EXPECT_THAT(Subjects()[user_->name()].detail(),
               HasSubstr("its proxy listener would not bind (port 18443"));
-  EXPECT_THAT(leashd_->Log(), HasSubstr("leashd holds no socket for 127.0.0.1:18443"));
+  EXPECT_THAT(leashd_->Log(), HasSubstr("leashd holds no TCP socket for 127.0.0.1:18443"));
   EXPECT_EQ(ConnectAs(*user_, "2001:db8::11", 80), "refused");
   loops_.back().Signal(SIGTERM);
   EXPECT_TRUE(loops_.back().Wait(absl::Seconds(10)).ok());
