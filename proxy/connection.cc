@@ -16,7 +16,7 @@
 #include "absl/types/span.h"
 #include "engine/network_entry.h"
 #include "engine/reserved_ports.h"
-#include "proxy/destination_guard.h"
+#include "proxy/name_guard.h"
 #include "proxy/dns_answer_cache.h"
 #include "proxy/peek_limits.h"
 
@@ -33,29 +33,6 @@ leash::v1::Subject NetworkSubjectProto(const std::string& domain, const SocketAd
   subject.set_ip(engine::FormatIpAddress(address.ip));
   subject.set_port(address.port);
   return subject;
-}
-
-// This host's addresses for the destination guard, or why they cannot be read.
-absl::StatusOr<absl::Span<const engine::IpAddress>> OwnAddresses(ProxyContext* context) {
-  if (context->options.host_addresses == nullptr) {
-    return absl::UnavailableError("no reader of this host's addresses");
-  }
-  return context->options.host_addresses->Current();
-}
-
-// The guard's refusal of `address` (not named by an IP entry), or nullopt.
-std::optional<std::string> Guard(const engine::IpAddress& address,
-                                 const absl::StatusOr<absl::Span<const engine::IpAddress>>& own,
-                                 engine::FailMode fail_mode) {
-  if (!own.ok() && fail_mode != engine::FailMode::kOpen) {
-    // Whether this is a local service cannot be told: refused (fail_mode closed).
-    return absl::StrCat(engine::FormatIpAddress(address),
-                        " cannot be checked against this host's own addresses (",
-                        own.status().message(), ")");
-  }
-  // Under fail_mode: open an unreadable list still leaves the ranges, which need no reading.
-  return GuardNameDestination(address, /*allowed_by_address_entry=*/false,
-                              own.ok() ? *own : absl::Span<const engine::IpAddress>());
 }
 
 // Why resolved addresses were not used, for the log line: the first few, then a count (a zone
@@ -319,8 +296,8 @@ void Connection::OnResolved(const ResolveResult& result) {
     }
     if (context_->options.guard_name_destinations &&
         again.matched_on != engine::MatchedOn::kIp) {
-      if (!own) own = OwnAddresses(context_);  // read once per answer, only when needed
-      if (std::optional<std::string> guarded = Guard(address, *own, policy_->fail_mode())) {
+      if (!own) own = OwnAddresses(context_->options);  // read once per answer, only when needed
+      if (std::optional<std::string> guarded = GuardNamedAddress(address, *own, policy_->fail_mode())) {
         refused.push_back(*std::move(guarded));
         continue;
       }

@@ -11,6 +11,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "proxy/name_guard.h"
 #include "proxy/socket_address.h"
 
 namespace leash::proxy {
@@ -68,6 +69,7 @@ class DnsFilter::Exchange final : public EventLoop::Handler,
            std::string ref, DnsReplyFn reply)
       : filter_(filter),
         uid_(asker.uid),
+        policy_(asker.policy),
         tcp_(asker.tcp),
         resolvers_(asker.resolvers),
         query_(query),
@@ -270,6 +272,23 @@ class DnsFilter::Exchange final : public EventLoop::Handler,
       return;
     }
     const dns::Question& question = parsed_.questions.front();
+    if (std::optional<std::string> guarded = GuardedAddressIn(*answer)) {
+      // The answer leads to an address a name may not lead to on its own: the agent gets
+      // REFUSED, and nothing of it is kept for resolve-then-connect.
+      engine::Decision decision;
+      decision.reason = absl::StrCat("network: DNS name ", question.name, " answered with ",
+                                     *guarded, "; answered REFUSED");
+      ProxyContext* const context = this->context();
+      const uint32_t uid = uid_;
+      leash::v1::Subject subject = DnsSubject(question.name, resolvers_);
+      const std::string ref = ref_;
+      std::string reply = dns::BuildReply(query_, parsed_, dns::Rcode::kRefused);
+      DnsReplyFn answer_fn = std::move(reply_);
+      Done();
+      answer_fn(std::move(reply));
+      LogDecision(context, uid, decision, std::move(subject), ref, false);
+      return;
+    }
     if (question.type == dns::kTypeA || question.type == dns::kTypeAaaa) {
       const engine::IpAddress::Family family = question.type == dns::kTypeA
                                                    ? engine::IpAddress::Family::kV4
@@ -295,6 +314,27 @@ class DnsFilter::Exchange final : public EventLoop::Handler,
     answer_fn(std::move(reply));
   }
 
+  // The destination guard's refusal of the first address record of `answer` that no IP/CIDR
+  // entry of the subject names (the answer section's every A and AAAA record, whatever the
+  // question, since the agent may use any of them), or nullopt.
+  std::optional<std::string> GuardedAddressIn(const dns::Message& answer) {
+    if (!context()->options.guard_name_destinations || policy_ == nullptr) return std::nullopt;
+    std::optional<absl::StatusOr<absl::Span<const engine::IpAddress>>> own;
+    for (const dns::Record& record : answer.answers) {
+      if (!record.address) continue;
+      engine::NetworkSubject subject;
+      subject.ip = *record.address;
+      const engine::Decision by_address = policy_->DecideNetwork(subject);
+      if (by_address.allowed() && by_address.matched_on == engine::MatchedOn::kIp) continue;
+      if (!own) own = OwnAddresses(context()->options);  // read once per answer, when needed
+      if (std::optional<std::string> guarded =
+              GuardNamedAddress(*record.address, *own, policy_->fail_mode())) {
+        return guarded;
+      }
+    }
+    return std::nullopt;
+  }
+
   void CloseSocket() {
     if (upstream_ != nullptr) {
       upstream_->waiting.erase(upstream_id_);
@@ -316,6 +356,7 @@ class DnsFilter::Exchange final : public EventLoop::Handler,
 
   DnsFilter* const filter_;
   const uint32_t uid_;
+  const std::shared_ptr<const engine::CompiledPolicy> policy_;
   const bool tcp_;
   const std::vector<engine::IpAddress> resolvers_;
   const std::string query_;

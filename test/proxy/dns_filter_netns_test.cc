@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proxy/testing/upstream_server.h"
 #include "test/fixtures/root.h"
@@ -55,9 +56,15 @@ class DnsFilterNetnsTest : public ::testing::Test {
     if (!bed.ok()) return bed.status();
     bed_ = bed->release();
     {
-      absl::StatusOr<NetNamespace::Entered> entered = bed_->ns().Enter();
+      // The resolver and the web server are test hosts off the proxy's host (v1, remote()):
+      // an address of the proxy's own host is one a name never leads to.
+      absl::StatusOr<NetNamespace::Entered> entered = bed_->remote().Enter();
       if (!entered.ok()) return entered.status();
-      TestResolver::Table table = {{"allowed.test", {"192.0.2.11"}}, {kExfil, {"192.0.2.66"}}};
+      TestResolver::Table table = {{"allowed.test", {"192.0.2.11"}},
+                                   {kExfil, {"192.0.2.66"}},
+                                   {"metadata.allowed.test", {"169.254.169.254"}},
+                                   {"lan.allowed.test", {"192.0.2.12", "10.1.2.3"}},
+                                   {"home.allowed.test", {"127.0.0.1"}}};
       // Sixty addresses: an answer of about 1 KB, more than a UDP asker without EDNS0 takes.
       for (int i = 100; i < 160; ++i) {
         table["big.allowed.test"].push_back(absl::StrCat("192.0.2.", i));
@@ -66,12 +73,17 @@ class DnsFilterNetnsTest : public ::testing::Test {
           TestResolver::Start(kResolver, std::move(table));
       if (!resolver.ok()) return resolver.status();
       resolver_ = resolver->release();
+      server_ = new UpstreamServer(proxy::SocketAddress{*engine::ParseIpAddress("192.0.2.11"), 80});
+      if (!server_->ok()) return absl::InternalError("cannot serve 192.0.2.11:80");
+    }
+    {
+      // A local caching resolver listens on the proxy's host's loopback.
+      absl::StatusOr<NetNamespace::Entered> entered = bed_->ns().Enter();
+      if (!entered.ok()) return entered.status();
       absl::StatusOr<std::unique_ptr<TestResolver>> local =
           TestResolver::Start("127.0.0.53", {{"allowed.test", {"192.0.2.11"}}});
       if (!local.ok()) return local.status();
       local_resolver_ = local->release();
-      server_ = new UpstreamServer(proxy::SocketAddress{*engine::ParseIpAddress("192.0.2.11"), 80});
-      if (!server_->ok()) return absl::InternalError("cannot serve 192.0.2.11:80");
     }
     if (absl::Status started = bed_->StartProxy(); !started.ok()) return started;
     return bed_
@@ -152,6 +164,42 @@ TEST_F(DnsFilterNetnsTest, ExfiltrationThroughADeniedNameIsNxdomainLoggedAndNeve
   EXPECT_EQ(record.subject().port(), 53u);
   EXPECT_TRUE(absl::StrContains(record.reason(), "network: DNS name c2vjcmv0.exfil.evil.test not in allow list"))
       << record.reason();
+}
+
+// An allowed name whose answer holds the metadata address, a private address (next to a public
+// one) or loopback is answered REFUSED, with the guard's reason and the entry that would allow
+// it, under the agent; an explicit CIDR entry of the agent's policy lets the private one through.
+TEST_F(DnsFilterNetnsTest, AnAnswerLeadingToAMetadataPrivateOrLoopbackAddressIsRefused) {
+  for (const char* name : {"metadata.allowed.test", "lan.allowed.test", "home.allowed.test"}) {
+    EXPECT_THAT(Dns(kFiltered, {"udp", kResolver, name}), ::testing::StartsWith("rcode=5 "))
+        << name;
+  }
+  EXPECT_THAT(RecordWith(kFiltered, "DNS name metadata.allowed.test answered with 169.254.169.254")
+                  .reason(),
+              ::testing::HasSubstr("cloud metadata"));
+  const leash::v1::DecisionRecord lan =
+      RecordWith(kFiltered, "DNS name lan.allowed.test answered with 10.1.2.3");
+  EXPECT_EQ(lan.action(), "block");
+  EXPECT_THAT(lan.reason(), ::testing::HasSubstr("10.1.2.3/32"));
+  RecordWith(kFiltered, "DNS name home.allowed.test answered with 127.0.0.1");
+
+  constexpr char kWithCidr[] = R"pb(network {
+    mode: MODE_WHITELIST
+    allow { entries: "allowed.test" entries: "10.0.0.0/8" }
+  })pb";
+  ASSERT_TRUE(bed_->PublishAndWait({bed_->Subject(kFiltered, kWithCidr),
+                                    bed_->Subject(kUnfiltered, kPolicy),
+                                    bed_->Subject(kLoopback, kPolicy)})
+                  .ok());
+  EXPECT_EQ(Dns(kFiltered, {"udp", kResolver, "lan.allowed.test"}),
+            "rcode=0 tc=0 id=20817 answers=2 addrs=192.0.2.12,10.1.2.3 bytes=66");
+  EXPECT_THAT(Dns(kFiltered, {"udp", kResolver, "metadata.allowed.test"}),
+              ::testing::StartsWith("rcode=5 "))
+      << "the CIDR entry names 10/8 only";
+  ASSERT_TRUE(bed_->PublishAndWait({bed_->Subject(kFiltered, kPolicy),
+                                    bed_->Subject(kUnfiltered, kPolicy),
+                                    bed_->Subject(kLoopback, kPolicy)})
+                  .ok());
 }
 
 TEST_F(DnsFilterNetnsTest, AnAllowedNameResolvesOverUdpAndTcp) {
