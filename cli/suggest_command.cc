@@ -94,7 +94,10 @@ int RunSuggestRequest(const SuggestRequest& request, std::ostream& out, std::ost
   out << "# leash suggest: a profile fragment for " << request.account << " (uid "
       << engine::FormatUidRanges(filter.uids) << ") from " << counts.subject_lines << " of its "
       << "decisions";
-  if (counts.audited > 0) out << " (" << counts.audited << " would-be blocks under audit)";
+  if (counts.audited > 0) {
+    out << " (" << counts.audited << (counts.audited == 1 ? " would-be block" : " would-be blocks")
+        << " under audit)";
+  }
   out << " in " << absl::StrJoin(*read, ", ") << " (" << counts.lines << " lines)";
   if (!request.since.empty()) out << ", since " << request.since;
   if (!request.until.empty()) out << ", until " << request.until;
@@ -114,7 +117,7 @@ int RunSuggestRequest(const SuggestRequest& request, std::ostream& out, std::ost
   }
   if (fragment->entries == 0) {
     err << "leash suggest: nothing that " << request.account
-        << " was allowed was found in the log" << (request.since.empty() ? "" : " in that window")
+        << " was allowed was found in the log" << (request.since.empty() && request.until.empty() ? "" : " in that window")
         << "; nothing to suggest (is logging.level info? allow lines are not written at "
            "warning)\n";
     return kFailed;

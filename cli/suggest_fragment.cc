@@ -28,7 +28,8 @@ std::string Times(uint64_t n) { return n == 1 ? "1 time" : absl::StrCat(n, " tim
 std::string Annotation(const SuggestedEntry& entry) {
   std::string text = absl::StrCat(Times(entry.count), ", e.g. ref ", entry.example_ref);
   if (entry.audited > 0) {
-    absl::StrAppend(&text, "; ", entry.audited, " of them would-be blocks under audit");
+    absl::StrAppend(&text, "; ", entry.audited,
+                    entry.audited == 1 ? " would-be block" : " would-be blocks", " under audit");
   }
   if (entry.covers.size() > 1) {
     constexpr size_t kShown = 3;
