@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -90,6 +91,22 @@ size_t MinParentLabels(absl::string_view tld) { return tld.size() == 2 ? 3 : 2; 
 
 }  // namespace
 
+std::string UnsuggestablePath(absl::string_view path, size_t components) {
+  if (absl::StrContains(path, "\\x")) {
+    return "its name is not UTF-8 and the log shows it escaped (\\xNN), so no entry written "
+           "from the log names it; allow its folder by hand if it is meant";
+  }
+  if (engine::HasGlobMeta(path)) {
+    return "its name holds '*', '?' or '[', which an entry reads as a pattern matching other "
+           "names too; allow its folder by hand if it is meant";
+  }
+  if (components < kShallowPathDepth) {
+    return "a top-level folder: its entry would allow the whole tree under it; add it by hand "
+           "if that is meant";
+  }
+  return "";
+}
+
 std::vector<SuggestedEntry> CollapseNetwork(const SeenMap& seen) {
   std::vector<SuggestedEntry> out;
   // Per port: a collapse never joins two ports.
@@ -141,14 +158,9 @@ PathSuggestion CollapsePaths(const SeenMap& seen) {
       out.entries.push_back(FromSeen(path, path, sighting));
       continue;
     }
-    if (parts.size() < kShallowPathDepth || engine::HasGlobMeta(path)) {
+    if (std::string why = UnsuggestablePath(path, parts.size()); !why.empty()) {
       SuggestedEntry left = FromSeen(path, path, sighting);
-      left.left_out_because =
-          engine::HasGlobMeta(path)
-              ? "its name holds '*', '?' or '[', which an entry reads as a pattern matching "
-                "other names too; allow its folder by hand if it is meant"
-              : "a top-level folder: its entry would allow the whole tree under it; add it "
-                "by hand if that is meant";
+      left.left_out_because = std::move(why);
       out.left_out.push_back(std::move(left));
       continue;
     }

@@ -56,6 +56,10 @@ struct PathSuggestion {
 };
 PathSuggestion CollapsePaths(const SeenMap& seen);
 
+// Why `path` (with `components` components) is not suggested, or "" when it may be: not
+// UTF-8 (the log escapes it as \xNN), glob characters in its name, or too shallow.
+std::string UnsuggestablePath(absl::string_view path, size_t components);
+
 // One entry per key, as seen (commands, tools).
 std::vector<SuggestedEntry> ExactEntries(const SeenMap& seen);
 

@@ -86,7 +86,19 @@ absl::StatusOr<Fragment> BuildFragment(const Observations& observations,
                                               left.example_ref, "): ", left.left_out_because));
       }
     } else {
-      suggested[surface] = ExactEntries(needed);
+      for (SuggestedEntry& entry : ExactEntries(needed)) {
+        // A binary's path is a path: escaped bytes or a glob name would name another file.
+        if (surface == leash::v1::SURFACE_COMMANDS) {
+          const std::string why = UnsuggestablePath(entry.entry, kShallowPathDepth);
+          if (!why.empty()) {
+            fragment.notes.push_back(absl::StrCat("not suggested: commands '", entry.entry,
+                                                  "' (", Times(entry.count), ", e.g. ref ",
+                                                  entry.example_ref, "): ", why));
+            continue;
+          }
+        }
+        suggested[surface].push_back(std::move(entry));
+      }
     }
     for (const auto& [what, seen] : observations.refused(surface)) {
       fragment.notes.push_back(absl::StrCat("refused, not suggested: ", name, " '", what, "' (",
