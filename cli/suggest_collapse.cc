@@ -1,7 +1,6 @@
 #include "cli/suggest_collapse.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <memory>
 
@@ -21,6 +20,19 @@ struct Node {
   std::string seen_key;
   std::map<std::string, std::unique_ptr<Node>> children;
 };
+
+// Adds what was seen as `key` at the node `parts` lead to from `root`.
+void Insert(Node& root, const std::vector<std::string>& parts, const std::string& key,
+            const Seen& seen) {
+  Node* node = &root;
+  for (const std::string& part : parts) {
+    std::unique_ptr<Node>& child = node->children[part];
+    if (!child) child = std::make_unique<Node>();
+    node = child.get();
+  }
+  node->seen = &seen;
+  node->seen_key = key;
+}
 
 SuggestedEntry FromSeen(const std::string& entry, const std::string& key, const Seen& seen) {
   SuggestedEntry out;
@@ -46,19 +58,17 @@ SuggestedEntry Merge(std::string entry, std::vector<SuggestedEntry> parts) {
   return out;
 }
 
-// The entries for the subtree at `node`, whose own name (path, or name) is `name`, `depth`
-// labels deep. `collapse_as(name, self_seen)` is the entry a collapse there writes, or "" when
+// The entries for the subtree at `node`, whose own name (a path, or a host name) is `name`. `collapse_as(name, self_seen)` is the entry a collapse there writes, or "" when
 // no collapse may happen at this node; a node gathering `threshold` branches collapses.
-template <typename CollapseAs>
-std::vector<SuggestedEntry> Walk(const Node& node, const std::string& name, size_t depth,
-                                 size_t threshold, const CollapseAs& collapse_as,
-                                 const std::function<std::string(const std::string&,
-                                                                 const std::string&)>& child_name) {
+// `child_name(name, label)` names a child.
+template <typename CollapseAs, typename ChildName>
+std::vector<SuggestedEntry> Walk(const Node& node, const std::string& name, size_t threshold,
+                                 const CollapseAs& collapse_as, const ChildName& child_name) {
   std::vector<SuggestedEntry> below;
   size_t branches = 0;
   for (const auto& [label, child] : node.children) {
     std::vector<SuggestedEntry> sub =
-        Walk(*child, child_name(name, label), depth + 1, threshold, collapse_as, child_name);
+        Walk(*child, child_name(name, label), threshold, collapse_as, child_name);
     if (!sub.empty()) ++branches;
     for (SuggestedEntry& entry : sub) below.push_back(std::move(entry));
   }
@@ -117,16 +127,9 @@ std::vector<SuggestedEntry> CollapseNetwork(const SeenMap& seen) {
       out.push_back(FromSeen(key, key, sighting));
       continue;
     }
-    Node* node = &names_by_port[parsed->port];
     std::vector<std::string> labels = absl::StrSplit(parsed->host, '.');
     std::reverse(labels.begin(), labels.end());
-    for (const std::string& label : labels) {
-      std::unique_ptr<Node>& child = node->children[label];
-      if (!child) child = std::make_unique<Node>();
-      node = child.get();
-    }
-    node->seen = &sighting;
-    node->seen_key = key;
+    Insert(names_by_port[parsed->port], labels, key, sighting);
   }
   const auto child_name = [](const std::string& name, const std::string& label) {
     return name.empty() ? label : absl::StrCat(label, ".", name);
@@ -140,7 +143,7 @@ std::vector<SuggestedEntry> CollapseNetwork(const SeenMap& seen) {
       return self_seen ? absl::StrCat(name, suffix) : absl::StrCat("*.", name, suffix);
     };
     for (const auto& [tld, child] : root.children) {
-      for (SuggestedEntry& entry : Walk(*child, tld, 1, 2, collapse_as, child_name)) {
+      for (SuggestedEntry& entry : Walk(*child, tld, 2, collapse_as, child_name)) {
         out.push_back(std::move(entry));
       }
     }
@@ -164,28 +167,19 @@ PathSuggestion CollapsePaths(const SeenMap& seen) {
       out.left_out.push_back(std::move(left));
       continue;
     }
-    Node* node = &root;
-    for (const std::string& part : parts) {
-      std::unique_ptr<Node>& child = node->children[part];
-      if (!child) child = std::make_unique<Node>();
-      node = child.get();
-    }
-    node->seen = &sighting;
-    node->seen_key = path;
+    Insert(root, parts, path, sighting);
   }
   const auto child_name = [](const std::string& name, const std::string& part) {
     return absl::StrCat(name == "/" ? "" : name, "/", part);
   };
   // Depth counts components: "/a" is 1, "/a/b" is 2.
   for (const auto& [part, child] : root.children) {
-    size_t depth_of_child = 1;
-    const auto collapse_as = [&](const std::string& name, bool self_seen) -> std::string {
+    // A path entry covers everything under it whether the folder itself was seen or not.
+    const auto collapse_as = [](const std::string& name, bool /*self_seen*/) -> std::string {
       const size_t depth = std::count(name.begin(), name.end(), '/');
-      if (depth < kShallowPathDepth) return "";
-      (void)self_seen;
-      return name;
+      return depth < kShallowPathDepth ? "" : name;
     };
-    for (SuggestedEntry& entry : Walk(*child, absl::StrCat("/", part), depth_of_child,
+    for (SuggestedEntry& entry : Walk(*child, absl::StrCat("/", part),
                                       kFolderCollapseThreshold, collapse_as, child_name)) {
       out.entries.push_back(std::move(entry));
     }

@@ -57,6 +57,8 @@ TEST(ExactNetworkEntry, NameWinsThenAddressAsAHostNetwork) {
   subject.set_ip("192.0.2.7");
   subject.set_port(443);
   EXPECT_EQ(ExactNetworkEntry(subject), "api.github.com:443");
+  subject.set_domain("192.0.2.9");  // an HTTP Host that is an address
+  EXPECT_EQ(ExactNetworkEntry(subject), "192.0.2.9/32:443");
   subject.clear_domain();
   EXPECT_EQ(ExactNetworkEntry(subject), "192.0.2.7/32:443");
   subject.set_ip("2001:db8::1");

@@ -49,11 +49,14 @@ void Note(Seen& seen, const leash::v1::DecisionRecord& record, bool audited) {
 
 std::string ExactNetworkEntry(const leash::v1::Subject& subject) {
   const std::string port = subject.port() == 0 ? "" : absl::StrCat(subject.port());
-  if (!subject.domain().empty()) {
+  // The proxy names a connection by its HTTP Host or TLS SNI, which may be an address: that
+  // is an address entry, written as one.
+  if (!subject.domain().empty() && !engine::ParseIpAddress(subject.domain())) {
     const std::string host = engine::NormalizeHost(subject.domain());
     return port.empty() ? host : absl::StrCat(host, ":", port);
   }
-  std::optional<engine::IpAddress> ip = engine::ParseIpAddress(subject.ip());
+  std::optional<engine::IpAddress> ip =
+      engine::ParseIpAddress(subject.domain().empty() ? subject.ip() : subject.domain());
   if (!ip) return "";
   const std::string text = engine::FormatIpAddress(*ip);
   if (ip->family == engine::IpAddress::Family::kV4) {

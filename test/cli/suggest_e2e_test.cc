@@ -92,12 +92,13 @@ class SuggestEndToEndTest : public ::testing::Test {
         },
         absl::Seconds(30)));
 
-    // Observation: the floor lets the agent do all of it, and logs every decision.
+    // Observation: the floor lets the agent do all of it, and logs every decision. The watcher
+    // marks only the mounts a policy names: the deny entries put the tmpfs under it.
     const std::string floor = absl::StrCat(
         "user: ", user_->name(), "\nfail_mode: closed\n",
         "network: { mode: whitelist, allow: [\"192.0.2.0/24\"], deny: [] }\n",
-        "filesystem: { mode: blacklist, allow: [], deny: [] }\n",
-        "commands: { mode: blacklist, allow: [], deny: [] }\n",
+        "filesystem: { mode: blacklist, allow: [], deny: [\"", root, "/never\"] }\n",
+        "commands: { mode: blacklist, allow: [], deny: [\"", root, "/bin/never\"] }\n",
         "tools: { mode: whitelist, allow: [\"read_file\"], deny: [] }\n",
         "logging: { level: info, decisions: ", decisions(), " }\n");
     auto leashd = LeashdInstance::Start(floor, *ns_, fs_->path());
@@ -109,7 +110,7 @@ class SuggestEndToEndTest : public ::testing::Test {
 
   // Runs python3 `script` as the agent in the namespace; its output.
   RunResult AsAgent(const std::string& script) {
-    auto run = Run(ns_->ExecSharingMounts(agent_->AsUser({"/usr/bin/python3", "-c", script})),
+    auto run = leash::testing::Run(ns_->ExecSharingMounts(agent_->AsUser({"/usr/bin/python3", "-c", script})),
                    absl::Seconds(60));
     EXPECT_TRUE(run.ok()) << run.status();
     return run.ok() ? *run : RunResult();
@@ -185,7 +186,7 @@ TEST_F(SuggestEndToEndTest, TheSuggestedProfileAllowsTheWorkloadAndNothingBeside
   ASSERT_EQ(commands.size(), 2u) << text;
   EXPECT_THAT(commands[1], HasSubstr("--ack 'network.allow:192.0.2.11/32:8080'"));
   for (const std::string& command : commands) {
-    auto run = Run({"bash", "-c",
+    auto run = leash::testing::Run({"bash", "-c",
                     absl::StrCat("cd ", files_->path(), " && ", RunfilePath("cli/leash"),
                                  " --config=", leashd_->config_path(),
                                  " --socket=", leashd_->admin_socket(), " ", command)},
