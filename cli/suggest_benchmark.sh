@@ -1,7 +1,7 @@
 #!/bin/bash
 # Times `leash suggest` over a generated decision log of N lines (default 1,000,000), twice:
-# every line the agent's, and a shared log where one line in ten is. Prints the wall time and
-# peak memory of each run. Build first: bazel build -c opt //cli:leash
+# every line the agent's, and a shared log where one line in ten is. Prints the wall and CPU
+# time and peak memory of each run (CPU time is the steadier figure on a shared machine). Build first: bazel build -c opt //cli:leash
 #   cli/suggest_benchmark.sh [path/to/leash] [lines]
 set -euo pipefail
 
@@ -15,7 +15,8 @@ printf 'user: nobody\nnetwork: { mode: whitelist, allow: ["floor.example"] }\n' 
 mkdir -p "$work/state"
 
 # The agent is `nobody` (65534). Its lines look like the writers' (fswatch's fast renderer and
-# the proxy's): files over 5,000 paths in 200 folders, 300 names, 40 commands, 20 tools.
+# the proxy's): files over 5,000 paths in 200 folders, 300 names, 40 commands, 20 tools; the
+# tool lines carry escaped inputs, so they take protobuf's JSON parser.
 generate() {  # generate <file> <one line in how many is the agent's>
   /usr/bin/python3 - "$1" "$lines" "$2" <<'PY'
 import random, sys
@@ -49,10 +50,11 @@ PY
 
 run() {  # run <label> <log>
   local stats
-  stats="$( { /usr/bin/time -f '%e %M' "$leash" suggest --account nobody --log "$2" \
+  stats="$( { /usr/bin/time -f '%e %U %S %M' "$leash" suggest --account nobody --log "$2" \
       --config "$work/floor.yaml" --state-dir "$work/state" > "$work/out.yaml"; } 2>&1 | tail -1)"
-  read -r seconds kib <<< "$stats"
-  echo "$1: $lines lines, ${seconds} s, peak RSS $((kib / 1024)) MiB," \
+  read -r seconds user sys kib <<< "$stats"
+  echo "$1: $lines lines, ${seconds} s wall (CPU: ${user} s user, ${sys} s system)," \
+       "peak RSS $((kib / 1024)) MiB," \
        "$(grep -c '^    - ' "$work/out.yaml") entries suggested"
 }
 
