@@ -102,6 +102,12 @@ size_t MinParentLabels(absl::string_view tld) { return tld.size() == 2 ? 3 : 2; 
 }  // namespace
 
 std::string UnsuggestablePath(absl::string_view path, size_t components) {
+  for (char c : path) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return "its name holds a control character (a newline, ...); allow its folder by hand "
+             "if it is meant";
+    }
+  }
   if (absl::StrContains(path, "\\x")) {
     return "its name is not UTF-8 and the log shows it escaped (\\xNN), so no entry written "
            "from the log names it; allow its folder by hand if it is meant";

@@ -106,7 +106,7 @@ int RunSuggestRequest(const SuggestRequest& request, std::ostream& out, std::ost
          "entry passed the\n# profile entry check. Surfaces it leaves out keep the floor's "
          "policy.\n";
   out << fragment->yaml;
-  for (const std::string& note : fragment->notes) out << "# " << note << "\n";
+  for (const std::string& note : fragment->notes) out << "# " << CommentText(note) << "\n";
   if (counts.suppressed_allows > 0) {
     out << "# WARNING: the log's writers held back " << counts.suppressed_allows
         << " allow lines of this agent (their rate limit), so it may have done more than\n"
@@ -124,7 +124,8 @@ int RunSuggestRequest(const SuggestRequest& request, std::ostream& out, std::ost
   }
 
   if (!host.ok()) {
-    out << "# the save and bind lines cannot be given: " << host.status().message() << "\n";
+    out << "# the save and bind lines cannot be given: " << CommentText(host.status().message())
+        << "\n";
     err << "leash suggest: cannot judge the consent the change needs: " << host.status().message()
         << "\n";
     return kFailed;
@@ -133,8 +134,10 @@ int RunSuggestRequest(const SuggestRequest& request, std::ostream& out, std::ost
   const ConsentLines lines =
       SaveAndBindLines(*host, request.account, profile, fragment->config, from);
   out << "# To put it in force, save this output as " << from << " and run:\n";
-  for (const std::string& command : lines.commands) out << "#   " << command << "\n";
-  for (const std::string& note : lines.notes) out << "# " << note << "\n";
+  for (const std::string& command : lines.commands) {
+    out << "#   " << CommentText(command) << "\n";
+  }
+  for (const std::string& note : lines.notes) out << "# " << CommentText(note) << "\n";
   return kOk;
 }
 

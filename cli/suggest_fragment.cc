@@ -22,6 +22,8 @@ using leash::v1::Surface;
 constexpr Surface kSurfaces[] = {leash::v1::SURFACE_NETWORK, leash::v1::SURFACE_FILESYSTEM,
                                  leash::v1::SURFACE_COMMANDS, leash::v1::SURFACE_TOOLS};
 
+bool IsControl(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
+
 std::string Times(uint64_t n) { return n == 1 ? "1 time" : absl::StrCat(n, " times"); }
 
 // "12 seen, e.g. ref k3x9q2mw; 2 would-be blocks under audit; covers a, b, c (+4 more)"
@@ -41,7 +43,7 @@ std::string Annotation(const SuggestedEntry& entry) {
       absl::StrAppend(&text, ", +", entry.covers.size() - kShown, " more");
     }
   }
-  return text;
+  return CommentText(text);
 }
 
 leash::v1::EntryList* AllowListOf(leash::v1::Config& config, Surface surface) {
@@ -62,6 +64,19 @@ leash::v1::EntryList* AllowListOf(leash::v1::Config& config, Surface surface) {
 }
 
 }  // namespace
+
+std::string CommentText(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (IsControl(c)) {
+      absl::StrAppend(&out, "\\x", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
 
 absl::StatusOr<Fragment> BuildFragment(const Observations& observations,
                                        const std::set<Surface>& surfaces,
@@ -149,7 +164,9 @@ absl::StatusOr<Fragment> BuildFragment(const Observations& observations,
     return absl::InternalError(absl::StrCat("the fragment could not be written as YAML: ",
                                             out.GetLastError()));
   }
-  fragment.yaml = fragment.config.ByteSizeLong() == 0 ? "{}\n" : absl::StrCat(out.c_str(), "\n");
+  fragment.yaml = fragment.config.ByteSizeLong() == 0
+                      ? "{}\n"
+                      : absl::StrCat(absl::string_view(out.c_str(), out.size()), "\n");
 
   absl::StatusOr<leash::v1::Config> read_back =
       engine::ParseConfigYaml(fragment.yaml, engine::ConfigKind::kProfile, "suggested fragment");

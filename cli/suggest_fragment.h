@@ -28,6 +28,11 @@ struct Fragment {
   size_t entries = 0;
 };
 
+// `text` fit for one YAML comment line: every control character (a newline above all, which
+// would end the comment and let the rest be read as policy) written as the text \xNN. File
+// names, refs and reasons in the log are the agent's to choose.
+std::string CommentText(absl::string_view text);
+
 // Builds the fragment for `observations` on `surfaces` (empty: all four). `source` names it in
 // validate's findings ("profile:<name>"). Internal error if the YAML does not read back to the
 // same Config (a bug, never the operator's input).

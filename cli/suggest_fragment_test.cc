@@ -171,6 +171,25 @@ TEST(BuildFragment, OnlyTheChosenSurfacesAndNothingForAnEmptyOne) {
   EXPECT_THAT(fragment->notes, Contains(HasSubstr("network: nothing allowed was seen")));
 }
 
+TEST(CommentText, ANewlineCannotEndTheComment) {
+  EXPECT_EQ(CommentText("a\nnetwork: { mode: blacklist }\x01"),
+            "a\\x0anetwork: { mode: blacklist }\\x01");
+  EXPECT_EQ(CommentText("plain 'text' \\ é"), "plain 'text' \\ é");
+}
+
+TEST(BuildFragment, ANameWithANewlineIsNotSuggestedAndItsCommentsStayComments) {
+  const Observations seen = Observe({
+      Line(kUid, kT, "n1", "filesystem", "allow", R"("path":"/srv/p/x\nfilesystem: []")"),
+      Line(kUid, kT, "n2", "filesystem", "allow", R"("path":"/srv/p/y")"),
+      Line(kUid, kT, "n3", "commands", "allow", R"("binary":"/srv/bin/\nb")"),
+  });
+  absl::StatusOr<Fragment> fragment = BuildFragment(seen, {}, "profile:p");
+  ASSERT_TRUE(fragment.ok()) << fragment.status();
+  EXPECT_THAT(fragment->config.filesystem().allow().entries(), ElementsAre("/srv/p/y"));
+  EXPECT_FALSE(fragment->config.has_commands());
+  EXPECT_THAT(fragment->notes, Contains(HasSubstr("control character")));
+}
+
 HostPolicy Host(const std::string& bindings_yaml = "") {
   HostPolicy host;
   absl::StatusOr<leash::v1::Config> floor = engine::ParseConfigYaml(

@@ -4,6 +4,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "engine/utf8.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -73,7 +74,11 @@ class PlainLineReader {
     if (!Take('"')) return false;
     const size_t end = line_.find('"', at_);
     if (end == absl::string_view::npos) return false;
-    into.assign(line_.data() + at_, end - at_);
+    const absl::string_view text = line_.substr(at_, end - at_);
+    // JSON text is UTF-8 (the writers escape any other byte as \xNN): a line that is not is
+    // protobuf's to refuse.
+    if (!engine::IsValidUtf8(text)) return false;
+    into.assign(text.data(), text.size());
     at_ = end + 1;
     return true;
   }
@@ -131,7 +136,8 @@ std::optional<uint32_t> PeekUid(absl::string_view line) {
 
 absl::string_view PeekTs(absl::string_view line) {
   const size_t at = ValueAt(line, "\"ts\"");
-  if (at == absl::string_view::npos || line[at] != '"') return {};
+  // npos when absent, size() when the line ends after the colon.
+  if (at >= line.size() || line[at] != '"') return {};
   const size_t end = line.find('"', at + 1);
   if (end == absl::string_view::npos) return {};
   return line.substr(at + 1, end - at - 1);
