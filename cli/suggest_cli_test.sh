@@ -29,7 +29,8 @@ check() {
 # The fixture's account is `nobody` (65534), which every Debian host has.
 check suggest_since.golden --account nobody --since 2026-12-02T06:00:00Z
 check suggest_bound_elsewhere.golden --account nobody --surface tools,cmd --profile research
-check suggest_nothing.golden --account nobody --surface network --until 2026-12-02T05:30:00Z
+check suggest_nothing.golden --account nobody --surface network --surface files \
+  --until 2026-12-02T05:30:00Z
 check suggest_no_account.golden --account no-such-account-here
 check suggest_bad_since.golden --account nobody --since yesterday
 

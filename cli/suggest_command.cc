@@ -57,7 +57,9 @@ int RunSuggestRequest(const SuggestRequest& request, std::ostream& out, std::ost
   ObservationFilter filter;
   for (const std::string& list : request.surfaces) {
     for (absl::string_view name : absl::StrSplit(list, ',', absl::SkipEmpty())) {
-      absl::StatusOr<leash::v1::Surface> surface = engine::ParseSurfaceName(name);
+      // "files" as well as the CLI's own names: how an operator says it.
+      absl::StatusOr<leash::v1::Surface> surface =
+          engine::ParseSurfaceName(name == "files" ? "filesystem" : name);
       if (!surface.ok()) return Fail(err, surface.status());
       filter.surfaces.insert(*surface);
     }

@@ -99,7 +99,7 @@ const std::map<std::string, std::string>& CommandHelp() {
   Prints the last N (default 20) decision-log lines; --follow keeps printing new ones.
 )"},
       {"suggest", R"(usage: leash suggest --account <account> [--since 2h] [--until <when>]
-                     [--surface network|filesystem|commands|tools]... [--log <path>]
+                     [--surface network|files|commands|tools]... [--log <path>]
                      [--profile <name>] [--state-dir <dir>]
   Reads the account's decisions from the decision log (default: the floor's
   logging.decisions, with its last rotation <log>.1) and prints, as YAML, a profile fragment
