@@ -31,6 +31,7 @@ const std::map<std::string, Command>& Commands() {
       {"logs", leash::cli::RunLogs},
       {"restart", leash::cli::RunRestart},
       {"teardown", leash::cli::RunTeardown},
+      {"suggest", leash::cli::RunSuggest},
   };
   return *commands;
 }
