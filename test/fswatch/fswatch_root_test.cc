@@ -590,9 +590,10 @@ std::pair<pid_t, int> OpenInChildAt(pid_t at, uid_t uid, gid_t gid, const std::s
   return {pid, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
 }
 
-// The race the spec leaves open, made to happen: root (unmapped, allowed) opens a file the
-// agent may not read, exits and is reaped; the agent's process is then created at exactly the
-// same PID and opens that file. A watcher that remembered "PID p is root" would let it through.
+// The race rule F6 closes (docs/ARCHITECTURE.md), made to happen: root (unmapped, allowed)
+// opens a file the agent may not read, exits and is reaped; the agent's process is then created
+// at exactly the same PID and opens that file. A watcher that remembered "PID p is root" would
+// let it through.
 TEST_F(FswatchRootTest, ARecycledPidIsJudgedAsItsNewHolder) {
   WatcherProcess* w = Start(StandardMap());
   ASSERT_NE(w, nullptr);
