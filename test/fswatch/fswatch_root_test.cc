@@ -270,8 +270,8 @@ TEST_F(FswatchRootTest, ListingAFolderIsJudgedLikeOpeningAFile) {
 // What this kernel does not report: opening a device node or a FIFO raises no permission
 // event (since Linux 6.14 fsnotify sets FMODE_NONOTIFY_PERM on every file that is neither
 // regular nor a directory), so neither is judged, whatever the policy says; a socket is
-// reached by connect(), which is no open at all. The README's fidelity matrix says so; this
-// test fails on a kernel that starts judging them, so the matrix can be corrected.
+// reached by connect(), which is no open at all. docs/OPERATIONS.md's fidelity matrix says so;
+// this test fails on a kernel that starts judging them, so the matrix can be corrected.
 TEST_F(FswatchRootTest, DevicesAndFifosRaiseNoPermissionEventOnThisKernel) {
   // The test's tmpfs is nodev: a device node needs a mount of its own that allows them (under
   // the tmpfs, so the watcher's --mark-only-under covers it).
