@@ -8,7 +8,8 @@
 #      docs/ARCHITECTURE.md;
 #   4. every repository path a doc names in backticks (`controlplane/reconciler.cc`) exists;
 #   5. every section a comment or doc names in a doc (docs/OPERATIONS.md, "Fidelity matrix")
-#      is in that doc.
+#      is in that doc;
+#   6. every Markdown file a comment or doc names by its path (test/fuzz/README.md) exists.
 # Usage: check_docs.sh ROOT   (ROOT: the repository's source tree). Prints one line per
 # problem, "file:line: what", and exits 1 when there is any.
 set -uo pipefail
@@ -123,6 +124,12 @@ grep -noE '(docs/[A-Z]+\.md|([a-z_]+/)*README\.md)[]`)]{0,3}, "[^"]+"' -- "${che
   where="${hit%%:*}:$(cut -d: -f2 <<<"$hit")"
   [ -f "$doc" ] || { say "$where: names a section of a missing doc: $doc"; continue; }
   grep -qF -- "$section" "$doc" || say "$where: $doc has no section \"$section\""
+done
+
+# 6. Every Markdown file a comment or doc names by its path exists.
+grep -noE "\b$top/([A-Za-z0-9_-]+/)*[A-Za-z0-9_-]+\.md\b" -- "${checked[@]}" | while IFS= read -r hit; do
+  path=$(cut -d: -f3- <<<"$hit")
+  [ -f "$path" ] || say "${hit%%:*}:$(cut -d: -f2 <<<"$hit"): names a missing doc: $path"
 done
 
 if [ -s "$problems" ]; then

@@ -93,6 +93,10 @@ make_tree "$work/section"
 echo '// See docs/OPERATIONS.md, "Fidelity matrix".' >>"$work/section/engine/tiers.cc"
 expect_fail section 'has no section "Fidelity matrix"'
 
+make_tree "$work/doc"
+echo '// How to fuzz: test/fuzz/README.md.' >>"$work/doc/engine/tiers.cc"
+expect_fail doc 'engine/tiers.cc:3: names a missing doc: test/fuzz/README.md'
+
 if [ "$failures" -ne 0 ]; then
   echo "$failures case(s) failed"
   exit 1
