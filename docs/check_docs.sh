@@ -9,7 +9,8 @@
 #   4. every repository path a doc names in backticks (`controlplane/reconciler.cc`) exists;
 #   5. every section a comment or doc names in a doc (docs/OPERATIONS.md, "Fidelity matrix")
 #      is in that doc;
-#   6. every Markdown file a comment or doc names by its path (test/fuzz/README.md) exists.
+#   6. every Markdown file a comment or doc names by its path (test/fuzz/README.md) exists;
+#   7. every C++ name docs/ARCHITECTURE.md cites as the place a rule is kept exists.
 # Usage: check_docs.sh ROOT   (ROOT: the repository's source tree). Prints one line per
 # problem, "file:line: what", and exits 1 when there is any.
 set -uo pipefail
@@ -131,6 +132,21 @@ grep -noE "\b$top/([A-Za-z0-9_-]+/)*[A-Za-z0-9_-]+\.md\b" -- "${checked[@]}" | w
   path=$(cut -d: -f3- <<<"$hit")
   [ -f "$path" ] || say "${hit%%:*}:$(cut -d: -f2 <<<"$hit"): names a missing doc: $path"
 done
+
+# 7. Every function or class docs/ARCHITECTURE.md names in backticks (`Reconciler::RunPass`,
+# `PlanMarks`) is still declared somewhere in the C++ sources, so a rename or a move that
+# leaves the rules' "where" column stale fails here.
+if [ -f "$arch" ]; then
+  names=$(printf '%s\n' "${checked[@]}" | grep -E '\.(cc|h)$' | xargs grep -ohE '\b[A-Z][A-Za-z0-9_]*\b' |
+    sort -u)
+  grep -noE '`[A-Z][A-Za-z0-9]*(::[A-Z][A-Za-z0-9]*)?`' "$arch" | while IFS= read -r hit; do
+    ident=$(cut -d: -f2- <<<"$hit" | tr -d '`')
+    for part in ${ident//::/ }; do
+      grep -qxF -- "$part" <<<"$names" ||
+        say "$arch:${hit%%:*}: names \`$ident\`, which no C++ source declares"
+    done
+  done
+fi
 
 if [ -s "$problems" ]; then
   sort -u "$problems"

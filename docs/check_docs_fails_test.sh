@@ -23,7 +23,7 @@ MD
 | rule | what holds | where |
 |---|---|---|
 | N2 | One chain per UID. | `engine/tiers.cc` |
-| P7 | Deny lists add up. | `engine/tiers.cc` |
+| P7 | Deny lists add up. | `Overlay` in `engine/tiers.cc` |
 ```
 # not a heading
 ```
@@ -35,6 +35,7 @@ Back to the [README](../README.md).
 MD
   cat >"$t/engine/tiers.cc" <<'CC'
 // Deny lists add up (docs/ARCHITECTURE.md, rule P7); see docs/OPERATIONS.md, "When leashd gives up".
+struct Overlay {};
 const char* kStamp = "issue 7 of the format";  // a string, not a comment's issue number
 CC
 }
@@ -59,11 +60,11 @@ fi
 
 make_tree "$work/shared"
 echo '// The behaviour: ../shared/spec/how-leash-works.txt' >>"$work/shared/engine/tiers.cc"
-expect_fail shared 'engine/tiers.cc:3: points outside the repository'
+expect_fail shared 'engine/tiers.cc:4: points outside the repository'
 
 make_tree "$work/issue"
 echo '// Added for issue 21.' >>"$work/issue/engine/tiers.cc"
-expect_fail issue 'engine/tiers.cc:3: carries an issue number'
+expect_fail issue 'engine/tiers.cc:4: carries an issue number'
 
 make_tree "$work/link"
 echo 'The [example](docs/examples/leash.yaml).' >>"$work/link/README.md"
@@ -95,7 +96,12 @@ expect_fail section 'has no section "Fidelity matrix"'
 
 make_tree "$work/doc"
 echo '// How to fuzz: test/fuzz/README.md.' >>"$work/doc/engine/tiers.cc"
-expect_fail doc 'engine/tiers.cc:3: names a missing doc: test/fuzz/README.md'
+expect_fail doc 'engine/tiers.cc:4: names a missing doc: test/fuzz/README.md'
+
+make_tree "$work/name"
+echo '| N3 | One listener per UID. | `ListenerManager::Handle` in `engine/tiers.cc` |' \
+  >>"$work/name/docs/ARCHITECTURE.md"
+expect_fail name 'names `ListenerManager::Handle`, which no C\+\+ source declares'
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures case(s) failed"
