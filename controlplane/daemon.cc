@@ -654,7 +654,8 @@ int RunDaemon(const DaemonOptions& given) {
   (*admin)->Shutdown();
   supervisor.Stop();
   // Every watcher is gone: nothing reads the group, so it is closed before anything here opens
-  // a file (the kernel answers every pending event allow: the spec's release of the host).
+  // a file (the kernel answers every pending event allow, which releases the host:
+  // docs/ARCHITECTURE.md, rule F4).
   release_group();
   if (pending_table >= 0) close(pending_table);
   // A failure never un-confines: an exit for failure leaves every chain in place, so a leashed

@@ -4,7 +4,7 @@
 // (nft_netfilter.h: libnftnl + libmnl, one netlink batch per change) is tested for real in
 // network namespaces.
 //
-// Shape in the kernel (spec: "One chain per UID"):
+// Shape in the kernel (docs/ARCHITECTURE.md, rule N2: one chain per UID):
 //   table ip leash / table ip6 leash: a nat `output` hook chain that is a dispatcher holding
 //     nothing but the skuid -> agent_<uid> dispatch (a verdict map keyed by skuid, so the cost
 //     per new connection does not grow with the number of agents), and one hookless chain

@@ -414,8 +414,8 @@ void AddDnsRedirects(NftBatch& batch, const LeashTable& table, const std::string
 void AddRedirectRules(NftBatch& batch, const LeashTable& table, const std::string& chain,
                       const NetfilterSubject& subject) {
   // Loopback (a local service) is exempt, except the proxy range: an attempt at another
-  // subject's listener falls through to this UID's own redirect (spec: "The loopback
-  // exemption excludes the proxy port range (18000-18999)").
+  // subject's listener falls through to this UID's own redirect (docs/ARCHITECTURE.md,
+  // rule N7: the loopback exemption excludes the proxy port range 18000-18999).
   AddDnsRedirects(batch, table, chain, subject);
   AddLoopbackExemption(batch, table, chain, table.family == NFPROTO_IPV4);
   RuleBuilder redirect(table, chain);
@@ -536,8 +536,8 @@ void AddFilterRules(NftBatch& batch, const LeashTable& table, const std::string&
                     const NetfilterSubject& subject) {
   // A socket of this UID completing a handshake from a port of the proxy range is a listener
   // squatting there: a port the proxy has not bound yet (a subject being added, the proxy
-  // respawning), which another subject's redirect then delivers to this one (spec: "those
-  // 1000 ports on loopback are reserved for Leash"). Its SYN-ACK goes through this chain (the
+  // respawning), which another subject's redirect then delivers to this one (rule N7 of
+  // docs/ARCHITECTURE.md: those ports are Leash's). Its SYN-ACK goes through this chain (the
   // kernel owns a SYN-ACK to the listener's socket), so it never completes one. Only SYN-ACKs:
   // a connection this UID makes from such a port as an ephemeral one still works.
   constexpr uint8_t kSynAck = 0x02 | 0x10;  // TCP SYN | ACK
@@ -577,7 +577,8 @@ void AddFilterRules(NftBatch& batch, const LeashTable& table, const std::string&
   }
   // Everything but TCP (which the nat chain sent to the proxy) and what returned above is
   // dropped: UDP, and also ICMP echo from an unprivileged ping socket, UDP-Lite, SCTP — none of
-  // which needs CAP_NET_RAW (spec: "forwarding what you cannot inspect is not enforcement").
+  // which needs CAP_NET_RAW (docs/ARCHITECTURE.md, rule N10: what the proxy cannot judge
+  // does not leave).
   RuleBuilder drop(table, chain);
   drop.Meta(NFT_META_L4PROTO).CmpNeqU8(IPPROTO_TCP).Counter().Verdict(NF_DROP);
   batch.AddRule(drop.rule(),

@@ -2,7 +2,7 @@
 // a leash table in the current shape from one left by an older version. Pure: no socket, so
 // every rule Leash installs is unit-tested against the expressions `nft` itself generates.
 //
-// The shape (spec: "One chain per UID"):
+// The shape (docs/ARCHITECTURE.md, rule N2: one chain per UID):
 //   table ip leash / table ip6 leash
 //     map agents { type uid : verdict; flags interval }
 //                                                 per subject: its UID and each subordinate UID
@@ -211,7 +211,7 @@ struct TableSnapshot {
 // Anything else in a leash table is the old shape — UID rules directly in the hooked chain, a
 // linear `meta skuid X jump agent_X` dispatcher, a second hooked chain, a missing map — and a
 // per-subject Release cannot see it, so a stale redirect there would win over the new dispatch
-// (spec: "a stale redirect is a terminal verdict that wins over the new dispatch rule").
+// (a redirect is a terminal verdict; docs/ARCHITECTURE.md, rule N12).
 // Returns nullopt for the current shape, else why the table is in the old one.
 std::optional<std::string> OldShapeReason(const LeashTable& table,
                                           const TableSnapshot& snapshot);

@@ -1,8 +1,7 @@
 // Runs reconcile passes one at a time, on SIGHUP and on Control.Reconcile. A request that
 // arrives during a pass is coalesced into one further pass afterwards rather than re-entering a
-// half-applied one (spec: "A SIGHUP that arrives during a reconcile is coalesced into one
-// further pass"). Each pass is armed with a watchdog: one that runs past its limit (30 s) has
-// every thread's stack dumped to stderr.
+// half-applied one (docs/ARCHITECTURE.md, rule C3). Each pass is armed with a watchdog: one
+// that runs past its limit (30 s) has every thread's stack dumped to stderr.
 #pragma once
 
 #include <cstdint>

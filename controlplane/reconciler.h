@@ -1,5 +1,5 @@
 // One reconcile pass: re-read the account database, re-resolve every subject, and change only
-// what differs (spec: "Picking up a change without disturbing anybody").
+// what differs (docs/ARCHITECTURE.md, rules C1, C2 and C6).
 //
 //  - a new subject gets a port, is published to the sidecars as denied and acked by the
 //    watcher (and the proxy, whose listener must exist) BEFORE its chain goes in, then gets its

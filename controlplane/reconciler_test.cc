@@ -516,7 +516,8 @@ TEST_F(ReconcilerTest, DanglingProfileDeniesOnlyItsSubject) {
   EXPECT_EQ(map->at(1001).policy, nullptr);
   EXPECT_THAT(map->at(1001).no_policy_reason, HasSubstr("profile 'gone'"));
   EXPECT_NE(map->at(1002).policy, nullptr);
-  // Fail-closed reading (design.md): the denied subject still gets its chain and listener.
+  // Fail-closed reading (docs/ARCHITECTURE.md, rule S3): the denied subject still gets its
+  // chain and listener.
   EXPECT_TRUE(Subject(*r, 1001).chain.has_value());
   bool said = false;
   for (const auto& w : report.warnings()) said |= w.find("leash-iris (uid 1001) has no policy") != std::string::npos;

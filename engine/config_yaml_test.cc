@@ -12,7 +12,8 @@ namespace {
 using ::testing::HasSubstr;
 using leash::v1::Config;
 
-// The spec's example config, verbatim.
+// A floor that sets every section in flow style, kept verbatim: the shape configs were first
+// written in.
 constexpr char kSpecExample[] = R"(user: fido
 fail_mode: closed
 network:    { mode: whitelist, allow: ["github.com", "api.openai.com", "10.0.0.0/8"], deny: [] }

@@ -1,5 +1,5 @@
 // Consent judgement: bind, profile edit, unbind and validate's tier findings, each test named
-// for the spec sentence it checks ("Configuring one agent's policy").
+// for the rule it checks (docs/ARCHITECTURE.md, rules P3 to P6).
 #include "engine/consent.h"
 #include "engine/refusal.h"
 #include "engine/validate.h"

@@ -1,4 +1,5 @@
-// Overlay and per-subject resolution ("two tiers, global < agent"), one test per spec sentence.
+// Overlay and per-subject resolution (floor < global < agent), one test per sentence of rules
+// S3, P1 and P7 in docs/ARCHITECTURE.md.
 #include "engine/tiers.h"
 
 #include <algorithm>

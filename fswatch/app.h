@@ -20,8 +20,8 @@ inline constexpr int kExitStartFailed = 4;    // no starting map, bad log descri
 inline constexpr int kExitWatchdog = 5;       // the event loop stalled; the watchdog fired
 inline constexpr int kExitLoopFailed = 6;     // reading the fanotify group failed
 
-inline constexpr int kWatchdogSeconds = 10;   // spec: "if the loop stops for 10 seconds"
-inline constexpr int kRescanSeconds = 5;      // spec: marks "re-scanned every 5 s"
+inline constexpr int kWatchdogSeconds = 10;   // docs/ARCHITECTURE.md, rule F4
+inline constexpr int kRescanSeconds = 5;      // docs/ARCHITECTURE.md, rule F5
 // PolicyStream heartbeats: leashd hands the group to the standby watcher when they stop (a
 // SIGSTOPped watcher stalls every open on the marked filesystems until then), so they come
 // often enough for leashd's short timeout (controlplane/daemon.h) to tolerate a loaded host.

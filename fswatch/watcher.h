@@ -1,6 +1,6 @@
 // The watcher's event loop and the decision it makes for each permission event.
 //
-// Per event (the spec's order, with the answer always before the log):
+// Per event (docs/ARCHITECTURE.md, rule F2: the answer always before the log):
 //   the watcher's own process -> allow at once;
 //   the acting UID (the real UID, see below) not in the map -> allow, no record (the fast path:
 //     "an unmapped UID is not a misconfiguration, it is the overwhelming majority of events");

@@ -1,7 +1,7 @@
 // The proxy's listeners, one per subject UID, kept in step with the UID -> policy map leashd
-// sends over PolicyStream. The spec: "The proxy opens a listener per leashed UID, on that UID's
-// own proxy port, and each listener carries only that subject's resolved policy. So the port a
-// connection arrives on is what identifies the subject."
+// sends over PolicyStream (docs/ARCHITECTURE.md, rule N3): each listener sits on its UID's own
+// proxy port and carries only that subject's resolved policy, so the port a connection arrives
+// on is what identifies the subject.
 //
 // Apply() is the PolicySubscriber's ApplyFn: it opens a listener (127.0.0.1 and ::1) for each
 // new UID — on leashd's inherited socket of that port when ProxyOptions::held_ports is set (as

@@ -124,7 +124,7 @@ void LogOutcome(ProxyContext* context, uint32_t uid, const std::string& ref,
 // A fresh ref for a decision.
 std::string NewRef(ProxyContext* context);
 
-// Closes `fd` with a reset (SO_LINGER 0): the spec's network block.
+// Closes `fd` with a reset (SO_LINGER 0): a network block (docs/ARCHITECTURE.md, rule N9).
 void ResetAndClose(int fd);
 
 }  // namespace leash::proxy

@@ -1,5 +1,5 @@
-// The leash CLI against a real leashd. Every refusal the spec describes is compared
-// with a golden file in testdata/ (run with LEASH_UPDATE_GOLDEN=1 to rewrite them after a
+// The leash CLI against a real leashd. Every refusal docs/ARCHITECTURE.md's rules describe is
+// compared with a golden file in testdata/ (run with LEASH_UPDATE_GOLDEN=1 to rewrite them after a
 // deliberate change, then review the diff); the temp paths of the run are replaced by
 // placeholders first.
 #include <sys/stat.h>

@@ -270,8 +270,8 @@ TEST_F(FswatchRootTest, ListingAFolderIsJudgedLikeOpeningAFile) {
 // What this kernel does not report: opening a device node or a FIFO raises no permission
 // event (since Linux 6.14 fsnotify sets FMODE_NONOTIFY_PERM on every file that is neither
 // regular nor a directory), so neither is judged, whatever the policy says; a socket is
-// reached by connect(), which is no open at all. The README's fidelity matrix says so; this
-// test fails on a kernel that starts judging them, so the matrix can be corrected.
+// reached by connect(), which is no open at all. docs/OPERATIONS.md's fidelity matrix says so;
+// this test fails on a kernel that starts judging them, so the matrix can be corrected.
 TEST_F(FswatchRootTest, DevicesAndFifosRaiseNoPermissionEventOnThisKernel) {
   // The test's tmpfs is nodev: a device node needs a mount of its own that allows them (under
   // the tmpfs, so the watcher's --mark-only-under covers it).
@@ -590,9 +590,10 @@ std::pair<pid_t, int> OpenInChildAt(pid_t at, uid_t uid, gid_t gid, const std::s
   return {pid, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
 }
 
-// The race the spec leaves open, made to happen: root (unmapped, allowed) opens a file the
-// agent may not read, exits and is reaped; the agent's process is then created at exactly the
-// same PID and opens that file. A watcher that remembered "PID p is root" would let it through.
+// The race rule F6 closes (docs/ARCHITECTURE.md), made to happen: root (unmapped, allowed)
+// opens a file the agent may not read, exits and is reaped; the agent's process is then created
+// at exactly the same PID and opens that file. A watcher that remembered "PID p is root" would
+// let it through.
 TEST_F(FswatchRootTest, ARecycledPidIsJudgedAsItsNewHolder) {
   WatcherProcess* w = Start(StandardMap());
   ASSERT_NE(w, nullptr);

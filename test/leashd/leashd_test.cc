@@ -868,7 +868,7 @@ TEST_F(WatcherFaultTest, StoppingLeashdClosesTheGroupAndReleasesTheFilesystem) {
   ASSERT_TRUE(opened.ok());
   EXPECT_FALSE(opened->timed_out) << "an open on the marked tmpfs still waits after leashd stopped";
   EXPECT_EQ(opened->exit_code, 0) << opened->out;
-  // Nothing enforces any more: the spec's release.
+  // Nothing enforces any more: the closed group released the host (rule F4).
   RunResult after = AgentReadsSecret();
   EXPECT_EQ(after.exit_code, 0) << after.out;
 }
