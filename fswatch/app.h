@@ -39,7 +39,8 @@ struct Flags {
   std::string mark_only_under;
   // "best" (PIDFD_GET_INFO where the kernel has it) or "proc-status".
   std::string identity = "best";
-  // Honour LEASH_FSWATCH_TEST_FAULT (test-only fault hooks).
+  // Honour LEASH_FSWATCH_TEST_FAULT (test-only fault hooks; a flag of the testonly
+  // leash-fswatch-with-test-faults alone).
   bool test_faults = false;
   // The fanotify group leashd made and keeps (sidecar::OpenPermissionGroup), and the pending
   // table shared by every watcher of it (sidecar::PendingTable); -1: the watcher makes a group

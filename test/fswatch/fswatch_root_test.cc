@@ -128,8 +128,10 @@ class FswatchRootTest : public ::testing::Test {
 
   // Null (with the failure recorded) when the watcher did not come up.
   WatcherProcess* Start(leash::v1::PolicyUpdate map, std::vector<std::string> extra = {},
-                        std::vector<std::string> env = {}, int log_fd = -1) {
+                        std::vector<std::string> env = {}, int log_fd = -1,
+                        std::string binary = "") {
     WatcherStart start;
+    start.binary = std::move(binary);
     start.map = std::move(map);
     start.tmpfs = tmpfs_->path();
     start.work_dir = work_;
@@ -639,7 +641,8 @@ TEST_F(FswatchRootTest, SigkillDuringAnOpenStormReleasesTheHostAndARespawnDenies
 
 TEST_F(FswatchRootTest, StalledLoopIsEndedByTheWatchdogWhichReleasesTheHost) {
   WatcherProcess* w = Start(StandardMap(), {"--test-faults"},
-                            {"LEASH_FSWATCH_TEST_FAULT=stall-loop"});
+                            {"LEASH_FSWATCH_TEST_FAULT=stall-loop"}, /*log_fd=*/-1,
+                            kFswatchWithTestFaultsBinary);
   ASSERT_NE(w, nullptr);
   EXPECT_THAT(w->Stderr(), HasSubstr("TEST FAULT"));
   const absl::Time start = absl::Now();
@@ -689,9 +692,10 @@ class SharedGroupTest : public FswatchRootTest {
 
   // A watcher of the shared group: reading at once, or standing by until TakeOver().
   WatcherProcess* StartOnGroup(bool standby, std::vector<std::string> extra = {},
-                               std::vector<std::string> env = {}) {
+                               std::vector<std::string> env = {}, std::string binary = "") {
     if (standby) extra.push_back("--standby");
     WatcherStart start;
+    start.binary = std::move(binary);
     start.group_fd = group_;
     start.pending_table_fd = table_;
     start.map = StandardMap();
@@ -808,7 +812,8 @@ TEST_F(SharedGroupTest, AnEventReadButNeverAnsweredIsAnsweredUnderTheSubjectsFai
        {std::pair{g_accounts->a.get(), kEperm}, std::pair{g_accounts->o.get(), "ok"}}) {
     SCOPED_TRACE(account->name());
     WatcherProcess* reader =
-        StartOnGroup(false, {"--test-faults"}, {"LEASH_FSWATCH_TEST_FAULT=stall-loop"});
+        StartOnGroup(false, {"--test-faults"}, {"LEASH_FSWATCH_TEST_FAULT=stall-loop"},
+                     kFswatchWithTestFaultsBinary);
     ASSERT_NE(reader, nullptr);
     WatcherProcess* standby = StartOnGroup(true);
     ASSERT_NE(standby, nullptr);
