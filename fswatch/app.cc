@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "absl/base/internal/sysinfo.h"
+#include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -30,6 +31,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "controlplane/sidecar_api/command_line.h"
 #include "controlplane/sidecar_api/decision_log.h"
 #include "controlplane/sidecar_api/policy_subscriber.h"
 #include "fswatch/exec_facts.h"
@@ -43,6 +45,28 @@
 #include "fswatch/watchdog.h"
 #include "fswatch/watcher.h"
 #include "grpcpp/grpcpp.h"
+
+ABSL_FLAG(std::string, socket, "/run/leash/leash.sock",
+          "leashd's admin socket, where the map comes from (PolicyStream)");
+ABSL_FLAG(std::string, initial_map, "",
+          "tests: the starting map from this file (a serialized leash.v1.PolicyUpdate) instead "
+          "of leashd; needs --mark-only-under");
+ABSL_FLAG(int, decision_log_fd, -1, "the decision log's descriptor, handed over by leashd "
+          "(-1: stdout)");
+ABSL_FLAG(std::string, mark_only_under, "",
+          "marks only filesystems mounted at or below this directory (a test's tmpfs)");
+ABSL_FLAG(std::string, identity, "best",
+          "how an event's process is identified: best (PIDFD_GET_INFO where the kernel has it) "
+          "or proc-status");
+ABSL_FLAG(int, fanotify_fd, -1, "the fanotify group leashd keeps (-1: a group of our own)");
+ABSL_FLAG(int, pending_table_fd, -1, "the pending table shared by the group's watchers");
+ABSL_FLAG(bool, standby, false,
+          "stand by: read the group only once leashd sends the takeover signal");
+ABSL_FLAG(int, ready_fd, -1, "with --standby: our pid is written here once we stand by");
+#ifdef LEASH_FSWATCH_TEST_FAULTS
+ABSL_FLAG(bool, test_faults, false,
+          "honour LEASH_FSWATCH_TEST_FAULT (this test build alone; with --initial-map)");
+#endif
 
 namespace leash::fswatch {
 namespace {
@@ -161,72 +185,60 @@ std::string Usage() {
          "  and requires --mark-only-under to name a tmpfs mount point. --fanotify-fd: the group\n"
          "  leashd keeps, with the pending table through which a watcher taking over answers\n"
          "  what its predecessor read; --standby waits for SIGUSR1 before reading it.\n"
-         "  Exit codes: 0 stopped, 2 usage, 3 refused (kernel < 5.0, no CAP_SYS_ADMIN, no\n"
-         "  fanotify), 4 start failed, 5 watchdog fired, 6 event loop failed.\n";
+         "  Exit codes (controlplane/sidecar_api/exit_codes.h): 0 stopped, 1 refused (kernel <\n"
+         "  5.0, no CAP_SYS_ADMIN, no fanotify), 2 usage, 4 start failed, 5 watchdog fired,\n"
+         "  6 event loop failed.\n";
 }
 
 absl::StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
+  absl::StatusOr<CommandLine> line = ParseCommandLine(args);
+  if (!line.ok()) return line.status();
+  if (!line->positional.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument '", line->positional.front(), "'"));
+  }
   Flags flags;
-  for (const std::string& arg : args) {
-    std::pair<std::string, std::string> kv = absl::StrSplit(arg, absl::MaxSplits('=', 1));
-    const std::string& name = kv.first;
-    const std::string& value = kv.second;
-    const bool has_value = absl::StrContains(arg, '=');
-    auto need_value = [&]() -> absl::Status {
-      if (!has_value || value.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(name, " needs a value: ", name, "=..."));
-      }
-      return absl::OkStatus();
-    };
-    if (name == "--socket") {
-      if (absl::Status s = need_value(); !s.ok()) return s;
-      flags.socket_path = value;
-    } else if (name == "--initial-map") {
-      if (absl::Status s = need_value(); !s.ok()) return s;
-      flags.initial_map = value;
-    } else if (name == "--decision-log-fd") {
-      if (absl::Status s = need_value(); !s.ok()) return s;
-      if (!absl::SimpleAtoi(value, &flags.decision_log_fd) || flags.decision_log_fd < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--decision-log-fd=", value, " is not a descriptor number (e.g. --decision-log-fd=3)"));
-      }
-    } else if (name == "--mark-only-under") {
-      if (absl::Status s = need_value(); !s.ok()) return s;
-      absl::StatusOr<std::string> normalized = engine::NormalizeAbsolutePath(value);
-      if (!normalized.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--mark-only-under=", value, " must be an absolute directory"));
-      }
-      if (*normalized == "/") {
-        return absl::InvalidArgumentError(
-            "--mark-only-under=/ confines nothing; name the directory (a test's tmpfs) to confine "
-            "the marks to, or leave the flag out");
-      }
-      flags.mark_only_under = *normalized;
-    } else if (name == "--identity") {
-      if (value != "best" && value != "proc-status") {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--identity=", value, " is not one of best, proc-status"));
-      }
-      flags.identity = value;
-    } else if (name == "--fanotify-fd" || name == "--pending-table-fd" || name == "--ready-fd") {
-      if (absl::Status s = need_value(); !s.ok()) return s;
-      int& target = name == "--fanotify-fd"       ? flags.fanotify_fd
-                    : name == "--pending-table-fd" ? flags.pending_table_fd
-                                                   : flags.ready_fd;
-      if (!absl::SimpleAtoi(value, &target) || target < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(name, "=", value, " is not a descriptor number (e.g. ", name, "=4)"));
-      }
-    } else if (name == "--standby" && !has_value) {
-      flags.standby = true;
+  flags.help = line->help;
+  flags.socket_path = absl::GetFlag(FLAGS_socket);
+  flags.initial_map = absl::GetFlag(FLAGS_initial_map);
+  flags.decision_log_fd = absl::GetFlag(FLAGS_decision_log_fd);
+  flags.identity = absl::GetFlag(FLAGS_identity);
+  flags.fanotify_fd = absl::GetFlag(FLAGS_fanotify_fd);
+  flags.pending_table_fd = absl::GetFlag(FLAGS_pending_table_fd);
+  flags.ready_fd = absl::GetFlag(FLAGS_ready_fd);
+  flags.standby = absl::GetFlag(FLAGS_standby);
 #ifdef LEASH_FSWATCH_TEST_FAULTS
-    } else if (name == "--test-faults" && !has_value) {
-      flags.test_faults = true;
+  flags.test_faults = absl::GetFlag(FLAGS_test_faults);
 #endif
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag '", arg, "'"));
+  if (flags.socket_path.empty()) {
+    return absl::InvalidArgumentError("--socket needs a value: --socket=...");
+  }
+  // -1 is "not given" for every descriptor flag; anything else below 0 names no descriptor.
+  for (const auto& [name, fd] : {std::pair{"--decision-log-fd", flags.decision_log_fd},
+                                 std::pair{"--fanotify-fd", flags.fanotify_fd},
+                                 std::pair{"--pending-table-fd", flags.pending_table_fd},
+                                 std::pair{"--ready-fd", flags.ready_fd}}) {
+    if (fd < -1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, "=", fd, " is not a descriptor number (e.g. ", name, "=4)"));
     }
+  }
+  if (const std::string under = absl::GetFlag(FLAGS_mark_only_under); !under.empty()) {
+    absl::StatusOr<std::string> normalized = engine::NormalizeAbsolutePath(under);
+    if (!normalized.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--mark-only-under=", under, " must be an absolute directory"));
+    }
+    if (*normalized == "/") {
+      return absl::InvalidArgumentError(
+          "--mark-only-under=/ confines nothing; name the directory (a test's tmpfs) to confine "
+          "the marks to, or leave the flag out");
+    }
+    flags.mark_only_under = *normalized;
+  }
+  if (flags.identity != "best" && flags.identity != "proc-status") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--identity=", flags.identity, " is not one of best, proc-status"));
   }
   if (!flags.initial_map.empty() && flags.mark_only_under.empty()) {
     return absl::InvalidArgumentError(
@@ -647,7 +659,7 @@ std::optional<int> FswatchProcess::ReceiveFirstMap() {
     if (initial_map_ == nullptr) warm_channel_ = WarmUpPolicyStream(flags_.socket_path);
     if (!WaitForTakeOver(stop_signals_, flags_.ready_fd)) {
       Say("stopped while standing by; the group was never read by this process");
-      return kExitStopped;
+      return kExitOk;
     }
   }
   if (initial_map_ != nullptr) {
@@ -713,7 +725,7 @@ int FswatchProcess::WaitForStop() {
     }
     if (signal_number > 0) {
       Say(absl::StrCat("stopping on signal ", signal_number));
-      return kExitStopped;
+      return kExitOk;
     }
     if (const int error = loop_.failed_errno.load(); error != 0) {
       Say(error == EMFILE
@@ -754,9 +766,12 @@ int FswatchMain(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   absl::StatusOr<Flags> parsed = ParseFlags(args);
   if (!parsed.ok()) {
-    Say(std::string(parsed.status().message()));
-    dprintf(2, "%s", Usage().c_str());
+    Say(absl::StrCat(parsed.status().message(), "; `leash-fswatch --help` lists the flags"));
     return kExitUsage;
+  }
+  if (parsed->help) {
+    dprintf(1, "%s", FlagsHelp(Usage()).c_str());
+    return kExitOk;
   }
   // Heap-allocated: the process outlives nothing, and its threads reach it until Shutdown.
   auto process = std::make_unique<FswatchProcess>(*std::move(parsed));

@@ -81,7 +81,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlags{"confinement to / confines nothing", {"--mark-only-under=/"},
                  "confines nothing"},
         BadFlags{"relative confinement", {"--mark-only-under=tmp"}, "absolute directory"},
-        BadFlags{"bad descriptor", {"--decision-log-fd=x"}, "not a descriptor number"},
+        BadFlags{"bad descriptor", {"--decision-log-fd=x"}, "--decision-log-fd=x: expected a whole number"},
+        BadFlags{"negative descriptor", {"--decision-log-fd=-3"}, "not a descriptor number"},
         BadFlags{"unknown identity", {"--identity=euid"}, "not one of best, proc-status"},
         BadFlags{"empty value", {"--socket="}, "needs a value"},
         BadFlags{"unknown flag", {"--mark=/"}, "unknown flag '--mark=/'"},
@@ -91,8 +92,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlags{"a ready pipe for a reader",
                  {"--fanotify-fd=4", "--pending-table-fd=5", "--ready-fd=6"},
                  "only written by a --standby"},
-        BadFlags{"bad group descriptor", {"--fanotify-fd=-1", "--pending-table-fd=5"},
-                 "not a descriptor number"}));
+        BadFlags{"bad group descriptor", {"--fanotify-fd=-2", "--pending-table-fd=5"},
+                 "not a descriptor number"},
+        BadFlags{"an argument that is not a flag", {"stray"}, "unexpected argument 'stray'"}));
+
+TEST(ParseFlags, HelpIsAskedFor) {
+  absl::StatusOr<Flags> flags = ParseFlags({"--help"});
+  ASSERT_TRUE(flags.ok()) << flags.status();
+  EXPECT_TRUE(flags->help);
+}
 
 TEST(CheckKernelRelease, RefusesBeforeFiveZero) {
   absl::Status old = CheckKernelRelease("4.19.0-21-amd64");

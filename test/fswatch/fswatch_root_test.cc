@@ -37,6 +37,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "controlplane/policy_stream_service.h"
+#include "controlplane/sidecar_api/exit_codes.h"
 #include "controlplane/sidecar_api/watcher_handover.h"
 #include "grpcpp/grpcpp.h"
 #include "test/fixtures/root.h"
@@ -656,7 +657,7 @@ TEST_F(FswatchRootTest, StalledLoopIsEndedByTheWatchdogWhichReleasesTheHost) {
   absl::StatusOr<int> status = w->process->Wait(absl::Seconds(20));
   ASSERT_TRUE(status.ok()) << "the watchdog never fired";
   ASSERT_TRUE(WIFEXITED(*status));
-  EXPECT_EQ(WEXITSTATUS(*status), 5);
+  EXPECT_EQ(WEXITSTATUS(*status), kExitWatchdog);
   const absl::Duration took = absl::Now() - start;
   EXPECT_GE(took, absl::Seconds(9));
   const std::string err = w->Stderr();
@@ -946,7 +947,7 @@ TEST_F(FswatchRootTest, RefusesWithoutCapSysAdmin) {
       {"setpriv", "--inh-caps=-sys_admin", "--bounding-set=-sys_admin", "--", kFswatchBinary,
        absl::StrCat("--initial-map=", map), absl::StrCat("--mark-only-under=", tmpfs_->path())});
   ASSERT_TRUE(result.ok());
-  EXPECT_EQ(result->exit_code, 3) << result->out;
+  EXPECT_EQ(result->exit_code, kExitRefused) << result->out;
   EXPECT_THAT(result->out, HasSubstr("refusing to start: CAP_SYS_ADMIN"));
 }
 
