@@ -37,6 +37,7 @@
 #include "controlplane/reconciler.h"
 #include "controlplane/rtnl_route_rules.h"
 #include "controlplane/sidecar_api/decision_log.h"
+#include "controlplane/sidecar_api/exit_codes.h"
 #include "controlplane/sidecar_api/stack_dump.h"
 #include "controlplane/sidecar_api/watcher_handover.h"
 #include "controlplane/sidecar_supervisor.h"
@@ -55,7 +56,7 @@ void Say(const std::string& line) { std::fprintf(stderr, "leashd: %s\n", line.c_
 
 int Refuse(const std::string& why) {
   Say(absl::StrCat("not starting: ", why));
-  return 1;
+  return kExitRefused;
 }
 
 void LogReport(const leash::v1::ReconcileReport& report) {
@@ -773,7 +774,9 @@ int Daemon::Stop() {
   }
   unlink(pidfile_.c_str());
   close(log_fd_);
-  return failed_.load() ? 1 : 0;
+  // A stop for failure is a refusal to go on: systemd restarts leash, and `leash teardown
+  // --unless-failed` keeps the chains (cli/service_stop.cc).
+  return failed_.load() ? kExitRefused : kExitOk;
 }
 
 void Daemon::ReleaseEveryChain() {
