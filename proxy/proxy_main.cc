@@ -84,6 +84,20 @@ void RaiseDescriptorLimit() {
             << limit.rlim_cur / 2 << " idle connections)\n";
 }
 
+// leashd's sockets or none at all (--port-sockets): a listener is never bound here behind
+// leashd's back.
+absl::Status AdoptPortSockets(ProxyFlags& flags) {
+  if (!flags.port_sockets) return absl::OkStatus();
+  absl::StatusOr<HeldPortSockets> held = AdoptHeldPortSockets(
+      *flags.port_sockets, flags.options.ipv4_address, flags.options.ipv6_address);
+  if (!held.ok()) return held.status();
+  std::cerr << "leash-proxy: " << held->ipv4.size() << " IPv4 and " << held->ipv6.size()
+            << " IPv6 port sockets from leashd"
+            << (held->ipv6_available ? "" : " (no IPv6 on this host)") << "\n";
+  flags.options.held_ports = std::make_shared<const HeldPortSockets>(*std::move(held));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string ProxyUsage() {
@@ -179,18 +193,9 @@ int RunProxyMain(int argc, char** argv, const SinkFactory& make_sink) {
     return kExitOk;
   }
   RaiseDescriptorLimit();
-  if (flags->port_sockets) {
-    // leashd's sockets or none at all: a listener is never bound here behind leashd's back.
-    absl::StatusOr<HeldPortSockets> held = AdoptHeldPortSockets(
-        *flags->port_sockets, flags->options.ipv4_address, flags->options.ipv6_address);
-    if (!held.ok()) {
-      std::cerr << "leash-proxy: --port-sockets: " << held.status().message() << "\n";
-      return kExitStartFailed;
-    }
-    std::cerr << "leash-proxy: " << held->ipv4.size() << " IPv4 and " << held->ipv6.size()
-              << " IPv6 port sockets from leashd"
-              << (held->ipv6_available ? "" : " (no IPv6 on this host)") << "\n";
-    flags->options.held_ports = std::make_shared<const HeldPortSockets>(*std::move(held));
+  if (absl::Status adopted = AdoptPortSockets(*flags); !adopted.ok()) {
+    std::cerr << "leash-proxy: --port-sockets: " << adopted.message() << "\n";
+    return kExitStartFailed;
   }
   // Every thread inherits this mask; the main thread alone takes the signals (sigwait).
   sigset_t signals;
