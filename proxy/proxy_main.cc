@@ -99,6 +99,17 @@ absl::Status AdoptPortSockets(ProxyFlags& flags) {
   return absl::OkStatus();
 }
 
+// Every thread inherits this mask; the main thread alone takes the signals (sigwait).
+sigset_t BlockStopSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
 }  // namespace
 
 std::string ProxyUsage() {
@@ -198,13 +209,7 @@ int RunProxyMain(int argc, char** argv, const SinkFactory& make_sink) {
     std::cerr << "leash-proxy: --port-sockets: " << adopted.message() << "\n";
     return kExitStartFailed;
   }
-  // Every thread inherits this mask; the main thread alone takes the signals (sigwait).
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const sigset_t signals = BlockStopSignals();
 
   SinkHandle sink = make_sink(flags->decision_log_fd);
   absl::StatusOr<std::unique_ptr<EventLoop>> loop = EventLoop::Create();
@@ -217,7 +222,7 @@ int RunProxyMain(int argc, char** argv, const SinkFactory& make_sink) {
   if (!host_addresses.ok()) {
     std::cerr << "leash-proxy: the destination guard cannot read this host's addresses: "
               << host_addresses.status().message() << "\n";
-    return 1;
+    return kExitStartFailed;
   }
   flags->options.host_addresses = std::move(*host_addresses);
   KernelOriginalDst original_dst;
