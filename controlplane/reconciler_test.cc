@@ -645,6 +645,37 @@ TEST_F(ReconcilerTest, ChainThatWillNotApplyDeniesThatSubjectAlone) {
   EXPECT_THAT(Calls(netfilter_), ::testing::Contains("apply 1001:18001"));
 }
 
+// The policies go out once per pass, after the chains and the listeners have said what they
+// deny: a new subject's denial before its chain is the one publish that precedes them.
+TEST_F(ReconcilerTest, APassPublishesEachSubjectsPolicyOnce) {
+  accounts_.Add("leash-iris", 1001);
+  accounts_.Add("leash-vader", 1002);
+  netfilter_.FailApply(1001, absl::InternalError("netlink: EPERM"));
+  proxy_->SetUnbindable(1002);
+  auto r = Make();
+  uint64_t version = stream_.version();
+  r->RunPass();
+  // The onboarding (every subject denied) and the policies, the failures folded in.
+  EXPECT_EQ(stream_.version(), version + 2);
+  EXPECT_EQ(fswatch_->map()->at(1001).policy, nullptr);
+  EXPECT_THAT(fswatch_->map()->at(1002).no_policy_reason, HasSubstr("listener would not bind"));
+  EXPECT_NE(fswatch_->map()->at(1000).policy, nullptr);
+
+  // A changed subject whose chain will not re-apply: one publish, already denying it.
+  netfilter_.ClearFailures();
+  proxy_->ClearUnbindable();
+  r->RunPass();
+  ASSERT_NE(fswatch_->map()->at(1001).policy, nullptr);
+  netfilter_.FailApply(1001, absl::InternalError("netlink: EPERM"));
+  policies_.Set("leash-iris", "anthropic.com");
+  version = stream_.version();
+  leash::v1::ReconcileReport report = r->RunPass();
+  EXPECT_EQ(stream_.version(), version + 1);
+  EXPECT_EQ(fswatch_->map()->at(1001).policy, nullptr);
+  EXPECT_THAT(fswatch_->map()->at(1001).no_policy_reason, HasSubstr("would not re-apply"));
+  EXPECT_TRUE(report.retry());
+}
+
 TEST_F(ReconcilerTest, ListenerThatWillNotBindDeniesThatSubjectAlone) {
   accounts_.Add("leash-iris", 1001);
   accounts_.Add("leash-vader", 1002);

@@ -37,6 +37,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "controlplane/policy_stream_service.h"
+#include "controlplane/sidecar_api/exit_codes.h"
 #include "controlplane/sidecar_api/watcher_handover.h"
 #include "grpcpp/grpcpp.h"
 #include "test/fixtures/root.h"
@@ -128,8 +129,10 @@ class FswatchRootTest : public ::testing::Test {
 
   // Null (with the failure recorded) when the watcher did not come up.
   WatcherProcess* Start(leash::v1::PolicyUpdate map, std::vector<std::string> extra = {},
-                        std::vector<std::string> env = {}, int log_fd = -1) {
+                        std::vector<std::string> env = {}, int log_fd = -1,
+                        std::string binary = "") {
     WatcherStart start;
+    start.binary = std::move(binary);
     start.map = std::move(map);
     start.tmpfs = tmpfs_->path();
     start.work_dir = work_;
@@ -640,7 +643,8 @@ TEST_F(FswatchRootTest, SigkillDuringAnOpenStormReleasesTheHostAndARespawnDenies
 
 TEST_F(FswatchRootTest, StalledLoopIsEndedByTheWatchdogWhichReleasesTheHost) {
   WatcherProcess* w = Start(StandardMap(), {"--test-faults"},
-                            {"LEASH_FSWATCH_TEST_FAULT=stall-loop"});
+                            {"LEASH_FSWATCH_TEST_FAULT=stall-loop"}, /*log_fd=*/-1,
+                            kFswatchWithTestFaultsBinary);
   ASSERT_NE(w, nullptr);
   EXPECT_THAT(w->Stderr(), HasSubstr("TEST FAULT"));
   const absl::Time start = absl::Now();
@@ -654,7 +658,7 @@ TEST_F(FswatchRootTest, StalledLoopIsEndedByTheWatchdogWhichReleasesTheHost) {
   absl::StatusOr<int> status = w->process->Wait(absl::Seconds(20));
   ASSERT_TRUE(status.ok()) << "the watchdog never fired";
   ASSERT_TRUE(WIFEXITED(*status));
-  EXPECT_EQ(WEXITSTATUS(*status), 5);
+  EXPECT_EQ(WEXITSTATUS(*status), kExitWatchdog);
   const absl::Duration took = absl::Now() - start;
   EXPECT_GE(took, absl::Seconds(9));
   const std::string err = w->Stderr();
@@ -690,9 +694,10 @@ class SharedGroupTest : public FswatchRootTest {
 
   // A watcher of the shared group: reading at once, or standing by until TakeOver().
   WatcherProcess* StartOnGroup(bool standby, std::vector<std::string> extra = {},
-                               std::vector<std::string> env = {}) {
+                               std::vector<std::string> env = {}, std::string binary = "") {
     if (standby) extra.push_back("--standby");
     WatcherStart start;
+    start.binary = std::move(binary);
     start.group_fd = group_;
     start.pending_table_fd = table_;
     start.map = StandardMap();
@@ -809,7 +814,8 @@ TEST_F(SharedGroupTest, AnEventReadButNeverAnsweredIsAnsweredUnderTheSubjectsFai
        {std::pair{g_accounts->a.get(), kEperm}, std::pair{g_accounts->o.get(), "ok"}}) {
     SCOPED_TRACE(account->name());
     WatcherProcess* reader =
-        StartOnGroup(false, {"--test-faults"}, {"LEASH_FSWATCH_TEST_FAULT=stall-loop"});
+        StartOnGroup(false, {"--test-faults"}, {"LEASH_FSWATCH_TEST_FAULT=stall-loop"},
+                     kFswatchWithTestFaultsBinary);
     ASSERT_NE(reader, nullptr);
     WatcherProcess* standby = StartOnGroup(true);
     ASSERT_NE(standby, nullptr);
@@ -942,7 +948,7 @@ TEST_F(FswatchRootTest, RefusesWithoutCapSysAdmin) {
       {"setpriv", "--inh-caps=-sys_admin", "--bounding-set=-sys_admin", "--", kFswatchBinary,
        absl::StrCat("--initial-map=", map), absl::StrCat("--mark-only-under=", tmpfs_->path())});
   ASSERT_TRUE(result.ok());
-  EXPECT_EQ(result->exit_code, 3) << result->out;
+  EXPECT_EQ(result->exit_code, kExitRefused) << result->out;
   EXPECT_THAT(result->out, HasSubstr("refusing to start: CAP_SYS_ADMIN"));
 }
 
