@@ -100,8 +100,8 @@ int RunTeardown(const Args& args, Io io) {
   std::sort(uids.begin(), uids.end());
   uids.erase(std::unique(uids.begin(), uids.end()), uids.end());
   absl::Status released = controlplane::TeardownSubjects(*choice->netfilter, uids);
-  // With the chains, the policy-routing rules of the inbound drop and the host's
-  // tcp_fwmark_accept (controlplane/inbound_routing.h).
+  // With the chains, the policy-routing rules of the inbound drop, the refusal device with its
+  // routes, and the host's tcp_fwmark_accept (controlplane/inbound_routing.h).
   absl::StatusOr<std::unique_ptr<controlplane::RtnlRouteRules>> rules =
       controlplane::RtnlRouteRules::Open();
   absl::Status unrouted = rules.status();
