@@ -216,6 +216,17 @@ std::string RenderStatus(const leash::v1::StatusResponse& response) {
   return out + RenderSubjectsAndSidecars(response);
 }
 
+std::string RenderBindings(const leash::v1::ListBindingsResponse& response) {
+  if (response.bindings().empty()) return "no bindings: every subject resolves to the floor\n";
+  std::string out;
+  for (const auto& binding : response.bindings()) {
+    absl::StrAppend(&out, binding.scope(), " -> ", binding.profile());
+    if (!binding.acks().empty()) absl::StrAppend(&out, "  acks: ", absl::StrJoin(binding.acks(), ", "));
+    absl::StrAppend(&out, "\n");
+  }
+  return out;
+}
+
 std::string RenderReconcile(const leash::v1::ReconcileReport& report) {
   std::string out;
   if (!report.error().empty()) {

@@ -1,5 +1,7 @@
 #include "test/proxy/testbed.h"
 
+#include "test/fixtures/account_view.h"
+
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -32,7 +34,9 @@ absl::StatusOr<std::unique_ptr<ProxyTestbed>> ProxyTestbed::Create(const Testbed
   std::unique_ptr<ProxyTestbed> bed(new ProxyTestbed());
   bed->options_ = options;
   for (const auto& [name, port] : options.agents) {
-    absl::StatusOr<std::unique_ptr<TestAccount>> account = TestAccount::Create(name);
+    // Unique to this run on the host: runs sharing it would otherwise race for one name.
+    absl::StatusOr<std::unique_ptr<TestAccount>> account =
+        TestAccount::Create(UniqueAccountName(name));
     if (!account.ok()) return account.status();
     bed->accounts_.push_back(std::move(*account));
   }
