@@ -12,10 +12,12 @@
 #include <fstream>
 #include <optional>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "controlplane/account_files_watch.h"
 #include "controlplane/atomic_file.h"
 #include "controlplane/control_service.h"
@@ -42,6 +44,7 @@
 #include "controlplane/sidecar_api/watcher_handover.h"
 #include "controlplane/sidecar_supervisor.h"
 #include "controlplane/subject_directory.h"
+#include "controlplane/systemd_notify.h"
 #include "controlplane/tiered_policy_source.h"
 #include "controlplane/tools_group.h"
 #include "controlplane/unix_grpc_server.h"
@@ -236,6 +239,9 @@ class Daemon {
   std::optional<int> FirstReconcile();
   std::optional<int> StartToolsSocket();
   void WritePidfile();
+  // Tells systemd (Type=notify) that every subject is in force, and feeds its watchdog while no
+  // reconcile pass is stuck.
+  void TellSystemdReady();
   void WaitForStopSignal();
   int Stop();
 
@@ -288,6 +294,8 @@ class Daemon {
   ReconcilerOptions reconcile_options_;
   std::unique_ptr<Reconciler> reconciler_;
   std::unique_ptr<ReconcileLoop> loop_;
+  absl::Notification stop_feeding_watchdog_;
+  std::thread watchdog_feeder_;
   // The fanotify group is leashd's, kept for its whole life and handed to every watcher, so a
   // watcher's death does not close it (closing answers every pending event allow): what it had
   // not read stays queued, and what it read and never answered is answered by the standby that
@@ -737,6 +745,30 @@ void Daemon::WritePidfile() {
   Say(absl::StrCat("running (pid ", getpid(), "); SIGHUP reconciles, SIGTERM stops"));
 }
 
+void Daemon::TellSystemdReady() {
+  // Ready means in force: the first reconcile has applied every subject's chain and both
+  // sidecars have acknowledged its maps, so `systemctl start` returns when enforcement is real.
+  if (absl::Status told = NotifySystemd(absl::StrCat(
+          "READY=1\nMAINPID=", getpid(), "\nSTATUS=every subject in force; SIGHUP reconciles"));
+      !told.ok()) {
+    Say(absl::StrCat("warning: ", told.message()));
+  }
+  const std::optional<absl::Duration> interval = WatchdogPingInterval();
+  if (!interval) return;
+  Say(absl::StrCat("feeding systemd's watchdog every ", absl::FormatDuration(*interval),
+                   " while no reconcile pass runs past its limit"));
+  watchdog_feeder_ = std::thread([this, every = *interval] {
+    while (!stop_feeding_watchdog_.WaitForNotificationWithTimeout(every)) {
+      // A pass stuck past its limit (its stacks are dumped) starves the watchdog, and systemd
+      // restarts leashd: an exit for failure, which keeps every chain.
+      if (loop_->Stuck()) continue;
+      if (absl::Status fed = NotifySystemd("WATCHDOG=1"); !fed.ok()) {
+        Say(absl::StrCat("warning: ", fed.message()));
+      }
+    }
+  });
+}
+
 void Daemon::WaitForStopSignal() {
   while (true) {
     int signal = 0;
@@ -753,6 +785,9 @@ void Daemon::WaitForStopSignal() {
 
 // Stops the sidecars; a deliberate stop also releases every chain. Returns the exit code.
 int Daemon::Stop() {
+  stop_feeding_watchdog_.Notify();
+  if (watchdog_feeder_.joinable()) watchdog_feeder_.join();
+  NotifySystemd("STOPPING=1").IgnoreError();  // nothing to do about a gone systemd
   account_files_.reset();  // no pass is asked for once stopping
   loop_->Stop();
   if (tools_server_) tools_server_->Shutdown();
@@ -814,6 +849,7 @@ int RunDaemon(const DaemonOptions& options) {
     if (std::optional<int> exit_code = ((*daemon).*step)()) return *exit_code;
   }
   daemon->WritePidfile();
+  daemon->TellSystemdReady();
   daemon->WaitForStopSignal();
   return daemon->Stop();
 }

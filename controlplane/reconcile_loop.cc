@@ -65,6 +65,11 @@ leash::v1::ReconcileReport ReconcileLoop::RequestAndWait(absl::Duration timeout)
   return last_;
 }
 
+bool ReconcileLoop::Stuck() const {
+  absl::MutexLock lock(&mu_);
+  return running_ && clock_.Now() - pass_started_ >= watchdog_;
+}
+
 uint64_t ReconcileLoop::passes() const {
   absl::MutexLock lock(&mu_);
   return finished_;

@@ -44,6 +44,10 @@ class ReconcileLoop {
   // report (DeadlineExceeded in report.error if `timeout` passes first).
   leash::v1::ReconcileReport RequestAndWait(absl::Duration timeout);
 
+  // Whether a pass has run for longer than the watchdog limit and is still running: leashd
+  // stops feeding systemd's watchdog (WatchdogSec=) then, so systemd restarts it. Thread-safe.
+  bool Stuck() const;
+
   // Passes run since Start.
   uint64_t passes() const;
   leash::v1::ReconcileReport last_report() const;

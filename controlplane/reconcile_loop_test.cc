@@ -199,6 +199,7 @@ TEST(ReconcileLoop, APassPastTheWatchdogLimitIsReportedOnce) {
   loop.Start();
   loop.Request();
   ASSERT_TRUE(WaitFor([&] { return in_pass.load(); }, absl::Seconds(5)));
+  EXPECT_FALSE(loop.Stuck()) << "a pass within its limit";
   // The watchdog looks every quarter of its limit: not yet at 75 ms, once at 100 ms, and not
   // again however long the pass goes on.
   for (int quarter = 1; quarter <= 12; ++quarter) {
@@ -212,10 +213,13 @@ TEST(ReconcileLoop, APassPastTheWatchdogLimitIsReportedOnce) {
   ASSERT_TRUE(clock.WaitForBlockedUntil(clock.Now() + absl::Milliseconds(25)));
   EXPECT_EQ(overruns.load(), 1);
   EXPECT_EQ(reported, absl::Milliseconds(100));
+  EXPECT_TRUE(loop.Stuck()) << "past its limit and still running: systemd's watchdog goes unfed";
   {
     absl::MutexLock lock(&mu);
     release = true;
   }
+  ASSERT_TRUE(WaitFor([&] { return loop.passes() == 1; }, absl::Seconds(5)));
+  EXPECT_FALSE(loop.Stuck()) << "the pass ended";
   loop.Stop();
 }
 

@@ -1,6 +1,8 @@
 // leashd end to end: the real daemon, its real sidecars and nft rules in a network
 // namespace, real leash-* test accounts discovered from passwd, the watcher confined to a test
 // tmpfs, driven through its Control RPCs and SIGHUP as an operator and Sentinel would.
+#include <sys/un.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -473,6 +475,50 @@ TEST_F(LeashdTest, ReflectionListsTheServicesOnBothSockets) {
   ASSERT_TRUE(tools.ok()) << tools.status();
   EXPECT_THAT(*tools, Contains("leash.v1.Tools"));
   EXPECT_THAT(*tools, ::testing::Not(Contains("leash.v1.Control")));
+}
+
+// Under systemd (Type=notify) leashd says READY=1 only once its first reconcile has put every
+// subject in force, then feeds the watchdog (WATCHDOG_USEC of 2 s: every second), and says
+// STOPPING=1 on its way out; all through $NOTIFY_SOCKET, a datagram socket as systemd's.
+TEST_F(LeashdTest, SystemdIsToldReadyOnceEverySubjectIsInForceAndItsWatchdogIsFed) {
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
+  const std::string path = absl::StrCat("/tmp/leash-notify-", getpid(), "-", absl::ToUnixMicros(absl::Now()));
+  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  ASSERT_LT(path.size(), sizeof(address.sun_path));
+  std::memcpy(address.sun_path, path.data(), path.size());
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  const timeval wait{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+  auto receive = [&] {
+    char buffer[1024];
+    const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
+    return n < 0 ? std::string("<nothing in 5 s>") : std::string(buffer, static_cast<size_t>(n));
+  };
+  setenv("NOTIFY_SOCKET", path.c_str(), 1);
+  setenv("WATCHDOG_USEC", "2000000", 1);
+  StartLeashd();
+  unsetenv("NOTIFY_SOCKET");
+  unsetenv("WATCHDOG_USEC");
+  if (!HasFatalFailure()) {
+    const std::string ready = receive();
+    EXPECT_THAT(ready, HasSubstr("READY=1")) << leashd_->Log();
+    EXPECT_THAT(ready, HasSubstr(absl::StrCat("MAINPID=", leashd_->pid())));
+    // Ready means in force: the agent's subject is enforced, its chain applied.
+    EXPECT_EQ(Subjects()["leash-it-a"].state(), "enforced");
+    EXPECT_NE(ChainHandles(agents_["leash-it-a"]->uid()), "");
+    EXPECT_EQ(receive(), "WATCHDOG=1");
+    EXPECT_EQ(receive(), "WATCHDOG=1");
+    auto stopped = leashd_->Stop();
+    ASSERT_TRUE(stopped.ok());
+    std::string last;
+    for (std::string got = receive(); got != "<nothing in 5 s>"; got = receive()) last = got;
+    EXPECT_EQ(last, "STOPPING=1");
+  }
+  close(fd);
+  unlink(path.c_str());
 }
 
 TEST_F(LeashdTest, StopReleasesEveryChain) {
