@@ -1,5 +1,7 @@
 #include "proxy/testing/dns_wire.h"
 
+#include <sys/socket.h>
+
 #include <arpa/inet.h>
 
 #include "absl/strings/str_split.h"
@@ -85,6 +87,33 @@ std::string Answer(uint16_t id, const std::string& qname, uint16_t qtype,
     out += data;
   }
   return out;
+}
+
+namespace {
+bool ReadFull(int fd, char* out, size_t size) {
+  size_t got = 0;
+  while (got < size) {
+    const ssize_t n = recv(fd, out + got, size - got, 0);
+    if (n <= 0) return false;
+    got += static_cast<size_t>(n);
+  }
+  return true;
+}
+}  // namespace
+
+std::string FrameForTcp(const std::string& message) {
+  std::string framed;
+  framed += static_cast<char>(message.size() >> 8);
+  framed += static_cast<char>(message.size() & 0xFF);
+  return framed + message;
+}
+
+std::optional<std::string> ReadTcpMessage(int fd) {
+  unsigned char prefix[2];
+  if (!ReadFull(fd, reinterpret_cast<char*>(prefix), 2)) return std::nullopt;
+  std::string message(static_cast<size_t>(prefix[0]) << 8 | prefix[1], '\0');
+  if (!ReadFull(fd, message.data(), message.size())) return std::nullopt;
+  return message;
 }
 
 }  // namespace leash::proxy::dns::testing_wire

@@ -1,4 +1,5 @@
-// DNS messages built byte by byte for tests, fuzz seeds, the test resolver and the benchmark:
+// DNS messages built byte by byte for tests, fuzz seeds, the test resolver and the benchmark
+// (and read back over TCP):
 // queries (with EDNS0 when asked) and answers whose records name the question by a compression
 // pointer, as resolvers write them.
 #pragma once
@@ -32,5 +33,12 @@ struct RecordSpec {
 // flags (0x0200: TC; the low 4 bits: the rcode).
 std::string Answer(uint16_t id, const std::string& qname, uint16_t qtype,
                    const std::vector<RecordSpec>& records, uint16_t flags_extra = 0);
+
+// DNS over TCP: `message` behind its 2-byte length.
+std::string FrameForTcp(const std::string& message);
+
+// DNS over TCP: one message framed by its 2-byte length, read whole from `fd` (blocking).
+// nullopt when the peer closed or a read failed first.
+std::optional<std::string> ReadTcpMessage(int fd);
 
 }  // namespace leash::proxy::dns::testing_wire

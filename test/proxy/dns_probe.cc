@@ -41,16 +41,6 @@ int Open(bool tcp, const SocketAddress& server) {
   return fd;
 }
 
-bool ReadFull(int fd, char* out, size_t size) {
-  size_t got = 0;
-  while (got < size) {
-    const ssize_t n = recv(fd, out + got, size - got, 0);
-    if (n <= 0) return false;
-    got += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 // One exchange; nullopt when nothing came back.
 std::optional<std::string> Ask(int fd, bool tcp, const std::string& query) {
   static char buffer[65536];
@@ -60,16 +50,9 @@ std::optional<std::string> Ask(int fd, bool tcp, const std::string& query) {
     if (n <= 0) return std::nullopt;
     return std::string(buffer, static_cast<size_t>(n));
   }
-  std::string framed;
-  framed += static_cast<char>(query.size() >> 8);
-  framed += static_cast<char>(query.size() & 0xFF);
-  framed += query;
+  const std::string framed = dns::testing_wire::FrameForTcp(query);
   if (send(fd, framed.data(), framed.size(), MSG_NOSIGNAL) < 0) return std::nullopt;
-  unsigned char prefix[2];
-  if (!ReadFull(fd, reinterpret_cast<char*>(prefix), 2)) return std::nullopt;
-  const size_t length = (prefix[0] << 8) | prefix[1];
-  if (!ReadFull(fd, buffer, length)) return std::nullopt;
-  return std::string(buffer, length);
+  return dns::testing_wire::ReadTcpMessage(fd);
 }
 
 uint16_t TypeOf(const std::string& text) {

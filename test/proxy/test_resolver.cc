@@ -33,16 +33,6 @@ int BindDns(const proxy::SocketAddress& address, int type) {
   return fd;
 }
 
-bool ReadFull(int fd, char* out, size_t size) {
-  size_t got = 0;
-  while (got < size) {
-    const ssize_t n = recv(fd, out + got, size - got, 0);
-    if (n <= 0) return false;
-    got += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TestResolver>> TestResolver::Start(const std::string& ip, Table table) {
@@ -131,15 +121,8 @@ void TestResolver::Serve() {
       if (client < 0) continue;
       timeval timeout{2, 0};
       setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-      unsigned char prefix[2];
-      while (ReadFull(client, reinterpret_cast<char*>(prefix), 2)) {
-        const size_t length = (prefix[0] << 8) | prefix[1];
-        if (!ReadFull(client, buffer, length)) break;
-        const std::string answer = AnswerTo(std::string(buffer, length));
-        std::string framed;
-        framed += static_cast<char>(answer.size() >> 8);
-        framed += static_cast<char>(answer.size() & 0xFF);
-        framed += answer;
+      while (std::optional<std::string> query = dns::testing_wire::ReadTcpMessage(client)) {
+        const std::string framed = dns::testing_wire::FrameForTcp(AnswerTo(*query));
         if (send(client, framed.data(), framed.size(), MSG_NOSIGNAL) < 0) break;
       }
       close(client);
