@@ -1,9 +1,13 @@
 // status, validate and check: answered by leashd when it is running (the live, resolved policy
 // of every subject), and from the config file when it is not — saying which.
+#include <pwd.h>
+
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/config_target.h"
@@ -14,6 +18,35 @@
 
 namespace leash::cli {
 namespace {
+
+// The leashed user's UID from the account database, when it resolves.
+std::optional<uint32_t> UidOf(const std::string& user) {
+  if (user.empty()) return std::nullopt;
+  struct passwd entry;
+  struct passwd* found = nullptr;
+  char buffer[4096];
+  if (getpwnam_r(user.c_str(), &entry, buffer, sizeof(buffer), &found) != 0 || found == nullptr) {
+    return std::nullopt;
+  }
+  return found->pw_uid;
+}
+
+// What is not as it should be in a running leashd's answer, one line each.
+std::vector<std::string> Degraded(const leash::v1::StatusResponse& response) {
+  std::vector<std::string> out;
+  for (const leash::v1::SubjectStatus& subject : response.subjects()) {
+    if (subject.state() == "enforced") continue;
+    out.push_back(absl::StrCat(subject.account(), " is ", subject.state(),
+                               subject.detail().empty() ? "" : absl::StrCat(" (", subject.detail(), ")")));
+  }
+  for (const std::string& line : response.last_reconcile().not_in_force()) {
+    out.push_back(absl::StrCat("not in force: ", line));
+  }
+  for (const leash::v1::SidecarStatus& sidecar : response.sidecars()) {
+    if (!sidecar.running()) out.push_back(absl::StrCat(sidecar.name(), " is down"));
+  }
+  return out;
+}
 
 // Why to answer from the file rather than from leashd: --offline, leashd is not there, or the
 // operator named a file leashd does not run on (then also said on stderr, since the answer is
@@ -40,8 +73,11 @@ int RunStatus(const Args& args, Io io) {
     if (!config.ok()) return ReportFailure(io, config.status());
     leash::v1::StatusResponse response;
     response.set_user(config->user());
+    if (std::optional<uint32_t> uid = UidOf(config->user())) response.set_uid(*uid);
     response.set_config_path(args.config_path);
     *response.mutable_floor() = engine::WithDefaults(*config);
+    response.set_offline(true);
+    response.set_offline_reason(*why);
     if (args.json) {
       io.out << ToJson(response) << "\n";
     } else {
@@ -49,14 +85,19 @@ int RunStatus(const Args& args, Io io) {
              << "(offline: " << *why
              << "; this is the config file, and nothing is known about what is enforced)\n";
     }
-    return kExitOk;
+    return kExitUnreachable;
   }
   leash::v1::StatusResponse response;
   grpc::Status status = client.control().GetStatus(client.Context().get(), {}, &response);
   if (!status.ok()) return ReportFailure(io, client.Explain(status));
+  for (std::string& problem : Degraded(response)) response.add_degraded(std::move(problem));
   io.out << (args.json ? ToJson(response) + "\n" : RenderStatus(response));
+  if (!args.json && response.degraded_size() > 0) {
+    io.out << "DEGRADED: " << absl::StrJoin(response.degraded(), "; ") << "\n";
+  }
   // A floor that does not load is a fault to fix, not a state to report as fine.
-  return response.floor_error().empty() ? kExitOk : kExitRefused;
+  if (!response.floor_error().empty()) return kExitRefused;
+  return response.degraded_size() > 0 ? kExitDegraded : kExitOk;
 }
 
 int RunValidate(const Args& args, Io io) {

@@ -14,7 +14,8 @@ commands (policy writes go through leashd and are followed by a reconcile):
   init --user <name>                   record the leashed user; create the account and
                                        /etc/leash/leash.yaml (0640 root:<name>) if needed
   status                               the user, each surface's mode and list sizes, enforcer
-                                       toggles, the decision log, every subject and sidecar
+                                       toggles, the decision log, every subject and sidecar;
+                                       a health check: exit 0 healthy, 3 offline, 4 degraded
   validate                             judge the config, profiles and bindings; exit 1 on
                                        errors or criticals
   check <surface> <subject>            dry-run one decision (network: host:port)
@@ -59,7 +60,10 @@ exit codes:
   0  ok (check: allowed)
   1  refused, blocked, findings that fail validation, or a write not put in force
   2  usage error
-  3  leashd is not answering (or the admin socket is not yours: it is root-only)
+  3  leashd is not answering (or the admin socket is not yours: it is root-only); status
+     then shows the config file, and its --json says "offline": true
+  4  status: degraded (a subject without its policy, something not in force, a sidecar
+     down), each named on the DEGRADED line and in --json's "degraded"
 )";
 
 const std::map<std::string, std::string>& CommandHelp() {

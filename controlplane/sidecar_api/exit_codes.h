@@ -20,6 +20,10 @@ inline constexpr int kExitUnreachable = 3;
 // A start that failed for want of something it was handed or needed: a descriptor, the first
 // map, an event loop.
 inline constexpr int kExitStartFailed = 4;
+// `leash status`: leashd answers, but something that should be in force is not (a subject
+// without its policy, something the last reconcile could not put in force, a sidecar down).
+// The same number as a failed start: in both, enforcement is not what it should be.
+inline constexpr int kExitDegraded = 4;
 // The event loop stalled and its watchdog ended the process (leash-fswatch).
 inline constexpr int kExitWatchdog = 5;
 // The event loop failed reading the kernel (leash-fswatch).

@@ -242,8 +242,12 @@ TEST_F(CliTest, ValidateExitsNonZeroOnErrorsAndCriticalsZeroWithWarningsOnly) {
 TEST_F(CliTest, StatusValidateAndCheckWorkOfflineAndSayTheyDid) {
   ASSERT_TRUE(leashd_->Stop().ok());
   RunResult status = Leash({"status"});
-  EXPECT_EQ(status.exit_code, 0) << status.out;
+  EXPECT_EQ(status.exit_code, 3) << "a health check: leashd not answering\n" << status.out;
   EXPECT_THAT(status.out, HasSubstr("(offline: leashd is not answering"));
+  RunResult json = Leash({"status", "--json"});
+  EXPECT_EQ(json.exit_code, 3) << json.out;
+  EXPECT_THAT(json.out, HasSubstr("\"offline\":true"));
+  EXPECT_THAT(json.out, HasSubstr("\"offline_reason\":\"leashd is not answering"));
   RunResult check = Leash({"check", "net", "floor.example:443"});
   EXPECT_EQ(check.exit_code, 0) << check.out;
   EXPECT_THAT(check.out, HasSubstr("(offline: judged"));

@@ -270,8 +270,19 @@ TEST_F(LeashdTest, DanglingProfileDeniesOnlyItsSubject) {
   ASSERT_EQ(Cli({"bind", "agent:leash-it-a", "pa"}).exit_code, 0);
   SaveProfile("pb", "network: { deny: [\"y.example\"] }\n");
   ASSERT_EQ(Cli({"bind", "agent:leash-it-b", "pb"}).exit_code, 0);
+  RunResult healthy = Cli({"status"});
+  EXPECT_EQ(healthy.exit_code, 0) << "status is a health check: all in force\n" << healthy.out;
+  EXPECT_THAT(healthy.out, Not(HasSubstr("DEGRADED")));
   RunResult deleted = Cli({"profile", "delete", "pa"});
   ASSERT_EQ(deleted.exit_code, 0) << deleted.out;
+  // A subject without its policy: status exits 4 and names it, in text and in --json.
+  RunResult degraded = Cli({"status"});
+  EXPECT_EQ(degraded.exit_code, 4) << degraded.out;
+  EXPECT_THAT(degraded.out, HasSubstr("DEGRADED: leash-it-a is no-policy"));
+  RunResult json = Cli({"status", "--json"});
+  EXPECT_EQ(json.exit_code, 4) << json.out;
+  EXPECT_THAT(json.out, HasSubstr("\"degraded\":[\"leash-it-a is no-policy"));
+  EXPECT_THAT(json.out, HasSubstr("\"offline\":false"));
   auto subjects = Subjects();
   EXPECT_EQ(subjects["leash-it-a"].state(), "no-policy") << subjects["leash-it-a"].detail();
   EXPECT_THAT(subjects["leash-it-a"].detail(), HasSubstr("pa"));
@@ -331,7 +342,7 @@ TEST_F(LeashdTest, AConfigOtherThanLeashdsIsJudgedDirectlyAndNeverWrittenThrough
   EXPECT_THAT(validate.out, HasSubstr(absl::StrCat("judging ", other, " directly")));
   EXPECT_THAT(validate.out, HasSubstr(absl::StrCat(other, ": ")));
   RunResult status = Cli({"--config=" + other, "status"});
-  EXPECT_EQ(status.exit_code, 0) << status.out;
+  EXPECT_EQ(status.exit_code, 3) << status.out;
   EXPECT_THAT(status.out, HasSubstr(absl::StrCat("(offline: leashd runs on ", live)));
 
   // leashd's own file, named through a path with a dot in it: a write goes through.
