@@ -16,7 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "controlplane/atomic_file.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 
 namespace leash::controlplane {
 namespace {

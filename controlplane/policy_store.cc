@@ -21,7 +21,7 @@
 #include "engine/inert_entries.h"
 #include "engine/refusal.h"
 #include "engine/scope.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 
 namespace leash::controlplane {
 namespace {
