@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "controlplane/account_files_watch.h"
-#include "controlplane/atomic_file.h"
+#include "base/atomic_file.h"
 #include "controlplane/control_service.h"
 #include "controlplane/exec_routes.h"
 #include "controlplane/decision_log_file.h"

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "controlplane/atomic_file.h"
+#include "base/atomic_file.h"
 #include "base/status_macros.h"
 
 namespace leash::controlplane {

@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "controlplane/atomic_file.h"
+#include "base/atomic_file.h"
 #include "controlplane/bindings_lock.h"
 #include "engine/bindings_yaml.h"
 #include "engine/config_yaml.h"
