@@ -37,7 +37,7 @@
 #include "fswatch/fanotify_linux.h"
 #include "fswatch/marker.h"
 #include "fswatch/mountinfo.h"
-#include "fswatch/read_file.h"
+#include "base/read_file.h"
 #include "fswatch/subject_map.h"
 #include "fswatch/watchdog.h"
 #include "fswatch/watcher.h"

@@ -1,4 +1,4 @@
-#include "fswatch/read_file.h"
+#include "base/read_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
