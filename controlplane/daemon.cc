@@ -37,7 +37,7 @@
 #include "controlplane/reconciler.h"
 #include "controlplane/rtnl_route_rules.h"
 #include "controlplane/sidecar_api/decision_log.h"
-#include "controlplane/sidecar_api/stack_dump.h"
+#include "base/stack_dump.h"
 #include "controlplane/sidecar_api/watcher_handover.h"
 #include "controlplane/sidecar_supervisor.h"
 #include "controlplane/subject_directory.h"

@@ -1,4 +1,4 @@
-#include "controlplane/sidecar_api/stack_dump.h"
+#include "base/stack_dump.h"
 
 #include <unistd.h>
 
