@@ -30,7 +30,7 @@
 #include "controlplane/netfilter_factory.h"
 #include "controlplane/passwd_accounts.h"
 #include "controlplane/policy_store.h"
-#include "controlplane/policy_stream_service.h"
+#include "proto/policystream/policy_stream_service.h"
 #include "controlplane/port_map.h"
 #include "controlplane/proxy_port_hold.h"
 #include "controlplane/reconcile_loop.h"

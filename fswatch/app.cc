@@ -30,7 +30,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "controlplane/sidecar_api/decision_log.h"
-#include "controlplane/sidecar_api/policy_subscriber.h"
+#include "proto/policystream/policy_subscriber.h"
 #include "fswatch/exec_facts.h"
 #include "controlplane/sidecar_api/watcher_handover.h"
 #include "engine/path_entry.h"

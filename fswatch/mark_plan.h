@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "controlplane/sidecar_api/policy_subscriber.h"
+#include "proto/policystream/policy_subscriber.h"
 #include "fswatch/mountinfo.h"
 
 namespace leash::fswatch {

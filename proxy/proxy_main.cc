@@ -16,7 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
-#include "controlplane/sidecar_api/policy_subscriber.h"
+#include "proto/policystream/policy_subscriber.h"
 #include "proxy/event_loop.h"
 #include "proxy/held_port_sockets.h"
 #include "proxy/listener_manager.h"

@@ -36,7 +36,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "controlplane/policy_stream_service.h"
+#include "proto/policystream/policy_stream_service.h"
 #include "controlplane/sidecar_api/watcher_handover.h"
 #include "grpcpp/grpcpp.h"
 #include "test/fixtures/root.h"

@@ -1,4 +1,4 @@
-#include "controlplane/policy_stream_service.h"
+#include "proto/policystream/policy_stream_service.h"
 
 #include <thread>
 

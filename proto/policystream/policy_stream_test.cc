@@ -2,10 +2,10 @@
 #include <string>
 #include <vector>
 
-#include "controlplane/policy_stream_service.h"
+#include "proto/policystream/policy_stream_service.h"
 
 #include <atomic>
-#include "controlplane/sidecar_api/policy_subscriber.h"
+#include "proto/policystream/policy_subscriber.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"

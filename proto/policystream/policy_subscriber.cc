@@ -1,4 +1,4 @@
-#include "controlplane/sidecar_api/policy_subscriber.h"
+#include "proto/policystream/policy_subscriber.h"
 
 #include <unistd.h>
 
