@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "proto/policystream/policy_subscriber.h"
+#include "proto/policystream/subject_map.h"
 #include "engine/decision_record.h"
 #include "leash/v1/policy_stream.pb.h"
 #include "proxy/event_loop.h"
