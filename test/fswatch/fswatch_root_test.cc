@@ -37,7 +37,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/policystream/policy_stream_service.h"
-#include "controlplane/sidecar_api/watcher_handover.h"
+#include "proto/sidecar/watcher_handover.h"
 #include "grpcpp/grpcpp.h"
 #include "test/fixtures/root.h"
 #include "test/fixtures/subprocess.h"

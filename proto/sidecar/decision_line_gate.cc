@@ -1,4 +1,4 @@
-#include "controlplane/sidecar_api/decision_line_gate.h"
+#include "proto/sidecar/decision_line_gate.h"
 
 #include <algorithm>
 

@@ -3,7 +3,7 @@
 // renders the line and writes it. The writer's share matters on a small host because it runs
 // on a core the openers or the loop also need.
 //
-//   bazel run -c opt //controlplane/sidecar_api:decision_log_benchmark --
+//   bazel run -c opt //proto/sidecar:decision_log_benchmark --
 //       --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //
 // Counters: producer_ns and writer_ns are CPU nanoseconds per record (thread CPU clocks);
@@ -17,7 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
-#include "controlplane/sidecar_api/decision_log.h"
+#include "proto/sidecar/decision_log.h"
 #include "engine/compiled_policy.h"
 #include "engine/decision_record.h"
 

@@ -1,7 +1,7 @@
 // DecisionLineGate and the log that applies it: logging.level means what it says, one subject's
 // flood of allow lines is held back (counted and reported) while its blocks and criticals are
 // all written, and no other subject's lines are affected.
-#include "controlplane/sidecar_api/decision_line_gate.h"
+#include "proto/sidecar/decision_line_gate.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "controlplane/sidecar_api/decision_log.h"
+#include "proto/sidecar/decision_log.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -25,7 +25,7 @@
 //   writer reports each subject's held-back count at most once a second.
 // - SIGPIPE is blocked on the writer thread only, so a reader that went away turns into EPIPE
 //   (counted) instead of killing the process that holds the fanotify group.
-#include "controlplane/sidecar_api/decision_log.h"
+#include "proto/sidecar/decision_log.h"
 
 #include <fcntl.h>
 #include <linux/futex.h>

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "controlplane/sidecar_api/decision_line_gate.h"
+#include "proto/sidecar/decision_line_gate.h"
 #include "engine/decision_record.h"
 
 namespace leash::sidecar {

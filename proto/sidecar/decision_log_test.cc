@@ -1,7 +1,7 @@
 // AsyncDecisionLog: every record is written once as a whole line or counted as lost, a full
 // queue never blocks the caller, the loss is reported as a critical record, and a descriptor
 // that blocks or breaks never reaches the caller.
-#include "controlplane/sidecar_api/decision_log.h"
+#include "proto/sidecar/decision_log.h"
 
 #include <fcntl.h>
 #include <signal.h>

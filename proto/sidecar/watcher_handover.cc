@@ -1,4 +1,4 @@
-#include "controlplane/sidecar_api/watcher_handover.h"
+#include "proto/sidecar/watcher_handover.h"
 
 #include <fcntl.h>
 #include <linux/fanotify.h>
@@ -17,7 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "controlplane/sidecar_api/pidfd_info.h"
+#include "proto/sidecar/pidfd_info.h"
 
 namespace leash::sidecar {
 namespace {
