@@ -16,7 +16,7 @@
 #include "cli/offline.h"
 #include "cli/render.h"
 #include "controlplane/floor_file.h"
-#include "controlplane/install_layout.h"
+#include "base/install_layout.h"
 #include "engine/config_defaults.h"
 
 namespace leash::cli {

@@ -24,7 +24,7 @@
 #include "controlplane/instance_lock.h"
 #include "controlplane/floor_file.h"
 #include "controlplane/inbound_routed_netfilter.h"
-#include "controlplane/install_layout.h"
+#include "base/install_layout.h"
 #include "controlplane/iptables_netfilter.h"
 #include "controlplane/leftover_sidecars.h"
 #include "controlplane/netfilter_factory.h"

@@ -1,4 +1,4 @@
-#include "controlplane/install_layout.h"
+#include "base/install_layout.h"
 
 #include <limits.h>
 #include <unistd.h>
