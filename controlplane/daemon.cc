@@ -35,6 +35,7 @@
 #include "controlplane/proxy_port_hold.h"
 #include "controlplane/reconcile_loop.h"
 #include "controlplane/reconciler.h"
+#include "controlplane/release_all_subjects.h"
 #include "controlplane/rtnl_route_rules.h"
 #include "proto/sidecar/decision_log.h"
 #include "base/stack_dump.h"
@@ -670,14 +671,12 @@ int RunDaemon(const DaemonOptions& given) {
     if (absl::StatusOr<PortMap> ports = PortMap::Load(reconcile_options.ports_path); ports.ok()) {
       for (const PortMap::Assignment& a : ports->All()) uids.push_back(a.uid);
     }
-    std::sort(uids.begin(), uids.end());
-    uids.erase(std::unique(uids.begin(), uids.end()), uids.end());
-    absl::Status released = TeardownSubjects(*netfilter, uids);
-    Say(released.ok() ? absl::StrCat("released ", uids.size(), " subject chain(s)")
-                      : absl::StrCat("releasing chains: ", released.message()));
     // With the chains, the policy-routing block and the host's tcp_fwmark_accept.
-    absl::Status unrouted = inbound_routing->ReleaseHost();
-    Say(unrouted.ok() ? "released the policy-routing rules" : std::string(unrouted.message()));
+    const Released released = ReleaseAllSubjects(*netfilter, uids, inbound_routing.get());
+    Say(released.chains.ok() ? absl::StrCat("released ", released.subjects, " subject chain(s)")
+                             : absl::StrCat("releasing chains: ", released.chains.message()));
+    Say(released.routing.ok() ? "released the policy-routing rules"
+                              : std::string(released.routing.message()));
   }
   unlink(pidfile.c_str());
   close(*log_fd);

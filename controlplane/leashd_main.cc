@@ -5,14 +5,18 @@
 //          [--netfilter=auto|nftables|iptables] [--fswatch-mark-only-under=<tmpfs dir>]
 //          [--tools-max-request-bytes=4194304] [--tools-calls-per-account=8]
 //          [--tools-connections-per-account=8]
+//   leashd --init --user=<name> [--config=...] [--json]
+//   leashd --teardown [--config=...] [--run-dir=...] [--state-dir=...] [--json]
 // --tools-group is created (groupadd --system) when missing; see controlplane/tools_group.h.
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "absl/strings/numbers.h"
 #include "controlplane/daemon.h"
+#include "controlplane/host_commands.h"
 
 namespace {
 
@@ -30,6 +34,8 @@ bool ParseLimit(const std::string& name, const std::string& value, int& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `leashd --init` / `leashd --teardown`: the host commands `leash init` / `leash teardown` run.
+  if (std::optional<int> done = leash::controlplane::RunHostCommand(argc, argv)) return *done;
   leash::controlplane::DaemonOptions options;
   if (const char* env = std::getenv("LEASH_CONFIG"); env != nullptr && *env != '\0') {
     options.config_path = env;
