@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "controlplane/exec_routes.h"
+#include "proto/host/exec_routes.h"
 #include "engine/config_yaml.h"
 #include "engine/config_defaults.h"
 #include "engine/validate.h"

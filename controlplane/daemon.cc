@@ -19,7 +19,7 @@
 #include "controlplane/account_files_watch.h"
 #include "base/atomic_file.h"
 #include "controlplane/control_service.h"
-#include "controlplane/exec_routes.h"
+#include "proto/host/exec_routes.h"
 #include "controlplane/decision_log_file.h"
 #include "controlplane/instance_lock.h"
 #include "controlplane/floor_file.h"

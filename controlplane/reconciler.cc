@@ -1,6 +1,6 @@
 #include "controlplane/reconciler.h"
 
-#include "controlplane/exec_routes.h"
+#include "proto/host/exec_routes.h"
 
 #include <sys/stat.h>
 

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "controlplane/list_files.h"
+#include "proto/host/list_files.h"
 #include "controlplane/policy_source.h"
 #include "controlplane/policy_store.h"
 

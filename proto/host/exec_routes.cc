@@ -1,4 +1,4 @@
-#include "controlplane/exec_routes.h"
+#include "proto/host/exec_routes.h"
 
 #include <sys/stat.h>
 

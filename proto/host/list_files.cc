@@ -1,4 +1,4 @@
-#include "controlplane/list_files.h"
+#include "proto/host/list_files.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

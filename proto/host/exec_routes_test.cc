@@ -1,5 +1,5 @@
 // ReadExecRoutes over a folder standing for / (the settings as files), and over this host.
-#include "controlplane/exec_routes.h"
+#include "proto/host/exec_routes.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>

@@ -1,6 +1,6 @@
 // The list reader against real files: what it trusts, and what it says when it does not.
 // Root: a trusted list is one root owns, so the files are made as root and chowned away.
-#include "controlplane/list_files.h"
+#include "proto/host/list_files.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
