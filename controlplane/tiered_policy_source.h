@@ -1,7 +1,7 @@
 // The PolicySource leashd runs with: the floor file, then bindings and profiles from the
 // BindingStore, resolved per subject by the engine's tier Resolver (global < agent), then the
 // named lists the resolved policy uses expanded from the lists folder beside the floor
-// (controlplane/list_files.h). Lists are re-read on every Load, so an edit of one is picked up
+// (proto/host/list_files.h). Lists are re-read on every Load, so an edit of one is picked up
 // by the next reconcile, and an edit is said (Notes) against what the previous Load read.
 #pragma once
 
