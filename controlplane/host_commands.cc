@@ -203,8 +203,8 @@ int RunTeardownCommand(const HostCommandOptions& options, std::ostream& out, std
       listed.ok()) {
     uids.insert(uids.end(), listed->begin(), listed->end());
   }
-  // With the chains, the policy-routing rules of the inbound drop and the
-  // host's tcp_fwmark_accept (controlplane/inbound_routing.h).
+  // With the chains, the policy-routing rules of the inbound drop, the refusal device with its
+  // routes, and the host's tcp_fwmark_accept (controlplane/inbound_routing.h).
   absl::StatusOr<std::unique_ptr<RtnlRouteRules>> rules = RtnlRouteRules::Open();
   std::optional<InboundRouting> routing;
   if (rules.ok()) routing.emplace(rules->get(), SavedFwmarkAcceptPath(run_dir));

@@ -36,8 +36,22 @@ RouteRule Base(int family, uint32_t priority, uint8_t action) {
 bool IsHullGate(const RouteRule& rule) {
   return rule.priority == kGatePriority && rule.uids.has_value();
 }
+// A `nop` at the refusals' priority is the end of an older layout of Leash's block (which
+// ended at 3): replaced like any frame rule out of shape.
 bool IsFrame(const RouteRule& rule) {
+  if (rule.priority == kRefusalPriority) return rule.action == FR_ACT_NOP;
   return (rule.priority == kGatePriority || rule.priority == kEndPriority) && !IsHullGate(rule);
+}
+
+// Whether `rule` is one of `owner`'s refusals: its counted refusals look up its own table, its
+// prohibits carry its UID; a prohibit at the counted refusals' priority is one of an older
+// layout, replaced with the rest.
+bool OwnedBy(const RouteRule& rule, uint32_t owner) {
+  if (rule.priority == kRoutePriority && rule.action == FR_ACT_TO_TBL) {
+    return HasSubjectTable(owner) && rule.table == SubjectTable(owner);
+  }
+  return (rule.priority == kRefusalPriority || rule.priority == kRoutePriority) &&
+         rule.action == FR_ACT_PROHIBIT && rule.table == owner;
 }
 
 bool FileExists(const std::string& path) {
@@ -77,7 +91,9 @@ std::vector<RouteRule> HullGateRouteRules(const std::vector<RouteRule>& rules) {
   for (int family : kFamilies) {
     std::optional<engine::UidRange> hull;
     for (const RouteRule& rule : rules) {
-      if (rule.family != family || rule.priority != kRefusalPriority || !rule.uids) continue;
+      // The counted refusals' ranges are the prohibits'; an older layout's prohibits sit at 2.
+      const bool refusal = rule.priority == kRefusalPriority || rule.priority == kRoutePriority;
+      if (rule.family != family || !refusal || !rule.uids) continue;
       if (!hull) hull = *rule.uids;
       hull->first = std::min(hull->first, rule.uids->first);
       hull->last = std::max(hull->last, rule.uids->last);
@@ -87,11 +103,19 @@ std::vector<RouteRule> HullGateRouteRules(const std::vector<RouteRule>& rules) {
   return gates;
 }
 
-std::vector<RouteRule> RefusalRouteRules(uint32_t owner,
-                                         const std::vector<engine::UidRange>& ranges) {
+std::vector<RouteRule> RefusalRouteRules(uint32_t owner, const std::vector<engine::UidRange>& ranges,
+                                         bool counted) {
   std::vector<RouteRule> rules;
   for (int family : kFamilies) {
     for (const engine::UidRange& range : engine::MergeUidRanges(ranges)) {
+      if (counted && HasSubjectTable(owner)) {
+        RouteRule route = Base(family, kRoutePriority, FR_ACT_TO_TBL);
+        route.fwmark = kInboundMark;
+        route.fwmask = kInboundMark;
+        route.uids = range;
+        route.table = SubjectTable(owner);
+        rules.push_back(route);
+      }
       // Prohibit rather than blackhole: the listener's lookup fails with EACCES, and the kernel
       // drops the request (no SYN-ACK) or the child's segment, counting IpOutNoRoutes.
       RouteRule rule = Base(family, kRefusalPriority, FR_ACT_PROHIBIT);
@@ -105,9 +129,9 @@ std::vector<RouteRule> RefusalRouteRules(uint32_t owner,
   return rules;
 }
 
-std::vector<RouteRule> DesiredRefusals(const NetfilterSubject& subject) {
+std::vector<RouteRule> DesiredRefusals(const NetfilterSubject& subject, bool counted) {
   if (subject.inbound_allowed) return {};
-  return RefusalRouteRules(subject.uid, DispatchedUids(subject));
+  return RefusalRouteRules(subject.uid, DispatchedUids(subject), counted);
 }
 
 std::string DescribeRouteRule(const RouteRule& rule) {
@@ -121,9 +145,14 @@ std::string DescribeRouteRule(const RouteRule& rule) {
     case FR_ACT_GOTO: absl::StrAppend(&out, " goto ", rule.goto_target); break;
     case FR_ACT_NOP: absl::StrAppend(&out, " nop"); break;
     case FR_ACT_PROHIBIT: absl::StrAppend(&out, " prohibit"); break;
+    case FR_ACT_TO_TBL: absl::StrAppend(&out, " lookup ", rule.table); break;
     default: absl::StrAppend(&out, " action ", rule.action); break;
   }
-  if (rule.table != 0) absl::StrAppend(&out, " (subject ", rule.table, ")");
+  if (rule.action == FR_ACT_TO_TBL) {
+    absl::StrAppend(&out, " (subject ", rule.table & ~kSubjectTableBit, ")");
+  } else if (rule.table != 0) {
+    absl::StrAppend(&out, " (subject ", rule.table, ")");
+  }
   return out;
 }
 
@@ -147,11 +176,20 @@ absl::StatusOr<std::vector<std::string>> InboundRouting::Prepare() {
     RETURN_IF_ERROR(WriteFileAtomically(saved_sysctl_path_, absl::StrCat(host_value, "\n")));
   }
   RETURN_IF_ERROR(kernel_->WriteFwmarkAccept(1));
+  std::vector<std::string> lines;
+  // Without the device every refusal is still made, by the prohibits alone, uncounted.
+  const absl::Status device = kernel_->PrepareRefusalDevice();
+  counted_ = device.ok();
+  if (!device.ok()) {
+    lines.push_back(absl::StrCat(
+        "warning: inbound refusals at the route lookup are not counted (`leash status` shows "
+        "no TCP listener's refused answers to peers off the host; they are still refused): ",
+        device.message()));
+  }
   ASSIGN_OR_RETURN(const std::vector<RouteRule> present, kernel_->ListOwn());
   const RouteRuleDiff diff = DiffRouteRules(FrameRouteRules(), present, IsFrame);
   for (const RouteRule& rule : diff.add) RETURN_IF_ERROR(kernel_->Add(rule));
   for (const RouteRule& rule : diff.remove) RETURN_IF_ERROR(kernel_->Delete(rule));
-  std::vector<std::string> lines;
   ASSIGN_OR_RETURN(std::vector<uint32_t> others, kernel_->OtherPriorities());
   std::sort(others.begin(), others.end());
   others.erase(std::unique(others.begin(), others.end()), others.end());
@@ -169,12 +207,32 @@ absl::StatusOr<std::vector<std::string>> InboundRouting::Prepare() {
 
 absl::Status InboundRouting::Replace(uint32_t owner, const std::vector<RouteRule>& desired,
                                      const std::vector<RouteRule>& present) {
-  const RouteRuleDiff diff = DiffRouteRules(desired, present, [owner](const RouteRule& rule) {
-    return rule.priority == kRefusalPriority && rule.table == owner;
+  const RouteRuleDiff diff = DiffRouteRules(
+      desired, present, [owner](const RouteRule& rule) { return OwnedBy(rule, owner); });
+  const bool counted = std::any_of(desired.begin(), desired.end(), [](const RouteRule& rule) {
+    return rule.action == FR_ACT_TO_TBL;
   });
-  // The new rules first: the subject is never without a refusal while it changes.
+  // The table's route before the rules that look there (a rule that finds no route there goes
+  // on to the prohibit anyway), the new rules before the old go: the subject is never without
+  // a refusal while it changes.
+  if (counted) {
+    for (int family : kFamilies) {
+      absl::Status added = kernel_->AddRefusalRoute(family, owner);
+      if (!added.ok()) {
+        // The device went since Prepare (deleted, or down, which takes its routes): made again
+        // once. The other subjects' routes come back with their next apply; until then their
+        // lookups end at the prohibit.
+        RETURN_IF_ERROR(kernel_->PrepareRefusalDevice());
+        added = kernel_->AddRefusalRoute(family, owner);
+      }
+      RETURN_IF_ERROR(added);
+    }
+  }
   for (const RouteRule& rule : diff.add) RETURN_IF_ERROR(kernel_->Add(rule));
   for (const RouteRule& rule : diff.remove) RETURN_IF_ERROR(kernel_->Delete(rule));
+  if (!counted && HasSubjectTable(owner)) {
+    for (int family : kFamilies) RETURN_IF_ERROR(kernel_->DeleteRefusalRoute(family, owner));
+  }
   return absl::OkStatus();
 }
 
@@ -215,12 +273,12 @@ absl::Status InboundRouting::Apply(const NetfilterSubject& subject) {
 absl::Status InboundRouting::ApplyAll(const std::vector<NetfilterSubject>& subjects) {
   std::vector<RouteRule> adding;
   for (const NetfilterSubject& subject : subjects) {
-    for (const RouteRule& rule : DesiredRefusals(subject)) adding.push_back(rule);
+    for (const RouteRule& rule : DesiredRefusals(subject, counted_)) adding.push_back(rule);
   }
   // One listing for all: each subject's diff touches only its own rules.
   return Change(adding, [&](const std::vector<RouteRule>& present) {
     for (const NetfilterSubject& subject : subjects) {
-      RETURN_IF_ERROR(Replace(subject.uid, DesiredRefusals(subject), present));
+      RETURN_IF_ERROR(Replace(subject.uid, DesiredRefusals(subject, counted_), present));
     }
     return absl::OkStatus();
   });
@@ -243,6 +301,10 @@ absl::Status InboundRouting::ReleaseHost() {
         failures.push_back(absl::StrCat(DescribeRouteRule(rule), ": ", s.message()));
       }
     }
+  }
+  // The device goes with every route through it.
+  if (absl::Status s = kernel_->DeleteRefusalDevice(); !s.ok()) {
+    failures.push_back(std::string(s.message()));
   }
   absl::StatusOr<std::string> saved = ReadFile(saved_sysctl_path_);
   int host_value = 0;

@@ -1,8 +1,10 @@
 // The routing half of "a leashed account never serves a peer off the host": per subject whose
-// network.inbound is drop, one policy-routing rule per merged range of its UIDs (its own and its
-// subordinate ranges) that refuses a route to any lookup carrying kInboundMark, i.e. a
-// listener's SYN-ACK (normal or SYN cookie) and its accepted sockets answering a peer off the
-// host, whether or not a process still holds the socket (route_rules.h says why that matters).
+// network.inbound is drop, two policy-routing rules per merged range of its UIDs (its own and
+// its subordinate ranges) for any lookup carrying kInboundMark, i.e. a listener's SYN-ACK
+// (normal or SYN cookie) and its accepted sockets answering a peer off the host, whether or not
+// a process still holds the socket (route_rules.h says why that matters): one that routes it
+// into the subject's table, to Leash's ifb device, where the subject's chain counts and drops
+// it, and behind it a prohibit, for when that route is missing.
 // Loopback peers' packets carry no mark and are served; the subject's own connect() and UDP
 // lookups carry no mark either and are untouched.
 //
@@ -33,10 +35,13 @@ std::vector<RouteRule> FrameRouteRules();
 // agents' UIDs) pay one rule, not one per subject, even for marked lookups.
 std::vector<RouteRule> HullGateRouteRules(const std::vector<RouteRule>& rules);
 RouteRule HullGateRouteRule(int family, const engine::UidRange& hull);
-// `owner`'s refusals for `ranges` (merged here), IPv4 and IPv6.
-std::vector<RouteRule> RefusalRouteRules(uint32_t owner, const std::vector<engine::UidRange>& ranges);
+// `owner`'s refusals for `ranges` (merged here), IPv4 and IPv6: per range the counted one
+// (unless `counted` is false or the owner has no table of its own, route_rules.h) and the
+// prohibit.
+std::vector<RouteRule> RefusalRouteRules(uint32_t owner, const std::vector<engine::UidRange>& ranges,
+                                         bool counted = true);
 // The refusals `subject` should have: none under network.inbound: allow.
-std::vector<RouteRule> DesiredRefusals(const NetfilterSubject& subject);
+std::vector<RouteRule> DesiredRefusals(const NetfilterSubject& subject, bool counted = true);
 
 struct RouteRuleDiff {
   std::vector<RouteRule> add;
@@ -82,21 +87,23 @@ class InboundRouting {
   InboundRouting(RouteRules* kernel, std::string saved_sysctl_path);
 
   // Saves the host's tcp_fwmark_accept (unless a saved value from an earlier run is there),
-  // sets it to 1, and adds the gate and end rules if missing (removing any other rule of
-  // Leash's at their priorities that is not in their shape). Subjects' rules are kept. Returns
-  // the lines to say on stderr: another owner's rule inside Leash's block, which an unmarked
-  // lookup would then skip.
+  // sets it to 1, prepares the refusal device, and adds the gate and end rules if missing
+  // (removing any other rule of Leash's at their priorities that is not in their shape).
+  // Subjects' rules are kept. Returns the lines to say on stderr: another owner's rule inside
+  // Leash's block, which an unmarked lookup would then skip; a device that could not be
+  // prepared (every refusal is then the prohibit alone, uncounted).
   absl::StatusOr<std::vector<std::string>> Prepare();
 
-  // Gives `subject` exactly its DesiredRefusals, replacing whatever rules of its own it has.
+  // Gives `subject` exactly its DesiredRefusals (and its table's route when they are counted,
+  // making the refusal device again if it went), replacing whatever rules of its own it has.
   absl::Status Apply(const NetfilterSubject& subject);
   absl::Status ApplyAll(const std::vector<NetfilterSubject>& subjects);
 
-  // Deletes every rule of `uid`'s. None is not an error.
+  // Deletes every rule of `uid`'s, and its table's route. None is not an error.
   absl::Status Release(uint32_t uid);
 
-  // A deliberate release of the host: deletes every rule of Leash's and puts the host's
-  // tcp_fwmark_accept back. Every rule is tried even when one fails; the error names each.
+  // A deliberate release of the host: deletes every rule of Leash's and the refusal device, and
+  // puts the host's tcp_fwmark_accept back. Every rule is tried even when one fails; the error names each.
   absl::Status ReleaseHost();
 
  private:
@@ -110,6 +117,8 @@ class InboundRouting {
 
   RouteRules* const kernel_;
   const std::string saved_sysctl_path_;
+  // Whether Prepare made the refusal device: the refusals are counted.
+  bool counted_ = false;
 };
 
 }  // namespace leash::controlplane

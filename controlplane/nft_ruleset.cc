@@ -10,6 +10,7 @@
 #include <linux/netfilter/nf_conntrack_tuple_common.h>
 #include <linux/netfilter/nf_nat.h>
 #include <linux/rtnetlink.h>
+#include <net/if.h>
 #include <linux/netfilter/nf_tables.h>
 #include <netinet/in.h>
 
@@ -245,9 +246,23 @@ class RuleBuilder {
     nftnl_expr_set_u32(e.get(), NFTNL_EXPR_BYTEORDER_SIZE, 4);
     return Add(std::move(e));
   }
-  RuleBuilder& VmapLookup(uint32_t set_id) {
+  // `rt <key>` of the packet's route into reg 1.
+  RuleBuilder& Rt(uint32_t key) {
+    ExprPtr e(nftnl_expr_alloc("rt"));
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_RT_KEY, key);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_RT_DREG, NFT_REG_1);
+    return Add(std::move(e));
+  }
+  // `oifname "<name>"`: nft compares the whole IFNAMSIZ buffer, zero-padded.
+  RuleBuilder& OutputDeviceNamed(const char* name) {
+    char padded[IFNAMSIZ] = {};
+    std::strncpy(padded, name, sizeof(padded) - 1);
+    return Meta(NFT_META_OIFNAME).CmpEq(padded, sizeof(padded));
+  }
+  // The lookup of the agents map keyed by `sreg` (four bytes, big-endian).
+  RuleBuilder& VmapLookup(uint32_t set_id, uint32_t sreg = NFT_REG_1) {
     ExprPtr e(nftnl_expr_alloc("lookup"));
-    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_LOOKUP_SREG, sreg);
     nftnl_expr_set_u32(e.get(), NFTNL_EXPR_LOOKUP_DREG, NFT_REG_VERDICT);
     nftnl_expr_set_str(e.get(), NFTNL_EXPR_LOOKUP_SET, kAgentsMap);
     nftnl_expr_set_u32(e.get(), NFTNL_EXPR_LOOKUP_SET_ID, set_id);
@@ -639,6 +654,33 @@ void AddSkeleton(NftBatch& batch, const LeashTable& table, uint32_t set_id) {
   dispatch.Meta(NFT_META_SKUID).HostToNetwork32().VmapLookup(set_id);
   batch.AddRule(dispatch.rule(), absl::StrCat("add rule `meta skuid vmap @", kAgentsMap,
                                               "` to ", label, " ", kDispatchChain));
+  if (table.nat) return;
+  // What a subject's counted refusal routes to the refusal device has no UID when no process
+  // owns it; its route names the subject (route_rules.h). Every other packet fails the first
+  // compare.
+  RuleBuilder realm(table, kDispatchChain);
+  realm.OutputDeviceNamed(kRefusalDevice)
+      .Meta(NFT_META_NFPROTO)
+      .CmpEqU8(NFPROTO_IPV4)
+      .Meta(NFT_META_RTCLASSID)
+      .HostToNetwork32()
+      .VmapLookup(set_id);
+  batch.AddRule(realm.rule(), absl::StrCat("add rule `oifname \"", kRefusalDevice,
+                                           "\" meta nfproto ipv4 meta rtclassid vmap @",
+                                           kAgentsMap, "` to ", label, " ", kDispatchChain));
+  // The next hop's last four bytes are the UID, big-endian like the map's keys: the lookup
+  // reads them from the last 32-bit register of the address.
+  RuleBuilder hop(table, kDispatchChain);
+  hop.OutputDeviceNamed(kRefusalDevice)
+      .Meta(NFT_META_NFPROTO)
+      .CmpEqU8(NFPROTO_IPV6)
+      .Rt(NFT_RT_NEXTHOP6)
+      .CmpEq(kRefusalGatewayPrefix6, sizeof(kRefusalGatewayPrefix6))
+      .VmapLookup(set_id, NFT_REG32_03);
+  batch.AddRule(hop.rule(), absl::StrCat("add rule `oifname \"", kRefusalDevice,
+                                         "\" meta nfproto ipv6 rt ip6 nexthop & <prefix> : "
+                                         "vmap @", kAgentsMap, " on its last 32 bits` to ",
+                                         label, " ", kDispatchChain));
 }
 
 void ApplySubjects(NftBatch& batch, const LeashTable& table,
@@ -822,10 +864,31 @@ std::optional<std::string> OldShapeReason(const LeashTable& table,
   if (base.rules.empty()) {
     return absl::StrCat("its hooked chain ", kDispatchChain, " has no dispatch rule");
   }
-  if (base.rules.size() != 1 || !is_dispatch(base.rules.front())) {
+  if (!is_dispatch(base.rules.front())) {
     return absl::StrCat("its hooked chain ", kDispatchChain, " holds ", base.rules.size(),
                         " rule(s) where the current shape has only `meta skuid vmap @",
                         kAgentsMap, "` (UID rules directly in the hooked chain)");
+  }
+  // The filter table also dispatches the refusal device's packets by their route (AddSkeleton).
+  using Names = std::vector<std::string>;
+  const std::vector<Names> refusal_dispatch =
+      table.nat ? std::vector<Names>{}
+                : std::vector<Names>{
+                      {"meta", "cmp", "meta", "cmp", "meta", "byteorder", "lookup"},
+                      {"meta", "cmp", "meta", "cmp", "rt", "cmp", "lookup"}};
+  bool refusals_match = base.rules.size() == 1 + refusal_dispatch.size();
+  for (size_t i = 0; refusals_match && i < refusal_dispatch.size(); ++i) {
+    const std::vector<ExprSnapshot>& rule = base.rules[1 + i];
+    Names names;
+    for (const ExprSnapshot& e : rule) names.push_back(e.name);
+    refusals_match = names == refusal_dispatch[i] && rule.back().set == kAgentsMap &&
+                     rule.back().dreg == NFT_REG_VERDICT;
+  }
+  if (!refusals_match) {
+    return absl::StrCat("its hooked chain ", kDispatchChain, " holds ", base.rules.size(),
+                        " rule(s) where the current shape has ", 1 + refusal_dispatch.size(),
+                        table.nat ? " (UID rules directly in the hooked chain)"
+                                  : " (the dispatch of the refusal device's packets is missing)");
   }
   return std::nullopt;
 }

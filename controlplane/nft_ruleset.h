@@ -14,7 +14,15 @@
 //       meta l4proto tcp counter redirect to :<port>
 //     }
 //   table inet leash_filter
-//     map agents, chain output { type filter hook output priority 0; ... vmap @agents }
+//     map agents, chain output { type filter hook output priority 0; policy accept;
+//                    meta skuid vmap @agents
+//                    oifname "leash-inbound" meta nfproto ipv4 meta rtclassid vmap @agents
+//                    oifname "leash-inbound" meta nfproto ipv6
+//                      (rt ip6 nexthop's last 32 bits) vmap @agents }
+//                                   the second and third: what a counted inbound refusal routed
+//                                   to the refusal device (route_rules.h), owned by a process
+//                                   or not, goes to the subject's chain by its route's realm
+//                                   (IPv4) or next hop (IPv6), both the subject's UID
 //     chain agent_<uid> {
 //       tcp sport 18000-18999 tcp flags & (syn | ack) == syn | ack counter drop
 //                                                           (a listener squatting a proxy port)

@@ -322,9 +322,26 @@ TEST(NftRuleset, FilterSkeletonIsFilterTypeAtPriorityZero) {
   NftBatch batch(1);
   AddSkeleton(batch, Inet(), 3);
   const std::vector<Message> messages = Decode(batch.Finish());
-  EXPECT_THAT(Commands(messages),
-              ElementsAre("newtable 1 leash_filter", "newset 1 agents", "newchain 1 output",
-                          absl::StrCat("newrule 1 ", kDispatch)));
+  // After the skuid dispatch, the refusal device's packets by their route (route_rules.h):
+  // the IPv4 realm, made big-endian like the map's keys, and the last 32 bits of the IPv6
+  // next hop (reg 11 is the fourth word of reg 1), behind the /96 prefix.
+  constexpr char kDevice[] =
+      "[ meta load oifname => reg 1 ] [ cmp eq reg 1 0x7361656c 0x6e692d68 0x6e756f62 "
+      "0x00000064 ] ";
+  EXPECT_THAT(
+      Commands(messages),
+      ElementsAre("newtable 1 leash_filter", "newset 1 agents", "newchain 1 output",
+                  absl::StrCat("newrule 1 ", kDispatch),
+                  absl::StrCat("newrule 1 output: ", kDevice,
+                               "[ meta load nfproto => reg 1 ] [ cmp eq reg 1 0x00000002 ] "
+                               "[ meta load rtclassid => reg 1 ] "
+                               "[ byteorder reg 1 = hton(reg 1, 4, 4) ] "
+                               "[ lookup reg 1 set agents dreg 0 ]"),
+                  absl::StrCat("newrule 1 output: ", kDevice,
+                               "[ meta load nfproto => reg 1 ] [ cmp eq reg 1 0x0000000a ] "
+                               "[ rt load nexthop6 => reg 1 ] "
+                               "[ cmp eq reg 1 0x61656cfd 0x00006873 0x00000000 ] "
+                               "[ lookup reg 11 set agents dreg 0 ]")));
   nftnl_chain* chain = nftnl_chain_alloc();
   ASSERT_GE(nftnl_chain_nlmsg_parse(messages[3].header, chain), 0);
   EXPECT_STREQ(nftnl_chain_get_str(chain, NFTNL_CHAIN_TYPE), "filter");
@@ -678,6 +695,17 @@ BaseChainSnapshot Dispatcher(const char* type) {
   return {"output", type, NF_INET_LOCAL_OUT,
           {{Meta(NFT_META_SKUID), ToBigEndian(), Lookup("agents")}}};
 }
+// The filter table's: the skuid dispatch and the refusal device's two.
+BaseChainSnapshot FilterDispatcher() {
+  BaseChainSnapshot chain = Dispatcher("filter");
+  chain.rules.push_back({Meta(NFT_META_OIFNAME), Named("cmp"), Meta(NFT_META_NFPROTO),
+                         Named("cmp"), Meta(NFT_META_RTCLASSID), ToBigEndian(), Lookup("agents")});
+  ExprSnapshot by_hop = Lookup("agents");
+  by_hop.sreg = NFT_REG32_03;
+  chain.rules.push_back({Meta(NFT_META_OIFNAME), Named("cmp"), Meta(NFT_META_NFPROTO),
+                         Named("cmp"), Named("rt"), Named("cmp"), by_hop});
+  return chain;
+}
 
 struct ShapeCase {
   const char* rule;  // what the case checks
@@ -690,7 +718,11 @@ TEST(OldShape, EachDepartureFromTheCurrentShapeIsOld) {
   const std::vector<ShapeCase> cases = {
       {"current nat shape", 0, {{AgentsMap()}, {Dispatcher("nat")}}, nullptr},
       {"current ip6 shape", 1, {{AgentsMap()}, {Dispatcher("nat")}}, nullptr},
-      {"current filter shape", 2, {{AgentsMap()}, {Dispatcher("filter")}}, nullptr},
+      {"current filter shape", 2, {{AgentsMap()}, {FilterDispatcher()}}, nullptr},
+      {"a filter table from before the refusal device", 2, {{AgentsMap()}, {Dispatcher("filter")}},
+       "the dispatch of the refusal device's packets is missing"},
+      {"the refusal device's dispatch in a nat table", 0, {{AgentsMap()}, {FilterDispatcher()}},
+       "not output (type nat"},
       {"UID rules straight in the hooked chain, no map",
        0,
        {{},

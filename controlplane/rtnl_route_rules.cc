@@ -3,7 +3,11 @@
 #include <fcntl.h>
 #include <libmnl/libmnl.h>
 #include <linux/fib_rules.h>
+#include <linux/if.h>
+#include <linux/if_addr.h>
+#include <linux/if_link.h>
 #include <linux/rtnetlink.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -123,7 +127,13 @@ RtnlRouteRules::~RtnlRouteRules() {
 absl::Status RtnlRouteRules::Exchange(const void* request, size_t length,
                                       std::vector<RouteRule>* dumped) {
   const auto* sent = static_cast<const nlmsghdr*>(request);
-  if (mnl_socket_sendto(socket_, request, length) < 0) {
+  (void)length;
+  return Run(sent, dumped != nullptr ? ParseRule : nullptr, dumped);
+}
+
+absl::Status RtnlRouteRules::Run(const nlmsghdr* sent, int (*callback)(const nlmsghdr*, void*),
+                                 void* data) {
+  if (mnl_socket_sendto(socket_, sent, sent->nlmsg_len) < 0) {
     return ErrnoStatus(errno, "sending to the NETLINK_ROUTE socket");
   }
   std::vector<char> buffer(MNL_SOCKET_BUFFER_SIZE * 4);
@@ -131,8 +141,8 @@ absl::Status RtnlRouteRules::Exchange(const void* request, size_t length,
   while (true) {
     const ssize_t n = mnl_socket_recvfrom(socket_, buffer.data(), buffer.size());
     if (n < 0) return ErrnoStatus(errno, "reading the NETLINK_ROUTE socket");
-    const int ret = mnl_cb_run(buffer.data(), static_cast<size_t>(n), sent->nlmsg_seq, portid,
-                               dumped != nullptr ? ParseRule : nullptr, dumped);
+    const int ret =
+        mnl_cb_run(buffer.data(), static_cast<size_t>(n), sent->nlmsg_seq, portid, callback, data);
     if (ret == MNL_CB_ERROR) return ErrnoStatus(errno, "the kernel refused the rule request");
     if (ret == MNL_CB_STOP) return absl::OkStatus();
   }
@@ -199,6 +209,197 @@ absl::Status RtnlRouteRules::Delete(const RouteRule& rule) {
                                                DescribeRouteRule(rule), "`: ", s.message()));
   }
   return s;
+}
+
+namespace {
+
+int ParseLinkAttribute(const nlattr* attr, void* data) {
+  const nlattr** table = static_cast<const nlattr**>(data);
+  const int type = mnl_attr_get_type(attr);
+  if (type >= 0 && type <= IFLA_MAX) table[type] = attr;
+  return MNL_CB_OK;
+}
+
+int ParseInfoAttribute(const nlattr* attr, void* data) {
+  const nlattr** table = static_cast<const nlattr**>(data);
+  const int type = mnl_attr_get_type(attr);
+  if (type >= 0 && type <= IFLA_INFO_MAX) table[type] = attr;
+  return MNL_CB_OK;
+}
+
+struct FoundLink {
+  int index = 0;
+  std::string kind;
+};
+
+// The RTM_NEWLINK answer to a RTM_GETLINK: the index and IFLA_INFO_KIND.
+int ParseLink(const nlmsghdr* header, void* data) {
+  auto* found = static_cast<FoundLink*>(data);
+  const auto* ifi = static_cast<const ifinfomsg*>(mnl_nlmsg_get_payload(header));
+  found->index = ifi->ifi_index;
+  const nlattr* attrs[IFLA_MAX + 1] = {};
+  mnl_attr_parse(header, sizeof(*ifi), ParseLinkAttribute, attrs);
+  if (attrs[IFLA_LINKINFO] != nullptr) {
+    const nlattr* info[IFLA_INFO_MAX + 1] = {};
+    mnl_attr_parse_nested(attrs[IFLA_LINKINFO], ParseInfoAttribute, info);
+    if (info[IFLA_INFO_KIND] != nullptr) found->kind = mnl_attr_get_str(info[IFLA_INFO_KIND]);
+  }
+  return MNL_CB_OK;
+}
+
+nlmsghdr* LinkRequest(char* buffer, uint16_t type, uint16_t flags, uint32_t seq, int index) {
+  nlmsghdr* header = mnl_nlmsg_put_header(buffer);
+  header->nlmsg_type = type;
+  header->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | flags;
+  header->nlmsg_seq = seq;
+  auto* ifi = static_cast<ifinfomsg*>(mnl_nlmsg_put_extra_header(header, sizeof(ifinfomsg)));
+  ifi->ifi_family = AF_UNSPEC;
+  ifi->ifi_index = index;
+  if (index == 0) mnl_attr_put_strz(header, IFLA_IFNAME, kRefusalDevice);
+  return header;
+}
+
+constexpr char kRefusalDeviceKind[] = "ifb";
+
+}  // namespace
+
+absl::StatusOr<RtnlRouteRules::Link> RtnlRouteRules::FindRefusalDevice() {
+  char buffer[MNL_SOCKET_BUFFER_SIZE];
+  nlmsghdr* header = LinkRequest(buffer, RTM_GETLINK, 0, seq_++, 0);
+  // With the ack: the link's message, then the ack that ends the answer.
+  FoundLink found;
+  absl::Status s = Run(header, ParseLink, &found);
+  if (!s.ok()) {
+    if (absl::IsNotFound(s)) return absl::NotFoundError(absl::StrCat("no device ", kRefusalDevice));
+    return absl::Status(s.code(), absl::StrCat("looking up device ", kRefusalDevice, ": ",
+                                               s.message()));
+  }
+  return Link{found.index, found.kind};
+}
+
+absl::Status RtnlRouteRules::PrepareRefusalDevice() {
+  absl::StatusOr<Link> link = FindRefusalDevice();
+  if (absl::IsNotFound(link.status())) {
+    char buffer[MNL_SOCKET_BUFFER_SIZE];
+    nlmsghdr* header = LinkRequest(buffer, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, seq_++, 0);
+    nlattr* info = mnl_attr_nest_start(header, IFLA_LINKINFO);
+    mnl_attr_put_strz(header, IFLA_INFO_KIND, kRefusalDeviceKind);
+    mnl_attr_nest_end(header, info);
+    absl::Status s = Run(header, nullptr, nullptr);
+    if (!s.ok() && !absl::IsAlreadyExists(s)) {
+      return absl::Status(s.code(), absl::StrCat("creating the ", kRefusalDeviceKind, " device ",
+                                                 kRefusalDevice, ": ", s.message()));
+    }
+    link = FindRefusalDevice();
+  }
+  if (!link.ok()) return link.status();
+  if (link->kind != kRefusalDeviceKind) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "a device named ", kRefusalDevice, " exists and is not an ", kRefusalDeviceKind,
+        " device (kind \"", link->kind, "\"): what Leash routes there could leave the host; "
+        "remove it (`ip link del ", kRefusalDevice, "`) and restart leashd"));
+  }
+  device_index_ = link->index;
+  // IPv6 on, without an address of its own (no link-local route in the main table): routes
+  // through it need the device's IPv6, which a host with disable_ipv6 set by default lacks.
+  const std::string ipv6 = absl::StrCat("/proc/sys/net/ipv6/conf/", kRefusalDevice, "/disable_ipv6");
+  if (const int fd = open(ipv6.c_str(), O_WRONLY | O_CLOEXEC); fd >= 0) {
+    const ssize_t written = write(fd, "0\n", 2);
+    close(fd);
+    if (written != 2) return ErrnoStatus(errno, absl::StrCat("writing 0 to ", ipv6));
+  }
+  {
+    char buffer[MNL_SOCKET_BUFFER_SIZE];
+    nlmsghdr* header = LinkRequest(buffer, RTM_NEWLINK, 0, seq_++, device_index_);
+    nlattr* spec = mnl_attr_nest_start(header, IFLA_AF_SPEC);
+    nlattr* inet6 = mnl_attr_nest_start(header, AF_INET6);
+    mnl_attr_put_u8(header, IFLA_INET6_ADDR_GEN_MODE, IN6_ADDR_GEN_MODE_NONE);
+    mnl_attr_nest_end(header, inet6);
+    mnl_attr_nest_end(header, spec);
+    // A kernel without IPv6 refuses this; the IPv6 routes then fail and say so.
+    (void)Run(header, nullptr, nullptr);
+  }
+  char buffer[MNL_SOCKET_BUFFER_SIZE];
+  nlmsghdr* header = LinkRequest(buffer, RTM_NEWLINK, 0, seq_++, device_index_);
+  auto* ifi = static_cast<ifinfomsg*>(mnl_nlmsg_get_payload(header));
+  ifi->ifi_flags = IFF_UP;
+  ifi->ifi_change = IFF_UP;
+  absl::Status up = Run(header, nullptr, nullptr);
+  if (!up.ok()) {
+    return absl::Status(up.code(), absl::StrCat("setting ", kRefusalDevice, " up: ", up.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RtnlRouteRules::DeleteRefusalDevice() {
+  absl::StatusOr<Link> link = FindRefusalDevice();
+  if (absl::IsNotFound(link.status())) return absl::OkStatus();
+  if (!link.ok()) return link.status();
+  if (link->kind != kRefusalDeviceKind) return absl::OkStatus();  // not Leash's: left alone
+  char buffer[MNL_SOCKET_BUFFER_SIZE];
+  nlmsghdr* header = LinkRequest(buffer, RTM_DELLINK, 0, seq_++, link->index);
+  absl::Status s = Run(header, nullptr, nullptr);
+  device_index_ = 0;
+  if (absl::IsNotFound(s)) return absl::OkStatus();
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("deleting device ", kRefusalDevice, ": ", s.message()));
+  }
+  return s;
+}
+
+absl::Status RtnlRouteRules::ChangeRefusalRoute(uint16_t type, uint16_t flags, int family,
+                                                uint32_t uid) {
+  char buffer[MNL_SOCKET_BUFFER_SIZE];
+  nlmsghdr* header = mnl_nlmsg_put_header(buffer);
+  header->nlmsg_type = type;
+  header->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | flags;
+  header->nlmsg_seq = seq_++;
+  auto* rtm = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(header, sizeof(rtmsg)));
+  rtm->rtm_family = static_cast<uint8_t>(family);
+  rtm->rtm_table = RT_TABLE_UNSPEC;  // RTA_TABLE holds it: past 255
+  rtm->rtm_protocol = kLeashRuleProtocol;
+  rtm->rtm_type = RTN_UNICAST;
+  mnl_attr_put_u32(header, RTA_TABLE, SubjectTable(uid));
+  if (type == RTM_NEWROUTE) {
+    rtm->rtm_scope = RT_SCOPE_UNIVERSE;
+    rtm->rtm_flags = RTNH_F_ONLINK;
+    if (family == AF_INET) {
+      mnl_attr_put(header, RTA_GATEWAY, sizeof(kRefusalGateway4), kRefusalGateway4);
+      mnl_attr_put_u32(header, RTA_FLOW, uid);
+    } else {
+      uint8_t gateway[16];
+      std::memcpy(gateway, kRefusalGatewayPrefix6, sizeof(kRefusalGatewayPrefix6));
+      const uint32_t big_endian = htonl(uid);
+      std::memcpy(gateway + 12, &big_endian, sizeof(big_endian));
+      mnl_attr_put(header, RTA_GATEWAY, sizeof(gateway), gateway);
+    }
+    mnl_attr_put_u32(header, RTA_OIF, static_cast<uint32_t>(device_index_));
+  } else {
+    rtm->rtm_scope = RT_SCOPE_NOWHERE;  // any scope
+  }
+  absl::Status s = Run(header, nullptr, nullptr);
+  const char* family_name = family == AF_INET6 ? "IPv6" : "IPv4";
+  if (type == RTM_NEWROUTE && absl::IsAlreadyExists(s)) return absl::OkStatus();
+  if (type == RTM_DELROUTE && absl::IsNotFound(s)) return absl::OkStatus();
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(type == RTM_NEWROUTE ? "adding" : "deleting", " the ",
+                                               family_name, " refusal route of table ",
+                                               SubjectTable(uid), " (subject ", uid, ") on ",
+                                               kRefusalDevice, ": ", s.message()));
+  }
+  return s;
+}
+
+absl::Status RtnlRouteRules::AddRefusalRoute(int family, uint32_t uid) {
+  if (device_index_ == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("adding a refusal route before ", kRefusalDevice, " was prepared"));
+  }
+  return ChangeRefusalRoute(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, family, uid);
+}
+
+absl::Status RtnlRouteRules::DeleteRefusalRoute(int family, uint32_t uid) {
+  return ChangeRefusalRoute(RTM_DELROUTE, 0, family, uid);
 }
 
 absl::StatusOr<int> RtnlRouteRules::ReadFwmarkAccept() {

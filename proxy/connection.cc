@@ -9,11 +9,14 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "engine/network_entry.h"
 #include "engine/reserved_ports.h"
+#include "proxy/destination_guard.h"
 #include "proxy/peek_limits.h"
 
 namespace leash::proxy {
@@ -29,6 +32,39 @@ leash::v1::Subject NetworkSubjectProto(const std::string& domain, const SocketAd
   subject.set_ip(engine::FormatIpAddress(address.ip));
   subject.set_port(address.port);
   return subject;
+}
+
+// This host's addresses for the destination guard, or why they cannot be read.
+absl::StatusOr<absl::Span<const engine::IpAddress>> OwnAddresses(ProxyContext* context) {
+  if (context->options.host_addresses == nullptr) {
+    return absl::UnavailableError("no reader of this host's addresses");
+  }
+  return context->options.host_addresses->Current();
+}
+
+// The guard's refusal of `address` (not named by an IP entry), or nullopt.
+std::optional<std::string> Guard(const engine::IpAddress& address,
+                                 const absl::StatusOr<absl::Span<const engine::IpAddress>>& own,
+                                 engine::FailMode fail_mode) {
+  if (!own.ok() && fail_mode != engine::FailMode::kOpen) {
+    // Whether this is a local service cannot be told: refused (fail_mode closed).
+    return absl::StrCat(engine::FormatIpAddress(address),
+                        " cannot be checked against this host's own addresses (",
+                        own.status().message(), ")");
+  }
+  // Under fail_mode: open an unreadable list still leaves the ranges, which need no reading.
+  return GuardNameDestination(address, /*allowed_by_address_entry=*/false,
+                              own.ok() ? *own : absl::Span<const engine::IpAddress>());
+}
+
+// Why resolved addresses were not used, for the log line: the first few, then a count (a zone
+// the agent controls may answer with hundreds of addresses).
+std::string JoinRefusals(const std::vector<std::string>& refused) {
+  constexpr size_t kShown = 4;
+  if (refused.size() <= kShown) return absl::StrCat("(", absl::StrJoin(refused, "), ("), ")");
+  return absl::StrCat("(",
+                      absl::StrJoin(refused.begin(), refused.begin() + kShown, "), ("),
+                      "), and ", refused.size() - kShown, " more");
 }
 
 void SetNoDelay(int fd) {
@@ -245,17 +281,19 @@ void Connection::OnResolved(const ResolveResult& result) {
     return;
   }
   // Every resolved address is judged too, so a deny entry on an address (or a network) still
-  // holds when the name that led there is allowed.
-  std::string denied;
+  // holds when the name that led there is allowed; and a name never leads on its own to an
+  // address the destination guard keeps for IP entries (DNS rebinding toward this host, the
+  // metadata endpoint, the private network).
+  std::vector<std::string> refused;
+  std::optional<absl::StatusOr<absl::Span<const engine::IpAddress>>> own;
   for (const engine::IpAddress& address : result.addresses) {
     if (engine::IsReservedLoopbackPort(address, original_dst_.port)) {
       // A name that resolves to this host must not carry the agent, through the proxy's own
       // (root) connection, to another subject's listener or anything else in the range.
-      if (denied.empty()) {
-        denied = absl::StrCat(engine::FormatIpAddress(address), " port ", original_dst_.port,
-                              " is in Leash's reserved loopback port range ",
-                              engine::kProxyPortFirst, "-", engine::kProxyPortLast);
-      }
+      refused.push_back(absl::StrCat(engine::FormatIpAddress(address), " port ",
+                                     original_dst_.port,
+                                     " is in Leash's reserved loopback port range ",
+                                     engine::kProxyPortFirst, "-", engine::kProxyPortLast));
       continue;
     }
     engine::NetworkSubject subject;
@@ -263,21 +301,32 @@ void Connection::OnResolved(const ResolveResult& result) {
     subject.ip = address;
     subject.port = original_dst_.port;
     const engine::Decision again = policy_->DecideNetwork(subject);
-    if (again.allowed()) {
-      pending.targets.push_back(SocketAddress{address, original_dst_.port});
-    } else if (denied.empty()) {
-      denied = again.reason;
+    if (!again.allowed()) {
+      refused.push_back(again.reason);
+      continue;
     }
+    if (context_->options.guard_name_destinations &&
+        again.matched_on != engine::MatchedOn::kIp) {
+      if (!own) own = OwnAddresses(context_);  // read once per answer, only when needed
+      if (std::optional<std::string> guarded = Guard(address, *own, policy_->fail_mode())) {
+        refused.push_back(*std::move(guarded));
+        continue;
+      }
+    }
+    pending.targets.push_back(SocketAddress{address, original_dst_.port});
   }
   if (pending.targets.empty()) {
     engine::Decision blocked;
     blocked.reason = absl::StrCat(pending.decision.reason, "; every address ", pending.name,
-                                  " resolved to is blocked (", denied, ")");
+                                  " resolved to is blocked ", JoinRefusals(refused));
     Block(std::move(blocked), pending.subject, ref_);
     return;
   }
   absl::StrAppend(&pending.decision.reason, "; connecting to ",
                   FormatSocketAddress(pending.targets.front()), " as resolved by the proxy");
+  if (!refused.empty()) {
+    absl::StrAppend(&pending.decision.reason, ", not to ", JoinRefusals(refused));
+  }
   policy_.reset();
   ConnectNext();
   LogPendingOnce();

@@ -3,6 +3,7 @@
 // network namespace). Upstreams are real TCP servers on 127.0.0.x that greet with their own
 // address, so a test sees exactly where a connection went.
 #include "proxy/listener_manager.h"
+#include "proxy/host_addresses.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -102,6 +103,9 @@ class ListenerManagerTest : public ::testing::Test {
   static ProxyOptions Options() {
     ProxyOptions options;
     options.allow_port_zero = true;
+    // The upstreams here stand on loopback, where the destination guard lets no name lead; it
+    // is on in the tests that say so (and in destination_guard_test, test/proxy).
+    options.guard_name_destinations = false;
     options.peek_timeout = absl::Milliseconds(200);
     options.connect_timeout = absl::Seconds(3);
     return options;
@@ -328,6 +332,70 @@ TEST_F(ListenerManagerTest, AnAllowedNameResolvingToThisHostNeverReachesTheReser
                                                  "blocked (127.0.0.1 port 18005 is in Leash's "
                                                  "reserved loopback port range 18000-18999)"))
       << record.reason();
+}
+
+// The destination guard on: a name leads to no loopback (or other guarded) address on its own,
+// the refusal names the address and the entry, and an IP entry naming the address allows it.
+TEST_F(ListenerManagerTest, TheGuardKeepsANameOffLoopbackUnlessAnIpEntryNamesTheAddress) {
+  ProxyOptions options = Options();
+  options.guard_name_destinations = true;
+  absl::StatusOr<std::unique_ptr<HostAddresses>> host = HostAddresses::Open();
+  ASSERT_TRUE(host.ok()) << host.status();
+  options.host_addresses = std::move(*host);
+  RestartWith(options);
+  Upstream local(Addr("127.0.0.2", 0));
+  SetDns("rebind.test", {"127.0.0.2", "::ffff:10.1.2.3"});
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_WHITELIST allow { entries: "rebind.test" } })pb")});
+  // The agent aims elsewhere and names the allowed host; the name resolves only to guarded
+  // addresses.
+  EXPECT_TRUE(Exchange(kUidA, Addr("192.0.2.10", local.address().port), Http("rebind.test")).reset);
+  EXPECT_EQ(local.accepted(), 0);
+  const leash::v1::DecisionRecord refused = NthRecord(0);
+  EXPECT_EQ(refused.action(), "block");
+  EXPECT_EQ(refused.uid(), kUidA);
+  EXPECT_TRUE(absl::StrContains(
+      refused.reason(),
+      "every address rebind.test resolved to is blocked (127.0.0.2 is in loopback 127.0.0.0/8, "
+      "where a name never leads on its own; an IP allow entry of this subject allows it: add "
+      "'127.0.0.2/32' to its network.allow (leash net allow 127.0.0.2/32)), (::ffff:10.1.2.3 "
+      "carries 10.1.2.3, in private 10.0.0.0/8"))
+      << refused.reason();
+  // With the entry the refusal named, the name leads there.
+  Apply({Subject(kUidA, R"pb(network {
+                               mode: MODE_WHITELIST
+                               allow { entries: "rebind.test" entries: "127.0.0.2/32" }
+                             })pb")},
+        2);
+  EXPECT_EQ(Exchange(kUidA, Addr("192.0.2.10", local.address().port), Http("rebind.test")).line,
+            absl::StrCat("SERVER ", FormatSocketAddress(local.address())));
+  const leash::v1::DecisionRecord allowed = NthRecord(1);
+  EXPECT_EQ(allowed.action(), "allow");
+  EXPECT_TRUE(absl::StrContains(allowed.reason(), "connecting to 127.0.0.2:")) << allowed.reason();
+  EXPECT_TRUE(absl::StrContains(allowed.reason(), "not to (::ffff:10.1.2.3 carries 10.1.2.3"))
+      << allowed.reason();
+}
+
+// Whether an address is this host's cannot be told without the list: a name-decided connection
+// is refused under fail_mode: closed; under open the ranges still hold.
+TEST_F(ListenerManagerTest, TheGuardWithoutThisHostsAddressesFailsClosed) {
+  ProxyOptions options = Options();
+  options.guard_name_destinations = true;
+  options.host_addresses = nullptr;
+  RestartWith(options);
+  Upstream local(Addr("127.0.0.2", 0));
+  SetDns("rebind.test", {"127.0.0.2"});
+  Apply({Subject(kUidA, R"pb(network { mode: MODE_WHITELIST allow { entries: "rebind.test" } })pb"),
+         Subject(kUidB, R"pb(fail_mode: "open"
+                            network { mode: MODE_WHITELIST allow { entries: "rebind.test" } })pb")});
+  EXPECT_TRUE(Exchange(kUidA, Addr("192.0.2.10", local.address().port), Http("rebind.test")).reset);
+  EXPECT_TRUE(absl::StrContains(NthRecord(0).reason(),
+                                "127.0.0.2 cannot be checked against this host's own addresses "
+                                "(no reader of this host's addresses)"))
+      << NthRecord(0).reason();
+  EXPECT_TRUE(Exchange(kUidB, Addr("192.0.2.10", local.address().port), Http("rebind.test")).reset);
+  EXPECT_TRUE(absl::StrContains(NthRecord(1).reason(), "127.0.0.2 is in loopback 127.0.0.0/8"))
+      << NthRecord(1).reason();
+  EXPECT_EQ(local.accepted(), 0);
 }
 
 TEST_F(ListenerManagerTest, TlsSniAllowedAndBlocked) {

@@ -16,6 +16,7 @@
 #include "engine/decision_record.h"
 #include "proxy/event_loop.h"
 #include "proxy/held_port_sockets.h"
+#include "proxy/host_addresses.h"
 #include "proxy/original_dst.h"
 #include "proxy/resolver.h"
 
@@ -43,6 +44,14 @@ struct ProxyOptions {
   // leashd's sockets for the listeners (null: the proxy binds its own, as in a run without
   // leashd). With them, a port leashd does not hold is a failed listener.
   std::shared_ptr<const HeldPortSockets> held_ports;
+  // The destination guard (proxy/destination_guard.h): a connection decided on a name never
+  // goes to loopback, link-local, metadata, private, shared, unspecified, multicast or reserved
+  // addresses, nor to this host's own, unless an IP/CIDR allow entry of the subject names the
+  // address. Off only in unit tests whose upstreams stand on loopback.
+  bool guard_name_destinations = true;
+  // This host's interface addresses, for the guard (loop thread only). Without it the guard
+  // cannot check a destination against them, and refuses under fail_mode: closed.
+  std::shared_ptr<HostAddresses> host_addresses;
   // Unit tests: a subject on port 0 gets a kernel-chosen port. leashd never sends port 0, and
   // without this it is refused as a bad port.
   bool allow_port_zero = false;

@@ -19,6 +19,7 @@
 #include "proto/policystream/policy_subscriber.h"
 #include "proxy/event_loop.h"
 #include "proxy/held_port_sockets.h"
+#include "proxy/host_addresses.h"
 #include "proxy/listener_manager.h"
 #include "proxy/original_dst.h"
 #include "proxy/resolver.h"
@@ -183,6 +184,14 @@ int RunProxyMain(int argc, char** argv, const SinkFactory& make_sink) {
     std::cerr << "leash-proxy: " << loop.status().message() << "\n";
     return 1;
   }
+  // Read in this process's network namespace, where the proxy's own connections are made.
+  absl::StatusOr<std::unique_ptr<HostAddresses>> host_addresses = HostAddresses::Open();
+  if (!host_addresses.ok()) {
+    std::cerr << "leash-proxy: the destination guard cannot read this host's addresses: "
+              << host_addresses.status().message() << "\n";
+    return 1;
+  }
+  flags->options.host_addresses = std::move(*host_addresses);
   KernelOriginalDst original_dst;
   KernelSocketOwner socket_owner;
   ResolverOptions resolver_options;

@@ -25,12 +25,16 @@ int CallAdmission::Alive(uint32_t uid) const {
   return it == accounts_.end() ? 0 : it->second.alive;
 }
 
-bool CallAdmission::Admit(uint32_t uid) {
+CallAdmission::Admission CallAdmission::Admit(uint32_t uid) {
   absl::MutexLock lock(&mu_);
   Account& account = accounts_[uid];
-  if (uid != 0 && account.in_flight >= max_calls_per_account_) return false;
+  if (uid != 0 && account.in_flight >= max_calls_per_account_) {
+    return ++account.refused_in_a_row > max_alive() ? Admission::kOverShareTooOften
+                                                    : Admission::kOverShare;
+  }
+  account.refused_in_a_row = 0;
   ++account.in_flight;
-  return true;
+  return Admission::kAdmitted;
 }
 
 void CallAdmission::Release(uint32_t uid) {

@@ -17,6 +17,13 @@
 // So the calls alive per account are counted too (Opened/Closed, from the headers to gRPC's
 // OnDone): past a cap (kLiveCallsPerShare times the share, plus kLiveCallsSlack) the account's
 // connections are to be cut, which ends all its calls at once.
+//
+// A refused call ends at once, so it does not stay alive; a caller that holds its share with
+// calls it never finishes and opens call after call is refused without end, and gRPC keeps the
+// refusals it cannot write, and the calls it read ahead of their handlers, in memory. So the
+// refusals in a row are counted too: past max_alive() of them, with no call admitted in
+// between, the account's connections are to be cut. A well-behaved client never gets there:
+// its calls are answered in microseconds, and each admitted call starts the count again.
 #pragma once
 
 #include <cstdint>
@@ -46,9 +53,12 @@ class CallAdmission {
   void Closed(uint32_t uid);
   int Alive(uint32_t uid) const;
 
-  // Counts a call of `uid` in and returns true, or returns false when the account already has
-  // its share in flight. Every true must be matched by one Release.
-  bool Admit(uint32_t uid);
+  // Counts a call of `uid` in (kAdmitted), or refuses it when the account already has its share
+  // in flight: kOverShare, or kOverShareTooOften once more than max_alive() calls of that
+  // account were refused in a row (its connections should be cut). Every kAdmitted must be
+  // matched by one Release.
+  enum class Admission { kAdmitted, kOverShare, kOverShareTooOften };
+  Admission Admit(uint32_t uid);
   void Release(uint32_t uid);
   int InFlight(uint32_t uid) const;
   int max_calls_per_account() const { return max_calls_per_account_; }
@@ -68,6 +78,7 @@ class CallAdmission {
   struct Account {
     int in_flight = 0;
     int alive = 0;
+    int refused_in_a_row = 0;
     Reports refused;
     Reports cut;
   };

@@ -68,9 +68,19 @@ class ToolsService::CheckToolReactor final
       Finish(service->Cut(uid_, "opened a call while not reading what was already sent to it"));
       return;
     }
-    if (!service->admission_.Admit(uid_)) {
-      Finish(service->RefuseOverShare(*context, uid_));
-      return;
+    switch (service->admission_.Admit(uid_)) {
+      case CallAdmission::Admission::kAdmitted:
+        break;
+      case CallAdmission::Admission::kOverShare:
+        Finish(service->RefuseOverShare(*context, uid_));
+        return;
+      case CallAdmission::Admission::kOverShareTooOften:
+        Finish(service->Cut(
+            uid_, absl::StrCat("was refused more than ", service->admission_.max_alive(),
+                               " calls in a row for holding its share of ",
+                               service->admission_.max_calls_per_account(),
+                               " calls in flight")));
+        return;
     }
     admitted_ = true;
     StartRead(&request_);

@@ -142,8 +142,10 @@ inline constexpr char kResponseTrailer[] = "leash-check-tool-response-bin";
 //   cut:      an account that opens a call while it has more than CallAdmission::max_alive()
 //             calls alive (it keeps calls open, or does not open its flow-control window, so
 //             gRPC cannot finish them), or while it is not reading what was sent to it (gRPC
-//             would queue every further answer in memory), has every connection to the socket
-//             cut (ToolsServiceOptions::cut_connections), which ends all its calls; the call
+//             would queue every further answer in memory), or after more than max_alive()
+//             refusals in a row for holding its share (refusals end at once, but gRPC keeps what
+//             it cannot write, and the calls it reads ahead of their handlers), has every
+//             connection to the socket cut (ToolsServiceOptions::cut_connections), which ends all its calls; the call
 //             gets RESOURCE_EXHAUSTED, and the decision log one critical line per account
 //             every 10 s.
 //

@@ -487,6 +487,20 @@ TEST_F(ToolsServiceTest, CallsOverTheAccountsShareAreRefusedUnreadAndLoggedOnceP
   EXPECT_EQ(refusals[0].action(), "block");
   EXPECT_EQ(refusals[0].uid(), kUnknownUid) << "the harness names no caller";
 
+  // Refused again and again while the share stays held: past the alive cap (96) of refusals in a
+  // row, the account's connections are cut (gRPC would keep what it reads ahead in memory).
+  grpc::Status last;
+  int refused_calls = 0;
+  for (; refused_calls <= 96; ++refused_calls) {
+    last = Call(Request("read_file", "{}"), &response);
+    if (last.error_message().find("in a row") != std::string::npos) break;
+    ASSERT_EQ(last.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << last.error_message();
+  }
+  EXPECT_THAT(last.error_message(),
+              HasSubstr("was refused more than 96 calls in a row for holding its share of 8 calls "
+                        "in flight; its connections to the tools socket are cut"));
+  EXPECT_LE(refused_calls, 96) << "the refusals before the cut include the ones above";
+
   // The held calls end (their callers go away): the share is given back.
   held.EndAll();
   EXPECT_TRUE(leash::testing::WaitFor(

@@ -2,11 +2,16 @@
 // failure injection, for the unit tests of InboundRouting's planning.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "controlplane/route_rules.h"
 
 namespace leash::controlplane::testing {
@@ -30,6 +35,28 @@ class FakeRouteRules : public RouteRules {
     if (it != rules.end()) rules.erase(it);
     return absl::OkStatus();
   }
+  absl::Status PrepareRefusalDevice() override {
+    if (!fail_device.ok()) return fail_device;
+    device = true;
+    return absl::OkStatus();
+  }
+  absl::Status DeleteRefusalDevice() override {
+    device = false;
+    routes.clear();
+    return absl::OkStatus();
+  }
+  absl::Status AddRefusalRoute(int family, uint32_t uid) override {
+    if (!device) return absl::NotFoundError("no device");
+    log.push_back(absl::StrCat("add route ", family == AF_INET6 ? 6 : 4, " ", uid));
+    routes.insert({family, uid});
+    return absl::OkStatus();
+  }
+  absl::Status DeleteRefusalRoute(int family, uint32_t uid) override {
+    if (routes.erase({family, uid}) > 0) {
+      log.push_back(absl::StrCat("delete route ", family == AF_INET6 ? 6 : 4, " ", uid));
+    }
+    return absl::OkStatus();
+  }
   absl::StatusOr<int> ReadFwmarkAccept() override { return fwmark_accept; }
   absl::Status WriteFwmarkAccept(int value) override {
     fwmark_accept = value;
@@ -37,6 +64,9 @@ class FakeRouteRules : public RouteRules {
   }
 
   std::vector<RouteRule> rules;
+  bool device = false;
+  std::set<std::pair<int, uint32_t>> routes;  // (family, subject UID)
+  absl::Status fail_device;
   std::vector<uint32_t> other_priorities;
   int fwmark_accept = 0;
   std::vector<std::string> log;

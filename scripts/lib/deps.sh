@@ -10,6 +10,8 @@ LEASH_PACKAGES=(
   # newuidmap/newgidmap: the subordinate-UID tests map an agent's ranges for real.
   uidmap
   systemd libcap2-bin
+  # test/install/unit_test.sh: every system call of the demo's leashd and sidecars, traced.
+  strace
   python3 python3-grpcio
   # tools_api: Python stubs generated at test time (python3-grpc-tools), and
   # google/rpc/status.proto for CheckTool's error details (shipped, unchanged from

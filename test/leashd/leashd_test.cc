@@ -140,6 +140,11 @@ class LeashdTest : public ::testing::Test {
     }
     return out;
   }
+  // The refusal device's `ip -d link` line, "" when there is none.
+  std::string RefusalDevice() {
+    auto shown = ns_->Run({"ip", "-d", "link", "show", "leash-inbound"});
+    return shown.ok() && shown->exit_code == 0 ? shown->out : "";
+  }
   std::string FwmarkAccept() {
     auto read = ns_->Run({"sysctl", "-n", "net.ipv4.tcp_fwmark_accept"});
     return read.ok() ? std::string(absl::StripAsciiWhitespace(read->out)) : "?";
@@ -471,6 +476,10 @@ TEST_F(LeashdTest, StopReleasesEveryChain) {
   at = routed.find(refusal, at + 1);
   ASSERT_NE(at, std::string::npos) << routed;
   EXPECT_EQ(routed.find(refusal, at + 1), std::string::npos) << routed;
+  // Its counted refusal, through its own table, out of the refusal device.
+  EXPECT_THAT(routed, HasSubstr(absl::StrCat("uidrange ", a, "-", a, " lookup ",
+                                             a | 0x80000000u, " proto 76")));
+  EXPECT_THAT(RefusalDevice(), HasSubstr("ifb"));
   EXPECT_EQ(FwmarkAccept(), "1");
   auto stopped = leashd_->Stop();
   ASSERT_TRUE(stopped.ok());
@@ -478,6 +487,7 @@ TEST_F(LeashdTest, StopReleasesEveryChain) {
   EXPECT_EQ(ChainHandles(a), "");
   EXPECT_EQ(ChainHandles(user_->uid()), "");
   EXPECT_EQ(RoutingRules(), "");
+  EXPECT_EQ(RefusalDevice(), "");
   EXPECT_EQ(FwmarkAccept(), "0");
 }
 
@@ -500,6 +510,7 @@ TEST_F(LeashdTest, TeardownReleasesEveryChainAfterACrash) {
   EXPECT_EQ(ChainHandles(a), "");
   EXPECT_EQ(ChainHandles(user_->uid()), "");
   EXPECT_EQ(RoutingRules(), "");
+  EXPECT_EQ(RefusalDevice(), "");
   EXPECT_EQ(FwmarkAccept(), "0");
 }
 
@@ -1040,7 +1051,8 @@ TEST_F(UnreadingCallerTest, CallsKeptAliveGetTheConnectionCut) {
 
 // Calls held in flight take the share, so every further call is refused; refusals need no
 // window, so they go out until the kernel's buffers are full, and gRPC would then queue the
-// rest in memory. The next call opened while the connection is unread cuts it.
+// rest in memory (and, on a busy host, read calls far ahead of their handlers). More refusals
+// in a row than the alive cap, or the next call opened while the connection is unread, cuts it.
 TEST_F(UnreadingCallerTest, AnswersLeftUnreadGetTheConnectionCut) {
   auto [out, peak_mib] = Unread({"200000", "--hold=8"});
   EXPECT_THAT(out, HasSubstr("cut_after=")) << "the connection was never cut";

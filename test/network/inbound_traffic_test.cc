@@ -7,7 +7,8 @@
 // inbound service too, and TCP that another table's nat rule takes past the redirect is dropped.
 // With the policy routing leashd applies with the chains (controlplane/inbound_routing.h), a
 // remote client under SYN cookies gets not even a SYN-ACK, from the account's own UID or from
-// one of its subordinate range.
+// one of its subordinate range, and every refused answer is counted under the subject, owned
+// by a process or not; without the refusal device or the chains it is still refused.
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -218,6 +219,29 @@ class RoutedInboundTest : public InboundTrafficTest {
     return out.value_or("");
   }
   std::string RefusalOf(uint32_t uid) const { return absl::StrCat("lookup ", uid, " prohibit"); }
+  std::string CountedRefusalOf(uint32_t uid) const {
+    return absl::StrCat("lookup ", SubjectTable(uid), " proto 76");
+  }
+  // The peer that keeps a zero window (see AZeroWindowPeerGetsNothingFromASocketItsProcessClosed).
+  void BlockTheRemotesResets() {
+    for (const std::vector<std::string>& command : std::vector<std::vector<std::string>>{
+             {"add", "table", "ip", "peer"},
+             {"add", "chain", "ip", "peer", "out", "{ type filter hook output priority 0; }"},
+             {"add", "rule", "ip", "peer", "out", "tcp", "flags", "rst", "drop"}}) {
+      absl::StatusOr<std::string> done = leash::testing::Nft(*remote_, command);
+      ASSERT_TRUE(done.ok()) << done.status();
+    }
+  }
+  std::string ZeroWindowPeer() {
+    absl::StatusOr<leash::testing::RunResult> run = remote_->Run(
+        {"/usr/bin/python3",
+         absl::StrCat(getenv("TEST_SRCDIR"), "/leash/test/network/zero_window_peer.py"), kRemote4,
+         kHere4, absl::StrCat(kListen4)},
+        absl::Seconds(30));
+    if (!run.ok()) return absl::StrCat("peer failed: ", run.status().ToString());
+    return std::string(absl::StripAsciiWhitespace(run->out));
+  }
+  uint64_t Dropped() { return Counters().inbound_dropped_packets; }
 
   std::unique_ptr<Netfilter> chains_;
   std::unique_ptr<RtnlRouteRules> rules_;
@@ -419,13 +443,17 @@ TEST_F(RoutedInboundTest, InboundAllowRemovesTheRulesAndTheRemoteHostIsServed) {
   ASSERT_TRUE(nf_->Apply(allowed).ok());
   EXPECT_THAT(IpRules("-4"), ::testing::Not(HasSubstr(RefusalOf(a_->uid()))));
   EXPECT_THAT(IpRules("-6"), ::testing::Not(HasSubstr(RefusalOf(a_->uid()))));
+  EXPECT_THAT(IpRules("-4"), ::testing::Not(HasSubstr(CountedRefusalOf(a_->uid()))));
   EXPECT_EQ(FromRemote("tcp", kHere4, kListen4), "agent");
   EXPECT_EQ(FromRemote("tcp", kHere6, kListen6), "agent6");
+  EXPECT_EQ(Dropped(), 0u);
   ASSERT_TRUE(nf_->Apply(subject_).ok());
   EXPECT_EQ(FromRemote("tcp", kHere4, kListen4), "timeout");
+  EXPECT_THAT(Dropped(), Gt(0u));
   // Releasing the subject releases its rules with its chains.
   ASSERT_TRUE(nf_->Release(a_->uid()).ok());
   EXPECT_THAT(IpRules("-4"), ::testing::Not(HasSubstr(RefusalOf(a_->uid()))));
+  EXPECT_THAT(IpRules("-4"), ::testing::Not(HasSubstr(CountedRefusalOf(a_->uid()))));
 }
 
 // A listener run under a UID of the subject's subordinate range (what the agent gets inside a
@@ -441,6 +469,8 @@ TEST_F(RoutedInboundTest, ASubordinateUidsListenerIsCovered) {
   ASSERT_NO_FATAL_FAILURE(SynCookiesAlways());
   EXPECT_EQ(FromRemote("tcp", kHere4, kListenInner), "timeout");
   EXPECT_EQ(Probe(nullptr, "tcp", "127.0.0.1", kListenInner), "inner (still open)");
+  // Counted under the subject, whose realm is its own UID, not the listener's.
+  EXPECT_THAT(Dropped(), Gt(0u));
   ASSERT_TRUE(routing_->Release(a_->uid()).ok());
   EXPECT_EQ(FromRemote("tcp", kHere4, kListenInner), "silent");
 }
@@ -452,26 +482,63 @@ TEST_F(RoutedInboundTest, ASubordinateUidsListenerIsCovered) {
 TEST_F(RoutedInboundTest, AZeroWindowPeerGetsNothingFromASocketItsProcessClosed) {
   ASSERT_NO_FATAL_FAILURE(SynCookiesAlways());
   // The remote host's own stack would reset the handshake its raw socket makes.
-  for (const std::vector<std::string>& command : std::vector<std::vector<std::string>>{
-           {"add", "table", "ip", "peer"},
-           {"add", "chain", "ip", "peer", "out", "{ type filter hook output priority 0; }"},
-           {"add", "rule", "ip", "peer", "out", "tcp", "flags", "rst", "drop"}}) {
-    absl::StatusOr<std::string> done = leash::testing::Nft(*remote_, command);
-    ASSERT_TRUE(done.ok()) << done.status();
-  }
-  auto peer = [&] {
-    absl::StatusOr<leash::testing::RunResult> run = remote_->Run(
-        {"/usr/bin/python3",
-         absl::StrCat(getenv("TEST_SRCDIR"), "/leash/test/network/zero_window_peer.py"), kRemote4,
-         kHere4, absl::StrCat(kListen4)},
-        absl::Seconds(30));
-    if (!run.ok()) return absl::StrCat("peer failed: ", run.status().ToString());
-    return std::string(absl::StripAsciiWhitespace(run->out));
-  };
-  EXPECT_EQ(peer(), "no syn-ack");
+  ASSERT_NO_FATAL_FAILURE(BlockTheRemotesResets());
+  EXPECT_EQ(ZeroWindowPeer(), "no syn-ack");
+  // Its cookie SYN-ACKs, which no process owns, are counted under the subject.
+  EXPECT_THAT(Dropped(), Gt(0u));
   // The chains alone: the orphan's data leaves.
   ASSERT_TRUE(routing_->Release(a_->uid()).ok());
-  EXPECT_EQ(peer(), "data agent");
+  EXPECT_EQ(ZeroWindowPeer(), "data agent");
+}
+
+// Every answer refused at the route lookup is counted under the subject: a listener's
+// SYN-ACK (its socket has an owner), a SYN cookie's (none), IPv4 and IPv6, and the count is
+// what `leash status` reads (Netfilter::ReadCounters). Loopback clients add nothing to it.
+TEST_F(RoutedInboundTest, RefusedAnswersAreCountedUnderTheSubjectOwnedByAProcessOrNot) {
+  EXPECT_THAT(IpRules("-4"), HasSubstr(CountedRefusalOf(a_->uid())));
+  EXPECT_THAT(IpRules("-6"), HasSubstr(CountedRefusalOf(a_->uid())));
+  EXPECT_EQ(Dropped(), 0u);
+  EXPECT_EQ(Probe(nullptr, "tcp", "127.0.0.1", kListen4), "agent");
+  EXPECT_EQ(Probe(nullptr, "tcp", kHere4, kListen4), "agent");
+  EXPECT_EQ(Dropped(), 0u);
+  // A normal listener: the SYN-ACK and its retransmissions.
+  EXPECT_EQ(FromRemote("tcp", kHere4, kListen4), "timeout");
+  const uint64_t after_listener = Dropped();
+  EXPECT_THAT(after_listener, Gt(0u));
+  // SYN cookies: no socket owns the SYN-ACK; the route names the subject.
+  ASSERT_NO_FATAL_FAILURE(SynCookiesAlways());
+  EXPECT_EQ(FromRemote("tcp", kHere4, kListenHeld), "timeout");
+  const uint64_t after_cookies4 = Dropped();
+  EXPECT_THAT(after_cookies4, Gt(after_listener));
+  EXPECT_EQ(FromRemote("tcp", kHere6, kListen6), "timeout");
+  EXPECT_THAT(Dropped(), Gt(after_cookies4));
+  EXPECT_EQ(Counters().unproxied_dropped_packets, 0u);
+  // Another subject's counters are its own.
+  const uint32_t other = b_->uid();
+  ASSERT_TRUE(nf_->Apply(MakeSubject(other, kProxyPort + 1)).ok());
+  absl::StatusOr<NetfilterCounters> others = nf_->ReadCounters(other);
+  ASSERT_TRUE(others.ok()) << others.status();
+  EXPECT_EQ(others->inbound_dropped_packets, 0u);
+}
+
+// The counting path is an addition, never the refusal itself: without the refusal device (its
+// routes go with it) the prohibits refuse, uncounted; without the chains that count, the
+// device drops what is routed to it.
+TEST_F(RoutedInboundTest, WithoutTheCountingPathAnswersAreStillRefused) {
+  ASSERT_NO_FATAL_FAILURE(SynCookiesAlways());
+  ASSERT_TRUE(leash::testing::RunOk(world_->ns().Exec({"ip", "link", "del", kRefusalDevice})).ok());
+  EXPECT_EQ(FromRemote("tcp", kHere4, kListenHeld), "timeout");
+  EXPECT_EQ(FromRemote("tcp", kHere6, kListen6), "timeout");
+  EXPECT_EQ(Dropped(), 0u);
+  // The next apply makes it again and routes there: counted again.
+  ASSERT_TRUE(nf_->Apply(subject_).ok());
+  EXPECT_EQ(FromRemote("tcp", kHere4, kListenHeld), "timeout");
+  EXPECT_THAT(Dropped(), Gt(0u));
+  // The filter table gone (no chain, no dispatch): the device is the last stop.
+  ASSERT_TRUE(leash::testing::Nft(world_->ns(), {"delete", "table", "inet", "leash_filter"}).ok());
+  EXPECT_EQ(FromRemote("tcp", kHere4, kListenHeld), "timeout");
+  EXPECT_EQ(FromRemote("tcp", kHere6, kListen6), "timeout");
+  EXPECT_EQ(FromRemote("tcp", kHere4, kListen4), "timeout");
 }
 
 TEST_F(IptablesRoutedInboundTest, WithSynCookiesARemoteClientGetsNoSynAckAndNoByte) {

@@ -11,10 +11,12 @@
 //   marked:   the SYN-ACK of a host service (a UID below the agents') to a peer off the host,
 //   in-span:  the same for an unleashed UID inside the agents' span (lowest to highest UID of
 //             any refusal), which the hull gate cannot skip: it walks every refusal,
-//   refused:  a leashed listener's SYN-ACK to a peer off the host (the last subject's range).
+//   refused:  a leashed listener's SYN-ACK to a peer off the host (the last subject's range):
+//             the counted refusal's route, out of the refusal device.
 #include <libmnl/libmnl.h>
 #include <linux/rtnetlink.h>
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -47,8 +49,9 @@ constexpr uint32_t kInSpanUid = 500000;  // between the subjects' own UIDs and t
 constexpr int kSubjects = 1000;
 uint32_t SubordinateFirst(int i) { return 1000000u + static_cast<uint32_t>(i) * 65536u; }
 
-// One RTM_GETROUTE to 192.0.2.99 with `mark` and `uid`; true when a route came back, false
-// when the kernel refused one (EACCES: a prohibit rule).
+// One RTM_GETROUTE to 192.0.2.99 with `mark` and `uid`: 1 when a route came back, 2 when it
+// goes out of the refusal device (a counted refusal), 0 when the kernel refused one (EACCES: a
+// prohibit rule).
 class Lookup {
  public:
   Lookup() : socket_(mnl_socket_open(NETLINK_ROUTE)) {
@@ -79,19 +82,36 @@ class Lookup {
     if (reply->nlmsg_type == NLMSG_ERROR) {
       return -static_cast<const nlmsgerr*>(mnl_nlmsg_get_payload(reply))->error == EACCES ? 0 : -1;
     }
-    return reply->nlmsg_type == RTM_NEWROUTE ? 1 : -1;
+    if (reply->nlmsg_type != RTM_NEWROUTE) return -1;
+    uint32_t oif = 0;
+    mnl_attr_parse(
+        reply, sizeof(rtmsg),
+        [](const nlattr* attr, void* data) {
+          if (mnl_attr_get_type(attr) == RTA_OIF) {
+            *static_cast<uint32_t*>(data) = mnl_attr_get_u32(attr);
+          }
+          return MNL_CB_OK;
+        },
+        &oif);
+    if (!device_looked_up_) {  // once: the namespace's device is made before the first lookup
+      refusal_device_ = if_nametoindex(controlplane::kRefusalDevice);
+      device_looked_up_ = true;
+    }
+    return oif != 0 && oif == refusal_device_ ? 2 : 1;
   }
 
  private:
   mnl_socket* socket_;
   uint32_t seq_ = 0;
+  bool device_looked_up_ = false;
+  uint32_t refusal_device_ = 0;
 };
 
 struct Case {
   const char* name;
   uint32_t mark;
   uint32_t uid;
-  int expect;  // 1 a route, 0 refused
+  int expect;  // as Lookup::Run answers
 };
 
 // Median nanoseconds per lookup over `rounds` rounds of `lookups` each, for `c` without rules
@@ -165,7 +185,7 @@ int Main(int argc, char** argv) {
   const Case cases[] = {{"unmarked", 0, kUnleashedUid, 1},
                         {"marked", kInboundMark, kUnleashedUid, 1},
                         {"in-span", kInboundMark, kInSpanUid, 1},
-                        {"refused", kInboundMark, refused_uid, 0}};
+                        {"refused", kInboundMark, refused_uid, 2}};
 
   std::vector<controlplane::NetfilterSubject> subjects;
   for (int i = 0; i < kSubjects; ++i) {

@@ -55,6 +55,13 @@ class RtnlRouteRulesTest : public ::testing::Test {
     EXPECT_TRUE(out.ok()) << out.status();
     return out.value_or("");
   }
+  std::string Ip(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"ip"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    absl::StatusOr<std::string> out = leash::testing::RunOk(ns_->Exec(argv));
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.value_or("");
+  }
   std::string Sysctl() {
     absl::StatusOr<std::string> out = leash::testing::RunOk(
         ns_->Exec({"sysctl", "-n", "net.ipv4.tcp_fwmark_accept"}));
@@ -86,9 +93,12 @@ TEST_F(RtnlRouteRulesTest, RulesReadBackAsWrittenAndTheSysctlIsTheNamespaces) {
   ASSERT_TRUE(own.ok()) << own.status();
   EXPECT_THAT(*own, ::testing::UnorderedElementsAreArray(written));
   EXPECT_THAT(IpRules("-4"),
-              HasSubstr("2:\tfrom all fwmark 0x1000000/0x1000000 uidrange 300000-365535 lookup "
+              HasSubstr(absl::StrCat("2:\tfrom all fwmark 0x1000000/0x1000000 uidrange "
+                                     "300000-365535 lookup ", SubjectTable(70001), " proto 76")));
+  EXPECT_THAT(IpRules("-4"),
+              HasSubstr("3:\tfrom all fwmark 0x1000000/0x1000000 uidrange 300000-365535 lookup "
                         "70001 prohibit proto 76"));
-  EXPECT_THAT(IpRules("-6"), HasSubstr("1:\tnot from all fwmark 0x1000000/0x1000000 goto 3 proto 76"));
+  EXPECT_THAT(IpRules("-6"), HasSubstr("1:\tnot from all fwmark 0x1000000/0x1000000 goto 4 proto 76"));
   for (const RouteRule& rule : written) ASSERT_TRUE(kernel->Delete(rule).ok());
   ASSERT_TRUE(kernel->Delete(written.back()).ok());  // gone already: not an error
   EXPECT_THAT(kernel->ListOwn().value_or(std::vector<RouteRule>{RouteRule{}}), IsEmpty());
@@ -127,7 +137,8 @@ TEST_F(RtnlRouteRulesTest, ARestartReplacesTheRulesAndADeliberateReleaseRemovesT
     ASSERT_TRUE(first.Apply(Subject(70002, {})).ok());
   }
   EXPECT_EQ(Sysctl(), "1\n");
-  ASSERT_THAT(first_kernel->ListOwn().value_or(std::vector<RouteRule>{}), SizeIs(4 + 6 + 2));
+  // The frame, a counted refusal and a prohibit per range and family, the hull gates.
+  ASSERT_THAT(first_kernel->ListOwn().value_or(std::vector<RouteRule>{}), SizeIs(4 + 12 + 2));
 
   // leashd restarts (no release): the rules stayed, the new one finds and replaces its own.
   std::unique_ptr<RtnlRouteRules> second_kernel = Open();
@@ -137,11 +148,11 @@ TEST_F(RtnlRouteRulesTest, ARestartReplacesTheRulesAndADeliberateReleaseRemovesT
   ASSERT_TRUE(second.Apply(Subject(70001, {{300000, 399999}})).ok());
   absl::StatusOr<std::vector<RouteRule>> own = second_kernel->ListOwn();
   ASSERT_TRUE(own.ok()) << own.status();
-  EXPECT_THAT(*own, SizeIs(4 + 6 + 2));
+  EXPECT_THAT(*own, SizeIs(4 + 12 + 2));
   EXPECT_THAT(IpRules("-4"), HasSubstr("uidrange 300000-399999 lookup 70001 prohibit proto 76"));
   EXPECT_THAT(IpRules("-4"), Not(HasSubstr("uidrange 300000-365535")));
   // The hull gate follows: unmarked lookups and UIDs outside every refusal skip the block.
-  EXPECT_THAT(IpRules("-4"), HasSubstr("1:\tnot from all uidrange 70001-399999 goto 3 proto 76"));
+  EXPECT_THAT(IpRules("-4"), HasSubstr("1:\tnot from all uidrange 70001-399999 goto 4 proto 76"));
   // A subject not applied yet after the restart keeps its rules until it is.
   EXPECT_THAT(IpRules("-6"), HasSubstr("uidrange 70002-70002 lookup 70002 prohibit proto 76"));
 
@@ -150,14 +161,69 @@ TEST_F(RtnlRouteRulesTest, ARestartReplacesTheRulesAndADeliberateReleaseRemovesT
   allowed.inbound_allowed = true;
   ASSERT_TRUE(second.Apply(allowed).ok());
   EXPECT_THAT(IpRules("-4"), Not(HasSubstr("lookup 70001 prohibit proto 76")));
+  EXPECT_THAT(IpRules("-4"), Not(HasSubstr(absl::StrCat("lookup ", SubjectTable(70001)))));
+  EXPECT_EQ(Ip({"-4", "route", "show", "table", absl::StrCat(SubjectTable(70001))}), "");
+  EXPECT_THAT(Ip({"-6", "route", "show", "table", absl::StrCat(SubjectTable(70002))}),
+              HasSubstr("dev leash-inbound"));
 
   // The deliberate release: Leash's rules all gone, the host's 0 back, the others' untouched.
   ASSERT_TRUE(second.ReleaseHost().ok());
   EXPECT_THAT(second_kernel->ListOwn().value_or(std::vector<RouteRule>{RouteRule{}}), IsEmpty());
   EXPECT_EQ(Sysctl(), "0\n");
   EXPECT_EQ(IpRules("-4"), others4);
+  EXPECT_FALSE(leash::testing::RunOk(ns_->Exec({"ip", "link", "show", kRefusalDevice})).ok());
   EXPECT_THAT(IpRules("-6"), HasSubstr("2:\tfrom all fwmark 0x1000000/0x1000000 uidrange "
                                        "70001-70001 lookup 70001 prohibit proto static"));
+}
+
+// The refusal device is an ifb device, up, with no IPv6 address; a subject's table holds one
+// route per family out of it, tagged with the subject's UID (the IPv4 realm, the IPv6 next hop).
+TEST_F(RtnlRouteRulesTest, TheRefusalDeviceAndASubjectsRoutes) {
+  std::unique_ptr<RtnlRouteRules> kernel = Open();
+  ASSERT_NE(kernel, nullptr);
+  // Before the device there is nothing to route to.
+  EXPECT_FALSE(kernel->AddRefusalRoute(AF_INET, 70001).ok());
+  ASSERT_TRUE(kernel->PrepareRefusalDevice().ok());
+  ASSERT_TRUE(kernel->PrepareRefusalDevice().ok());  // again: the same device
+  const std::string link = Ip({"-d", "link", "show", kRefusalDevice});
+  EXPECT_THAT(link, HasSubstr("ifb"));
+  EXPECT_THAT(link, HasSubstr(",UP"));
+  EXPECT_THAT(link, HasSubstr("addrgenmode none"));
+  EXPECT_EQ(Ip({"-6", "addr", "show", "dev", kRefusalDevice}), "");
+  for (int family : {AF_INET, AF_INET6}) {
+    ASSERT_TRUE(kernel->AddRefusalRoute(family, 70001).ok());
+    ASSERT_TRUE(kernel->AddRefusalRoute(family, 70001).ok());  // there already: not an error
+  }
+  const std::string table = absl::StrCat(SubjectTable(70001));
+  // 70001 is 0x11171: realm 1/4465 as iproute2 prints 32 bits, ::1:1171 the address's last 32.
+  EXPECT_EQ(Ip({"-4", "route", "show", "table", table}),
+            "default via 192.0.0.8 dev leash-inbound proto 76 onlink realms 1/4465 \n");
+  EXPECT_THAT(Ip({"-6", "route", "show", "table", table}),
+              HasSubstr("default via fd6c:6561:7368::1:1171 dev leash-inbound proto 76"));
+  for (int family : {AF_INET, AF_INET6}) {
+    ASSERT_TRUE(kernel->DeleteRefusalRoute(family, 70001).ok());
+    ASSERT_TRUE(kernel->DeleteRefusalRoute(family, 70001).ok());  // gone: not an error
+  }
+  EXPECT_EQ(Ip({"-4", "route", "show", "table", table}), "");
+  EXPECT_EQ(Ip({"-6", "route", "show", "table", table}), "");
+  ASSERT_TRUE(kernel->DeleteRefusalDevice().ok());
+  ASSERT_TRUE(kernel->DeleteRefusalDevice().ok());
+  EXPECT_FALSE(leash::testing::RunOk(ns_->Exec({"ip", "link", "show", kRefusalDevice})).ok());
+}
+
+// A device of that name that is not an ifb could carry what is routed there off the host:
+// refused, and never deleted.
+TEST_F(RtnlRouteRulesTest, ADeviceOfThatNameOfAnotherKindIsRefusedAndLeftAlone) {
+  ASSERT_TRUE(leash::testing::RunOk(ns_->Exec({"ip", "link", "add", kRefusalDevice, "type",
+                                               "veth", "peer", "name", "leash-peer"}))
+                  .ok());
+  std::unique_ptr<RtnlRouteRules> kernel = Open();
+  ASSERT_NE(kernel, nullptr);
+  const absl::Status prepared = kernel->PrepareRefusalDevice();
+  EXPECT_TRUE(absl::IsFailedPrecondition(prepared)) << prepared;
+  EXPECT_THAT(std::string(prepared.message()), HasSubstr("veth"));
+  ASSERT_TRUE(kernel->DeleteRefusalDevice().ok());
+  EXPECT_THAT(Ip({"-d", "link", "show", kRefusalDevice}), HasSubstr("veth"));
 }
 
 }  // namespace

@@ -47,17 +47,38 @@ class ProxyNetnsTest : public ::testing::Test {
         // Allowed names (suffixes of allowed-a.test) whose hosts fail the proxy's connection.
         "192.0.2.12 reset.allowed-a.test\n"
         "192.0.2.99 blackholed.allowed-a.test\n"
-        "198.51.100.7 unreachable.allowed-a.test\n";
+        "198.51.100.7 unreachable.allowed-a.test\n"
+        // Allowed names that lead where the destination guard keeps names out (DNS rebinding
+        // toward the metadata endpoint, the private network, this host's own services).
+        "169.254.169.254 metadata.allowed-a.test\n"
+        "10.20.30.40 private.allowed-a.test\n"
+        "127.0.0.1 loopback.allowed-a.test\n"
+        "192.0.2.10 own.allowed-a.test\n"
+        "203.0.113.50 late.allowed-a.test\n";
     // A short connect timeout, so a blackholed upstream times out within the test.
     options.proxy_flags = {"--peek-timeout=300ms", "--connect-timeout=2s"};
     options.helpers = {"test/proxy/probe"};
     absl::StatusOr<std::unique_ptr<ProxyTestbed>> bed = ProxyTestbed::Create(options);
     if (!bed.ok()) return bed.status();
     bed_ = bed->release();
+    // The metadata and private stand-ins live on the remote end, routed to from this host.
+    for (const auto& [remote, argv] :
+         {std::pair<bool, std::vector<std::string>>{
+              true, {"ip", "addr", "add", "169.254.169.254/32", "dev", "v1"}},
+          {true, {"ip", "addr", "add", "10.20.30.40/32", "dev", "v1"}},
+          {false, {"ip", "route", "add", "169.254.169.254/32", "dev", "v0"}},
+          {false, {"ip", "route", "add", "10.20.30.40/32", "dev", "v0"}}}) {
+      absl::StatusOr<RunResult> run = (remote ? bed_->remote() : bed_->ns()).Run(argv);
+      if (!run.ok()) return run.status();
+      if (run->exit_code != 0) {
+        return absl::InternalError(absl::StrCat(absl::StrJoin(argv, " "), ": ", run->out));
+      }
+    }
+    servers_ = new std::vector<std::unique_ptr<UpstreamServer>>();
     {
-      absl::StatusOr<NetNamespace::Entered> entered = bed_->ns().Enter();
+      // The test hosts, off this host (the remote namespace).
+      absl::StatusOr<NetNamespace::Entered> entered = bed_->remote().Enter();
       if (!entered.ok()) return entered.status();
-      servers_ = new std::vector<std::unique_ptr<UpstreamServer>>();
       for (const char* ip : {"192.0.2.11", "192.0.2.12", "2001:db8::11", "2001:db8::12"}) {
         for (uint16_t port : {80, 443}) {
           servers_->push_back(std::make_unique<UpstreamServer>(
@@ -67,6 +88,19 @@ class ProxyNetnsTest : public ::testing::Test {
       servers_->push_back(std::make_unique<UpstreamServer>(
           proxy::SocketAddress{*engine::ParseIpAddress("192.0.2.12"), 82},
           UpstreamServer::Behaviour::kResetAfterFirstBytes));
+      // Stand-ins for the metadata endpoint and a private host, inside these test namespaces
+      // only (nothing routes out of them).
+      for (const char* ip : {"169.254.169.254", "10.20.30.40"}) {
+        servers_->push_back(std::make_unique<UpstreamServer>(
+            proxy::SocketAddress{*engine::ParseIpAddress(ip), 80}));
+      }
+    }
+    {
+      // Local services of this host.
+      absl::StatusOr<NetNamespace::Entered> entered = bed_->ns().Enter();
+      if (!entered.ok()) return entered.status();
+      servers_->push_back(std::make_unique<UpstreamServer>(
+          proxy::SocketAddress{*engine::ParseIpAddress("192.0.2.10"), 80}));
       for (uint16_t port : {9000, 18500}) {
         servers_->push_back(std::make_unique<UpstreamServer>(
             proxy::SocketAddress{*engine::ParseIpAddress("127.0.0.1"), port}));
@@ -406,6 +440,65 @@ TEST_F(ProxyNetnsTest, APolicyChangeOverPolicyStreamTakesEffectInPlace) {
   ASSERT_TRUE(bed_->PublishAndWait({bed_->Subject(kB, kPolicyB),
                                     bed_->NoPolicySubject(kC, "profile lpx-missing is missing")})
                   .ok());
+}
+
+// DNS rebinding: allowed names (suffixes of allowed-a.test) whose addresses are the metadata
+// endpoint, a private host, loopback and an address of this host's own interface. Each is
+// refused with its reason under the agent's UID, naming the entry that would allow it; with
+// those entries the same names reach those addresses.
+TEST_F(ProxyNetnsTest, ANameLeadingToAGuardedAddressIsRefusedUnlessAnIpEntryNamesIt) {
+  struct Case {
+    std::string name;
+    std::string target;  // where the agent aims: allowed by no entry, so the name decides
+    uint32_t port;
+    std::string reached;
+    std::string reason;
+    std::string entry;       // the one the refusal names
+    std::string allow_with;  // the entry the second half adds (that one, or a wider network)
+  };
+  const std::vector<Case> cases = {
+      {"metadata.allowed-a.test", "192.0.2.12:80", 80, "169.254.169.254:80",
+       "169.254.169.254 is the cloud metadata address", "169.254.169.254/32", "169.254.169.254/32"},
+      {"private.allowed-a.test", "192.0.2.12:80", 80, "10.20.30.40:80",
+       "10.20.30.40 is in private 10.0.0.0/8", "10.20.30.40/32", "10.0.0.0/8"},
+      {"loopback.allowed-a.test", "192.0.2.12:9000", 9000, "127.0.0.1:9000",
+       "127.0.0.1 is in loopback 127.0.0.0/8", "127.0.0.1/32", "127.0.0.1"},
+      {"own.allowed-a.test", "192.0.2.12:80", 80, "192.0.2.10:80",
+       "192.0.2.10 is an address of this host's own interfaces", "192.0.2.10/32",
+       "192.0.2.10/32"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(Probe(kA, c.target, "http", c.name), "RESET") << c.name;
+    const leash::v1::DecisionRecord record = RecordFor(kA, c.name, c.port);
+    EXPECT_EQ(record.action(), "block") << c.name;
+    EXPECT_EQ(record.uid(), bed_->uid(kA));
+    EXPECT_TRUE(absl::StrContains(record.reason(), c.reason)) << record.reason();
+    EXPECT_TRUE(absl::StrContains(record.reason(), "leash net allow " + c.entry)) << record.reason();
+  }
+  // An address this host gains while the proxy runs is its own from the next decision on.
+  ASSERT_TRUE(bed_->RunAsRoot({"ip", "addr", "add", "203.0.113.50/32", "dev", "v0"}).ok());
+  EXPECT_EQ(Probe(kA, "192.0.2.12:80", "http", "late.allowed-a.test"), "RESET");
+  EXPECT_TRUE(absl::StrContains(RecordFor(kA, "late.allowed-a.test", 80).reason(),
+                                "203.0.113.50 is an address of this host's own interfaces"))
+      << RecordFor(kA, "late.allowed-a.test", 80).reason();
+  ASSERT_TRUE(bed_->RunAsRoot({"ip", "addr", "del", "203.0.113.50/32", "dev", "v0"}).ok());
+
+  // The entries the refusals named (a network holding the address, or the bare address, does
+  // as well).
+  std::string allow = "entries: \"allowed-a.test\"";
+  for (const Case& c : cases) absl::StrAppend(&allow, " entries: \"", c.allow_with, "\"");
+  ASSERT_TRUE(bed_->PublishAndWait(
+                      {bed_->Subject(kA, absl::StrCat("network { mode: MODE_WHITELIST allow { ",
+                                                      allow, " } }"))})
+                  .ok());
+  for (const Case& c : cases) {
+    EXPECT_EQ(Probe(kA, c.target, "http", c.name), "LINE SERVER " + c.reached) << c.name;
+    const leash::v1::DecisionRecord record = Record([&](const leash::v1::DecisionRecord& r) {
+      return r.uid() == bed_->uid(kA) && r.subject().domain() == c.name && r.action() == "allow";
+    });
+    EXPECT_TRUE(absl::StrContains(record.reason(), "connecting to " + c.reached)) << record.reason();
+  }
+  ASSERT_TRUE(bed_->PublishAndWait({bed_->Subject(kA, kPolicyA)}).ok());
 }
 
 }  // namespace

@@ -39,7 +39,11 @@ absl::StatusOr<std::unique_ptr<ProxyTestbed>> ProxyTestbed::Create(const Testbed
   absl::StatusOr<std::unique_ptr<NetNamespace>> ns = NetNamespace::Create();
   if (!ns.ok()) return ns.status();
   bed->ns_ = std::move(*ns);
-  if (absl::Status veth = bed->ns_->AddVethPair(options.v0_addresses, options.v1_addresses);
+  absl::StatusOr<std::unique_ptr<NetNamespace>> remote = NetNamespace::Create();
+  if (!remote.ok()) return remote.status();
+  bed->remote_ = std::move(*remote);
+  if (absl::Status veth = bed->ns_->AddVethTo(*bed->remote_, "v0", options.v0_addresses, "v1",
+                                              options.v1_addresses);
       !veth.ok()) {
     return veth;
   }
@@ -96,6 +100,7 @@ ProxyTestbed::~ProxyTestbed() {
     if (created_etc_netns_) std::filesystem::remove("/etc/netns", ignored);  // only if empty
   }
   ns_.reset();
+  remote_.reset();
   accounts_.clear();
 }
 

@@ -1,5 +1,6 @@
 // Everything an end-to-end run of leash-proxy needs, made for one test and removed after (also
-// on failure): a network namespace with a veth pair standing in for test hosts, test accounts
+// on failure): a network namespace for this host (the proxy, the agents) and a second one, the
+// remote side of a veth pair, standing in for test hosts off this host, test accounts
 // as agents, their redirect rules, a hosts file the proxy resolves names from (ip netns exec
 // bind-mounts /etc/netns/<ns>/hosts over /etc/hosts for processes it starts), leashd's real
 // PolicyStream service on a Unix socket, and the proxy process itself inside the namespace.
@@ -25,7 +26,10 @@ namespace leash::testing {
 struct TestbedOptions {
   // Agent accounts to create (never leash-*: those are discovery's), each with its proxy port.
   std::vector<std::pair<std::string, uint16_t>> agents;
-  // Addresses of the namespace's two veth ends ("host" side v0, "remote" side v1).
+  // Addresses of the veth pair's two ends: v0 in this host's namespace, v1 in the remote one.
+  // Test hosts live on documentation ranges (192.0.2.0/24, 198.51.100.0/24, 2001:db8::/32),
+  // which the proxy's destination guard treats as public. They sit in their own namespace
+  // because the guard refuses a name that leads to an address of the proxy's own host.
   std::vector<std::string> v0_addresses;
   std::vector<std::string> v1_addresses;
   // Lines of /etc/hosts as the proxy sees it.
@@ -41,7 +45,10 @@ class ProxyTestbed {
   static absl::StatusOr<std::unique_ptr<ProxyTestbed>> Create(const TestbedOptions& options);
   ~ProxyTestbed();
 
+  // This host: the proxy, the agents, the redirect rules.
   NetNamespace& ns() { return *ns_; }
+  // The test hosts on v1 (serve there: Enter() it, or Exec/Run in it).
+  NetNamespace& remote() { return *remote_; }
   uint32_t uid(size_t agent) const { return accounts_[agent]->uid(); }
   const TestAccount& account(size_t agent) const { return *accounts_[agent]; }
   // A copied helper's path (by its base name), runnable by every account.
@@ -77,6 +84,7 @@ class ProxyTestbed {
   TestbedOptions options_;
   std::vector<std::unique_ptr<TestAccount>> accounts_;
   std::unique_ptr<NetNamespace> ns_;
+  std::unique_ptr<NetNamespace> remote_;
   std::string etc_netns_dir_;
   bool created_etc_netns_ = false;
   std::unique_ptr<TempDir> dir_;  // sockets, helpers, the decision log

@@ -3,11 +3,12 @@
 //   1. bulk throughput through leash-proxy vs direct vs a minimal single-threaded splice relay
 //      (target: >= 0.90 of the relay);
 //   2. connect-to-first-byte p50/p99 through leash-proxy, deciding on an IP literal and on an
-//      HTTP Host name the proxy resolved (cached after the first), vs the relay (target: p50
-//      <= 1.3x the relay's);
+//      HTTP Host name the proxy resolved (cached after the first; the client aims at an address
+//      no entry allows, so the name decides and the proxy connects where the name resolved,
+//      through the destination guard), vs the relay (target: p50 <= 1.3x the relay's);
 //   3. 10,000 idle connections held through leash-proxy, its RSS before and while held.
 // Run as root: bazel run -c opt //test/proxy:proxy_benchmark [-- --seconds=3 --reps=3
-//   --connections=2000 --idle=10000]
+//   --connections=2000 --idle=10000 --only=throughput|latency|idle]
 // Clients run as test accounts so the kernel redirects them, exactly as for an agent.
 #include <sys/resource.h>
 #include <unistd.h>
@@ -36,6 +37,13 @@ constexpr uint16_t kProxyPort = 18101;
 constexpr uint16_t kRelayPort = 18102;
 constexpr size_t kProxyAgent = 0, kRelayAgent = 1;
 constexpr char kServer[] = "192.0.2.11:5001";
+// Where the name row's client aims: on the test hosts' network, allowed by no entry (nothing
+// listens there; the redirect takes the connection before any packet leaves).
+constexpr char kUnallowedTarget[] = "192.0.2.12:5001";
+// Where bench.test resolves: a second server on the same test host, at an address no entry
+// names, so the name alone allows it and the destination guard judges it (192.0.2.11 is
+// named by an IP entry, which the guard would let through unexamined).
+constexpr char kNamedServer[] = "192.0.2.13:5001";
 constexpr char kPolicy[] =
     R"pb(network { mode: MODE_WHITELIST allow { entries: "bench.test" entries: "192.0.2.11" } })pb";
 
@@ -44,6 +52,7 @@ struct Settings {
   int reps = 3;
   int connections = 2000;
   int idle = 10000;
+  std::string only;  // one phase, or empty for all
 };
 
 // Thrown to main (never out of this file) so every fixture's destructor still removes its
@@ -64,6 +73,7 @@ T Must(absl::StatusOr<T> value, const std::string& what) {
 struct Bench {
   std::unique_ptr<ProxyTestbed> bed;
   std::unique_ptr<Background> server;
+  std::unique_ptr<Background> named_server;
   std::unique_ptr<Background> relay;
 };
 
@@ -71,17 +81,24 @@ Bench Start() {
   TestbedOptions options;
   options.agents = {{"lpx-bp", kProxyPort}, {"lpx-br", kRelayPort}};
   options.v0_addresses = {"192.0.2.10/24"};
-  options.v1_addresses = {"192.0.2.11/24"};
-  options.hosts_file = "192.0.2.11 bench.test\n";
+  options.v1_addresses = {"192.0.2.11/24", "192.0.2.13/24"};
+  options.hosts_file = "192.0.2.13 bench.test\n";
   options.helpers = {"test/proxy/proxy_bench_tool", "test/proxy/minimal_splice_relay"};
   // Row 3 holds all its idle connections as one subject: past the per-subject default (4096),
   // which is there so that one agent cannot take every other agent's share.
   options.proxy_flags = {"--max-connections-per-subject=1000000"};
   Bench bench;
   bench.bed = Must(ProxyTestbed::Create(options), "testbed");
+  // The server is a test host off this host (the remote namespace): the proxy refuses a name
+  // that leads to an address of its own host.
   bench.server = std::make_unique<Background>(Must(
-      Background::Start(bench.bed->ns().Exec({bench.bed->Helper("proxy_bench_tool"), "server", kServer})),
+      Background::Start(
+          bench.bed->remote().Exec({bench.bed->Helper("proxy_bench_tool"), "server", kServer})),
       "server"));
+  bench.named_server = std::make_unique<Background>(Must(
+      Background::Start(bench.bed->remote().Exec(
+          {bench.bed->Helper("proxy_bench_tool"), "server", kNamedServer})),
+      "named server"));
   bench.relay = std::make_unique<Background>(Must(
       Background::Start(bench.bed->ns().Exec(
           {bench.bed->Helper("minimal_splice_relay"), absl::StrCat(kRelayPort)})),
@@ -183,21 +200,23 @@ void Latency(const Settings& s) {
   struct Row {
     std::string name;
     size_t who;
+    std::string target;
     std::string host;
     std::vector<double> samples;
   };
-  std::vector<Row> rows = {{"direct", kRoot, "192.0.2.11", {}},
-                           {"minimal relay", kRelayAgent, "192.0.2.11", {}},
-                           {"leash-proxy, IP literal", kProxyAgent, "192.0.2.11", {}},
-                           {"leash-proxy, Host bench.test", kProxyAgent, "bench.test", {}}};
+  std::vector<Row> rows = {
+      {"direct", kRoot, kServer, "192.0.2.11", {}},
+      {"minimal relay", kRelayAgent, kServer, "192.0.2.11", {}},
+      {"leash-proxy, IP literal", kProxyAgent, kServer, "192.0.2.11", {}},
+      {"leash-proxy, Host bench.test", kProxyAgent, kUnallowedTarget, "bench.test", {}}};
   Bench bench = Start();
   // Warm the proxy's resolver cache for bench.test (the "cached name" case).
-  Tool(bench, kProxyAgent, {"latency", kServer, "1", "bench.test"});
+  Tool(bench, kProxyAgent, {"latency", kUnallowedTarget, "1", "bench.test"});
   for (int round = 0; round < kRounds; ++round) {
     // The order rotates too, so no case always runs right after another (or after a pause).
     for (size_t k = 0; k < rows.size(); ++k) {
       Row& row = rows[(k + round) % rows.size()];
-      std::string line = Tool(bench, row.who, {"latency", kServer, per_round, row.host});
+      std::string line = Tool(bench, row.who, {"latency", row.target, per_round, row.host});
       absl::string_view values = line;
       if (!absl::ConsumePrefix(&values, "us=")) Die(absl::StrCat("bad latency output: ", line));
       for (absl::string_view value : absl::StrSplit(values, ',')) {
@@ -292,17 +311,23 @@ int main(int argc, char** argv) {
       settings.connections = static_cast<int>(value);
     } else if (take("--idle=")) {
       settings.idle = static_cast<int>(value);
+    } else if (absl::ConsumePrefix(&arg, "--only=") &&
+               (arg == "throughput" || arg == "latency" || arg == "idle")) {
+      settings.only = std::string(arg);
     } else {
       std::cerr << "usage: proxy_benchmark [--seconds=3] [--reps=3] [--connections=2000] "
-                   "[--idle=10000]\n";
+                   "[--idle=10000] [--only=throughput|latency|idle]\n";
       return 2;
     }
   }
   // Each phase gets a fresh namespace (and fresh accounts).
   try {
-    leash::testing::Throughput(settings);
-    leash::testing::Latency(settings);
-    leash::testing::Idle(settings);
+    const auto runs = [&](const char* phase) {
+      return settings.only.empty() || settings.only == phase;
+    };
+    if (runs("throughput")) leash::testing::Throughput(settings);
+    if (runs("latency")) leash::testing::Latency(settings);
+    if (runs("idle")) leash::testing::Idle(settings);
   } catch (const leash::testing::Abort& abort) {
     std::cerr << "proxy_benchmark: " << abort.what << "\n";
     return 1;
