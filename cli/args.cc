@@ -38,7 +38,7 @@ absl::Status RequireUtf8(absl::string_view what, absl::string_view text) {
 
 bool IsLocalPath(absl::string_view option) {
   return option == "from" || option == "socket" || option == "tools-socket" ||
-         option == "state-dir" || option == "run-dir";
+         option == "state-dir" || option == "run-dir" || option == "log";
 }
 
 }  // namespace
@@ -47,7 +47,9 @@ absl::StatusOr<Args> ParseArgs(int argc, const char* const* argv, const char* en
   // Flags that take a value, besides --config/-c and --ack.
   static const std::set<std::string> kValued = {"from",   "user",         "tail",
                                                 "inputs", "account",      "socket",
-                                                "tools-socket", "state-dir",  "run-dir"};
+                                                "tools-socket", "state-dir",  "run-dir",
+                                                // suggest
+                                                "since", "until", "surface", "log", "profile"};
   Args args;
   args.config_named = env_config != nullptr && *env_config != '\0';
   args.config_path = args.config_named ? env_config : std::string(engine::kDefaultConfigPath);

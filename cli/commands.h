@@ -39,6 +39,8 @@ int RunInit(const Args& args, Io io);
 int RunLogs(const Args& args, Io io);
 int RunRestart(const Args& args, Io io);
 int RunTeardown(const Args& args, Io io);
+// A profile fragment from what an agent did (suggest_main.cc); prints, writes nothing.
+int RunSuggest(const Args& args, Io io);
 // `leash` with no command: runs the service (execs leashd).
 int RunService(const Args& args, Io io);
 

@@ -31,6 +31,7 @@ const std::map<std::string, Command>& Commands() {
       {"logs", leash::cli::RunLogs},
       {"restart", leash::cli::RunRestart},
       {"teardown", leash::cli::RunTeardown},
+      {"suggest", leash::cli::RunSuggest},
   };
   return *commands;
 }
@@ -41,13 +42,13 @@ int main(int argc, char** argv) {
   absl::StatusOr<Args> args = leash::cli::ParseArgs(argc, argv, std::getenv("LEASH_CONFIG"));
   if (!args.ok()) {
     std::cerr << "leash: " << args.status().message() << "\n";
-    return leash::cli::kExitUsage;
+    return leash::kExitUsage;
   }
   Io io{std::cout, std::cerr};
   if (args->words.empty()) {
     if (args->help) {
       std::cout << leash::cli::Usage("");
-      return leash::cli::kExitOk;
+      return leash::kExitOk;
     }
     return leash::cli::RunService(*args, io);
   }
@@ -56,7 +57,7 @@ int main(int argc, char** argv) {
     std::cout << leash::cli::Usage(command == "help" && args->words.size() > 1 ? args->words[1]
                                    : command == "help" ? ""
                                                        : command);
-    return leash::cli::kExitOk;
+    return leash::kExitOk;
   }
   if ((command == "tool" || command == "tools") && args->words.size() > 1 &&
       args->words[1] == "check") {
@@ -69,5 +70,5 @@ int main(int argc, char** argv) {
     return leash::cli::RunListEdit(*args, io);
   }
   std::cerr << "leash: unknown command '" << command << "'; see `leash --help`\n";
-  return leash::cli::kExitUsage;
+  return leash::kExitUsage;
 }

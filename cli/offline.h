@@ -6,15 +6,13 @@
 
 #include "absl/status/statusor.h"
 #include "cli/args.h"
+#include "base/exit_codes.h"
 #include "leash/v1/policy.pb.h"
 
 namespace leash::cli {
 
-// Exit codes, as `leash --help` documents them.
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitRefused = 1;  // refused, blocked, or findings that fail validate
-inline constexpr int kExitUsage = 2;
-inline constexpr int kExitUnreachable = 3;  // leashd is not answering
+// Exit codes (`leash --help` documents them): the scheme of every Leash program,
+// base/exit_codes.h (kExitOk, kExitRefused, kExitUsage, kExitUnreachable).
 
 // Reads and parses the floor config file. The error names the file and how to fix it.
 absl::StatusOr<leash::v1::Config> LoadConfigFile(const std::string& path);

@@ -165,7 +165,8 @@ std::string RenderStatus(const leash::v1::StatusResponse& response) {
   row("network", floor.network().mode(), floor.network().allow().entries_size(),
       floor.network().deny().entries_size(),
       absl::StrCat("udp: ", engine::UdpModeName(floor.network().udp()),
-                   "  inbound: ", engine::InboundModeName(floor.network().inbound())));
+                   "  inbound: ", engine::InboundModeName(floor.network().inbound()),
+                   "  dns: ", engine::DnsModeName(floor.network().dns())));
   row("filesystem", floor.filesystem().mode(), floor.filesystem().allow().entries_size(),
       floor.filesystem().deny().entries_size(), "");
   row("commands", floor.commands().mode(), floor.commands().allow().entries_size(),
@@ -185,6 +186,17 @@ std::string RenderStatus(const leash::v1::StatusResponse& response) {
   absl::StrAppend(&out, "decision log: ", floor.logging().decisions(), "\n");
   if (!response.netfilter().empty()) absl::StrAppend(&out, "network enforcement: ", response.netfilter(), "\n");
   return out + RenderSubjectsAndSidecars(response);
+}
+
+std::string RenderBindings(const leash::v1::ListBindingsResponse& response) {
+  if (response.bindings().empty()) return "no bindings: every subject resolves to the floor\n";
+  std::string out;
+  for (const auto& binding : response.bindings()) {
+    absl::StrAppend(&out, binding.scope(), " -> ", binding.profile());
+    if (!binding.acks().empty()) absl::StrAppend(&out, "  acks: ", absl::StrJoin(binding.acks(), ", "));
+    absl::StrAppend(&out, "\n");
+  }
+  return out;
 }
 
 std::string RenderReconcile(const leash::v1::ReconcileReport& report) {

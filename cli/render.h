@@ -21,6 +21,8 @@ std::string RenderCheck(const leash::v1::CheckResponse& response, const std::str
 // `leash status`: the user, each surface's mode and list sizes, enforcer toggles, the
 // decision-log sink; with leashd, every subject and both sidecars too.
 std::string RenderStatus(const leash::v1::StatusResponse& response);
+// `leash bindings`: one "<scope> -> <profile>" line each, with its acks.
+std::string RenderBindings(const leash::v1::ListBindingsResponse& response);
 // What a reconcile changed, one line per subject, then its warnings.
 std::string RenderReconcile(const leash::v1::ReconcileReport& report);
 // What a pass could not put in force, one "  - <sentence>" line each ("" when nothing).

@@ -28,6 +28,8 @@ commands (policy writes go through leashd and are followed by a reconcile):
   reconcile                            re-read passwd, re-resolve, change only what differs
   tool check <name> --inputs '<json>'  one CheckTool call on the tools socket, as a harness
   logs [--follow] [--tail N]           the decision log
+  suggest --account <account>          a profile fragment from what the agent did, with the
+                                       save and bind lines it needs (writes nothing)
   restart                              restart leash.service (a reconcile is usually the
                                        right instrument: it un-confines nobody)
   teardown                             release every chain by hand (with --unless-failed:
@@ -95,6 +97,21 @@ const std::map<std::string, std::string>& CommandHelp() {
 )"},
       {"logs", R"(usage: leash logs [--follow] [--tail N]
   Prints the last N (default 20) decision-log lines; --follow keeps printing new ones.
+)"},
+      {"suggest", R"(usage: leash suggest --account <account> [--since 2h] [--until <when>]
+                     [--surface network|files|commands|tools]... [--log <path>]
+                     [--profile <name>] [--state-dir <dir>]
+  Reads the account's decisions from the decision log (default: the floor's
+  logging.decisions, with its last rotation <log>.1) and prints, as YAML, a profile fragment
+  that allows what it was allowed and what audit logged it would have been refused, and
+  nothing else: names under one parent seen twice or more become that parent (*.github.com),
+  never a top-level name (nor a two-label name under a two-letter one, like co.uk);
+  addresses stay /32 or /128; a folder with 3 or more distinct things seen in it becomes the
+  folder; commands by path, tools by name. Each entry's comment gives its count and a ref.
+  Enforced blocks are listed, not suggested. Ends with the exact `leash profile save` and
+  `leash bind` lines, with the --ack tokens leashd's consent judgement asks for (judged
+  against --config and --state-dir). --since/--until: a duration before now or an RFC 3339
+  time. --profile defaults to <account>-observed. Exits 1 when nothing was seen.
 )"},
       {"init", R"(usage: leash init --user <name>
   Creates the account if missing and writes the config 0640 root:<name>; an existing config

@@ -229,12 +229,7 @@ int RunBindings(const Args& args, Io io) {
     io.out << ToJson(response) << "\n";
     return kExitOk;
   }
-  if (response.bindings().empty()) io.out << "no bindings: every subject resolves to the floor\n";
-  for (const auto& binding : response.bindings()) {
-    io.out << binding.scope() << " -> " << binding.profile();
-    if (!binding.acks().empty()) io.out << "  acks: " << absl::StrJoin(binding.acks(), ", ");
-    io.out << "\n";
-  }
+  io.out << RenderBindings(response);
   return kExitOk;
 }
 

@@ -38,6 +38,7 @@
 #include "controlplane/release_all_subjects.h"
 #include "controlplane/rtnl_route_rules.h"
 #include "proto/sidecar/decision_log.h"
+#include "base/exit_codes.h"
 #include "base/stack_dump.h"
 #include "proto/sidecar/watcher_handover.h"
 #include "controlplane/sidecar_supervisor.h"
@@ -56,7 +57,7 @@ void Say(const std::string& line) { std::fprintf(stderr, "leashd: %s\n", line.c_
 
 int Refuse(const std::string& why) {
   Say(absl::StrCat("not starting: ", why));
-  return 1;
+  return kExitRefused;
 }
 
 void LogReport(const leash::v1::ReconcileReport& report) {
@@ -215,94 +216,192 @@ absl::Status EnsureDescriptorsFor(size_t held, size_t handed) {
   return absl::OkStatus();
 }
 
-}  // namespace
+// leashd from start to stop, in the order RunDaemon runs its steps. What one step makes, a
+// later one uses, so it lives here; members are declared in the order they are made, so they
+// are destroyed in the reverse. A step that refuses to start says why and returns the exit
+// code (nullopt: go on).
+class Daemon {
+ public:
+  explicit Daemon(DaemonOptions options);
 
-int RunDaemon(const DaemonOptions& given) {
-  DaemonOptions options = given;
-  if (options.admin_socket.empty()) options.admin_socket = options.run_dir + "/leash.sock";
-  if (options.tools_socket.empty()) options.tools_socket = options.run_dir + "/tools.sock";
-  if (options.proxy_binary.empty()) {
-    options.proxy_binary = FindLeashProgram("leash-proxy", "proxy");
-  }
-  if (options.fswatch_binary.empty()) {
-    options.fswatch_binary = FindLeashProgram("leash-fswatch", "fswatch");
-  }
+  void BlockSignals();
+  std::optional<int> LoadFloorAndUser();
+  void EnsureToolsSocketGroup();
+  std::optional<int> OpenLogAndLock();
+  std::optional<int> HoldProxyPorts();
+  std::optional<int> SetUpNetfilter();
+  void MakeReconcileLoop();
+  std::optional<int> OpenFanotifyGroup();
+  std::optional<int> StartAdminSocket();
+  std::optional<int> StartSidecars();
+  std::optional<int> FirstReconcile();
+  std::optional<int> StartToolsSocket();
+  void WritePidfile();
+  void WaitForStopSignal();
+  int Stop();
 
-  // Signals are taken by the main thread alone (sigwait), so block them before any thread.
-  sigset_t signals;
-  sigemptyset(&signals);
-  for (int s : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&signals, s);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+ private:
+  // The subjects the iptables fallback cannot enforce: closed, loudly (after every pass).
+  void CloseAgentsOnFallback(const leash::v1::ReconcileReport& report);
+  // Closing leashd's copy releases the host (every pending event allowed) once no watcher
+  // holds one: on the stop path, and as soon as the supervisor gives up, before anything of
+  // leashd's that may be waiting on the group (a reconcile reading /etc/passwd) is waited for.
+  void ReleaseFanotifyGroup() {
+    if (const int fd = fanotify_group_.exchange(-1); fd >= 0) close(fd);
+  }
+  // The proxy's port sockets for leash-proxy, said; its --port-sockets flag.
+  std::string HandOverPortSockets();
+  std::vector<std::string> FswatchArgv() const;
+  void ReleaseEveryChain();
+
+  DaemonOptions options_;
+  sigset_t signals_;
+  // The floor and the user.
+  absl::StatusOr<leash::v1::Config> floor_;
+  leash::v1::Config effective_;
+  PasswdAccounts accounts_;
+  Account user_;
+  std::vector<Account> agents_;
+  bool single_subject_ = false;
+  bool network_on_ = false;
+  bool filesystem_on_ = false;
+  bool tools_on_ = false;
+  ToolsGroup tools_group_;
+  // The decision log, the instance lock, the proxy's ports.
+  int log_fd_ = -1;
+  std::optional<InstanceLock> instance_;
+  ProxyPortHold port_hold_;
+  PolicyStreamService stream_;
+  std::unique_ptr<BindingStore> store_;
+  std::unique_ptr<TieredPolicySource> policies_;
+  SubjectDirectory subjects_;
+  // The kernel side of the network surface: the chains, and the policy-routing refusals
+  // applied with them (inbound_routing.h).
+  std::unique_ptr<Netfilter> chains_;
+  std::unique_ptr<RtnlRouteRules> route_rules_;
+  std::unique_ptr<InboundRouting> inbound_routing_;
+  std::unique_ptr<Netfilter> netfilter_;
+  // The iptables fallback, when in use, and the agents whose network it has closed.
+  IptablesNetfilter* fallback_ = nullptr;
+  std::string fallback_reason_;
+  std::set<uint32_t> closed_on_fallback_;
+  // leashd's own loop.
+  ReconcilerOptions reconcile_options_;
+  std::unique_ptr<Reconciler> reconciler_;
+  std::unique_ptr<ReconcileLoop> loop_;
+  // The fanotify group is leashd's, kept for its whole life and handed to every watcher, so a
+  // watcher's death does not close it (closing answers every pending event allow): what it had
+  // not read stays queued, and what it read and never answered is answered by the standby that
+  // takes over, through the pending table.
+  std::atomic<int> fanotify_group_{-1};
+  int pending_table_ = -1;
+  // Set (from the supervisor's monitor thread) when leashd gives up on a sidecar: the exit that
+  // follows is for failure, and leaves every chain in place.
+  std::atomic<bool> failed_{false};
+  std::unique_ptr<SidecarSupervisor> supervisor_;
+  std::unique_ptr<ControlService> control_;
+  std::unique_ptr<UnixGrpcServer> admin_;
+  std::unique_ptr<AccountFilesWatch> account_files_;
+  // The tools socket.
+  std::unique_ptr<sidecar::AsyncDecisionLog> tools_log_;
+  std::unique_ptr<tools::ToolsService> tools_service_;
+  std::unique_ptr<UnixGrpcServer> tools_server_;
+  ToolsServerRef tools_server_raw_{nullptr};
+  std::string pidfile_;
+};
+
+Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {
+  if (options_.admin_socket.empty()) options_.admin_socket = options_.run_dir + "/leash.sock";
+  if (options_.tools_socket.empty()) options_.tools_socket = options_.run_dir + "/tools.sock";
+  if (options_.proxy_binary.empty()) {
+    options_.proxy_binary = FindLeashProgram("leash-proxy", "proxy");
+  }
+  if (options_.fswatch_binary.empty()) {
+    options_.fswatch_binary = FindLeashProgram("leash-fswatch", "fswatch");
+  }
+}
+
+// Signals are taken by the main thread alone (sigwait), so block them before any thread.
+void Daemon::BlockSignals() {
+  sigemptyset(&signals_);
+  for (int s : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&signals_, s);
+  pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
   sidecar::InstallStackDumpHandler();
+}
 
-  // --- The floor and the user. ---
-  absl::StatusOr<leash::v1::Config> floor = LoadFloor(options.config_path);
-  if (!floor.ok()) return Refuse(std::string(floor.status().message()));
-  for (const leash::v1::Finding& finding : engine::ValidateConfig(*floor, "floor")) {
+std::optional<int> Daemon::LoadFloorAndUser() {
+  floor_ = LoadFloor(options_.config_path);
+  if (!floor_.ok()) return Refuse(std::string(floor_.status().message()));
+  for (const leash::v1::Finding& finding : engine::ValidateConfig(*floor_, "floor")) {
     Say(absl::StrCat(engine::SeverityName(finding.severity()), ": floor ", finding.field(),
-                        ": ", finding.message()));
+                     ": ", finding.message()));
   }
-  const leash::v1::Config effective = engine::WithDefaults(*floor);
-  if (floor->user().empty()) {
-    return Refuse(absl::StrCat(options.config_path,
+  effective_ = engine::WithDefaults(*floor_);
+  const std::string& name = floor_->user();
+  if (name.empty()) {
+    return Refuse(absl::StrCat(options_.config_path,
                                " names no user; run `leash init --user <name>`"));
   }
-  PasswdAccounts accounts;
-  absl::StatusOr<std::optional<Account>> user = accounts.Lookup(floor->user());
+  absl::StatusOr<std::optional<Account>> user = accounts_.Lookup(name);
   if (!user.ok()) return Refuse(std::string(user.status().message()));
   if (!user->has_value()) {
-    return Refuse(absl::StrCat("the leashed user '", floor->user(),
-                               "' does not exist; run `leash init --user ", floor->user(), "`"));
+    return Refuse(absl::StrCat("the leashed user '", name, "' does not exist; run `leash init "
+                               "--user ", name, "`"));
   }
-  absl::StatusOr<std::vector<Account>> agents = accounts.ListAgentAccounts();
+  user_ = **user;
+  absl::StatusOr<std::vector<Account>> agents = accounts_.ListAgentAccounts();
   if (!agents.ok()) return Refuse(std::string(agents.status().message()));
-  const bool single_subject = agents->empty();
-  const bool network_on = effective.enforcers().network();
-  const bool filesystem_on = effective.enforcers().filesystem();
-  const bool tools_on = effective.enforcers().tools();
-  Say(absl::StrCat("user ", floor->user(), " (uid ", (*user)->uid, "); ",
-                   single_subject ? "no agent accounts: single-subject host"
-                                  : absl::StrCat(agents->size(), " agent account(s)"),
-                   "; enforcers: network ", network_on ? "on" : "OFF", ", filesystem ",
-                   filesystem_on ? "on" : "OFF", ", tools ", tools_on ? "on" : "OFF"));
-  for (const auto& [on, binary] : {std::pair{network_on, options.proxy_binary},
-                                   std::pair{filesystem_on, options.fswatch_binary}}) {
+  agents_ = *std::move(agents);
+  single_subject_ = agents_.empty();
+  network_on_ = effective_.enforcers().network();
+  filesystem_on_ = effective_.enforcers().filesystem();
+  tools_on_ = effective_.enforcers().tools();
+  Say(absl::StrCat("user ", name, " (uid ", user_.uid, "); ",
+                   single_subject_ ? "no agent accounts: single-subject host"
+                                   : absl::StrCat(agents_.size(), " agent account(s)"),
+                   "; enforcers: network ", network_on_ ? "on" : "OFF", ", filesystem ",
+                   filesystem_on_ ? "on" : "OFF", ", tools ", tools_on_ ? "on" : "OFF"));
+  for (const auto& [on, binary] : {std::pair{network_on_, options_.proxy_binary},
+                                   std::pair{filesystem_on_, options_.fswatch_binary}}) {
     if (on && access(binary.c_str(), X_OK) != 0) {
       return Refuse(absl::StrCat(binary, " is not installed, but the config enables its surface; "
                                          "install it (scripts/install) or turn the enforcer off"));
     }
   }
+  return std::nullopt;
+}
 
-  // --- The tools socket's group: Leash's own, made now if missing (an upgrade says so). ---
-  ToolsGroup tools_group;
-  if (tools_on) {
-    absl::StatusOr<ToolsGroup> ensured = EnsureToolsGroup(
-        options.tools_group.empty() ? kDefaultToolsGroup : options.tools_group, floor->user(),
-        options.tools_socket);
-    if (ensured.ok()) {
-      tools_group = *std::move(ensured);
-    } else {
-      // Root-only rather than the leashed user's group: CheckTool unreachable by the harness is
-      // visible and fixable; a socket group that reads the policy is neither.
-      tools_group.name = "root";
-      tools_group.gid = 0;
-      Say(absl::StrCat("warning: ", ensured.status().message(),
-                       "; until then the tools socket is root's alone"));
-    }
-    for (const std::string& notice : tools_group.notices) Say(notice);
+// The tools socket's group: Leash's own, made now if missing (an upgrade says so).
+void Daemon::EnsureToolsSocketGroup() {
+  if (!tools_on_) return;
+  absl::StatusOr<ToolsGroup> ensured = EnsureToolsGroup(
+      options_.tools_group.empty() ? kDefaultToolsGroup : options_.tools_group, floor_->user(),
+      options_.tools_socket);
+  if (ensured.ok()) {
+    tools_group_ = *std::move(ensured);
+  } else {
+    // Root-only rather than the leashed user's group: CheckTool unreachable by the harness is
+    // visible and fixable; a socket group that reads the policy is neither.
+    tools_group_.name = "root";
+    tools_group_.gid = 0;
+    Say(absl::StrCat("warning: ", ensured.status().message(),
+                     "; until then the tools socket is root's alone"));
   }
+  for (const std::string& notice : tools_group_.notices) Say(notice);
+}
 
-  // --- The decision log, the admin socket. ---
-  absl::StatusOr<int> log_fd = OpenDecisionLog(effective.logging().decisions());
+std::optional<int> Daemon::OpenLogAndLock() {
+  absl::StatusOr<int> log_fd = OpenDecisionLog(effective_.logging().decisions());
   if (!log_fd.ok()) return Refuse(std::string(log_fd.status().message()));
-  if (absl::Status dir = EnsureRuntimeDirectory(options.run_dir); !dir.ok()) {
+  log_fd_ = *log_fd;
+  if (absl::Status dir = EnsureRuntimeDirectory(options_.run_dir); !dir.ok()) {
     return Refuse(std::string(dir.message()));
   }
   // One leashd per run folder and per network namespace. A second one would take the admin
   // socket and the pidfile over, or (on other folders) fight the first for the same chains and
   // ports: it refuses here, before touching any of them. The kernel drops the locks when
   // leashd ends, however it ends.
-  absl::StatusOr<InstanceLock> instance = LockInstance(options.run_dir, absl::Seconds(2));
+  absl::StatusOr<InstanceLock> instance = LockInstance(options_.run_dir, absl::Seconds(2));
   if (!instance.ok()) return Refuse(std::string(instance.status().message()));
   if (!instance->acquired()) {
     return Refuse(absl::StrCat(
@@ -310,377 +409,412 @@ int RunDaemon(const DaemonOptions& given) {
         ". Stop it first (`systemctl stop leash`, or SIGTERM to its pid); to make it pick up a "
         "change, send it SIGHUP instead"));
   }
-  // The proxy's ports are leashd's from here to the end: bound now (a port a proxy left by a
-  // killed leashd still holds is taken once that proxy is stopped, below).
-  ProxyPortHold port_hold;
-  if (network_on) {
+  instance_ = *std::move(instance);
+  return std::nullopt;
+}
+
+// The proxy's ports are leashd's from here to the end: bound now (a port a proxy left by a
+// killed leashd still holds is taken once that proxy is stopped, in StartSidecars).
+std::optional<int> Daemon::HoldProxyPorts() {
+  if (network_on_) {
     if (absl::Status enough =
-            EnsureDescriptorsFor(port_hold.wanted() + port_hold.ports(), port_hold.wanted());
+            EnsureDescriptorsFor(port_hold_.total_wanted(), port_hold_.wanted());
         !enough.ok()) {
       return Refuse(std::string(enough.message()));
     }
-    port_hold.TakeMissing();
+    port_hold_.TakeMissing();
   }
-  PolicyStreamService stream;
-  BindingStore store(BindingStore::Options(options.state_dir));
-  TieredPolicySource policies(options.config_path, &store);
-  SubjectDirectory subjects;
+  store_ = std::make_unique<BindingStore>(BindingStore::Options(options_.state_dir));
+  policies_ = std::make_unique<TieredPolicySource>(options_.config_path, store_.get());
+  return std::nullopt;
+}
 
-  // --- The kernel side of the network surface. ---
-  // The chains, and the policy-routing refusals applied with them (inbound_routing.h).
-  std::unique_ptr<Netfilter> chains;
-  std::unique_ptr<RtnlRouteRules> route_rules;
-  std::unique_ptr<InboundRouting> inbound_routing;
-  std::unique_ptr<Netfilter> netfilter;
-  // The iptables fallback, when in use, and the agents whose network it has closed.
-  IptablesNetfilter* fallback = nullptr;
-  std::string fallback_reason;
-  std::set<uint32_t> closed_on_fallback;
-  if (network_on) {
-    NetfilterBackend backend = NetfilterBackend::kAuto;
-    if (options.netfilter_backend == "nftables") backend = NetfilterBackend::kNftables;
-    if (options.netfilter_backend == "iptables") backend = NetfilterBackend::kIptables;
-    absl::StatusOr<NetfilterChoice> choice = ChooseNetfilter(backend);
-    if (!choice.ok()) return Refuse(std::string(choice.status().message()));
-    if (!choice->notice.empty()) std::fprintf(stderr, "%s\n", choice->notice.c_str());
-    std::vector<Account> agent_accounts;
-    std::vector<std::string> agent_names;
-    for (const Account& agent : *agents) {
-      if (agent.name == floor->user()) continue;
-      agent_accounts.push_back(agent);
-      agent_names.push_back(agent.name);
-    }
-    if (absl::Status covered = CheckEnforcesEverySubject(*choice, floor->user(), agent_names);
-        !covered.ok()) {
-      // A refusal is a failure, and a failure never un-confines: the agents nothing will
-      // enforce are closed first.
-      const std::string closed =
-          CloseOnFallback(*choice->fallback, agent_accounts, closed_on_fallback);
-      return Refuse(absl::StrCat(covered.message(), closed.empty() ? "" : ". Meanwhile ", closed));
-    }
-    fallback = choice->fallback;
-    fallback_reason = choice->fallback_reason;
-    chains = std::move(choice->netfilter);
-    absl::StatusOr<std::unique_ptr<RtnlRouteRules>> rules = RtnlRouteRules::Open();
-    if (!rules.ok()) return Refuse(std::string(rules.status().message()));
-    route_rules = std::move(*rules);
-    inbound_routing = std::make_unique<InboundRouting>(route_rules.get(),
-                                                       SavedFwmarkAcceptPath(options.run_dir));
-    netfilter = std::make_unique<InboundRoutedNetfilter>(chains.get(), inbound_routing.get());
-    absl::StatusOr<std::vector<std::string>> prepared = netfilter->Prepare();
-    if (!prepared.ok()) return Refuse(std::string(prepared.status().message()));
-    for (const std::string& line : *prepared) std::fprintf(stderr, "%s\n", line.c_str());
+std::optional<int> Daemon::SetUpNetfilter() {
+  if (!network_on_) return std::nullopt;
+  NetfilterBackend backend = NetfilterBackend::kAuto;
+  if (options_.netfilter_backend == "nftables") backend = NetfilterBackend::kNftables;
+  if (options_.netfilter_backend == "iptables") backend = NetfilterBackend::kIptables;
+  absl::StatusOr<NetfilterChoice> choice = ChooseNetfilter(backend);
+  if (!choice.ok()) return Refuse(std::string(choice.status().message()));
+  if (!choice->notice.empty()) std::fprintf(stderr, "%s\n", choice->notice.c_str());
+  std::vector<Account> agent_accounts;
+  std::vector<std::string> agent_names;
+  for (const Account& agent : agents_) {
+    if (agent.name == floor_->user()) continue;
+    agent_accounts.push_back(agent);
+    agent_names.push_back(agent.name);
   }
+  if (absl::Status covered = CheckEnforcesEverySubject(*choice, floor_->user(), agent_names);
+      !covered.ok()) {
+    // A refusal is a failure, and a failure never un-confines: the agents nothing will
+    // enforce are closed first.
+    const std::string closed =
+        CloseOnFallback(*choice->fallback, agent_accounts, closed_on_fallback_);
+    return Refuse(absl::StrCat(covered.message(), closed.empty() ? "" : ". Meanwhile ", closed));
+  }
+  fallback_ = choice->fallback;
+  fallback_reason_ = choice->fallback_reason;
+  chains_ = std::move(choice->netfilter);
+  absl::StatusOr<std::unique_ptr<RtnlRouteRules>> rules = RtnlRouteRules::Open();
+  if (!rules.ok()) return Refuse(std::string(rules.status().message()));
+  route_rules_ = std::move(*rules);
+  inbound_routing_ = std::make_unique<InboundRouting>(route_rules_.get(),
+                                                      SavedFwmarkAcceptPath(options_.run_dir));
+  netfilter_ = std::make_unique<InboundRoutedNetfilter>(chains_.get(), inbound_routing_.get());
+  absl::StatusOr<std::vector<std::string>> prepared = netfilter_->Prepare();
+  if (!prepared.ok()) return Refuse(std::string(prepared.status().message()));
+  for (const std::string& line : *prepared) std::fprintf(stderr, "%s\n", line.c_str());
+  return std::nullopt;
+}
 
-  // --- leashd's own loop and the sidecars. ---
-  ReconcilerOptions reconcile_options;
-  reconcile_options.configured_user = floor->user();
-  reconcile_options.single_subject = single_subject;
-  reconcile_options.ports_path = options.state_dir + "/ports.json";
-  reconcile_options.network_enforced = network_on;
-  reconcile_options.filesystem_enforced = filesystem_on;
-  reconcile_options.ack_timeout = options.ack_timeout;
-  reconcile_options.resolv_conf_path = options.resolv_conf;
+void Daemon::MakeReconcileLoop() {
+  ReconcilerOptions& o = reconcile_options_;
+  o.configured_user = floor_->user();
+  o.single_subject = single_subject_;
+  o.ports_path = options_.state_dir + "/ports.json";
+  o.network_enforced = network_on_;
+  o.filesystem_enforced = filesystem_on_;
+  o.ack_timeout = options_.ack_timeout;
+  o.resolv_conf_path = options_.resolv_conf;
   // A port someone else bound while leashd was down carries no account's traffic: its account
   // moves to a fresh port, and no new account is given it.
-  reconcile_options.port_usable = [&port_hold](uint16_t port) { return port_hold.Holds(port); };
-  if (tools_on) {
-    reconcile_options.tools_max_request_bytes =
-        static_cast<uint64_t>(options.tools_limits.max_request_bytes);
+  o.port_usable = [this](uint16_t port) { return port_hold_.Holds(port); };
+  if (tools_on_) {
+    o.tools_max_request_bytes = static_cast<uint64_t>(options_.tools_limits.max_request_bytes);
   }
-  Reconciler reconciler(reconcile_options, &accounts, &policies, netfilter.get(), &stream);
+  reconciler_ =
+      std::make_unique<Reconciler>(o, &accounts_, policies_.get(), netfilter_.get(), &stream_);
   // A pass that leaves something not in force (a chain, a listener, a sidecar's ack) is
   // followed by another after 5 s, then 10, 20, ... up to 80 s, until it is in force: a
   // squatted port freed, a transient netlink error, a respawned sidecar.
-  ReconcileLoop loop([&] { return reconciler.RunPass(); },
-                     [&](const leash::v1::ReconcileReport& report) {
-                       LogReport(report);
-                       subjects.Update(reconciler.subjects());
-                       // An agent that appears on a host the fallback enforces cannot be
-                       // enforced here, nor after a restart (which refuses): closed, loudly.
-                       if (fallback == nullptr || !report.error().empty()) return;
-                       absl::StatusOr<std::vector<Account>> now = accounts.ListAgentAccounts();
-                       if (!now.ok()) return;
-                       std::vector<Account> appeared;
-                       for (const Account& a : *now) {
-                         if (a.name != floor->user()) appeared.push_back(a);
-                       }
-                       const std::string closed =
-                           CloseOnFallback(*fallback, appeared, closed_on_fallback);
-                       if (closed.empty()) return;
-                       Say(absl::StrCat(
-                           "CRITICAL: agent account(s) appeared, and enforcing several UIDs "
-                           "needs nftables: ", fallback_reason, ", and the iptables fallback "
-                           "enforces the configured user ", floor->user(), " alone. ", closed,
-                           ". Make nf_tables available (modprobe nf_tables) and restart leash; "
-                           "until then a restart refuses to start"));
-                     },
-                     absl::Seconds(30), nullptr, options.reconcile_retry);
+  loop_ = std::make_unique<ReconcileLoop>(
+      [this] { return reconciler_->RunPass(); },
+      [this](const leash::v1::ReconcileReport& report) {
+        LogReport(report);
+        subjects_.Update(reconciler_->subjects());
+        CloseAgentsOnFallback(report);
+      },
+      absl::Seconds(30), nullptr, options_.reconcile_retry);
   // A sidecar's ack that names other failed listeners (a respawned proxy that cannot bind a
   // port someone took meanwhile) asks for a pass: that subject is denied and its chain resets
   // its TCP instead of redirecting it there.
-  stream.SetOnAckChange([&loop](leash::v1::SidecarKind) { loop.Request(); });
+  stream_.SetOnAckChange([this](leash::v1::SidecarKind) { loop_->Request(); });
+}
 
-  // The fanotify group is leashd's, kept for its whole life and handed to every watcher, so a
-  // watcher's death does not close it (closing answers every pending event allow): what it had
-  // not read stays queued, and what it read and never answered is answered by the standby that
-  // takes over, through the pending table. Closed on the stop path below.
-  std::atomic<int> fanotify_group{-1};
-  int pending_table = -1;
-  if (filesystem_on) {
-    absl::StatusOr<sidecar::PermissionGroup> group =
-        sidecar::OpenPermissionGroup(!sidecar::KernelHasPidfdInfo());
-    if (!group.ok()) return Refuse(std::string(group.status().message()));
-    fanotify_group.store(group->fd);
-    absl::StatusOr<int> table = sidecar::PendingTable::Create();
-    if (!table.ok()) return Refuse(std::string(table.status().message()));
-    pending_table = *table;
+// An agent that appears on a host the fallback enforces cannot be enforced here, nor after a
+// restart (which refuses): closed, loudly.
+void Daemon::CloseAgentsOnFallback(const leash::v1::ReconcileReport& report) {
+  if (fallback_ == nullptr || !report.error().empty()) return;
+  absl::StatusOr<std::vector<Account>> now = accounts_.ListAgentAccounts();
+  if (!now.ok()) return;
+  std::vector<Account> appeared;
+  for (const Account& a : *now) {
+    if (a.name != floor_->user()) appeared.push_back(a);
   }
-  // Closing leashd's copy releases the host (every pending event allowed) once no watcher holds
-  // one: on the stop path, and as soon as the supervisor gives up, before anything of leashd's
-  // that may be waiting on the group (a reconcile reading /etc/passwd) is waited for.
-  auto release_group = [&fanotify_group] {
-    if (const int fd = fanotify_group.exchange(-1); fd >= 0) close(fd);
-  };
+  const std::string closed = CloseOnFallback(*fallback_, appeared, closed_on_fallback_);
+  if (closed.empty()) return;
+  Say(absl::StrCat("CRITICAL: agent account(s) appeared, and enforcing several UIDs needs "
+                   "nftables: ", fallback_reason_, ", and the iptables fallback enforces the "
+                   "configured user ", floor_->user(), " alone. ", closed,
+                   ". Make nf_tables available (modprobe nf_tables) and restart leash; until "
+                   "then a restart refuses to start"));
+}
 
-  // Set (from the supervisor's monitor thread) when leashd gives up on a sidecar: the exit that
-  // follows is for failure, and leaves every chain in place.
-  std::atomic<bool> failed{false};
+std::optional<int> Daemon::OpenFanotifyGroup() {
+  if (!filesystem_on_) return std::nullopt;
+  absl::StatusOr<sidecar::PermissionGroup> group =
+      sidecar::OpenPermissionGroup(!sidecar::KernelHasPidfdInfo());
+  if (!group.ok()) return Refuse(std::string(group.status().message()));
+  fanotify_group_.store(group->fd);
+  absl::StatusOr<int> table = sidecar::PendingTable::Create();
+  if (!table.ok()) return Refuse(std::string(table.status().message()));
+  pending_table_ = *table;
+  return std::nullopt;
+}
+
+std::optional<int> Daemon::StartAdminSocket() {
   SupervisorPolicy supervisor_policy;
-  SidecarSupervisor supervisor(&stream, supervisor_policy, [&](const std::string&) {
-    failed.store(true);
-    release_group();
-    kill(getpid(), SIGTERM);
-  });
-
+  supervisor_ = std::make_unique<SidecarSupervisor>(&stream_, supervisor_policy,
+                                                    [this](const std::string&) {
+                                                      failed_.store(true);
+                                                      ReleaseFanotifyGroup();
+                                                      kill(getpid(), SIGTERM);
+                                                    });
   ControlDeps deps;
-  deps.config_path = options.config_path;
-  deps.store = &store;
-  deps.accounts = &accounts;
-  deps.subjects = &subjects;
-  deps.loop = &loop;
-  deps.stream = &stream;
-  deps.supervisor = &supervisor;
-  deps.single_subject = single_subject;
-  deps.netfilter_description = netfilter ? netfilter->Describe() : "off (enforcers.network: false)";
-  deps.netfilter = netfilter.get();
-  ControlService control(deps);
+  deps.config_path = options_.config_path;
+  deps.store = store_.get();
+  deps.accounts = &accounts_;
+  deps.subjects = &subjects_;
+  deps.loop = loop_.get();
+  deps.stream = &stream_;
+  deps.supervisor = supervisor_.get();
+  deps.single_subject = single_subject_;
+  deps.netfilter_description =
+      netfilter_ ? netfilter_->Describe() : "off (enforcers.network: false)";
+  deps.netfilter = netfilter_.get();
+  control_ = std::make_unique<ControlService>(deps);
 
   UnixSocketOptions admin_options;
   admin_options.name = "admin";
-  admin_options.path = options.admin_socket;
+  admin_options.path = options_.admin_socket;
   admin_options.mode = 0600;
   admin_options.admit = [](const ucred& cred) { return cred.uid == 0; };
   absl::StatusOr<std::unique_ptr<UnixGrpcServer>> admin =
-      UnixGrpcServer::Start(admin_options, {&control, &stream});
+      UnixGrpcServer::Start(admin_options, {control_.get(), &stream_});
   if (!admin.ok()) return Refuse(std::string(admin.status().message()));
-  Say(absl::StrCat("admin socket ", options.admin_socket, " (root only)"));
+  admin_ = *std::move(admin);
+  Say(absl::StrCat("admin socket ", options_.admin_socket, " (root only)"));
+  return std::nullopt;
+}
 
-  // Both sidecars reach leashd on the admin socket and write decisions to the inherited log.
-  std::vector<std::string> fswatch_argv = {
-      options.fswatch_binary, "--socket=" + options.admin_socket, "--decision-log-fd={log_fd}",
+// Both sidecars reach leashd on the admin socket and write decisions to the inherited log.
+std::vector<std::string> Daemon::FswatchArgv() const {
+  std::vector<std::string> argv = {
+      options_.fswatch_binary, "--socket=" + options_.admin_socket, "--decision-log-fd={log_fd}",
       "--fanotify-fd={fd:0}", "--pending-table-fd={fd:1}"};
-  if (!options.fswatch_mark_only_under.empty()) {
-    fswatch_argv.push_back("--mark-only-under=" + options.fswatch_mark_only_under);
+  if (!options_.fswatch_mark_only_under.empty()) {
+    argv.push_back("--mark-only-under=" + options_.fswatch_mark_only_under);
   }
-  std::vector<std::string> proxy_argv = {options.proxy_binary,
-                                         "--admin-socket=" + options.admin_socket,
+  return argv;
+}
+
+std::string Daemon::HandOverPortSockets() {
+  // A process binding ports in a loop holds each one only for an instant: a failed bind is
+  // tried again for a while before the port counts as taken.
+  const std::vector<ProxyPortHold::Missing> missing =
+      port_hold_.TakeMissing(/*attempts=*/40, absl::Milliseconds(5));
+  const size_t handed = port_hold_.Descriptors().size();
+  Say(absl::StrCat("holding ", handed, " of ", port_hold_.wanted(),
+                   " proxy port sockets (TCP and UDP, ", engine::kProxyPortFirst, "-",
+                   engine::kProxyPortLast, " on 127.0.0.1",
+                   port_hold_.ipv6_available() ? " and ::1" : "; no IPv6 here",
+                   ") for leash-proxy, and ", port_hold_.total() - handed, " of ",
+                   2 * port_hold_.ports(), " wildcards for every other address"));
+  std::vector<ProxyPortHold::Missing> targets, elsewhere;
+  for (const ProxyPortHold::Missing& m : missing) {
+    (m.redirect_target ? targets : elsewhere).push_back(m);
+  }
+  if (!targets.empty()) {
+    Say(absl::StrCat(
+        "CRITICAL: ", targets.size(), " proxy port socket(s) are held by another process, "
+        "bound while leashd was not running: ", ProxyPortHold::Describe(targets),
+        ". An agent whose port this is moves to a fresh one, no account is given one again, "
+        "and the single-subject port 18443 cannot move: its subject is denied all TCP (its "
+        "chain resets it) until leash restarts after it is released; `ss -ltunp` shows who "
+        "holds them"));
+  }
+  if (!elsewhere.empty()) {
+    Say(absl::StrCat(
+        "warning: another process holds ", elsewhere.size(), " port(s) of the proxy range on "
+        "some address of this host, so leashd cannot hold them there: ",
+        ProxyPortHold::Describe(elsewhere), ". No redirect goes there; `ss -ltunp` shows who"));
+  }
+  return handed == 0 ? std::string("--port-sockets=none")
+                     : absl::StrCat("--port-sockets={fd:0}-{fd:", handed - 1, "}");
+}
+
+std::optional<int> Daemon::StartSidecars() {
+  std::vector<std::string> proxy_argv = {options_.proxy_binary,
+                                         "--admin-socket=" + options_.admin_socket,
                                          "--decision-log-fd={log_fd}"};
   // With the lock held, no live leashd owns a sidecar started against this admin socket: any
   // still running were left by one that was killed, and would hold the ports and the fanotify
   // group against ours. Stopped only now, when ours are about to start: until then they still
   // enforce the last map they had (a start refused above leaves them so).
   for (const std::string& line : StopLeftoverSidecars(
-           {options.fswatch_binary, options.proxy_binary}, options.admin_socket)) {
+           {options_.fswatch_binary, options_.proxy_binary}, options_.admin_socket)) {
     Say(line);
   }
-  std::vector<int> port_fds;
-  if (network_on) {
-    // A process binding ports in a loop holds each one only for an instant: a failed bind is
-    // tried again for a while before the port counts as taken.
-    const std::vector<ProxyPortHold::Missing> missing =
-        port_hold.TakeMissing(/*attempts=*/40, absl::Milliseconds(5));
-    port_fds = port_hold.Descriptors();
-    Say(absl::StrCat("holding ", port_fds.size(), " of ", port_hold.wanted(),
-                     " proxy port sockets (", engine::kProxyPortFirst, "-", engine::kProxyPortLast,
-                     " on 127.0.0.1", port_hold.ipv6_available() ? " and ::1" : "; no IPv6 here",
-                     ") for leash-proxy, and ", port_hold.total() - port_fds.size(), " of ",
-                     port_hold.ports(), " wildcards for every other address"));
-    std::vector<ProxyPortHold::Missing> targets, elsewhere;
-    for (const ProxyPortHold::Missing& m : missing) {
-      (m.redirect_target ? targets : elsewhere).push_back(m);
-    }
-    if (!targets.empty()) {
-      Say(absl::StrCat(
-          "CRITICAL: ", targets.size(), " proxy port socket(s) are held by another process, "
-          "bound while leashd was not running: ", ProxyPortHold::Describe(targets),
-          ". An agent whose port this is moves to a fresh one, no account is given one again, "
-          "and the single-subject port 18443 cannot move: its subject is denied all TCP (its "
-          "chain resets it) until leash restarts after it is released; `ss -ltnp` shows who "
-          "holds them"));
-    }
-    if (!elsewhere.empty()) {
-      Say(absl::StrCat(
-          "warning: another process holds ", elsewhere.size(), " port(s) of the proxy range on "
-          "some address of this host, so leashd cannot hold them there: ",
-          ProxyPortHold::Describe(elsewhere), ". No redirect goes there; `ss -ltnp` shows who"));
-    }
-    proxy_argv.push_back(
-        port_fds.empty() ? std::string("--port-sockets=none")
-                         : absl::StrCat("--port-sockets={fd:0}-{fd:", port_fds.size() - 1, "}"));
-  }
+  if (network_on_) proxy_argv.push_back(HandOverPortSockets());
   for (const auto& [on, name, kind, argv] :
-       {std::tuple{filesystem_on, "leash-fswatch", leash::v1::SIDECAR_KIND_FSWATCH, fswatch_argv},
-        std::tuple{network_on, "leash-proxy", leash::v1::SIDECAR_KIND_PROXY, proxy_argv}}) {
+       {std::tuple{filesystem_on_, "leash-fswatch", leash::v1::SIDECAR_KIND_FSWATCH,
+                   FswatchArgv()},
+        std::tuple{network_on_, "leash-proxy", leash::v1::SIDECAR_KIND_PROXY, proxy_argv}}) {
     if (!on) continue;
     SidecarSpec spec;
     spec.name = name;
     spec.kind = kind;
     spec.argv = argv;
-    spec.decision_log_fd = *log_fd;
-    if (kind == leash::v1::SIDECAR_KIND_PROXY) spec.inherited_fds = port_fds;
-    spec.heartbeat_timeout = options.heartbeat_timeout;
+    spec.decision_log_fd = log_fd_;
+    spec.heartbeat_timeout = options_.heartbeat_timeout;
+    if (kind == leash::v1::SIDECAR_KIND_PROXY) spec.inherited_fds = port_hold_.Descriptors();
     if (kind == leash::v1::SIDECAR_KIND_FSWATCH) {
-      spec.inherited_fds = {fanotify_group.load(), pending_table};
+      spec.inherited_fds = {fanotify_group_.load(), pending_table_};
       spec.standby_args = {"--standby", "--ready-fd={ready_fd}"};
       spec.takeover_signal = sidecar::TakeOverSignal();
-      spec.heartbeat_timeout = options.fswatch_heartbeat_timeout;
+      spec.heartbeat_timeout = options_.fswatch_heartbeat_timeout;
     }
-    if (absl::Status started = supervisor.Start(spec); !started.ok()) {
+    if (absl::Status started = supervisor_->Start(spec); !started.ok()) {
       return Refuse(std::string(started.message()));
     }
   }
+  return std::nullopt;
+}
 
-  loop.Start();
+std::optional<int> Daemon::FirstReconcile() {
+  loop_->Start();
   // A change to passwd, group, subuid, subgid or nsswitch.conf asks for a pass by itself: an
   // added subordinate range is part of its subject at once, not at the next SIGHUP.
   absl::StatusOr<std::unique_ptr<AccountFilesWatch>> account_files = AccountFilesWatch::Start(
-      options.account_files_dir, AccountFilesWatch::DefaultNames(), [&loop] { loop.Request(); });
-  if (!account_files.ok()) {
-    Say(absl::StrCat("warning: cannot watch ", options.account_files_dir, " (",
+      options_.account_files_dir, AccountFilesWatch::DefaultNames(),
+      [this] { loop_->Request(); });
+  if (account_files.ok()) {
+    account_files_ = *std::move(account_files);
+  } else {
+    Say(absl::StrCat("warning: cannot watch ", options_.account_files_dir, " (",
                      account_files.status().message(),
                      "); a change to the account database takes effect at the next SIGHUP"));
   }
-  const leash::v1::ReconcileReport first = loop.RequestAndWait(absl::Minutes(2));
+  const leash::v1::ReconcileReport first = loop_->RequestAndWait(absl::Minutes(2));
   if (!first.error().empty()) {
-    loop.Stop();
-    supervisor.Stop();
-    (*admin)->Shutdown();
+    loop_->Stop();
+    supervisor_->Stop();
+    admin_->Shutdown();
     return Refuse(absl::StrCat("the first reconcile failed: ", first.error()));
   }
-  if (netfilter && fallback == nullptr) {
-    for (const std::string& line : LiftFallbackClosures(*netfilter)) Say(line);
+  if (netfilter_ && fallback_ == nullptr) {
+    for (const std::string& line : LiftFallbackClosures(*netfilter_)) Say(line);
   }
+  return std::nullopt;
+}
 
-  // --- The tools socket. ---
-  std::unique_ptr<sidecar::AsyncDecisionLog> tools_log;
-  std::unique_ptr<tools::ToolsService> tools_service;
-  std::unique_ptr<UnixGrpcServer> tools_server;
-  ToolsServerRef tools_server_raw{nullptr};
-  if (tools_on) {
-    tools_log = std::make_unique<sidecar::AsyncDecisionLog>(fcntl(*log_fd, F_DUPFD_CLOEXEC, 3));
-    tools::ToolsServiceOptions tools_options;
-    tools_options.sink = tools_log.get();
-    tools_options.lookup = MakeToolsLookup(&tools_server_raw, &subjects, (*user)->uid, tools_log.get());
-    tools_options.caller_uid =
-        [raw = &tools_server_raw](const grpc::ServerContextBase& context) -> std::optional<uint32_t> {
-      std::optional<ucred> peer = ToolsCaller(*raw, context);
-      if (!peer) return std::nullopt;
-      return peer->uid;
-    };
-    tools_options.limits = options.tools_limits;
-    tools_options.caller_not_reading = [raw = &tools_server_raw](
-                                           const grpc::ServerContextBase& context) {
-      const UnixGrpcServer* const started = raw->load();
-      return started != nullptr && started->PeerIsNotReading(context);
-    };
-    tools_options.cut_connections = [raw = &tools_server_raw](uint32_t uid) {
-      if (UnixGrpcServer* const started = raw->load(); started != nullptr) {
-        started->CutConnectionsOf(uid);
-      }
-    };
-    absl::StatusOr<std::unique_ptr<tools::ToolsService>> service =
-        tools::ToolsService::Create(std::move(tools_options));
-    if (!service.ok()) return Refuse(std::string(service.status().message()));
-    tools_service = *std::move(service);
-    UnixSocketOptions tools_socket;
-    tools_socket.name = "tools";
-    tools_socket.path = options.tools_socket;
-    tools_socket.mode = 0660;
-    tools_socket.group = tools_group.gid;
-    tools_socket.admit = [](const ucred&) { return true; };  // the socket's group decides
-    tools_socket.max_connections_per_uid = options.tools_limits.max_connections_per_account;
-    absl::StatusOr<std::unique_ptr<UnixGrpcServer>> server = UnixGrpcServer::Start(
-        tools_socket, {}, [&](grpc::ServerBuilder& builder) {
-          tools::RegisterToolsService(builder, *tools_service);
-        });
-    if (!server.ok()) return Refuse(std::string(server.status().message()));
-    tools_server = *std::move(server);
-    tools_server_raw.store(tools_server.get());
-    const tools::ToolsSocketLimits& limits = options.tools_limits;
-    Say(absl::StrCat("tools socket ", options.tools_socket, " (0660, group ", tools_group.name,
-                     " ", tools_group.gid,
-                     "); per account: ", limits.max_connections_per_account, " connections, ",
-                     limits.max_calls_per_account, " calls in flight, requests up to ",
-                     limits.max_request_bytes, " bytes"));
-  }
+std::optional<int> Daemon::StartToolsSocket() {
+  if (!tools_on_) return std::nullopt;
+  tools_log_ = std::make_unique<sidecar::AsyncDecisionLog>(fcntl(log_fd_, F_DUPFD_CLOEXEC, 3));
+  ToolsServerRef* const raw = &tools_server_raw_;
+  tools::ToolsServiceOptions tools_options;
+  tools_options.sink = tools_log_.get();
+  tools_options.lookup = MakeToolsLookup(raw, &subjects_, user_.uid, tools_log_.get());
+  tools_options.caller_uid = [raw](const grpc::ServerContextBase& context)
+      -> std::optional<uint32_t> {
+    std::optional<ucred> peer = ToolsCaller(*raw, context);
+    if (!peer) return std::nullopt;
+    return peer->uid;
+  };
+  tools_options.limits = options_.tools_limits;
+  tools_options.caller_not_reading = [raw](const grpc::ServerContextBase& context) {
+    const UnixGrpcServer* const started = raw->load();
+    return started != nullptr && started->PeerIsNotReading(context);
+  };
+  tools_options.cut_connections = [raw](uint32_t uid) {
+    if (UnixGrpcServer* const started = raw->load(); started != nullptr) {
+      started->CutConnectionsOf(uid);
+    }
+  };
+  absl::StatusOr<std::unique_ptr<tools::ToolsService>> service =
+      tools::ToolsService::Create(std::move(tools_options));
+  if (!service.ok()) return Refuse(std::string(service.status().message()));
+  tools_service_ = *std::move(service);
+  UnixSocketOptions socket;
+  socket.name = "tools";
+  socket.path = options_.tools_socket;
+  socket.mode = 0660;
+  socket.group = tools_group_.gid;
+  socket.admit = [](const ucred&) { return true; };  // the socket's group decides
+  socket.max_connections_per_uid = options_.tools_limits.max_connections_per_account;
+  absl::StatusOr<std::unique_ptr<UnixGrpcServer>> server =
+      UnixGrpcServer::Start(socket, {}, [this](grpc::ServerBuilder& builder) {
+        tools::RegisterToolsService(builder, *tools_service_);
+      });
+  if (!server.ok()) return Refuse(std::string(server.status().message()));
+  tools_server_ = *std::move(server);
+  tools_server_raw_.store(tools_server_.get());
+  const tools::ToolsSocketLimits& limits = options_.tools_limits;
+  Say(absl::StrCat("tools socket ", options_.tools_socket, " (0660, group ", tools_group_.name,
+                   " ", tools_group_.gid, "); per account: ", limits.max_connections_per_account,
+                   " connections, ", limits.max_calls_per_account,
+                   " calls in flight, requests up to ", limits.max_request_bytes, " bytes"));
+  return std::nullopt;
+}
 
-  // The pidfile is how a host without systemd signals leashd (scripts/reload-policy); it is
-  // written atomically with its mode stated.
-  const std::string pidfile = absl::StrCat(options.run_dir, "/", kPidfileName);
-  if (absl::Status written = WriteFileAtomically(pidfile, absl::StrCat(getpid(), "\n"), 0644);
+// The pidfile is how a host without systemd signals leashd (scripts/reload-policy); it is
+// written atomically with its mode stated.
+void Daemon::WritePidfile() {
+  pidfile_ = absl::StrCat(options_.run_dir, "/", kPidfileName);
+  if (absl::Status written = WriteFileAtomically(pidfile_, absl::StrCat(getpid(), "\n"), 0644);
       !written.ok()) {
     Say(absl::StrCat("warning: ", written.message()));
   }
   Say(absl::StrCat("running (pid ", getpid(), "); SIGHUP reconciles, SIGTERM stops"));
+}
 
-  // --- The signal loop. ---
+void Daemon::WaitForStopSignal() {
   while (true) {
     int signal = 0;
-    if (sigwait(&signals, &signal) != 0) continue;
+    if (sigwait(&signals_, &signal) != 0) continue;
     if (signal == SIGHUP) {
       Say("SIGHUP: reconcile requested");
-      loop.Request();
+      loop_->Request();
       continue;
     }
-    if (!failed.load()) Say(absl::StrCat("signal ", signal, ": stopping"));
-    break;
+    if (!failed_.load()) Say(absl::StrCat("signal ", signal, ": stopping"));
+    return;
   }
+}
 
-  // --- Stop: stop the sidecars; a deliberate stop also releases every chain. ---
-  if (account_files.ok()) account_files->reset();  // no pass is asked for once stopping
-  loop.Stop();
-  if (tools_server) tools_server->Shutdown();
-  (*admin)->Shutdown();
-  supervisor.Stop();
+// Stops the sidecars; a deliberate stop also releases every chain. Returns the exit code.
+int Daemon::Stop() {
+  account_files_.reset();  // no pass is asked for once stopping
+  loop_->Stop();
+  if (tools_server_) tools_server_->Shutdown();
+  admin_->Shutdown();
+  supervisor_->Stop();
   // Every watcher is gone: nothing reads the group, so it is closed before anything here opens
-  // a file (the kernel answers every pending event allow: the spec's release of the host).
-  release_group();
-  if (pending_table >= 0) close(pending_table);
+  // a file (the kernel answers every pending event allow, which releases the host:
+  // docs/ARCHITECTURE.md, rule F4).
+  ReleaseFanotifyGroup();
+  if (pending_table_ >= 0) close(pending_table_);
   // A failure never un-confines: an exit for failure leaves every chain in place, so a leashed
   // UID's TCP is still redirected, now to a port nobody listens on (refused), and its UDP still
   // dropped, until a new leashd takes the chains over. Only a deliberate stop releases.
-  if (netfilter && failed.load()) {
+  if (netfilter_ && failed_.load()) {
     Say("exiting for failure: every chain is left in place, so every subject's network stays "
         "closed (connections refused) until leashd runs again; `systemctl start leash` (after "
         "`systemctl reset-failed leash` if systemd gave up) takes them over, `leash teardown` "
         "releases them by hand");
-  } else if (netfilter) {
-    std::vector<uint32_t> uids;
-    for (const auto& [uid, state] : reconciler.subjects()) uids.push_back(uid);
-    if (absl::StatusOr<PortMap> ports = PortMap::Load(reconcile_options.ports_path); ports.ok()) {
-      for (const PortMap::Assignment& a : ports->All()) uids.push_back(a.uid);
-    }
-    // With the chains, the policy-routing block and the host's tcp_fwmark_accept.
-    const Released released = ReleaseAllSubjects(*netfilter, uids, inbound_routing.get());
-    Say(released.chains.ok() ? absl::StrCat("released ", released.subjects, " subject chain(s)")
-                             : absl::StrCat("releasing chains: ", released.chains.message()));
-    Say(released.routing.ok() ? "released the policy-routing rules"
-                              : std::string(released.routing.message()));
+  } else if (netfilter_) {
+    ReleaseEveryChain();
   }
-  unlink(pidfile.c_str());
-  close(*log_fd);
-  return failed.load() ? 1 : 0;
+  unlink(pidfile_.c_str());
+  close(log_fd_);
+  // A stop for failure is a refusal to go on: systemd restarts leash, and `leash teardown
+  // --unless-failed` keeps the chains (cli/service_stop.cc).
+  return failed_.load() ? kExitRefused : kExitOk;
+}
+
+void Daemon::ReleaseEveryChain() {
+  std::vector<uint32_t> uids;
+  for (const auto& [uid, state] : reconciler_->subjects()) uids.push_back(uid);
+  if (absl::StatusOr<PortMap> ports = PortMap::Load(reconcile_options_.ports_path); ports.ok()) {
+    for (const PortMap::Assignment& a : ports->All()) uids.push_back(a.uid);
+  }
+  // With the chains, the policy-routing block and the host's tcp_fwmark_accept.
+  const Released released = ReleaseAllSubjects(*netfilter_, uids, inbound_routing_.get());
+  Say(released.chains.ok() ? absl::StrCat("released ", released.subjects, " subject chain(s)")
+                           : absl::StrCat("releasing chains: ", released.chains.message()));
+  Say(released.routing.ok() ? "released the policy-routing rules"
+                            : std::string(released.routing.message()));
+}
+
+}  // namespace
+
+int RunDaemon(const DaemonOptions& options) {
+  // Heap-allocated: its threads (the loop, the supervisor, the servers) reach it until Stop.
+  auto daemon = std::make_unique<Daemon>(options);
+  daemon->BlockSignals();
+  if (std::optional<int> exit_code = daemon->LoadFloorAndUser()) return *exit_code;
+  daemon->EnsureToolsSocketGroup();
+  for (auto step : {&Daemon::OpenLogAndLock, &Daemon::HoldProxyPorts, &Daemon::SetUpNetfilter}) {
+    if (std::optional<int> exit_code = ((*daemon).*step)()) return *exit_code;
+  }
+  daemon->MakeReconcileLoop();
+  for (auto step : {&Daemon::OpenFanotifyGroup, &Daemon::StartAdminSocket,
+                    &Daemon::StartSidecars, &Daemon::FirstReconcile, &Daemon::StartToolsSocket}) {
+    if (std::optional<int> exit_code = ((*daemon).*step)()) return *exit_code;
+  }
+  daemon->WritePidfile();
+  daemon->WaitForStopSignal();
+  return daemon->Stop();
 }
 
 }  // namespace leash::controlplane

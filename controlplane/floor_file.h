@@ -1,7 +1,7 @@
 // /etc/leash/leash.yaml, the floor: loading it, editing it (`leash <surface> allow|deny|mode`),
-// and writing it the way the spec requires — 0640, owned root:<leashed user>, re-stated on
-// every write: the leashed user reads the policy through the group, never through ownership,
-// because owning the file would let the confined account rewrite its own leash.
+// and writing it as docs/ARCHITECTURE.md rule P11 requires — 0640, owned root:<leashed user>,
+// re-stated on every write: the leashed user reads the policy through the group, never through
+// ownership, because owning the file would let the confined account rewrite its own leash.
 #pragma once
 
 #include <string>

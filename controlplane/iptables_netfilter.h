@@ -1,9 +1,9 @@
 // The fallback Netfilter for hosts where nf_tables does not answer: the iptables binaries
 // (the one place the product runs a program for netfilter), IPv4 TCP only, one UID only
-// (spec: "If nft is unavailable the iptables fallback covers IPv4 TCP only, and says so on
-// stderr rather than letting you assume parity. The fallback is single-UID only: it appends
-// into the built-in nat OUTPUT chain, which cannot express a per-UID dispatch, so enforcing
-// several UIDs refuses to run without nft"). No IPv6 redirect, no UDP drop.
+// (docs/ARCHITECTURE.md, rule N13: it says so on stderr rather than letting anyone assume
+// parity, and because it appends into the built-in nat OUTPUT chain, which cannot express a
+// per-UID dispatch, a host with several UIDs to enforce refuses to run on it). No IPv6
+// redirect, no UDP drop.
 //
 // Per UID, two rules appended to nat OUTPUT, tagged with a comment so they can be found again:
 //   -A OUTPUT -d 127.0.0.0/8 -p tcp -m owner --uid-owner U -m tcp ! --dport 18000:18999

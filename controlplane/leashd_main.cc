@@ -1,87 +1,113 @@
 // leashd: Leash's control plane. Normally started as `leash` (no command) by leash.service.
-//   leashd [--config=/etc/leash/leash.yaml] [--state-dir=/var/lib/leash] [--run-dir=/run/leash]
-//          [--socket=<admin socket>] [--tools-socket=<path>] [--tools-group=leash-tools]
-//          [--proxy-binary=<path>] [--fswatch-binary=<path>] [--resolv-conf=<path>]
-//          [--netfilter=auto|nftables|iptables] [--fswatch-mark-only-under=<tmpfs dir>]
-//          [--tools-max-request-bytes=4194304] [--tools-calls-per-account=8]
-//          [--tools-connections-per-account=8]
+// `leashd --help` lists its flags (absl flags, through leash::ParseCommandLine); the exit codes
+// are every Leash program's (base/exit_codes.h).
 //   leashd --init --user=<name> [--config=...] [--json]
 //   leashd --teardown [--config=...] [--run-dir=...] [--state-dir=...] [--json]
+// are the host commands `leash init` / `leash teardown` run (controlplane/host_commands.h).
 // --tools-group is created (groupadd --system) when missing; see controlplane/tools_group.h.
 #include <cstdlib>
-#include <cstring>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "absl/strings/numbers.h"
+#include "absl/flags/flag.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "controlplane/daemon.h"
 #include "controlplane/host_commands.h"
+#include "base/command_line.h"
+#include "base/exit_codes.h"
+
+ABSL_FLAG(std::string, config, "",
+          "the floor config (default: $LEASH_CONFIG, else /etc/leash/leash.yaml); -c=PATH too");
+ABSL_FLAG(std::string, state_dir, "/var/lib/leash", "leashd's state folder");
+ABSL_FLAG(std::string, run_dir, "/run/leash", "leashd's run folder (sockets, pidfile, locks)");
+ABSL_FLAG(std::string, socket, "", "the admin socket (default: <run-dir>/leash.sock)");
+ABSL_FLAG(std::string, tools_socket, "", "the tools socket (default: <run-dir>/tools.sock)");
+ABSL_FLAG(std::string, tools_group, "",
+          "the tools socket's group, made when missing (default: leash-tools)");
+ABSL_FLAG(int, tools_max_request_bytes, leash::tools::ToolsSocketLimits().max_request_bytes,
+          "the largest CheckTool request the tools socket takes");
+ABSL_FLAG(int, tools_calls_per_account, leash::tools::ToolsSocketLimits().max_calls_per_account,
+          "CheckTool calls one account may have in flight");
+ABSL_FLAG(int, tools_connections_per_account,
+          leash::tools::ToolsSocketLimits().max_connections_per_account,
+          "tools socket connections one account may hold open");
+ABSL_FLAG(std::string, proxy_binary, "", "leash-proxy (default: next to leashd, else /usr/lib/leash/)");
+ABSL_FLAG(std::string, fswatch_binary, "",
+          "leash-fswatch (default: next to leashd, else /usr/lib/leash/)");
+ABSL_FLAG(std::string, resolv_conf, "/etc/resolv.conf", "the host's resolvers");
+ABSL_FLAG(std::string, netfilter, "auto",
+          "auto (nftables, iptables only when nf_tables does not answer), nftables or iptables");
+ABSL_FLAG(std::string, fswatch_mark_only_under, "",
+          "confines the watcher's marks to the mount at this directory (tests and demos on a tmpfs)");
 
 namespace {
 
-// A positive count for a limit flag; false (with the reason printed) otherwise.
-bool ParseLimit(const std::string& name, const std::string& value, int& out) {
-  int parsed = 0;
-  if (!absl::SimpleAtoi(value, &parsed) || parsed <= 0) {
-    std::cerr << "leashd: " << name << " takes a positive whole number; got '" << value << "'\n";
-    return false;
+constexpr char kUsage[] =
+    "usage: leashd [--config=/etc/leash/leash.yaml] [--state-dir=DIR] [--run-dir=DIR] [flags]\n"
+    "  Leash's control plane: the chains, the sidecars, the admin and tools sockets.";
+
+// The options from the parsed flags; InvalidArgument naming the flag that is out of range.
+absl::StatusOr<leash::controlplane::DaemonOptions> OptionsFromFlags() {
+  leash::controlplane::DaemonOptions options;
+  options.config_path = absl::GetFlag(FLAGS_config);
+  if (options.config_path.empty()) {
+    const char* env = std::getenv("LEASH_CONFIG");
+    options.config_path = env != nullptr && *env != '\0' ? env : "/etc/leash/leash.yaml";
   }
-  out = parsed;
-  return true;
+  options.state_dir = absl::GetFlag(FLAGS_state_dir);
+  options.run_dir = absl::GetFlag(FLAGS_run_dir);
+  options.admin_socket = absl::GetFlag(FLAGS_socket);
+  options.tools_socket = absl::GetFlag(FLAGS_tools_socket);
+  options.tools_group = absl::GetFlag(FLAGS_tools_group);
+  options.proxy_binary = absl::GetFlag(FLAGS_proxy_binary);
+  options.fswatch_binary = absl::GetFlag(FLAGS_fswatch_binary);
+  options.resolv_conf = absl::GetFlag(FLAGS_resolv_conf);
+  options.netfilter_backend = absl::GetFlag(FLAGS_netfilter);
+  options.fswatch_mark_only_under = absl::GetFlag(FLAGS_fswatch_mark_only_under);
+  leash::tools::ToolsSocketLimits& limits = options.tools_limits;
+  for (const auto& [name, value, out] :
+       {std::tuple{"--tools-max-request-bytes", absl::GetFlag(FLAGS_tools_max_request_bytes),
+                   &limits.max_request_bytes},
+        std::tuple{"--tools-calls-per-account", absl::GetFlag(FLAGS_tools_calls_per_account),
+                   &limits.max_calls_per_account},
+        std::tuple{"--tools-connections-per-account",
+                   absl::GetFlag(FLAGS_tools_connections_per_account),
+                   &limits.max_connections_per_account}}) {
+    if (value <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " takes a positive whole number; got '", value, "'"));
+    }
+    *out = value;
+  }
+  return options;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  // `leashd --init` / `leashd --teardown`: the host commands `leash init` / `leash teardown` run.
+  // `leashd --init` / `leashd --teardown`: the host commands `leash init` / `leash teardown` run,
+  // before the daemon's flags are parsed (they take their own).
   if (std::optional<int> done = leash::controlplane::RunHostCommand(argc, argv)) return *done;
-  leash::controlplane::DaemonOptions options;
-  if (const char* env = std::getenv("LEASH_CONFIG"); env != nullptr && *env != '\0') {
-    options.config_path = env;
-  }
+  // -c=PATH, the short --config=PATH that leash takes too.
+  std::vector<std::string> args = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    const size_t eq = arg.find('=');
-    const std::string name = arg.substr(0, eq);
-    const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
-    if (eq == std::string::npos && name != "--help") {
-      std::cerr << "leashd: flags take --name=value; got '" << arg << "'\n";
-      return 2;
-    }
-    if (name == "--config" || name == "-c") {
-      options.config_path = value;
-    } else if (name == "--state-dir") {
-      options.state_dir = value;
-    } else if (name == "--run-dir") {
-      options.run_dir = value;
-    } else if (name == "--socket") {
-      options.admin_socket = value;
-    } else if (name == "--tools-socket") {
-      options.tools_socket = value;
-    } else if (name == "--tools-group") {
-      options.tools_group = value;
-    } else if (name == "--tools-max-request-bytes") {
-      if (!ParseLimit(name, value, options.tools_limits.max_request_bytes)) return 2;
-    } else if (name == "--tools-calls-per-account") {
-      if (!ParseLimit(name, value, options.tools_limits.max_calls_per_account)) return 2;
-    } else if (name == "--tools-connections-per-account") {
-      if (!ParseLimit(name, value, options.tools_limits.max_connections_per_account)) return 2;
-    } else if (name == "--proxy-binary") {
-      options.proxy_binary = value;
-    } else if (name == "--fswatch-binary") {
-      options.fswatch_binary = value;
-    } else if (name == "--resolv-conf") {
-      options.resolv_conf = value;
-    } else if (name == "--fswatch-mark-only-under") {
-      options.fswatch_mark_only_under = value;
-    } else if (name == "--netfilter") {
-      options.netfilter_backend = value;
-    } else {
-      std::cerr << "leashd: unknown flag '" << name << "' (see the header of leashd_main.cc, or "
-                << "`leash --help`)\n";
-      return 2;
-    }
+    args.push_back(absl::StartsWith(arg, "-c=") ? "--config=" + arg.substr(3) : arg);
   }
-  return leash::controlplane::RunDaemon(options);
+  std::vector<char*> args_argv;
+  for (std::string& arg : args) args_argv.push_back(arg.data());
+  if (const int exit_code = leash::ParseCommandLineForMain(
+          static_cast<int>(args_argv.size()), args_argv.data(), "leashd", kUsage, nullptr);
+      exit_code >= 0) {
+    return exit_code;
+  }
+  absl::StatusOr<leash::controlplane::DaemonOptions> options = OptionsFromFlags();
+  if (!options.ok()) {
+    std::cerr << "leashd: " << options.status().message() << "\n";
+    return leash::kExitUsage;
+  }
+  return leash::controlplane::RunDaemon(*options);
 }

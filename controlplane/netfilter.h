@@ -4,17 +4,19 @@
 // (nft_netfilter.h: libnftnl + libmnl, one netlink batch per change) is tested for real in
 // network namespaces.
 //
-// Shape in the kernel (spec: "One chain per UID"):
+// Shape in the kernel (docs/ARCHITECTURE.md, rule N2: one chain per UID):
 //   table ip leash / table ip6 leash: a nat `output` hook chain that is a dispatcher holding
 //     nothing but the skuid -> agent_<uid> dispatch (a verdict map keyed by skuid, so the cost
 //     per new connection does not grow with the number of agents), and one hookless chain
-//     agent_<uid> per UID: loopback exempt except the proxy range 18000-18999, then redirect
-//     all TCP to the UID's port.
+//     agent_<uid> per UID: under network.dns: filter, DNS (UDP and TCP) to the resolvers
+//     redirected to the UID's port; loopback exempt except the proxy range 18000-18999; then
+//     redirect all TCP to the UID's port.
 //   table inet leash_filter: per UID, drop what the UID sends as the responder of a connection
 //     it did not originate to a peer off this host (unless network.inbound is allow), drop TCP
 //     to a destination off this host (the redirect sends all of its TCP to the proxy, so what
-//     is left escaped it), and drop UDP except DNS to the resolvers (or nothing, when
-//     network.udp is allow).
+//     is left escaped it), and drop UDP except DNS (under network.dns: filter, what the nat
+//     chain redirected to the UID's own DNS listener; under resolvers, UDP/53 to the resolvers)
+//     — or nothing, when network.udp is allow.
 //   table inet leash_guard: one rule for every UID, none of its own: the answers off the host
 //     of a connection a UID's inbound drop labelled, sent by a socket its process has closed
 //     (which carries no UID); and one that marks TCP arriving from off the host for the
@@ -55,9 +57,12 @@ struct NetfilterSubject {
   // as an explicit choice. False: what it sends on a connection it did not originate (conntrack's
   // reply direction) to a peer off this host is dropped and counted.
   bool inbound_allowed = false;
-  // UDP/53 to these addresses passes the UDP drop (the host's /etc/resolv.conf, or
-  // network.dns_resolvers). Empty: no DNS exception.
+  // The resolvers (the host's /etc/resolv.conf, or network.dns_resolvers). Empty: no DNS.
   std::vector<engine::IpAddress> dns_resolvers;
+  // network.dns: filter — UDP and TCP to a resolver's port 53 are redirected to the UID's own
+  // DNS listener (the proxy's UDP socket and TCP listener on `port`), and only that passes the
+  // UDP drop. False (network.dns: resolvers): UDP/53 to the resolvers passes the drop unjudged.
+  bool dns_filter = false;
   // The proxy could not bind this UID's listener (someone else holds the port): its TCP is
   // refused (reset) at its own chain rather than redirected to whoever holds the port.
   // Loopback services stay reachable as for every subject.
@@ -66,7 +71,8 @@ struct NetfilterSubject {
   bool operator==(const NetfilterSubject& other) const {
     return uid == other.uid && subordinate_uids == other.subordinate_uids && port == other.port &&
            udp_allowed == other.udp_allowed && inbound_allowed == other.inbound_allowed &&
-           dns_resolvers == other.dns_resolvers && refuse_tcp == other.refuse_tcp;
+           dns_resolvers == other.dns_resolvers && dns_filter == other.dns_filter &&
+           refuse_tcp == other.refuse_tcp;
   }
   bool operator!=(const NetfilterSubject& other) const { return !(*this == other); }
 };

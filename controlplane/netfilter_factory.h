@@ -38,8 +38,8 @@ struct NetfilterChoice {
 // Whether `choice` can enforce the configured user `user` and the agent accounts `agents`
 // together. OK with nftables, or with the fallback on a host without agent accounts (the one
 // UID it can enforce). Otherwise FailedPrecondition naming nftables, why it is not in use, and
-// every agent: the spec's "enforcing several UIDs refuses to run without nft rather than
-// quietly applying one user's policy to all of them".
+// every agent: enforcing several UIDs refuses to run without nft rather than quietly applying
+// one user's policy to all of them (docs/ARCHITECTURE.md, rule N13).
 absl::Status CheckEnforcesEverySubject(const NetfilterChoice& choice, const std::string& user,
                                        const std::vector<std::string>& agents);
 

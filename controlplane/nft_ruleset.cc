@@ -362,11 +362,61 @@ void AddLoopbackExemption(NftBatch& batch, const LeashTable& table, const std::s
                              chain));
 }
 
+// The subject's resolvers of this table's family, unmapped and without repeats.
+std::vector<IpAddress> ResolversOf(const NetfilterSubject& subject, uint16_t family) {
+  std::vector<IpAddress> out;
+  for (const IpAddress& raw : subject.dns_resolvers) {
+    const IpAddress resolver = engine::UnmapV4(raw);
+    const bool v4 = resolver.family == IpAddress::Family::kV4;
+    if (family != NFPROTO_INET && v4 != (family == NFPROTO_IPV4)) continue;
+    if (std::find(out.begin(), out.end(), resolver) != out.end()) continue;
+    out.push_back(resolver);
+  }
+  return out;
+}
+
+// `ip daddr <resolver> <udp|tcp> dport 53` (ip6 daddr in ip6 leash; `meta nfproto` first in the
+// inet table) on `rule`.
+void MatchResolver(RuleBuilder& rule, const LeashTable& table, const IpAddress& resolver,
+                   uint8_t protocol) {
+  const bool v4 = resolver.family == IpAddress::Family::kV4;
+  const uint16_t dport = htons(kDnsPort);
+  if (table.family == NFPROTO_INET) rule.Meta(NFT_META_NFPROTO).CmpEqU8(v4 ? NFPROTO_IPV4 : NFPROTO_IPV6);
+  rule.Payload(NFT_PAYLOAD_NETWORK_HEADER, v4 ? 16 : 24, v4 ? 4 : 16)
+      .CmpEq(resolver.bytes.data(), v4 ? 4 : 16)
+      .Meta(NFT_META_L4PROTO)
+      .CmpEqU8(protocol)
+      .DestinationPort()
+      .CmpEq(&dport, sizeof(dport));
+}
+
+// network.dns: filter — DNS to the resolvers, UDP and TCP, goes to the subject's own DNS
+// listener in the proxy (the UDP socket and the TCP listener on its port). First in the chain:
+// a resolver on loopback (127.0.0.53) would otherwise meet the loopback exemption, and TCP
+// DNS to it would never reach the filter.
+void AddDnsRedirects(NftBatch& batch, const LeashTable& table, const std::string& chain,
+                     const NetfilterSubject& subject) {
+  if (!subject.dns_filter) return;
+  for (const IpAddress& resolver : ResolversOf(subject, table.family)) {
+    for (uint8_t protocol : {IPPROTO_UDP, IPPROTO_TCP}) {
+      RuleBuilder redirect(table, chain);
+      MatchResolver(redirect, table, resolver, protocol);
+      redirect.Counter().RedirectToPort(subject.port);
+      batch.AddRule(redirect.rule(),
+                    absl::StrCat("add rule `", table.family == NFPROTO_IPV4 ? "ip" : "ip6",
+                                 " daddr ", engine::FormatIpAddress(resolver), " ",
+                                 protocol == IPPROTO_UDP ? "udp" : "tcp", " dport 53 redirect to :",
+                                 subject.port, "` to ", table.Label(), " ", chain));
+    }
+  }
+}
+
 void AddRedirectRules(NftBatch& batch, const LeashTable& table, const std::string& chain,
                       const NetfilterSubject& subject) {
   // Loopback (a local service) is exempt, except the proxy range: an attempt at another
-  // subject's listener falls through to this UID's own redirect (spec: "The loopback
-  // exemption excludes the proxy port range (18000-18999)").
+  // subject's listener falls through to this UID's own redirect (docs/ARCHITECTURE.md,
+  // rule N7: the loopback exemption excludes the proxy port range 18000-18999).
+  AddDnsRedirects(batch, table, chain, subject);
   AddLoopbackExemption(batch, table, chain, table.family == NFPROTO_IPV4);
   RuleBuilder redirect(table, chain);
   redirect.Meta(NFT_META_L4PROTO).CmpEqU8(IPPROTO_TCP).Counter().RedirectToPort(subject.port);
@@ -374,33 +424,47 @@ void AddRedirectRules(NftBatch& batch, const LeashTable& table, const std::strin
                                               subject.port, "` to ", table.Label(), " ", chain));
 }
 
-// DNS to the host's own resolvers, returned before the drop (not under network.udp: allow,
-// where all UDP returns).
+// DNS past the UDP drop (not under network.udp: allow, where all UDP returns). Under
+// network.dns: filter, only what the nat chain redirected to this subject's own DNS socket
+// (127.0.0.1:<port>, [::1]:<port>: the filter hook sees the packet after the redirect), and
+// nothing while its listener is not bound (the port may be someone else's). Under
+// network.dns: resolvers, UDP/53 to the resolvers themselves. UDP/53 anywhere else is a tunnel
+// and stays closed.
 void AddDnsRules(NftBatch& batch, const LeashTable& table, const std::string& chain,
                  const NetfilterSubject& subject) {
   if (subject.udp_allowed) return;
-  // DNS to the host's own resolvers passes; UDP/53 anywhere else is a tunnel and stays closed.
-  std::set<std::pair<int, std::array<uint8_t, 16>>> seen;
-  for (const IpAddress& raw : subject.dns_resolvers) {
-    const IpAddress resolver = engine::UnmapV4(raw);
-    if (!seen.insert({static_cast<int>(resolver.family), resolver.bytes}).second) continue;
-    const bool v4 = resolver.family == IpAddress::Family::kV4;
+  if (subject.dns_filter) {
+    if (subject.refuse_tcp || ResolversOf(subject, table.family).empty()) return;
+    const uint16_t port = htons(subject.port);
+    for (bool v4 : {true, false}) {
+      RuleBuilder own(table, chain);
+      own.Meta(NFT_META_NFPROTO).CmpEqU8(v4 ? NFPROTO_IPV4 : NFPROTO_IPV6);
+      if (v4) {
+        const uint32_t loopback = htonl(INADDR_LOOPBACK);
+        own.Payload(NFT_PAYLOAD_NETWORK_HEADER, 16, 4).CmpEq(&loopback, 4);
+      } else {
+        own.Payload(NFT_PAYLOAD_NETWORK_HEADER, 24, 16).CmpEq(&in6addr_loopback, 16);
+      }
+      own.Meta(NFT_META_L4PROTO)
+          .CmpEqU8(IPPROTO_UDP)
+          .DestinationPort()
+          .CmpEq(&port, sizeof(port))
+          .Counter()
+          .Verdict(NFT_RETURN);
+      batch.AddRule(own.rule(), absl::StrCat("add rule `", v4 ? "ip daddr 127.0.0.1" : "ip6 daddr ::1",
+                                             " udp dport ", subject.port, " return` to ",
+                                             table.Label(), " ", chain));
+    }
+    return;
+  }
+  for (const IpAddress& resolver : ResolversOf(subject, table.family)) {
     RuleBuilder dns(table, chain);
-    const uint16_t dport = htons(kDnsPort);
-    dns.Meta(NFT_META_NFPROTO)
-        .CmpEqU8(v4 ? NFPROTO_IPV4 : NFPROTO_IPV6)
-        .Payload(NFT_PAYLOAD_NETWORK_HEADER, v4 ? 16 : 24, v4 ? 4 : 16)
-        .CmpEq(resolver.bytes.data(), v4 ? 4 : 16)
-        .Meta(NFT_META_L4PROTO)
-        .CmpEqU8(IPPROTO_UDP)
-        .DestinationPort()
-        .CmpEq(&dport, sizeof(dport))
-        .Counter()
-        .Verdict(NFT_RETURN);
+    MatchResolver(dns, table, resolver, IPPROTO_UDP);
+    dns.Counter().Verdict(NFT_RETURN);
     batch.AddRule(dns.rule(),
-                  absl::StrCat("add rule `", v4 ? "ip" : "ip6", " daddr ",
-                               engine::FormatIpAddress(resolver), " udp dport 53 return` to ",
-                               table.Label(), " ", chain));
+                  absl::StrCat("add rule `", resolver.family == IpAddress::Family::kV4 ? "ip" : "ip6",
+                               " daddr ", engine::FormatIpAddress(resolver),
+                               " udp dport 53 return` to ", table.Label(), " ", chain));
   }
 }
 
@@ -472,8 +536,8 @@ void AddFilterRules(NftBatch& batch, const LeashTable& table, const std::string&
                     const NetfilterSubject& subject) {
   // A socket of this UID completing a handshake from a port of the proxy range is a listener
   // squatting there: a port the proxy has not bound yet (a subject being added, the proxy
-  // respawning), which another subject's redirect then delivers to this one (spec: "those
-  // 1000 ports on loopback are reserved for Leash"). Its SYN-ACK goes through this chain (the
+  // respawning), which another subject's redirect then delivers to this one (rule N7 of
+  // docs/ARCHITECTURE.md: those ports are Leash's). Its SYN-ACK goes through this chain (the
   // kernel owns a SYN-ACK to the listener's socket), so it never completes one. Only SYN-ACKs:
   // a connection this UID makes from such a port as an ephemeral one still works.
   constexpr uint8_t kSynAck = 0x02 | 0x10;  // TCP SYN | ACK
@@ -513,7 +577,8 @@ void AddFilterRules(NftBatch& batch, const LeashTable& table, const std::string&
   }
   // Everything but TCP (which the nat chain sent to the proxy) and what returned above is
   // dropped: UDP, and also ICMP echo from an unprivileged ping socket, UDP-Lite, SCTP — none of
-  // which needs CAP_NET_RAW (spec: "forwarding what you cannot inspect is not enforcement").
+  // which needs CAP_NET_RAW (docs/ARCHITECTURE.md, rule N10: what the proxy cannot judge
+  // does not leave).
   RuleBuilder drop(table, chain);
   drop.Meta(NFT_META_L4PROTO).CmpNeqU8(IPPROTO_TCP).Counter().Verdict(NF_DROP);
   batch.AddRule(drop.rule(),

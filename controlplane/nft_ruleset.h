@@ -2,7 +2,7 @@
 // a leash table in the current shape from one left by an older version. Pure: no socket, so
 // every rule Leash installs is unit-tested against the expressions `nft` itself generates.
 //
-// The shape (spec: "One chain per UID"):
+// The shape (docs/ARCHITECTURE.md, rule N2: one chain per UID):
 //   table ip leash / table ip6 leash
 //     map agents { type uid : verdict; flags interval }
 //                                                 per subject: its UID and each subordinate UID
@@ -10,6 +10,9 @@
 //     chain output { type nat hook output priority -100; policy accept;
 //                    meta skuid vmap @agents }   the dispatcher, and nothing else
 //     chain agent_<uid> {                         hookless, one per UID
+//       ip daddr <resolver> udp dport 53 counter redirect to :<port>   (network.dns: filter,
+//       ip daddr <resolver> tcp dport 53 counter redirect to :<port>    per resolver of the
+//                                                                       table's family)
 //       ip daddr 127.0.0.0/8 tcp dport != 18000-18999 counter return   (ip6: ip6 daddr ::1)
 //       meta l4proto tcp counter redirect to :<port>
 //     }
@@ -33,8 +36,12 @@
 //       meta l4proto tcp fib daddr type != local counter drop
 //                                                   (TCP that escaped the redirect)
 //       meta l4proto udp counter return                     (only when network.udp: allow)
-//       ip daddr <resolver> udp dport 53 counter return      (one per IPv4 resolver; not with
-//       ip6 daddr <resolver> udp dport 53 counter return      network.udp: allow)
+//       ip daddr 127.0.0.1 udp dport <port> counter return   (network.dns: filter: the DNS
+//       ip6 daddr ::1 udp dport <port> counter return         the nat chain redirected; not
+//                                                             while the listener is unbound)
+//       ip daddr <resolver> udp dport 53 counter return      (network.dns: resolvers: one per
+//       ip6 daddr <resolver> udp dport 53 counter return      resolver; neither rule with
+//                                                             network.udp: allow)
 //       meta l4proto != tcp counter drop                    (UDP, ICMP ping sockets, UDP-Lite,
 //     }                                                      SCTP: nothing the proxy judges)
 // The dispatcher is one interval lookup keyed by the socket's UID, so a new connection costs
@@ -204,7 +211,7 @@ struct TableSnapshot {
 // Anything else in a leash table is the old shape — UID rules directly in the hooked chain, a
 // linear `meta skuid X jump agent_X` dispatcher, a second hooked chain, a missing map — and a
 // per-subject Release cannot see it, so a stale redirect there would win over the new dispatch
-// (spec: "a stale redirect is a terminal verdict that wins over the new dispatch rule").
+// (a redirect is a terminal verdict; docs/ARCHITECTURE.md, rule N12).
 // Returns nullopt for the current shape, else why the table is in the old one.
 std::optional<std::string> OldShapeReason(const LeashTable& table,
                                           const TableSnapshot& snapshot);

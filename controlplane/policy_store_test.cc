@@ -1,5 +1,5 @@
-// The policy stores against real files in a temp state folder, one test per spec sentence of
-// "Configuring one agent's policy" that the stores carry (write ordering, the lock, the ledger,
+// The policy stores against real files in a temp state folder, one test per sentence of rules
+// P3 to P6 (docs/ARCHITECTURE.md) that the stores carry (write ordering, the lock, the ledger,
 // refusals that write nothing).
 #include "controlplane/policy_store.h"
 

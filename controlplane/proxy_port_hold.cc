@@ -16,10 +16,11 @@
 namespace leash::controlplane {
 namespace {
 
-// A bound, not listening TCP socket on (address, port), or -1 with errno set. SO_REUSEPORT so
+// A bound, not listening TCP (or `type`) socket on (address, port), or -1 with errno set. SO_REUSEPORT so
 // the three sockets of a port coexist (and only sockets of leashd's UID may join them); never
 // SO_REUSEADDR, which lets sockets of any UID share a port nobody listens on.
-int BindHeld(int family, const std::string& address, uint16_t port, bool v6only = true) {
+int BindHeld(int family, int type, const std::string& address, uint16_t port,
+             bool v6only = true) {
   sockaddr_storage storage{};
   socklen_t length = 0;
   if (family == AF_INET) {
@@ -41,7 +42,7 @@ int BindHeld(int family, const std::string& address, uint16_t port, bool v6only 
     }
     length = sizeof(*in6);
   }
-  const int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+  const int fd = socket(family, type | SOCK_CLOEXEC, type == SOCK_DGRAM ? IPPROTO_UDP : IPPROTO_TCP);
   if (fd < 0) return -1;
   const int one = 1;
   if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
@@ -71,16 +72,21 @@ std::string FormatHeld(const std::string& address, uint16_t port) {
 
 }  // namespace
 
-ProxyPortHold::ProxyPortHold(Options options)
-    : options_(std::move(options)),
-      v4_(options_.last_port - options_.first_port + 1, -1),
-      v6_(options_.last_port - options_.first_port + 1, -1),
-      any_(options_.last_port - options_.first_port + 1, -1) {}
+ProxyPortHold::ProxyPortHold(Options options) : options_(std::move(options)) {
+  const size_t count = options_.last_port - options_.first_port + 1;
+  for (Sockets* sockets : {&tcp_, &udp_}) {
+    sockets->v4.assign(count, -1);
+    sockets->v6.assign(count, -1);
+    sockets->any.assign(count, -1);
+  }
+}
 
 ProxyPortHold::~ProxyPortHold() {
-  for (const std::vector<int>* fds : {&v4_, &v6_, &any_}) {
-    for (int fd : *fds) {
-      if (fd >= 0) close(fd);
+  for (const Sockets* sockets : {&tcp_, &udp_}) {
+    for (const std::vector<int>* fds : {&sockets->v4, &sockets->v6, &sockets->any}) {
+      for (int fd : *fds) {
+        if (fd >= 0) close(fd);
+      }
     }
   }
 }
@@ -94,29 +100,35 @@ std::vector<ProxyPortHold::Missing> ProxyPortHold::TakeMissing(int attempts,
       absl::SleepFor(between);
     }
     missing.clear();
-    for (size_t i = 0; i < v4_.size(); ++i) {
-      const uint16_t port = static_cast<uint16_t>(options_.first_port + i);
-      if (v4_[i] < 0) {
-        v4_[i] = BindHeld(AF_INET, options_.ipv4_address, port);
-        if (v4_[i] < 0) missing.push_back({options_.ipv4_address, port, errno});
-      }
-      if (v6_[i] < 0 && ipv6_available_) {
-        v6_[i] = BindHeld(AF_INET6, options_.ipv6_address, port);
-        if (v6_[i] < 0) {
-          if (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL) {
-            // No IPv6 here (or no ::1 on lo): no redirect can target it and no process can
-            // bind it; the proxy sees the same and listens on IPv4 alone.
-            ipv6_available_ = false;
-          } else {
-            missing.push_back({options_.ipv6_address, port, errno});
+    for (auto [sockets, type] : {std::pair{&tcp_, SOCK_STREAM}, std::pair{&udp_, SOCK_DGRAM}}) {
+      const bool udp = type == SOCK_DGRAM;
+      for (size_t i = 0; i < sockets->v4.size(); ++i) {
+        const uint16_t port = static_cast<uint16_t>(options_.first_port + i);
+        if (sockets->v4[i] < 0) {
+          sockets->v4[i] = BindHeld(AF_INET, type, options_.ipv4_address, port);
+          if (sockets->v4[i] < 0) missing.push_back({options_.ipv4_address, port, errno, true, udp});
+        }
+        if (sockets->v6[i] < 0 && ipv6_available_) {
+          sockets->v6[i] = BindHeld(AF_INET6, type, options_.ipv6_address, port);
+          if (sockets->v6[i] < 0) {
+            if (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL) {
+              // No IPv6 here (or no ::1 on lo): no redirect can target it and no process can
+              // bind it; the proxy sees the same and listens on IPv4 alone.
+              ipv6_available_ = false;
+            } else {
+              missing.push_back({options_.ipv6_address, port, errno, true, udp});
+            }
           }
         }
-      }
-      if (any_[i] < 0) {
-        const char* wildcard = ipv6_available_ ? "::" : "0.0.0.0";
-        any_[i] = ipv6_available_ ? BindHeld(AF_INET6, wildcard, port, /*v6only=*/false)
-                                  : BindHeld(AF_INET, wildcard, port);
-        if (any_[i] < 0) missing.push_back({wildcard, port, errno, /*redirect_target=*/false});
+        if (sockets->any[i] < 0) {
+          const char* wildcard = ipv6_available_ ? "::" : "0.0.0.0";
+          sockets->any[i] = ipv6_available_
+                                ? BindHeld(AF_INET6, type, wildcard, port, /*v6only=*/false)
+                                : BindHeld(AF_INET, type, wildcard, port);
+          if (sockets->any[i] < 0) {
+            missing.push_back({wildcard, port, errno, /*redirect_target=*/false, udp});
+          }
+        }
       }
     }
   }
@@ -125,9 +137,11 @@ std::vector<ProxyPortHold::Missing> ProxyPortHold::TakeMissing(int attempts,
 
 std::vector<int> ProxyPortHold::Descriptors() const {
   std::vector<int> fds;
-  for (const std::vector<int>* family : {&v4_, &v6_}) {
-    for (int fd : *family) {
-      if (fd >= 0) fds.push_back(fd);
+  for (const Sockets* sockets : {&tcp_, &udp_}) {
+    for (const std::vector<int>* family : {&sockets->v4, &sockets->v6}) {
+      for (int fd : *family) {
+        if (fd >= 0) fds.push_back(fd);
+      }
     }
   }
   return fds;
@@ -136,16 +150,21 @@ std::vector<int> ProxyPortHold::Descriptors() const {
 bool ProxyPortHold::Holds(uint16_t port) const {
   if (port < options_.first_port || port > options_.last_port) return false;
   const size_t i = port - options_.first_port;
-  return v4_[i] >= 0 && (!ipv6_available_ || v6_[i] >= 0);
+  for (const Sockets* sockets : {&tcp_, &udp_}) {
+    if (sockets->v4[i] < 0 || (ipv6_available_ && sockets->v6[i] < 0)) return false;
+  }
+  return true;
 }
 
 size_t ProxyPortHold::held() const { return Descriptors().size(); }
 
-size_t ProxyPortHold::wanted() const { return v4_.size() * (ipv6_available_ ? 2 : 1); }
+size_t ProxyPortHold::wanted() const { return ports() * (ipv6_available_ ? 4 : 2); }
 
 size_t ProxyPortHold::total() const {
   size_t wildcards = 0;
-  for (int fd : any_) wildcards += fd >= 0 ? 1 : 0;
+  for (const Sockets* sockets : {&tcp_, &udp_}) {
+    for (int fd : sockets->any) wildcards += fd >= 0 ? 1 : 0;
+  }
   return held() + wildcards;
 }
 
@@ -153,16 +172,19 @@ std::string ProxyPortHold::Describe(const std::vector<Missing>& unsorted) {
   // Consecutive ports of one address and one error fold into "first-last".
   std::vector<Missing> missing = unsorted;
   std::stable_sort(missing.begin(), missing.end(), [](const Missing& a, const Missing& b) {
+    if (a.udp != b.udp) return b.udp;
     return a.address != b.address ? a.address < b.address : a.port < b.port;
   });
   std::vector<std::string> parts;
   for (size_t i = 0; i < missing.size();) {
     size_t j = i;
-    while (j + 1 < missing.size() && missing[j + 1].address == missing[i].address &&
+    while (j + 1 < missing.size() && missing[j + 1].udp == missing[i].udp &&
+           missing[j + 1].address == missing[i].address &&
            missing[j + 1].error == missing[i].error && missing[j + 1].port == missing[j].port + 1) {
       ++j;
     }
-    std::string part = FormatHeld(missing[i].address, missing[i].port);
+    std::string part = absl::StrCat(missing[i].udp ? "udp " : "",
+                                    FormatHeld(missing[i].address, missing[i].port));
     if (j > i) absl::StrAppend(&part, "-", missing[j].port);
     absl::StrAppend(&part, " (", strerror(missing[i].error), ")");
     parts.push_back(std::move(part));

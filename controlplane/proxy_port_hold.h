@@ -1,10 +1,14 @@
 // leashd's hold on the proxy's ports: for every P of the reserved range, a TCP socket bound
 // (not listening) on 127.0.0.1:P and on [::1]:P — the redirect's targets — and one on the
-// wildcard (:: dual stack, or 0.0.0.0 without IPv6), for as long as leashd runs. The first two
+// wildcard (:: dual stack, or 0.0.0.0 without IPv6), for as long as leashd runs; and the same
+// three UDP sockets, the targets of each subject's DNS redirect (its DNS filter's sockets). The first two
 // are handed to every leash-proxy it spawns, which listen()s the ones of ports handed to
 // subjects, so a listener is bound once, by leashd, and outlives a proxy that dies; the
 // wildcard stays with leashd and covers every other address (127.0.0.2, the host's own).
 // A port nobody was handed stays bound but not listening: a connection to it is reset.
+//
+// UDP is held for the same reason as TCP: a process that bound a subject's UDP port would
+// receive that subject's DNS questions and could answer them with anything.
 //
 // All three set SO_REUSEPORT (so they can share the port: the kernel lets SO_REUSEPORT
 // sockets of one UID share it) and not SO_REUSEADDR (two SO_REUSEADDR sockets that do not
@@ -44,6 +48,7 @@ class ProxyPortHold {
     // 127.0.0.1 or ::1, where the redirect sends a subject's TCP (false: the wildcard, which
     // fails when another process holds the port on some other address of the host).
     bool redirect_target = true;
+    bool udp = false;
   };
 
   explicit ProxyPortHold(Options options);
@@ -59,21 +64,23 @@ class ProxyPortHold {
   // there, and nobody can bind it either.
   std::vector<Missing> TakeMissing(int attempts = 1, absl::Duration between = absl::ZeroDuration());
 
-  // The held descriptors (close-on-exec), IPv4 ports ascending then IPv6: what a proxy spawn
-  // inherits.
+  // The held redirect-target descriptors (close-on-exec): TCP IPv4 ports ascending, then IPv6,
+  // then the same for UDP: what a proxy spawn inherits.
   std::vector<int> Descriptors() const;
   size_t held() const;
-  // Whether `port` is held on every redirect target there is (a port outside the range:
-  // false). The wildcard does not count: a redirect never reaches another address.
+  // Whether `port` is held, TCP and UDP, on every redirect target there is (a port outside the
+  // range: false). The wildcard does not count: a redirect never reaches another address.
   bool Holds(uint16_t port) const;
   bool ipv6_available() const { return ipv6_available_; }
-  // Redirect-target sockets for the whole range (two per port, one without IPv6): what a
-  // proxy inherits when nothing is missing.
+  // Redirect-target sockets for the whole range (four per port — TCP and UDP on 127.0.0.1 and
+  // ::1 — two without IPv6): what a proxy inherits when nothing is missing.
   size_t wanted() const;
   // Every socket held, the wildcards included.
   size_t total() const;
+  // Every socket wanted, the wildcards (two per port) included.
+  size_t total_wanted() const { return wanted() + 2 * ports(); }
   // Ports in the range.
-  size_t ports() const { return v4_.size(); }
+  size_t ports() const { return tcp_.v4.size(); }
 
   // "127.0.0.1:18004, [::1]:18004-18007 (Address already in use)": the missing ones, ranges
   // folded, for a log line.
@@ -82,10 +89,14 @@ class ProxyPortHold {
  private:
   const Options options_;
   bool ipv6_available_ = true;
-  // Indexed by port - first_port; -1 while not held.
-  std::vector<int> v4_;
-  std::vector<int> v6_;
-  std::vector<int> any_;
+  // Per protocol, indexed by port - first_port; -1 while not held.
+  struct Sockets {
+    std::vector<int> v4;
+    std::vector<int> v6;
+    std::vector<int> any;
+  };
+  Sockets tcp_;
+  Sockets udp_;
 };
 
 }  // namespace leash::controlplane

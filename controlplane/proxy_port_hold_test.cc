@@ -1,6 +1,6 @@
 // The hold on the proxy's ports, against the real kernel: every bind another UID can try on a
 // held port fails, on any address and with SO_REUSEADDR and SO_REUSEPORT (as root: the test
-// binds as nobody); a socket of the holder's own UID fails too unless it sets SO_REUSEPORT; a
+// binds as nobody), TCP and UDP alike; a socket of the holder's own UID fails too unless it sets SO_REUSEPORT; a
 // connection to a held port nobody listens on is reset. A small range of free high ports
 // stands in for 18000-18999 so the test shares the host with other runs.
 #include "controlplane/proxy_port_hold.h"
@@ -50,8 +50,8 @@ constexpr Attempt kAttempts[] = {
 // Binds (family, address, port) with SO_REUSEADDR (and SO_REUSEPORT when `reuseport`);
 // returns 0 or the errno.
 int TryBind(int family, const char* address, bool v6only, uint16_t port, bool reuseport,
-            int* fd_out = nullptr) {
-  const int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            int* fd_out = nullptr, int type = SOCK_STREAM) {
+  const int fd = socket(family, type | SOCK_CLOEXEC, 0);
   if (fd < 0) return errno;
   const int one = 1;
   const int v6only_value = v6only ? 1 : 0;
@@ -109,8 +109,9 @@ class ProxyPortHoldTest : public ::testing::Test {
 TEST_F(ProxyPortHoldTest, AnotherUidBindsAHeldPortOnNoAddressWhateverItsOptions) {
   LEASH_REQUIRE_ROOT();  // to bind as another UID
   ASSERT_TRUE(hold_->ipv6_available()) << "the test needs ::1";
-  EXPECT_EQ(hold_->held(), 2u * kPorts);
-  EXPECT_EQ(hold_->total(), 3u * kPorts);
+  // TCP and UDP (the DNS filter's), each on 127.0.0.1, ::1 and the wildcard.
+  EXPECT_EQ(hold_->held(), 4u * kPorts);
+  EXPECT_EQ(hold_->total(), 6u * kPorts);
   EXPECT_EQ(hold_->Descriptors().size(), hold_->wanted());
   const pid_t child = fork();
   ASSERT_GE(child, 0);
@@ -119,13 +120,16 @@ TEST_F(ProxyPortHoldTest, AnotherUidBindsAHeldPortOnNoAddressWhateverItsOptions)
     int bound = 0;
     for (uint16_t port = first_; port < first_ + kPorts; ++port) {
       for (const Attempt& attempt : kAttempts) {
-        for (bool reuseport : {false, true}) {
-          const int error =
-              TryBind(attempt.family, attempt.address, attempt.v6only, port, reuseport);
-          if (error != EADDRINUSE) {
-            std::fprintf(stderr, "%s port %u reuseport %d: %s\n", attempt.label, port, reuseport,
-                         error == 0 ? "BOUND" : strerror(error));
-            ++bound;
+        for (int type : {SOCK_STREAM, SOCK_DGRAM}) {
+          for (bool reuseport : {false, true}) {
+            const int error = TryBind(attempt.family, attempt.address, attempt.v6only, port,
+                                      reuseport, nullptr, type);
+            if (error != EADDRINUSE) {
+              std::fprintf(stderr, "%s %s port %u reuseport %d: %s\n", attempt.label,
+                           type == SOCK_DGRAM ? "udp" : "tcp", port, reuseport,
+                           error == 0 ? "BOUND" : strerror(error));
+              ++bound;
+            }
           }
         }
       }
@@ -141,8 +145,12 @@ TEST_F(ProxyPortHoldTest, AnotherUidBindsAHeldPortOnNoAddressWhateverItsOptions)
 TEST_F(ProxyPortHoldTest, TheHoldersOwnUidBindsNothingWithoutSoReusePort) {
   for (uint16_t port = first_; port < first_ + kPorts; ++port) {
     for (const Attempt& attempt : kAttempts) {
-      EXPECT_EQ(TryBind(attempt.family, attempt.address, attempt.v6only, port, false), EADDRINUSE)
-          << attempt.label << " port " << port;
+      for (int type : {SOCK_STREAM, SOCK_DGRAM}) {
+        EXPECT_EQ(TryBind(attempt.family, attempt.address, attempt.v6only, port, false, nullptr,
+                          type),
+                  EADDRINUSE)
+            << attempt.label << (type == SOCK_DGRAM ? " udp" : " tcp") << " port " << port;
+      }
     }
   }
 }
@@ -219,12 +227,13 @@ TEST(ProxyPortHoldAlone, APortTakenBeforeIsReportedMissingAndTakenOnceFreed) {
   EXPECT_THAT(ProxyPortHold::Describe(missing),
               HasSubstr(absl::StrCat("127.0.0.1:", port, " (Address already in use)")));
   EXPECT_THAT(ProxyPortHold::Describe(missing), HasSubstr(absl::StrCat("[::]:", port)));
-  EXPECT_EQ(hold.held(), 1u);
+  // TCP on ::1, and UDP on both (the squatter is TCP).
+  EXPECT_EQ(hold.held(), 3u);
   EXPECT_FALSE(hold.Holds(port));
   close(squatter);
   EXPECT_THAT(hold.TakeMissing(), IsEmpty());
-  EXPECT_EQ(hold.held(), 2u);
-  EXPECT_EQ(hold.total(), 3u);
+  EXPECT_EQ(hold.held(), 4u);
+  EXPECT_EQ(hold.total(), 6u);
   EXPECT_TRUE(hold.Holds(port));
   EXPECT_FALSE(hold.Holds(port + 1));
 }
@@ -234,10 +243,13 @@ TEST(ProxyPortHoldDescribe, FoldsConsecutivePortsOfOneAddressAndOneError) {
       {"127.0.0.1", 18004, EADDRINUSE}, {"::1", 18004, EADDRINUSE},
       {"::1", 18005, EADDRINUSE},       {"::1", 18006, EADDRINUSE},
       {"127.0.0.1", 18009, EACCES},
+      {"127.0.0.1", 18004, EADDRINUSE, true, /*udp=*/true},
+      {"127.0.0.1", 18005, EADDRINUSE, true, /*udp=*/true},
   };
   EXPECT_EQ(ProxyPortHold::Describe(missing),
             "127.0.0.1:18004 (Address already in use), 127.0.0.1:18009 (Permission denied), "
-            "[::1]:18004-18006 (Address already in use)");
+            "[::1]:18004-18006 (Address already in use), "
+            "udp 127.0.0.1:18004-18005 (Address already in use)");
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 namespace leash::controlplane {
 
 ReconcileLoop::ReconcileLoop(PassFn pass, ReportFn on_report, absl::Duration watchdog,
-                             OverrunFn on_overrun, absl::Duration retry)
+                             OverrunFn on_overrun, absl::Duration retry, Clock& clock)
     : pass_(std::move(pass)),
       on_report_(std::move(on_report)),
       watchdog_(watchdog),
@@ -22,7 +22,8 @@ ReconcileLoop::ReconcileLoop(PassFn pass, ReportFn on_report, absl::Duration wat
                      absl::FormatDuration(running).c_str());
         sidecar::DumpAllThreadStacks(STDERR_FILENO);
       }),
-      retry_(retry) {}
+      retry_(retry),
+      clock_(clock) {}
 
 ReconcileLoop::~ReconcileLoop() { Stop(); }
 
@@ -53,7 +54,8 @@ leash::v1::ReconcileReport ReconcileLoop::RequestAndWait(absl::Duration timeout)
   // started before the request and does not count.
   const uint64_t wanted = started_ + 1;
   auto served = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return finished_ >= wanted || stopping_; };
-  if (!mu_.AwaitWithTimeout(absl::Condition(&served), timeout) || finished_ < wanted) {
+  if (!clock_.AwaitWithDeadline(mu_, absl::Condition(&served), clock_.Now() + timeout) ||
+      finished_ < wanted) {
     leash::v1::ReconcileReport report;
     report.set_error(absl::StrCat("the reconcile did not finish within ",
                                   absl::FormatDuration(timeout),
@@ -81,21 +83,22 @@ void ReconcileLoop::Run() {
     {
       absl::MutexLock lock(&mu_);
       auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return pending_ || stopping_; };
-      mu_.AwaitWithDeadline(absl::Condition(&ready), retry_at);  // false: the retry is due
+      // false: the retry is due
+      clock_.AwaitWithDeadline(mu_, absl::Condition(&ready), retry_at);
       if (stopping_) return;
       // Every request made up to now is served by this one pass.
       pending_ = false;
       running_ = true;
       overrun_reported_ = false;
-      pass_started_ = absl::Now();
+      pass_started_ = clock_.Now();
       ++started_;
     }
-    const absl::Time started = absl::Now();
+    const absl::Time started = clock_.Now();
     leash::v1::ReconcileReport report = pass_();
-    report.set_duration_us(absl::ToInt64Microseconds(absl::Now() - started));
+    report.set_duration_us(absl::ToInt64Microseconds(clock_.Now() - started));
     if (on_report_) on_report_(report);
     if (retry_ > absl::ZeroDuration() && report.retry()) {
-      retry_at = absl::Now() + next_retry;
+      retry_at = clock_.Now() + next_retry;
       next_retry = std::min(next_retry * 2, retry_ * 16);
     } else {
       retry_at = absl::InfiniteFuture();
@@ -114,11 +117,11 @@ void ReconcileLoop::Watch() {
     {
       absl::MutexLock lock(&mu_);
       auto stop = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_; };
-      mu_.AwaitWithTimeout(absl::Condition(&stop),
-                           std::min(watchdog_ / 4, absl::Milliseconds(500)));
+      clock_.AwaitWithDeadline(mu_, absl::Condition(&stop),
+                               clock_.Now() + std::min(watchdog_ / 4, absl::Milliseconds(500)));
       if (stopping_) return;
       if (!running_ || overrun_reported_) continue;
-      running = absl::Now() - pass_started_;
+      running = clock_.Now() - pass_started_;
       if (running < watchdog_) continue;
       overrun_reported_ = true;
     }

@@ -1,8 +1,7 @@
 // Runs reconcile passes one at a time, on SIGHUP and on Control.Reconcile. A request that
 // arrives during a pass is coalesced into one further pass afterwards rather than re-entering a
-// half-applied one (spec: "A SIGHUP that arrives during a reconcile is coalesced into one
-// further pass"). Each pass is armed with a watchdog: one that runs past its limit (30 s) has
-// every thread's stack dumped to stderr.
+// half-applied one (docs/ARCHITECTURE.md, rule C3). Each pass is armed with a watchdog: one
+// that runs past its limit (30 s) has every thread's stack dumped to stderr.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "controlplane/clock.h"
 #include "leash/v1/control.pb.h"
 
 namespace leash::controlplane {
@@ -27,8 +27,10 @@ class ReconcileLoop {
   // `retry`: after a pass whose report asks for it (report.retry: a chain that would not apply,
   // a listener that would not bind, a sidecar that did not ack), another pass runs by itself
   // after this long, doubling up to 16 times it while the problem stays; zero: never.
+  // `clock` times the retries, the watchdog and RequestAndWait; it outlives the loop.
   ReconcileLoop(PassFn pass, ReportFn on_report, absl::Duration watchdog = absl::Seconds(30),
-                OverrunFn on_overrun = nullptr, absl::Duration retry = absl::ZeroDuration());
+                OverrunFn on_overrun = nullptr, absl::Duration retry = absl::ZeroDuration(),
+                Clock& clock = Clock::Real());
   ~ReconcileLoop();  // Stop()s
 
   void Start();
@@ -55,6 +57,7 @@ class ReconcileLoop {
   const absl::Duration watchdog_;
   const OverrunFn on_overrun_;
   const absl::Duration retry_;
+  Clock& clock_;
   std::thread runner_;
   std::thread watchdog_thread_;
 

@@ -198,84 +198,138 @@ absl::StatusOr<PortMap> Reconciler::LoadPorts() {
                          [&] { return PortMap::Parse(*text, options_.ports_path); });
 }
 
-leash::v1::ReconcileReport Reconciler::RunPass() {
+struct Reconciler::Pass {
   leash::v1::ReconcileReport report;
-  report.set_ran(true);
+  // Look.
+  std::vector<Account> agents;
+  Account user;
+  std::unique_ptr<PolicySnapshot> snapshot;
+  std::optional<PortMap> ports;
+  std::vector<engine::IpAddress> host_resolvers;
+  std::string floor_fail_mode;
+  // Listeners the proxy could not bind, as of its last ack: those subjects' chains reset TCP
+  // rather than redirect it, and they are denied.
+  std::set<uint32_t> unbound;
+  // Plan.
+  std::vector<Account> wanted;
+  SubordinatePlan subordinate;
+  std::map<uint32_t, Desired> desired;
+  // Onboard and Diff.
+  std::vector<uint32_t> added, moved, changed;
+  std::map<uint32_t, std::string> fingerprints;
+  std::map<uint32_t, NetfilterSubject> applied_early;
+
+  // Sets report.error; the step that calls it returns false and nothing is changed.
+  bool Wholesale(const absl::Status& status) {
+    report.set_error(absl::StrCat(status.message(), "; nothing was changed"));
+    return false;
+  }
+};
+
+leash::v1::ReconcileReport Reconciler::RunPass() {
+  Pass pass;
+  pass.report.set_ran(true);
+  // Every read happens before anything changes; a failure there changes nothing at all.
+  if (!Look(pass) || !Plan(pass) || !SavePorts(pass)) return pass.report;
+  Onboard(pass);
+  SettleListeners(pass);
+  Diff(pass);
+  ApplyChains(pass);
+  Publish(pass);
+  Report(pass);
+  Record(pass);
+  return pass.report;
+}
+
+bool Reconciler::Look(Pass& pass) {
+  leash::v1::ReconcileReport& report = pass.report;
   // Checked at start (the first pass) and on every pass after: a setting changed since shows.
   if (options_.filesystem_enforced) {
     for (leash::v1::ExecRoute& route : ReadExecRoutes(options_.exec_routes_root)) {
       *report.add_exec_routes() = std::move(route);
     }
   }
-  auto wholesale = [&](const absl::Status& status) {
-    report.set_error(absl::StrCat(status.message(), "; nothing was changed"));
-    return report;
-  };
-
-  // --- Look. Every read happens before anything changes. ---
   absl::StatusOr<std::vector<Account>> agents = accounts_->ListAgentAccounts();
-  if (!agents.ok()) return wholesale(agents.status());
+  if (!agents.ok()) return pass.Wholesale(agents.status());
+  pass.agents = *std::move(agents);
   absl::StatusOr<std::optional<Account>> user = accounts_->Lookup(options_.configured_user);
-  if (!user.ok()) return wholesale(user.status());
+  if (!user.ok()) return pass.Wholesale(user.status());
   if (!user->has_value()) {
-    return wholesale(absl::NotFoundError(absl::StrCat(
+    return pass.Wholesale(absl::NotFoundError(absl::StrCat(
         "the configured user '", options_.configured_user,
         "' does not exist (create it, or run `leash init --user <name>`)")));
   }
+  pass.user = **user;
   absl::StatusOr<std::unique_ptr<PolicySnapshot>> snapshot = policies_->Load();
-  if (!snapshot.ok()) return wholesale(snapshot.status());
-  for (std::string& note : (*snapshot)->Notes()) report.add_warnings(std::move(note));
-  std::optional<PortMap> ports;
+  if (!snapshot.ok()) return pass.Wholesale(snapshot.status());
+  pass.snapshot = *std::move(snapshot);
+  for (std::string& note : pass.snapshot->Notes()) report.add_warnings(std::move(note));
   if (!options_.single_subject) {
     absl::StatusOr<PortMap> loaded = LoadPorts();
-    if (!loaded.ok()) return wholesale(loaded.status());
-    ports = *std::move(loaded);
+    if (!loaded.ok()) return pass.Wholesale(loaded.status());
+    pass.ports = *std::move(loaded);
   }
   absl::StatusOr<std::vector<engine::IpAddress>> host_resolvers =
       HostResolvers(options_.resolv_conf_path);
-  if (!host_resolvers.ok()) {
+  if (host_resolvers.ok()) {
+    pass.host_resolvers = *std::move(host_resolvers);
+  } else {
     report.add_warnings(absl::StrCat("could not read the host's resolvers (",
                                      host_resolvers.status().message(),
                                      "): DNS is closed for subjects without dns_resolvers"));
-    host_resolvers = std::vector<engine::IpAddress>();
   }
-  const leash::v1::Config& floor = (*snapshot)->floor();
-  const std::string floor_fail_mode = floor.has_fail_mode() ? floor.fail_mode() : "closed";
-  // Listeners the proxy could not bind as of its last ack (a respawned proxy whose port someone
-  // took): those subjects' chains reset TCP rather than redirect it.
-  const std::set<uint32_t> unbound = UnboundListeners();
+  const leash::v1::Config& floor = pass.snapshot->floor();
+  pass.floor_fail_mode = floor.has_fail_mode() ? floor.fail_mode() : "closed";
+  pass.unbound = UnboundListeners();
+  return true;
+}
 
-  // --- Plan: who should be in force, and how. ---
-  std::vector<Account> wanted = {**user};
-  if (options_.single_subject && !agents->empty()) {
-    std::vector<std::string> names;
-    for (const Account& a : *agents) names.push_back(a.name);
-    // On every pass, so that a write aimed at one of them never reads as in force.
-    report.add_not_in_force(absl::StrCat(
+bool Reconciler::Plan(Pass& pass) {
+  PlanWanted(pass);
+  if (!PlanSubordinateIds(pass)) return false;
+  for (const Account& account : pass.wanted) {
+    pass.desired[account.uid] = PlanSubject(pass, account);
+  }
+  PlanDeparted(pass);
+  return true;
+}
+
+void Reconciler::PlanWanted(Pass& pass) {
+  pass.wanted = {pass.user};
+  if (!options_.single_subject || pass.agents.empty()) {
+    for (const Account& a : pass.agents) {
+      if (a.name != options_.configured_user) pass.wanted.push_back(a);
+    }
+    return;
+  }
+  std::vector<std::string> names;
+  for (const Account& a : pass.agents) names.push_back(a.name);
+  // On every pass, so that a write aimed at one of them never reads as in force.
+  pass.report.add_not_in_force(absl::StrCat(
+      "agent account(s) ", absl::StrJoin(names, ", "),
+      " are not enforced: this service started with none (the single-subject path); restart "
+      "it once (systemctl restart leash.service)"));
+  if (!warned_first_agent_) {
+    pass.report.add_warnings(absl::StrCat(
         "agent account(s) ", absl::StrJoin(names, ", "),
-        " are not enforced: this service started with none (the single-subject path); restart "
-        "it once (systemctl restart leash.service)"));
-    if (!warned_first_agent_) {
-      report.add_warnings(absl::StrCat(
-          "agent account(s) ", absl::StrJoin(names, ", "),
-          " appeared, but this service started with none and runs the single-subject path, "
-          "which cannot grow its first agent in place. Restart it once (systemctl restart "
-          "leash.service): harmless now, since no agent has enforcement to lose yet"));
-      warned_first_agent_ = true;
-    }
-  } else {
-    for (const Account& a : *agents) {
-      if (a.name != options_.configured_user) wanted.push_back(a);
-    }
+        " appeared, but this service started with none and runs the single-subject path, "
+        "which cannot grow its first agent in place. Restart it once (systemctl restart "
+        "leash.service): harmless now, since no agent has enforcement to lose yet"));
+    warned_first_agent_ = true;
   }
+}
 
-  // Whose host UIDs are whose: every subject's subordinate ranges, made disjoint, with every
-  // overlap said. Subjects that left discovery keep the ranges their kept chain holds.
+// Whose host UIDs are whose: every subject's subordinate ranges, made disjoint, with every
+// overlap said. Subjects that left discovery keep the ranges their kept chain holds.
+bool Reconciler::PlanSubordinateIds(Pass& pass) {
+  const std::vector<Account>& wanted = pass.wanted;
   std::map<uint32_t, std::vector<engine::UidRange>> kept_ranges;
-  std::vector<engine::UidRange> all_ranges;
+  std::vector<engine::UidRange> all_ranges, all_gid_ranges;
   for (const Account& account : wanted) {
     all_ranges.insert(all_ranges.end(), account.subordinate_uids.begin(),
                       account.subordinate_uids.end());
+    all_gid_ranges.insert(all_gid_ranges.end(), account.subordinate_gids.begin(),
+                          account.subordinate_gids.end());
   }
   for (const auto& [uid, state] : subjects_) {
     const bool wanted_now = std::any_of(wanted.begin(), wanted.end(),
@@ -285,111 +339,122 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
   std::vector<Account> in_ranges;
   if (!all_ranges.empty()) {
     absl::StatusOr<std::vector<Account>> found = accounts_->AccountsWithUidIn(all_ranges);
-    if (!found.ok()) return wholesale(found.status());
+    if (!found.ok()) return pass.Wholesale(found.status());
     in_ranges = *std::move(found);
   }
-  SubordinatePlan subordinate = PlanSubordinateUids(wanted, kept_ranges, in_ranges);
-  std::vector<engine::UidRange> all_gid_ranges;
-  for (const Account& account : wanted) {
-    all_gid_ranges.insert(all_gid_ranges.end(), account.subordinate_gids.begin(),
-                          account.subordinate_gids.end());
-  }
+  pass.subordinate = PlanSubordinateUids(wanted, kept_ranges, in_ranges);
   if (!all_gid_ranges.empty()) {
     absl::StatusOr<std::vector<Group>> groups = accounts_->GroupsWithGidIn(all_gid_ranges);
-    if (!groups.ok()) return wholesale(groups.status());
+    if (!groups.ok()) return pass.Wholesale(groups.status());
     for (auto& [uid, why] : SubordinateGidConflicts(wanted, *groups)) {
-      std::vector<std::string>& into = subordinate.conflicts[uid];
+      std::vector<std::string>& into = pass.subordinate.conflicts[uid];
       into.insert(into.end(), why.begin(), why.end());
     }
   }
+  return true;
+}
 
-  std::map<uint32_t, Desired> desired;
-  for (const Account& account : wanted) {
-    Desired d;
-    d.account = account;
-    d.configured_user = account.name == options_.configured_user;
-    if (auto it = subordinate.ranges.find(account.uid); it != subordinate.ranges.end()) {
-      d.subordinate_uids = it->second;
-    }
-    d.subordinate_gids = account.subordinate_gids;
-    // Subordinate IDs that cannot be known, or that overlap someone else's: denied, said.
-    std::vector<std::string> id_problems = account.subordinate_problems;
-    if (auto it = subordinate.conflicts.find(account.uid); it != subordinate.conflicts.end()) {
-      id_problems.insert(id_problems.end(), it->second.begin(), it->second.end());
-    }
-    if (options_.single_subject) {
-      d.port = kSingleSubjectPort;
-    } else {
-      const std::optional<uint16_t> before = ports->PortOf(account.name);
-      absl::StatusOr<uint16_t> port = ports->Assign(account, options_.port_usable);
-      if (port.ok() && before && *before != *port) {
-        report.add_warnings(absl::StrCat(
-            "critical: ", account.name, " moved from proxy port ", *before, " to ", *port,
-            ": another process holds ", *before, " (bound while leashd was not running)"));
-      }
-      if (port.ok()) {
-        d.port = *port;
-      } else {
-        d.problem = std::string(port.status().message());
-        d.runtime_problem = true;
-      }
-    }
-    absl::StatusOr<leash::v1::Config> policy =
-        absl::FailedPreconditionError("no port for the subject");
-    if (d.problem.empty() && !id_problems.empty()) {
-      d.problem = absl::StrJoin(id_problems, "; ");
-      policy = absl::FailedPreconditionError(d.problem);
-    }
-    if (d.problem.empty()) {
-      PolicySnapshot::Resolution resolution = (*snapshot)->Resolve(account, d.configured_user);
-      policy = std::move(resolution.policy);
-      d.sources = std::move(resolution.sources);
-      if (!policy.ok()) d.problem = std::string(policy.status().message());
-    }
-    if (d.problem.empty()) {
-      d.policy.set_uid(account.uid);
-      d.policy.set_account(account.name);
-      d.policy.set_port(d.port);
-      *d.policy.mutable_policy() = *policy;
-      SetSubordinateIds(d, d.policy);
-      // Re-resolved every pass: a link retargeted by an upgrade is picked up by the next one.
-      for (engine::CommandLink& link :
-           ResolveCommandLinks(*policy, options_.command_search_path)) {
-        leash::v1::CommandLink* wire = d.policy.add_command_links();
-        wire->set_name(std::move(link.name));
-        wire->set_target(std::move(link.target));
-      }
-    } else {
-      d.policy = NoPolicy(d, d.problem, floor_fail_mode);
-    }
-    // A subject with no policy keeps its chain (and its listener refuses): without one its
-    // processes would reach the network unfiltered.
-    const bool network_on = !d.problem.empty() || policy->enforcers().network();
-    if (options_.network_enforced && d.port != 0 && network_on) {
-      NetfilterSubject chain;
-      chain.uid = account.uid;
-      chain.subordinate_uids = d.subordinate_uids;
-      chain.port = d.port;
-      chain.refuse_tcp = unbound.count(account.uid) > 0;
-      if (d.problem.empty()) {
-        chain.udp_allowed = policy->network().udp() == leash::v1::UDP_MODE_ALLOW;
-        chain.inbound_allowed = policy->network().inbound() == leash::v1::INBOUND_MODE_ALLOW;
-        if (policy->network().dns_resolvers().entries().empty()) {
-          chain.dns_resolvers = *host_resolvers;
-        } else {
-          for (const std::string& entry : policy->network().dns_resolvers().entries()) {
-            absl::StatusOr<engine::IpAddress> address = engine::ParseResolverEntry(entry);
-            if (address.ok()) chain.dns_resolvers.push_back(*address);
-          }
-        }
-      }
-      d.chain = chain;
-    }
-    desired[account.uid] = std::move(d);
+Reconciler::Desired Reconciler::PlanSubject(Pass& pass, const Account& account) {
+  Desired d;
+  d.account = account;
+  d.configured_user = account.name == options_.configured_user;
+  if (auto it = pass.subordinate.ranges.find(account.uid); it != pass.subordinate.ranges.end()) {
+    d.subordinate_uids = it->second;
   }
-  // Subjects that left discovery lose their policy and keep their mechanism.
+  d.subordinate_gids = account.subordinate_gids;
+  // Subordinate IDs that cannot be known, or that overlap someone else's: denied, said.
+  std::vector<std::string> id_problems = account.subordinate_problems;
+  if (auto it = pass.subordinate.conflicts.find(account.uid);
+      it != pass.subordinate.conflicts.end()) {
+    id_problems.insert(id_problems.end(), it->second.begin(), it->second.end());
+  }
+  if (options_.single_subject) {
+    d.port = kSingleSubjectPort;
+  } else {
+    const std::optional<uint16_t> before = pass.ports->PortOf(account.name);
+    absl::StatusOr<uint16_t> port = pass.ports->Assign(account, options_.port_usable);
+    if (port.ok() && before && *before != *port) {
+      pass.report.add_warnings(absl::StrCat(
+          "critical: ", account.name, " moved from proxy port ", *before, " to ", *port,
+          ": another process holds ", *before, " (bound while leashd was not running)"));
+    }
+    if (port.ok()) {
+      d.port = *port;
+    } else {
+      d.problem = std::string(port.status().message());
+      d.runtime_problem = true;
+    }
+  }
+  leash::v1::SubjectPolicy policy = PlanPolicy(pass, d, id_problems);
+  std::vector<engine::IpAddress> resolvers;
+  if (d.problem.empty()) {
+    const leash::v1::NetworkPolicy& network = policy.policy().network();
+    if (network.dns_resolvers().entries().empty()) {
+      resolvers = pass.host_resolvers;
+    } else {
+      for (const std::string& entry : network.dns_resolvers().entries()) {
+        absl::StatusOr<engine::IpAddress> address = engine::ParseResolverEntry(entry);
+        if (address.ok()) resolvers.push_back(*address);
+      }
+    }
+    // The proxy's DNS filter forwards to these.
+    for (const engine::IpAddress& resolver : resolvers) {
+      policy.add_dns_resolvers(engine::FormatIpAddress(resolver));
+    }
+  }
+  // A subject with no policy keeps its chain (and its listener refuses): without one its
+  // processes would reach the network unfiltered.
+  const bool network_on = !d.problem.empty() || policy.policy().enforcers().network();
+  if (options_.network_enforced && d.port != 0 && network_on) {
+    NetfilterSubject chain;
+    chain.uid = account.uid;
+    chain.subordinate_uids = d.subordinate_uids;
+    chain.port = d.port;
+    chain.refuse_tcp = pass.unbound.count(account.uid) > 0;
+    if (d.problem.empty()) {
+      const leash::v1::NetworkPolicy& network = policy.policy().network();
+      chain.udp_allowed = network.udp() == leash::v1::UDP_MODE_ALLOW;
+      chain.inbound_allowed = network.inbound() == leash::v1::INBOUND_MODE_ALLOW;
+      chain.dns_filter = network.dns() != leash::v1::DNS_MODE_RESOLVERS;
+      chain.dns_resolvers = resolvers;
+    }
+    d.chain = chain;
+  }
+  d.policy = policy;
+  return d;
+}
+
+// The subject's policy as resolved, or its denial (setting d.problem) when it has none.
+leash::v1::SubjectPolicy Reconciler::PlanPolicy(Pass& pass, Desired& d,
+                                                const std::vector<std::string>& id_problems) {
+  if (d.problem.empty() && !id_problems.empty()) d.problem = absl::StrJoin(id_problems, "; ");
+  absl::StatusOr<leash::v1::Config> policy = absl::FailedPreconditionError(d.problem);
+  if (d.problem.empty()) {
+    PolicySnapshot::Resolution resolution = pass.snapshot->Resolve(d.account, d.configured_user);
+    policy = std::move(resolution.policy);
+    d.sources = std::move(resolution.sources);
+    if (!policy.ok()) d.problem = std::string(policy.status().message());
+  }
+  if (!d.problem.empty()) return NoPolicy(d, d.problem, pass.floor_fail_mode);
+  leash::v1::SubjectPolicy out;
+  out.set_uid(d.account.uid);
+  out.set_account(d.account.name);
+  out.set_port(d.port);
+  *out.mutable_policy() = *policy;
+  SetSubordinateIds(d, out);
+  // Re-resolved every pass: a link retargeted by an upgrade is picked up by the next one.
+  for (engine::CommandLink& link : ResolveCommandLinks(*policy, options_.command_search_path)) {
+    leash::v1::CommandLink* wire = out.add_command_links();
+    wire->set_name(std::move(link.name));
+    wire->set_target(std::move(link.target));
+  }
+  return out;
+}
+
+// Subjects that left discovery lose their policy and keep their mechanism.
+void Reconciler::PlanDeparted(Pass& pass) {
   for (const auto& [uid, state] : subjects_) {
-    if (desired.count(uid)) continue;
+    if (pass.desired.count(uid)) continue;
     Desired d;
     d.account = state.account;
     d.port = state.port;
@@ -400,189 +465,202 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
     d.problem = "left discovery";
     d.policy = NoPolicy(d, "left discovery: no policy, every connection refused and every "
                            "filesystem and exec event denied",
-                        floor_fail_mode);
-    desired[uid] = std::move(d);
+                        pass.floor_fail_mode);
+    pass.desired[uid] = std::move(d);
   }
+}
 
-  // New port assignments are on disk before any chain or listener depends on them.
-  if (ports && ports->dirty()) {
-    const std::string dir = DirName(options_.ports_path);
-    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-      return wholesale(absl::ErrnoToStatus(errno, absl::StrCat("mkdir ", dir)));
-    }
-    absl::Status saved = ports->Save(options_.ports_path);
-    if (!saved.ok()) return wholesale(saved);
+// New port assignments are on disk before any chain or listener depends on them.
+bool Reconciler::SavePorts(Pass& pass) {
+  if (!pass.ports || !pass.ports->dirty()) return true;
+  const std::string dir = DirName(options_.ports_path);
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return pass.Wholesale(absl::ErrnoToStatus(errno, absl::StrCat("mkdir ", dir)));
   }
+  absl::Status saved = pass.ports->Save(options_.ports_path);
+  if (!saved.ok()) return pass.Wholesale(saved);
+  return true;
+}
 
-  // --- Diff. ---
-  std::vector<uint32_t> added, changed;
-  uint32_t unchanged = 0;
-  std::map<uint32_t, std::string> fingerprints;
-  for (const auto& [uid, d] : desired) {
-    const std::string& print = fingerprints[uid] = Fingerprint(d.policy);
+// New subjects are denied in the sidecars before their chains go in (the watcher must know
+// them: an absent UID is an allowed UID; the proxy must listen where the chain redirects).
+// Subjects whose subordinate ranges or port move go with them, before any of them, so that
+// neither the sidecars' maps nor the kernel's interval map ever hold one UID for two subjects:
+// nftables would refuse the second claim (leaving a new subject unconfined), and the watcher
+// could only guess whose the UID is. Subjects whose listener would not bind are sent again:
+// every map the proxy gets retries its listeners, and its ack says which bind now.
+void Reconciler::Onboard(Pass& pass) {
+  std::vector<leash::v1::SubjectPolicy> onboarding;
+  for (const auto& [uid, d] : pass.desired) {
     auto it = subjects_.find(uid);
     if (it == subjects_.end()) {
-      added.push_back(uid);
-    } else if (it->second.fingerprint != print || it->second.chain != d.chain) {
-      changed.push_back(uid);
+      pass.added.push_back(uid);
+      onboarding.push_back(NoPolicy(d, "being onboarded", pass.floor_fail_mode));
+    } else if (it->second.subordinate_uids != d.subordinate_uids || it->second.port != d.port) {
+      pass.moved.push_back(uid);
+      onboarding.push_back(d.policy);
+    } else if (pass.unbound.count(uid) > 0) {
+      onboarding.push_back(it->second.published);
+    }
+  }
+  if (onboarding.empty()) return;
+  PublishAndWait(onboarding, pass.report);
+  pass.unbound = UnboundListeners();
+}
+
+// A listener that would not bind denies its subject alone, and its chain resets its TCP
+// instead of redirecting it to a port someone else holds (refuse_tcp). What the proxy said
+// last decides, for every subject; a new subject's chain goes in knowing it.
+void Reconciler::SettleListeners(Pass& pass) {
+  if (!options_.network_enforced) return;
+  for (auto& [uid, d] : pass.desired) {
+    if (!d.in_discovery) continue;  // it keeps its chain exactly as it was
+    const bool refuse = pass.unbound.count(uid) > 0;
+    if (d.chain) d.chain->refuse_tcp = refuse;
+    if (refuse && d.policy.has_policy()) {
+      DenyAtRuntime(d, absl::StrCat("its proxy listener would not bind (port ", d.port,
+                                    "; leashd's log says why, e.g. another process holds it)"),
+                    pass);
+    }
+  }
+}
+
+void Reconciler::Diff(Pass& pass) {
+  uint32_t unchanged = 0;
+  const std::set<uint32_t> added(pass.added.begin(), pass.added.end());
+  for (const auto& [uid, d] : pass.desired) {
+    const std::string& print = pass.fingerprints[uid] = Fingerprint(d.policy);
+    if (added.count(uid)) continue;
+    const SubjectState& state = subjects_.at(uid);
+    if (state.fingerprint != print || state.chain != d.chain) {
+      pass.changed.push_back(uid);
     } else {
       ++unchanged;
     }
   }
-  report.set_unchanged(unchanged);
+  pass.report.set_unchanged(unchanged);
+}
 
-  // Changed subjects whose subordinate ranges changed: a range may be moving to another subject
-  // (a new one, or one changed in this pass). They go with the new subjects, before any of
-  // them, so that neither the sidecars' maps nor the kernel's interval map ever hold one UID for
-  // two subjects: nftables would refuse the second claim (leaving a new subject unconfined),
-  // and the watcher could only guess whose the UID is.
-  std::vector<uint32_t> moved;
-  for (uint32_t uid : changed) {
-    if (subjects_[uid].subordinate_uids != desired[uid].subordinate_uids) moved.push_back(uid);
-  }
-  std::map<uint32_t, NetfilterSubject> applied_early;
+void Reconciler::ApplyChains(Pass& pass) {
+  if (!pass.added.empty() || !pass.moved.empty()) ApplyOnboardingChains(pass);
+  ApplyChangedChains(pass);
+}
 
-  // --- New subjects: denied in the sidecars first, then their chains. ---
-  if (!added.empty() || !moved.empty()) {
-    std::vector<leash::v1::SubjectPolicy> denied;
-    for (uint32_t uid : added) {
-      denied.push_back(NoPolicy(desired[uid], "being onboarded", floor_fail_mode));
-    }
-    for (uint32_t uid : moved) denied.push_back(desired[uid].policy);
-    PublishAndWait(denied, report);
-    std::vector<NetfilterSubject> chains;
-    // Moved subjects first: applied one at a time, they release their old ranges before a new
-    // subject claims them.
-    for (const std::vector<uint32_t>* uids : {&moved, &added}) {
-      for (uint32_t uid : *uids) {
-        if (desired[uid].chain) chains.push_back(*desired[uid].chain);
-      }
-    }
-    // Many at once (startup, or ranges moving between subjects) go in one batch; if the batch
-    // fails, each subject is applied on its own so one bad subject cannot hold back the others.
-    bool batched = false;
-    if (netfilter_ != nullptr && chains.size() > 1) batched = netfilter_->ApplyAll(chains).ok();
-    for (uint32_t uid : moved) {
-      Desired& d = desired[uid];
-      if (!d.chain) continue;
-      // A moved subject whose own apply fails here is tried again, and reported, with the
-      // other changed subjects below.
-      if (batched || (netfilter_ != nullptr && netfilter_->Apply(*d.chain).ok())) {
-        applied_early[uid] = *d.chain;
-      }
-    }
-    for (uint32_t uid : added) {
-      Desired& d = desired[uid];
-      if (!d.chain || batched) continue;
-      if (!ApplyChain(d, report)) {
-        d.problem = "its nftables chain would not apply";
-        d.runtime_problem = true;
-        d.network_unconfined = true;
-        d.chain.reset();
-        d.policy = NoPolicy(d, d.problem, floor_fail_mode);
-      }
+void Reconciler::ApplyOnboardingChains(Pass& pass) {
+  std::vector<NetfilterSubject> chains;
+  // Moved subjects first: applied one at a time, they release their old ranges before a new
+  // subject claims them.
+  for (const std::vector<uint32_t>* uids : {&pass.moved, &pass.added}) {
+    for (uint32_t uid : *uids) {
+      if (pass.desired[uid].chain) chains.push_back(*pass.desired[uid].chain);
     }
   }
-
-  // --- Policies for new and changed subjects; then the changed subjects' chains. ---
-  std::vector<leash::v1::SubjectPolicy> publish;
-  for (uint32_t uid : added) publish.push_back(desired[uid].policy);
-  for (uint32_t uid : changed) publish.push_back(desired[uid].policy);
-  PublishAndWait(publish, report);
-  if (options_.network_enforced && !publish.empty()) {
-    // A listener that would not bind denies its subject alone, and its chain resets its TCP
-    // instead of redirecting it to a port someone else holds (refuse_tcp). What the proxy
-    // says now decides, for every subject this pass touched.
-    const std::set<uint32_t> unbound_after = UnboundListeners();
-    std::vector<leash::v1::SubjectPolicy> denied_now;
-    for (const std::vector<uint32_t>* uids : {&added, &changed}) {
-      for (uint32_t uid : *uids) {
-        Desired& d = desired[uid];
-        const bool refuse = unbound_after.count(uid) > 0;
-        if (d.chain && d.chain->refuse_tcp != refuse) {
-          d.chain->refuse_tcp = refuse;
-          // A new subject's chain went in before its policy: put the right one in now.
-          if (uids == &added && !ApplyChain(d, report)) d.chain.reset();
-        }
-        if (!refuse || !d.policy.has_policy()) continue;
-        d.problem = absl::StrCat("its proxy listener would not bind (port ", d.port,
-                                 "; leashd's log says why, e.g. another process holds it)");
-        d.runtime_problem = true;
-        d.policy = NoPolicy(d, d.problem, floor_fail_mode);
-        denied_now.push_back(d.policy);
-      }
+  // Many at once (startup, or ranges moving between subjects) go in one batch; if the batch
+  // fails, each subject is applied on its own so one bad subject cannot hold back the others.
+  bool batched = false;
+  if (netfilter_ != nullptr && chains.size() > 1) batched = netfilter_->ApplyAll(chains).ok();
+  for (uint32_t uid : pass.moved) {
+    const Desired& d = pass.desired[uid];
+    if (!d.chain) continue;
+    // A moved subject whose own apply fails here is tried again, and reported, with the
+    // other changed subjects.
+    if (batched || (netfilter_ != nullptr && netfilter_->Apply(*d.chain).ok())) {
+      pass.applied_early[uid] = *d.chain;
     }
-    PublishAndWait(denied_now, report);
   }
-  for (uint32_t uid : changed) {
-    Desired& d = desired[uid];
+  for (uint32_t uid : pass.added) {
+    Desired& d = pass.desired[uid];
+    if (!d.chain || batched) continue;
+    if (!ApplyChain(d, pass.report)) {
+      d.network_unconfined = true;
+      d.chain.reset();
+      DenyAtRuntime(d, "its nftables chain would not apply", pass);
+    }
+  }
+}
+
+void Reconciler::ApplyChangedChains(Pass& pass) {
+  for (uint32_t uid : pass.changed) {
+    Desired& d = pass.desired[uid];
+    const SubjectState& state = subjects_[uid];
     // A subject that left discovery keeps its chain exactly as it was.
-    if (!d.in_discovery && subjects_[uid].chain == d.chain) continue;
-    // Applied above with the new subjects, and not changed since.
-    if (auto early = applied_early.find(uid);
-        early != applied_early.end() && d.chain && early->second == *d.chain) {
+    if (!d.in_discovery && state.chain == d.chain) continue;
+    // Applied with the new subjects, and not changed since.
+    if (auto early = pass.applied_early.find(uid);
+        early != pass.applied_early.end() && d.chain && early->second == *d.chain) {
       continue;
     }
-    const bool had_chain = subjects_[uid].chain.has_value();
-    if (!ApplyChain(d, report) && d.chain) {
-      d.runtime_problem = true;
-      if (had_chain) {
-        d.problem = "its nftables chain would not re-apply";  // the old one is still in place
-      } else {
-        // A subject whose chain never went in (a retry): still no chain, still unconfined.
-        d.problem = "its nftables chain would not apply";
-        d.network_unconfined = true;
-        d.chain.reset();
-      }
-      d.policy = NoPolicy(d, d.problem, floor_fail_mode);
-      PublishAndWait({d.policy}, report);
+    if (ApplyChain(d, pass.report) || !d.chain) continue;
+    if (state.chain.has_value()) {
+      DenyAtRuntime(d, "its nftables chain would not re-apply", pass);  // the old one stays
+    } else {
+      // A subject whose chain never went in (a retry): still no chain, still unconfined.
+      d.network_unconfined = true;
+      d.chain.reset();
+      DenyAtRuntime(d, "its nftables chain would not apply", pass);
     }
   }
+}
 
-  // --- Say, on every pass, who is denied and which entries can never match. ---
-  for (const auto& [uid, d] : desired) {
-    if (!d.problem.empty() && d.in_discovery && d.network_unconfined) {
-      const std::string what = absl::StrCat(
-          d.account.name, " (uid ", uid, ") is denied its files and commands, but its network "
-          "traffic is NOT confined: ", d.problem);
-      report.add_warnings(absl::StrCat("critical: ", what));
-      AddNotInForce(report, what);
-    } else if (!d.problem.empty() && d.in_discovery) {
-      report.add_warnings(absl::StrCat("critical: ", d.account.name, " (uid ", uid,
-                                       ") has no policy and is denied everything: ", d.problem));
-      if (d.runtime_problem) {
-        AddNotInForce(report, absl::StrCat(d.account.name, " (uid ", uid,
-                                           ") is denied everything: ", d.problem));
-      }
-    }
-    if (!d.policy.has_policy()) continue;
-    if (const std::string warning = ToolsTransportWarning(d.account.name, d.policy.policy(),
-                                                        options_.tools_max_request_bytes);
-        !warning.empty()) {
-      report.add_warnings(warning);
-    }
-    for (const leash::v1::InertEntry& inert : engine::InertEntries(d.policy.policy())) {
-      report.add_warnings(absl::StrCat(engine::IsInertDeny(inert) ? "critical: " : "warning: ",
-                                       d.account.name, ": ", inert.field(), " entry '",
-                                       inert.entry(), "' can never match: ", inert.reason()));
+// The one publish of policies: every new and changed subject as the chains and listeners
+// left it.
+void Reconciler::Publish(Pass& pass) {
+  std::vector<leash::v1::SubjectPolicy> publish;
+  for (const std::vector<uint32_t>* uids : {&pass.added, &pass.changed}) {
+    for (uint32_t uid : *uids) publish.push_back(pass.desired[uid].policy);
+  }
+  PublishAndWait(publish, pass.report);
+}
+
+// Said on every pass: who is denied, which entries can never match, which sidecar lags.
+void Reconciler::Report(Pass& pass) {
+  for (const auto& [uid, d] : pass.desired) ReportSubject(d, pass.report);
+  CheckSidecarsInForce(pass.report);
+}
+
+void Reconciler::ReportSubject(const Desired& d, leash::v1::ReconcileReport& report) const {
+  const std::string who = absl::StrCat(d.account.name, " (uid ", d.account.uid, ")");
+  if (!d.problem.empty() && d.in_discovery && d.network_unconfined) {
+    const std::string what = absl::StrCat(
+        who, " is denied its files and commands, but its network traffic is NOT confined: ",
+        d.problem);
+    report.add_warnings(absl::StrCat("critical: ", what));
+    AddNotInForce(report, what);
+  } else if (!d.problem.empty() && d.in_discovery) {
+    report.add_warnings(
+        absl::StrCat("critical: ", who, " has no policy and is denied everything: ", d.problem));
+    if (d.runtime_problem) {
+      AddNotInForce(report, absl::StrCat(who, " is denied everything: ", d.problem));
     }
   }
+  if (!d.policy.has_policy()) return;
+  if (const std::string warning = ToolsTransportWarning(d.account.name, d.policy.policy(),
+                                                      options_.tools_max_request_bytes);
+      !warning.empty()) {
+    report.add_warnings(warning);
+  }
+  for (const leash::v1::InertEntry& inert : engine::InertEntries(d.policy.policy())) {
+    report.add_warnings(absl::StrCat(engine::IsInertDeny(inert) ? "critical: " : "warning: ",
+                                     d.account.name, ": ", inert.field(), " entry '",
+                                     inert.entry(), "' can never match: ", inert.reason()));
+  }
+}
 
-  CheckSidecarsInForce(report);
-
-  // --- Record what is in force, and say what changed. ---
-  std::set<uint32_t> added_set(added.begin(), added.end());
-  for (auto& [uid, d] : desired) {
+// Records what is in force, and says what changed.
+void Reconciler::Record(Pass& pass) {
+  const std::set<uint32_t> added(pass.added.begin(), pass.added.end());
+  const std::set<uint32_t> changed(pass.changed.begin(), pass.changed.end());
+  for (auto& [uid, d] : pass.desired) {
     SubjectState& state = subjects_[uid];
-    const bool is_new = added_set.count(uid) > 0;
-    const bool is_changed = !is_new && std::find(changed.begin(), changed.end(), uid) != changed.end();
+    const bool is_new = added.count(uid) > 0;
+    const bool is_changed = changed.count(uid) > 0;
     state.account = d.account;
     state.configured_user = d.configured_user;
     state.port = d.port;
     state.in_discovery = d.in_discovery;
-    // A new or changed subject's policy may have been replaced since the diff (a chain or a
-    // listener that failed), so its fingerprint is taken again; the rest are as diffed.
-    state.fingerprint = is_new || is_changed ? Fingerprint(d.policy) : fingerprints[uid];
+    // A new or changed subject's policy may have been replaced since the diff (a chain that
+    // failed), so its fingerprint is taken again; the rest are as diffed.
+    state.fingerprint = is_new || is_changed ? Fingerprint(d.policy) : pass.fingerprints[uid];
     state.published = d.policy;
     state.chain = d.chain;
     state.sources = d.sources;
@@ -591,17 +669,23 @@ leash::v1::ReconcileReport Reconciler::RunPass() {
     state.subordinate_gids = d.subordinate_gids;
     if (!is_new && !is_changed) continue;
     if (!d.in_discovery) {
-      AddChange(report, d.account, "left-discovery",
+      AddChange(pass.report, d.account, "left-discovery",
                 "policy dropped; chain kept; every connection refused and fs/exec event denied");
     } else if (!d.problem.empty()) {
-      AddChange(report, d.account, "denied", absl::StrCat("critical: denied everything: ", d.problem));
+      AddChange(pass.report, d.account, "denied",
+                absl::StrCat("critical: denied everything: ", d.problem));
     } else {
-      AddChange(report, d.account, is_new ? "added" : "reapplied",
+      AddChange(pass.report, d.account, is_new ? "added" : "reapplied",
                 absl::StrCat("port ", d.port, d.sources.empty() ? "" : "; from ",
                              absl::StrJoin(d.sources, ", ")));
     }
   }
-  return report;
+}
+
+void Reconciler::DenyAtRuntime(Desired& d, const std::string& problem, const Pass& pass) const {
+  d.problem = problem;
+  d.runtime_problem = true;
+  d.policy = NoPolicy(d, d.problem, pass.floor_fail_mode);
 }
 
 }  // namespace leash::controlplane

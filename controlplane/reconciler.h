@@ -1,9 +1,12 @@
 // One reconcile pass: re-read the account database, re-resolve every subject, and change only
-// what differs (spec: "Picking up a change without disturbing anybody").
+// what differs (docs/ARCHITECTURE.md, rules C1, C2 and C6).
 //
 //  - a new subject gets a port, is published to the sidecars as denied and acked by the
 //    watcher (and the proxy, whose listener must exist) BEFORE its chain goes in, then gets its
 //    policy;
+//  - the policies go out once per pass, after every chain: what a chain or a listener that
+//    failed denies is known by then, so no subject is published twice in one pass (a new
+//    subject's denial before its chain is the one publish that precedes it);
 //  - a changed subject is re-published and its chain alone re-applied;
 //  - an unchanged subject is not touched at all;
 //  - a subject that left discovery loses its policy (published as no-policy: every connection
@@ -127,7 +130,35 @@ class Reconciler {
     bool network_unconfined = false;
   };
 
-  // Step helpers; each records what it did in `report`.
+  // What one pass knows as it goes, step to step (reconciler.cc).
+  struct Pass;
+
+  // The steps of RunPass, in order. A step that returns false has failed wholesale and set
+  // report.error; nothing has been changed by then.
+  bool Look(Pass& pass);
+  bool Plan(Pass& pass);
+  bool SavePorts(Pass& pass);
+  void Onboard(Pass& pass);
+  void SettleListeners(Pass& pass);
+  void Diff(Pass& pass);
+  void ApplyChains(Pass& pass);
+  void Publish(Pass& pass);
+  void Report(Pass& pass);
+  void Record(Pass& pass);
+
+  // Plan's parts: who is wanted, whose subordinate IDs are whose, one subject's desired state,
+  // and the subjects that left discovery.
+  void PlanWanted(Pass& pass);
+  bool PlanSubordinateIds(Pass& pass);
+  Desired PlanSubject(Pass& pass, const Account& account);
+  leash::v1::SubjectPolicy PlanPolicy(Pass& pass, Desired& d,
+                                      const std::vector<std::string>& id_problems);
+  void PlanDeparted(Pass& pass);
+  // ApplyChains' parts: the onboarded subjects' chains, then the changed subjects'.
+  void ApplyOnboardingChains(Pass& pass);
+  void ApplyChangedChains(Pass& pass);
+
+  // Publishes `subjects` (none: nothing) and waits for each enforcing sidecar's ack.
   void PublishAndWait(const std::vector<leash::v1::SubjectPolicy>& subjects,
                       leash::v1::ReconcileReport& report);
   // The UIDs whose proxy listener the proxy's last ack says would not bind.
@@ -137,8 +168,12 @@ class Reconciler {
   // Every pass, whether or not it published: each enforcing sidecar has acked the latest map,
   // and the watcher's ack says nothing failed.
   void CheckSidecarsInForce(leash::v1::ReconcileReport& report);
+  // Says, for one subject, why it is denied and which of its entries can never match.
+  void ReportSubject(const Desired& d, leash::v1::ReconcileReport& report) const;
   // Applies (or, when `chain` is absent, releases) one subject's chain; false on failure.
   bool ApplyChain(const Desired& desired, leash::v1::ReconcileReport& report);
+  // Denies `d` for a fault of the host (a chain, a listener): it is not in force.
+  void DenyAtRuntime(Desired& d, const std::string& problem, const Pass& pass) const;
   leash::v1::SubjectPolicy NoPolicy(const Desired& desired, const std::string& reason,
                                     const std::string& floor_fail_mode) const;
   // Writes the subject's subordinate ranges into what the sidecars are sent.

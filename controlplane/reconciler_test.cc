@@ -44,6 +44,9 @@ class FakePolicies : public PolicySource {
   void SetInbound(const std::string& account, leash::v1::InboundMode inbound) {
     policies_[account].mutable_network()->set_inbound(inbound);
   }
+  void SetDns(const std::string& account, leash::v1::DnsMode dns) {
+    policies_[account].mutable_network()->set_dns(dns);
+  }
   void SetError(const std::string& account, const std::string& error) { errors_[account] = error; }
   void SetUnreadable(bool unreadable) { unreadable_ = unreadable; }
   leash::v1::Config floor;
@@ -466,6 +469,29 @@ TEST_F(ReconcilerTest, InboundAllowReachesOnlyThatSubjectsChain) {
   EXPECT_FALSE(netfilter_.subjects().at(1000).inbound_allowed);
 }
 
+// The host's resolvers reach both the chain (its DNS redirect) and the proxy (where its filter
+// forwards); network.dns: resolvers turns the redirect off for that subject alone.
+TEST_F(ReconcilerTest, DnsFilterAndTheResolversReachTheChainAndTheProxy) {
+  std::ofstream(dir_->Join("resolv.conf")) << "nameserver 192.0.2.53\nnameserver 2001:db8::53\n";
+  accounts_.Add("leash-iris", 1001);
+  accounts_.Add("leash-vader", 1002);
+  policies_.Set("leash-iris", "openai.com");
+  policies_.Set("leash-vader", "github.com");
+  auto r = Make();
+  r->RunPass();
+  const NetfilterSubject iris = netfilter_.subjects().at(1001);
+  EXPECT_TRUE(iris.dns_filter);
+  ASSERT_EQ(iris.dns_resolvers.size(), 2u);
+  EXPECT_EQ(engine::FormatIpAddress(iris.dns_resolvers[0]), "192.0.2.53");
+  EXPECT_THAT(Subject(*r, 1001).published.dns_resolvers(), ElementsAre("192.0.2.53", "2001:db8::53"));
+  netfilter_.ClearCalls();
+  policies_.SetDns("leash-vader", leash::v1::DNS_MODE_RESOLVERS);
+  r->RunPass();
+  EXPECT_THAT(Calls(netfilter_), ElementsAre("apply 1002:18002"));
+  EXPECT_FALSE(netfilter_.subjects().at(1002).dns_filter);
+  EXPECT_TRUE(netfilter_.subjects().at(1001).dns_filter);
+}
+
 TEST_F(ReconcilerTest, UnchangedSubjectIsNotTouchedAtAll) {
   accounts_.Add("leash-iris", 1001);
   auto r = Make();
@@ -490,7 +516,8 @@ TEST_F(ReconcilerTest, DanglingProfileDeniesOnlyItsSubject) {
   EXPECT_EQ(map->at(1001).policy, nullptr);
   EXPECT_THAT(map->at(1001).no_policy_reason, HasSubstr("profile 'gone'"));
   EXPECT_NE(map->at(1002).policy, nullptr);
-  // Fail-closed reading (design.md): the denied subject still gets its chain and listener.
+  // Fail-closed reading (docs/ARCHITECTURE.md, rule S3): the denied subject still gets its
+  // chain and listener.
   EXPECT_TRUE(Subject(*r, 1001).chain.has_value());
   bool said = false;
   for (const auto& w : report.warnings()) said |= w.find("leash-iris (uid 1001) has no policy") != std::string::npos;
@@ -616,6 +643,37 @@ TEST_F(ReconcilerTest, ChainThatWillNotApplyDeniesThatSubjectAlone) {
   EXPECT_EQ(report.not_in_force_size(), 0) << report.DebugString();
   EXPECT_NE(fswatch_->map()->at(1001).policy, nullptr);
   EXPECT_THAT(Calls(netfilter_), ::testing::Contains("apply 1001:18001"));
+}
+
+// The policies go out once per pass, after the chains and the listeners have said what they
+// deny: a new subject's denial before its chain is the one publish that precedes them.
+TEST_F(ReconcilerTest, APassPublishesEachSubjectsPolicyOnce) {
+  accounts_.Add("leash-iris", 1001);
+  accounts_.Add("leash-vader", 1002);
+  netfilter_.FailApply(1001, absl::InternalError("netlink: EPERM"));
+  proxy_->SetUnbindable(1002);
+  auto r = Make();
+  uint64_t version = stream_.version();
+  r->RunPass();
+  // The onboarding (every subject denied) and the policies, the failures folded in.
+  EXPECT_EQ(stream_.version(), version + 2);
+  EXPECT_EQ(fswatch_->map()->at(1001).policy, nullptr);
+  EXPECT_THAT(fswatch_->map()->at(1002).no_policy_reason, HasSubstr("listener would not bind"));
+  EXPECT_NE(fswatch_->map()->at(1000).policy, nullptr);
+
+  // A changed subject whose chain will not re-apply: one publish, already denying it.
+  netfilter_.ClearFailures();
+  proxy_->ClearUnbindable();
+  r->RunPass();
+  ASSERT_NE(fswatch_->map()->at(1001).policy, nullptr);
+  netfilter_.FailApply(1001, absl::InternalError("netlink: EPERM"));
+  policies_.Set("leash-iris", "anthropic.com");
+  version = stream_.version();
+  leash::v1::ReconcileReport report = r->RunPass();
+  EXPECT_EQ(stream_.version(), version + 1);
+  EXPECT_EQ(fswatch_->map()->at(1001).policy, nullptr);
+  EXPECT_THAT(fswatch_->map()->at(1001).no_policy_reason, HasSubstr("would not re-apply"));
+  EXPECT_TRUE(report.retry());
 }
 
 TEST_F(ReconcilerTest, ListenerThatWillNotBindDeniesThatSubjectAlone) {

@@ -32,8 +32,9 @@ std::string DescribeExit(int status) {
 int SidecarInheritedFd(size_t index) { return kChildLogFd + 1 + static_cast<int>(index); }
 
 SidecarSupervisor::SidecarSupervisor(PolicyStreamService* stream, SupervisorPolicy policy,
-                                     std::function<void(const std::string&)> give_up)
-    : stream_(stream), policy_(policy), give_up_(std::move(give_up)) {
+                                     std::function<void(const std::string&)> give_up,
+                                     Clock& clock)
+    : stream_(stream), policy_(policy), give_up_(std::move(give_up)), clock_(clock) {
   monitor_ = std::thread([this] { Monitor(); });
 }
 
@@ -130,10 +131,24 @@ absl::Status SidecarSupervisor::Start(SidecarSpec spec) {
   Child& child = children_[spec.kind];
   child.spec = std::move(spec);
   child.pid = *pid;
-  child.started = absl::Now();
+  child.started = clock_.Now();
   child.ready_read = ready[0];
   child.ready_write = ready[1];
   return absl::OkStatus();
+}
+
+bool SidecarSupervisor::Silent(Child& child, absl::Time now, const char*& why) {
+  const SidecarState state = stream_->State(child.spec.kind);
+  if (state.pid != static_cast<uint32_t>(child.pid)) {
+    why = "never connected to PolicyStream";
+    return now - child.started > child.spec.startup_grace;
+  }
+  if (state.last_heartbeat != child.heartbeat_stamp) {
+    child.heartbeat_stamp = state.last_heartbeat;
+    child.heard_at = now;
+  }
+  why = "stopped sending heartbeats";
+  return now - child.heard_at > child.spec.heartbeat_timeout;
 }
 
 std::string SidecarSupervisor::TendWithStandby(Child& child, absl::Time now,
@@ -170,15 +185,9 @@ std::string SidecarSupervisor::TendWithStandby(Child& child, absl::Time now,
     int status = 0;
     pid_t done = waitpid(child.pid, &status, WNOHANG);
     if (done != child.pid) {
-      const SidecarState state = stream_->State(spec.kind);
-      const bool connected_as_this = state.pid == static_cast<uint32_t>(child.pid);
-      const bool silent = connected_as_this
-                              ? now - state.last_heartbeat > spec.heartbeat_timeout
-                              : now - child.started > spec.startup_grace;
-      if (silent) {
-        std::fprintf(stderr, "leashd: %s (pid %d) %s; killing it\n", name, child.pid,
-                     connected_as_this ? "stopped sending heartbeats"
-                                       : "never connected to PolicyStream");
+      const char* why = "";
+      if (Silent(child, now, why)) {
+        std::fprintf(stderr, "leashd: %s (pid %d) %s; killing it\n", name, child.pid, why);
         kill(child.pid, SIGKILL);  // ends a SIGSTOPped process too
         // Reaped at once: SIGKILL ends a process promptly (its waits on the group's events are
         // killable). Bounded, so a process stuck in an uninterruptible wait is retried next pass.
@@ -249,9 +258,9 @@ void SidecarSupervisor::Monitor() {
     {
       absl::MutexLock lock(&mu_);
       auto stop = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_; };
-      mu_.AwaitWithTimeout(absl::Condition(&stop), policy_.poll_period);
+      clock_.AwaitWithDeadline(mu_, absl::Condition(&stop), clock_.Now() + policy_.poll_period);
       if (stopping_) return;
-      const absl::Time now = absl::Now();
+      const absl::Time now = clock_.Now();
       for (auto& [kind, child] : children_) {
         if (!child.spec.standby_args.empty()) {
           bool spawn_standby = false;
@@ -273,16 +282,10 @@ void SidecarSupervisor::Monitor() {
             child.awaiting_respawn = true;
           } else {
             // Alive: is it answering? A SIGSTOPped process sends no heartbeats.
-            const SidecarState state = stream_->State(child.spec.kind);
-            const bool connected_as_this = state.pid == static_cast<uint32_t>(child.pid);
-            const bool silent =
-                connected_as_this ? now - state.last_heartbeat > child.spec.heartbeat_timeout
-                                  : now - child.started > child.spec.startup_grace;
-            if (silent) {
+            const char* why = "";
+            if (Silent(child, now, why)) {
               std::fprintf(stderr, "leashd: %s (pid %d) %s; killing it\n",
-                           child.spec.name.c_str(), child.pid,
-                           connected_as_this ? "stopped sending heartbeats"
-                                             : "never connected to PolicyStream");
+                           child.spec.name.c_str(), child.pid, why);
               kill(child.pid, SIGKILL);  // reaped, counted and respawned on the next pass
             }
             continue;
@@ -327,14 +330,14 @@ void SidecarSupervisor::Monitor() {
       absl::MutexLock lock(&mu_);
       Child& child = children_[kind];
       if (!pid.ok()) {
-        child.next_standby = absl::Now() + policy_.respawn_backoff;
+        child.next_standby = clock_.Now() + policy_.respawn_backoff;
         std::fprintf(stderr, "leashd: spawning %s's standby failed: %s\n", spec.name.c_str(),
                      std::string(pid.status().message()).c_str());
         continue;
       }
       child.standby_pid = *pid;
       child.standby_ready = false;
-      child.standby_started = absl::Now();
+      child.standby_started = clock_.Now();
     }
     for (const auto& [kind, name] : respawn) {
       SidecarSpec spec;
@@ -351,17 +354,17 @@ void SidecarSupervisor::Monitor() {
         // again or gives up.
         child.backoff = child.backoff == absl::ZeroDuration() ? policy_.respawn_backoff
                                                               : child.backoff * 2;
-        child.next_spawn = absl::Now() + child.backoff;
+        child.next_spawn = clock_.Now() + child.backoff;
         std::fprintf(stderr, "leashd: respawning %s failed: %s; trying again in %s\n",
                      name.c_str(), std::string(pid.status().message()).c_str(),
                      absl::FormatDuration(child.backoff).c_str());
-        child.deaths.push_back(absl::Now());
+        child.deaths.push_back(clock_.Now());
         continue;
       }
       child.awaiting_respawn = false;
       child.backoff = absl::ZeroDuration();
       child.pid = *pid;
-      child.started = absl::Now();
+      child.started = clock_.Now();
       ++child.restarts;
       std::fprintf(stderr, "leashd: respawned %s (pid %d) from the current map\n", name.c_str(),
                    *pid);
@@ -382,6 +385,7 @@ void SidecarSupervisor::Stop(absl::Duration grace) {
   }
   if (monitor_.joinable()) monitor_.join();
   for (pid_t pid : pids) kill(pid, SIGTERM);
+  // Real time, not clock_: this waits on processes the kernel ends.
   const absl::Time deadline = absl::Now() + grace;
   for (pid_t pid : pids) {
     while (waitpid(pid, nullptr, WNOHANG) == 0) {

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "controlplane/clock.h"
 #include "proto/policystream/policy_stream_service.h"
 #include "leash/v1/control.pb.h"
 
@@ -72,9 +73,12 @@ struct SupervisorPolicy {
 class SidecarSupervisor {
  public:
   // `give_up` is called (once, from the monitor thread) with the reason when a sidecar died too
-  // often; leashd then exits non-zero for systemd to restart it.
+  // often; leashd then exits non-zero for systemd to restart it. `clock` times the polls,
+  // backoffs, the death window, start-up grace and heartbeat silence; it outlives the
+  // supervisor.
   SidecarSupervisor(PolicyStreamService* stream, SupervisorPolicy policy,
-                    std::function<void(const std::string& reason)> give_up);
+                    std::function<void(const std::string& reason)> give_up,
+                    Clock& clock = Clock::Real());
   ~SidecarSupervisor();  // Stop()s
 
   // Spawns the sidecar and watches it from now on.
@@ -102,6 +106,10 @@ class SidecarSupervisor {
     int ready_read = -1;
     int ready_write = -1;
     absl::Time started;
+    // The last heartbeat stamp seen from the running process, and when (on clock_) it was
+    // first seen: silence is measured on the supervisor's own clock, not against the stamp.
+    absl::Time heartbeat_stamp = absl::InfinitePast();
+    absl::Time heard_at;
     std::deque<absl::Time> deaths;
     // Died (or its respawn failed) and is to be spawned again, not before next_spawn.
     bool awaiting_respawn = false;
@@ -115,10 +123,15 @@ class SidecarSupervisor {
   // `spawn_standby` when a standby is to be spawned (outside the lock).
   std::string TendWithStandby(Child& child, absl::Time now, bool& spawn_standby)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the running process of `child` is to be killed as hung: connected, but no new
+  // heartbeat for heartbeat_timeout; or not connected startup_grace after it started. Says
+  // why in `why`.
+  bool Silent(Child& child, absl::Time now, const char*& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   PolicyStreamService* const stream_;
   const SupervisorPolicy policy_;
   const std::function<void(const std::string&)> give_up_;
+  Clock& clock_;
   std::thread monitor_;
   mutable absl::Mutex mu_;
   std::map<int, Child> children_ ABSL_GUARDED_BY(mu_);

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "controlplane/testing/fake_clock.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -38,7 +39,8 @@ class SupervisorTest : public ::testing::Test {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     close(log_fd_);
   }
-  SidecarSpec Spec(bool exit_at_once = false, const std::string& program = kSidecar) {
+  SidecarSpec Spec(bool exit_at_once = false, const std::string& program = kSidecar,
+                   bool hung_checks = true) {
     SidecarSpec spec;
     spec.name = "test-fswatch";
     spec.kind = leash::v1::SIDECAR_KIND_FSWATCH;
@@ -46,6 +48,10 @@ class SupervisorTest : public ::testing::Test {
     if (exit_at_once) spec.argv.push_back("--exit-at-once");
     spec.decision_log_fd = log_fd_;
     spec.heartbeat_timeout = absl::Milliseconds(500);
+    if (!hung_checks) {
+      spec.heartbeat_timeout = absl::InfiniteDuration();
+      spec.startup_grace = absl::InfiniteDuration();
+    }
     return spec;
   }
   static SupervisorPolicy FastPolicy() {
@@ -55,11 +61,44 @@ class SupervisorTest : public ::testing::Test {
     return policy;
   }
   void MakeSupervisor(SupervisorPolicy policy = FastPolicy()) {
-    supervisor_ = std::make_unique<SidecarSupervisor>(&stream_, policy, [this](const std::string& r) {
-      absl::MutexLock lock(&mu_);
-      gave_up_ = r;
-    });
+    policy_ = policy;
+    supervisor_ = std::make_unique<SidecarSupervisor>(
+        &stream_, policy,
+        [this](const std::string& r) {
+          absl::MutexLock lock(&mu_);
+          gave_up_ = r;
+        },
+        fake_time_ ? static_cast<Clock&>(clock_) : Clock::Real());
   }
+  // From now on the supervisor made next runs on clock_, which moves only by Tick and Advance.
+  // Its sidecars' heartbeats come in real time, so these tests turn the silence checks off
+  // (Spec(..., /*hung_checks=*/false)); the tests on the real clock cover them.
+  void UseFakeTime() { fake_time_ = true; }
+  // One monitor pass: the poll period passes on clock_, and the monitor is waiting again.
+  void Tick() {
+    ASSERT_TRUE(clock_.WaitForBlockedUntil(clock_.Now() + policy_.poll_period));
+    clock_.Advance(policy_.poll_period);
+    ASSERT_TRUE(clock_.WaitForBlockedUntil(clock_.Now() + policy_.poll_period));
+  }
+  // Moves clock_ by `by` while the monitor waits, then lets it make one pass.
+  void Advance(absl::Duration by) {
+    ASSERT_TRUE(clock_.WaitForBlockedUntil(clock_.Now() + policy_.poll_period));
+    clock_.Advance(by - policy_.poll_period);
+    Tick();
+  }
+  // Waits for `done`, a state the monitor reaches after something the kernel does (a death):
+  // on the fake clock by passes of the monitor, on the real one by waiting.
+  bool Until(const std::function<bool()>& done) {
+    if (!fake_time_) return WaitFor(done, absl::Seconds(10));
+    const absl::Time give_up = absl::Now() + absl::Seconds(10);
+    while (!done()) {
+      if (absl::Now() > give_up || ::testing::Test::HasFatalFailure()) return false;
+      Tick();
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    return true;
+  }
+  pid_t Pid() { return supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH); }
   // Starts the sidecar from a copy of its binary under `policy`, then moves the copy away
   // (to Away()) and kills the sidecar, so every respawn fails until the copy is put back.
   // Returns the first pid, once the supervisor has reaped it.
@@ -67,13 +106,12 @@ class SupervisorTest : public ::testing::Test {
     EXPECT_TRUE(leash::testing::RunOk({"cp", kSidecar, Program()}).ok());
     stream_.Publish({});
     MakeSupervisor(policy);
-    EXPECT_TRUE(supervisor_->Start(Spec(false, Program())).ok());
-    const pid_t first = supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH);
+    EXPECT_TRUE(supervisor_->Start(Spec(false, Program(), /*hung_checks=*/!fake_time_)).ok());
+    const pid_t first = Pid();
     EXPECT_TRUE(stream_.WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, 1, absl::Seconds(10)).ok());
     EXPECT_EQ(rename(Program().c_str(), Away().c_str()), 0);
     kill(first, SIGKILL);
-    EXPECT_TRUE(WaitFor([&] { return supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH) == 0; },
-                        absl::Seconds(10)));
+    EXPECT_TRUE(Until([&] { return Pid() == 0; }));
     return first;
   }
   std::string Program() const { return dir_->Join("sidecar-copy"); }
@@ -93,6 +131,9 @@ class SupervisorTest : public ::testing::Test {
   PolicyStreamService stream_;
   std::unique_ptr<grpc::Server> server_;
   int log_fd_ = -1;
+  bool fake_time_ = false;
+  testing::FakeClock clock_;
+  SupervisorPolicy policy_;
   std::unique_ptr<SidecarSupervisor> supervisor_;
   absl::Mutex mu_;
   std::string gave_up_;
@@ -236,28 +277,33 @@ TEST_F(SupervisorTest, GivesUpAfterMoreThanThreeDeathsInTheWindow) {
 // A respawn that fails (the binary gone for a moment, a pids limit) used to leave the sidecar
 // down for good: nothing tried again, and nothing counted towards giving up.
 TEST_F(SupervisorTest, ARespawnThatFailsIsTriedAgainOnTheNextPass) {
+  UseFakeTime();
   SupervisorPolicy policy = FastPolicy();
   policy.max_deaths = 1000000;  // this test is about the retry, not the give-up
   const pid_t first = StartThenKillWithTheBinaryGone(policy);
-  absl::SleepFor(absl::Milliseconds(200));  // several passes whose spawn fails
-  EXPECT_EQ(supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH), 0);
+  // Several passes whose spawn fails, each after the backoff of the one before (20, 40, 80 ms).
+  Advance(absl::Milliseconds(200));
+  EXPECT_EQ(Pid(), 0);
   ASSERT_EQ(rename(Away().c_str(), Program().c_str()), 0);
-  ASSERT_TRUE(WaitFor([&] { return supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH) > 0; },
-                      absl::Seconds(10)));
-  EXPECT_NE(supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH), first);
+  ASSERT_TRUE(Until([&] { return Pid() > 0; }));
+  EXPECT_NE(Pid(), first);
   EXPECT_TRUE(GaveUp().empty());
 }
 
-// A failed spawn is not tried again before its backoff: here a very long one, so the binary
-// coming back does not bring the sidecar back, and nothing more counts towards giving up.
+// A failed spawn is not tried again before its backoff: the binary coming back does not bring
+// the sidecar back, and nothing more counts towards giving up, until the backoff is over.
 TEST_F(SupervisorTest, AFailedSpawnWaitsForItsBackoff) {
+  UseFakeTime();
   SupervisorPolicy policy = FastPolicy();
   policy.respawn_backoff = absl::Minutes(10);
-  StartThenKillWithTheBinaryGone(policy);
-  absl::SleepFor(absl::Milliseconds(200));  // the first respawn has failed by now
+  StartThenKillWithTheBinaryGone(policy);  // the first respawn has failed on that pass
   ASSERT_EQ(rename(Away().c_str(), Program().c_str()), 0);
-  absl::SleepFor(absl::Seconds(1));  // 50 passes
-  EXPECT_EQ(supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH), 0);
+  for (int pass = 0; pass < 50; ++pass) Tick();
+  Advance(absl::Minutes(9));
+  EXPECT_EQ(Pid(), 0);
+  EXPECT_TRUE(GaveUp().empty());
+  Advance(absl::Minutes(1));
+  EXPECT_GT(Pid(), 0);
   EXPECT_TRUE(GaveUp().empty());
 }
 
@@ -270,27 +316,31 @@ TEST_F(SupervisorTest, RespawnsThatKeepFailingCountTowardsGivingUp) {
 }
 
 // "More than 3 deaths in 10 minutes": deaths older than the window do not count. Five deaths,
-// each after the previous one has left a 300 ms window, never make it give up.
+// each after the previous one has left the window, never make it give up; four within it do.
 TEST_F(SupervisorTest, DeathsOlderThanTheWindowAreForgotten) {
+  UseFakeTime();
   stream_.Publish({});
   SupervisorPolicy policy = FastPolicy();
-  policy.window = absl::Milliseconds(300);
+  policy.window = absl::Minutes(10);
   MakeSupervisor(policy);
-  ASSERT_TRUE(supervisor_->Start(Spec()).ok());
-  for (int death = 1; death <= 5; ++death) {
-    const pid_t pid = supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH);
+  ASSERT_TRUE(supervisor_->Start(Spec(false, kSidecar, /*hung_checks=*/false)).ok());
+  auto die_and_come_back = [&] {
+    const pid_t pid = Pid();
     ASSERT_GT(pid, 0);
     kill(pid, SIGKILL);
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          const pid_t now = supervisor_->PidOf(leash::v1::SIDECAR_KIND_FSWATCH);
-          return now > 0 && now != pid;
-        },
-        absl::Seconds(10)));
-    absl::SleepFor(absl::Milliseconds(400));
+    ASSERT_TRUE(Until([&] { return Pid() > 0 && Pid() != pid; }));
+  };
+  for (int death = 1; death <= 5; ++death) {
+    die_and_come_back();
+    Advance(absl::Minutes(10) + absl::Seconds(1));
   }
   EXPECT_TRUE(GaveUp().empty()) << GaveUp();
   EXPECT_EQ(supervisor_->Status()[0].restarts(), 5u);
+  for (int death = 1; death <= 3; ++death) die_and_come_back();
+  EXPECT_TRUE(GaveUp().empty()) << GaveUp();
+  kill(Pid(), SIGKILL);
+  ASSERT_TRUE(Until([&] { return !GaveUp().empty(); }));
+  EXPECT_THAT(GaveUp(), ::testing::HasSubstr("died 4 times in 10m"));
 }
 
 }  // namespace

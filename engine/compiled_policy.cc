@@ -231,6 +231,24 @@ Decision CompiledPolicy::DecideNetwork(const NetworkSubject& subject) const {
   });
 }
 
+Decision CompiledPolicy::DecideDnsName(absl::string_view name) const {
+  const std::string host = NormalizeHost(name);
+  const std::string text = absl::StrCat("DNS name ", host.empty() ? "." : host);
+  if (absl::Status valid = CheckHostName(host); !valid.ok()) {
+    Decision decision;
+    decision.reason = absl::StrCat("network: ", text, " is not a host name a policy entry could "
+                                   "match (", valid.message(), ")");
+    return decision;
+  }
+  // Deny entries count only when they hold on every port; allow entries on any port: the
+  // question is whether the name could be reached at all.
+  return Judge(leash::v1::SURFACE_NETWORK, text, network_, [&](const NetworkList& list) {
+    const bool deny_list = &list == &network_.deny;
+    return Match{deny_list ? list.domains.Match(host, 0) : list.domains.MatchOnSomePort(host),
+                 MatchedOn::kDomain};
+  });
+}
+
 Decision CompiledPolicy::DecidePath(absl::string_view path) const {
   // The kernel's paths (fswatch) are already normal: judged as they are, with no copy.
   absl::StatusOr<std::string> normalized;

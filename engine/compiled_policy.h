@@ -87,6 +87,12 @@ class CompiledPolicy {
                                 const std::vector<CommandLink>& links = {});
 
   Decision DecideNetwork(const NetworkSubject& subject) const;
+  // Whether a DNS question for `name` may be answered: whether some connection to that name
+  // could be allowed. A deny entry that names the domain on every port blocks (one that names a
+  // port leaves the others open); whitelist then allows a name an allow entry matches on some
+  // port, blacklist every name not denied. An invalid host name is blocked. The reason reads
+  // "network: DNS name <name> ...".
+  Decision DecideDnsName(absl::string_view name) const;
   // `path` should be absolute; it is normalized lexically ('.', '..', '//'). A relative path
   // cannot be judged and gets FailDecision.
   Decision DecidePath(absl::string_view path) const;

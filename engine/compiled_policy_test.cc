@@ -239,6 +239,51 @@ TEST(NetworkDecision, NoNameAndNoAddressIsNotAllowedByAWhitelist) {
   EXPECT_FALSE(policy.DecideNetwork(subject).allowed());
 }
 
+struct DnsCase {
+  std::string name;
+  bool allowed;
+  std::string reason;
+};
+
+TEST(DnsNameDecision, WhitelistAnswersOnlyNamesAnAllowEntryCouldReach) {
+  Config c = WhitelistPolicy();
+  Fill(c.mutable_network()->mutable_deny(), {"exfil.evil.test", "status.github.com:22"});
+  const CompiledPolicy policy = CompiledPolicy::Compile(c);
+  const std::vector<DnsCase> cases = {
+      {"github.com", true, "network: DNS name github.com matches allow entry 'github.com'"},
+      {"API.GitHub.com.", true, "matches allow entry 'github.com'"},
+      // An entry pinned to a port still lets the name be resolved: a connection on that port
+      // could be allowed.
+      {"pypi.org", true, "matches allow entry 'pypi.org:443'"},
+      {"chat.openai.com", true, "matches allow entry '*.openai.com'"},
+      {"openai.com", false, "not in allow list (whitelist)"},
+      {"gist.github.com", false, "matches deny entry 'gist.github.com'"},
+      // A deny on one port leaves the name reachable on the others.
+      {"status.github.com", true, "matches allow entry 'github.com'"},
+      {"c2VjcmV0.exfil.evil.test", false, "matches deny entry 'exfil.evil.test'"},
+      {"example.org", false, "not in allow list (whitelist)"},
+      {"", false, "DNS name . is not a host name"},
+      {"bad name.github.com", false, "is not a host name a policy entry could match"},
+  };
+  for (const DnsCase& test : cases) {
+    const Decision decision = policy.DecideDnsName(test.name);
+    EXPECT_EQ(decision.allowed(), test.allowed) << test.name << ": " << decision.reason;
+    EXPECT_THAT(decision.reason, HasSubstr(test.reason)) << test.name;
+  }
+}
+
+TEST(DnsNameDecision, BlacklistAnswersEveryNameNotDeniedOnEveryPort) {
+  Config c;
+  c.mutable_network()->set_mode(leash::v1::MODE_BLACKLIST);
+  Fill(c.mutable_network()->mutable_deny(), {"evil.test", "mail.example.org:25"});
+  const CompiledPolicy policy = CompiledPolicy::Compile(c);
+  EXPECT_TRUE(policy.DecideDnsName("example.org").allowed());
+  EXPECT_TRUE(policy.DecideDnsName("mail.example.org").allowed());
+  const Decision denied = policy.DecideDnsName("x.evil.test");
+  EXPECT_FALSE(denied.allowed());
+  EXPECT_EQ(denied.reason, "network: DNS name x.evil.test matches deny entry 'evil.test'");
+}
+
 TEST(FailMode, RelativePathIsAFailureToDecide) {
   Config closed;
   closed.mutable_filesystem()->set_mode(leash::v1::MODE_BLACKLIST);

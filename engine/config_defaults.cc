@@ -40,6 +40,7 @@ leash::v1::Config WithDefaults(const leash::v1::Config& config) {
   FillSurface(network);
   if (!network.has_udp()) network.set_udp(leash::v1::UdpMode::UDP_MODE_DROP);
   if (!network.has_inbound()) network.set_inbound(leash::v1::InboundMode::INBOUND_MODE_DROP);
+  if (!network.has_dns()) network.set_dns(leash::v1::DnsMode::DNS_MODE_FILTER);
   network.mutable_dns_resolvers();  // empty: the host's /etc/resolv.conf
 
   FillSurface(*out.mutable_filesystem());

@@ -180,7 +180,7 @@ class Reader {
 
   absl::Status ReadNetwork(const YAML::Node& node, leash::v1::NetworkPolicy& network) {
     return ForEachKey(
-        node, "network", {"mode", "allow", "deny", "udp", "inbound", "dns_resolvers"},
+        node, "network", {"mode", "allow", "deny", "udp", "inbound", "dns", "dns_resolvers"},
         [&](const std::string& key, const YAML::Node& value) -> absl::Status {
           if (key == "udp") {
             if (value.IsScalar() && (value.Scalar() == "drop" || value.Scalar() == "allow")) {
@@ -203,6 +203,17 @@ class Reader {
                          absl::StrCat(value.IsScalar() ? "'" + value.Scalar() + "'"
                                                        : NodeKind(value),
                                       " is not drop|allow"));
+          }
+          if (key == "dns") {
+            if (value.IsScalar() && (value.Scalar() == "filter" || value.Scalar() == "resolvers")) {
+              network.set_dns(value.Scalar() == "filter" ? leash::v1::DNS_MODE_FILTER
+                                                         : leash::v1::DNS_MODE_RESOLVERS);
+              return absl::OkStatus();
+            }
+            return Error(value, "network.dns",
+                         absl::StrCat(value.IsScalar() ? "'" + value.Scalar() + "'"
+                                                       : NodeKind(value),
+                                      " is not filter|resolvers"));
           }
           if (key == "dns_resolvers") {
             return ReadEntries(value, "network.dns_resolvers", *network.mutable_dns_resolvers());
@@ -341,6 +352,10 @@ absl::string_view InboundModeName(leash::v1::InboundMode inbound) {
   return inbound == leash::v1::INBOUND_MODE_ALLOW ? "allow" : "drop";
 }
 
+absl::string_view DnsModeName(leash::v1::DnsMode dns) {
+  return dns == leash::v1::DNS_MODE_RESOLVERS ? "resolvers" : "filter";
+}
+
 absl::string_view InspectActionName(leash::v1::InspectAction action) {
   switch (action) {
     case leash::v1::INSPECT_ACTION_BLOCK:
@@ -386,6 +401,9 @@ std::string EmitConfigYaml(const Config& config) {
     if (network.has_inbound()) {
       out << YAML::Key << "inbound" << YAML::Value
           << std::string(InboundModeName(network.inbound()));
+    }
+    if (network.has_dns()) {
+      out << YAML::Key << "dns" << YAML::Value << std::string(DnsModeName(network.dns()));
     }
     if (network.has_dns_resolvers()) EmitEntries(out, "dns_resolvers", network.dns_resolvers());
     out << YAML::EndMap;

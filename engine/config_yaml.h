@@ -48,6 +48,8 @@ absl::string_view ModeName(leash::v1::Mode mode);
 absl::string_view UdpModeName(leash::v1::UdpMode udp);
 // "drop" or "allow" (an unspecified mode reads as drop, the default).
 absl::string_view InboundModeName(leash::v1::InboundMode inbound);
+// "filter" / "resolvers".
+absl::string_view DnsModeName(leash::v1::DnsMode dns);
 absl::string_view InspectActionName(leash::v1::InspectAction action);
 absl::StatusOr<leash::v1::Mode> ParseModeName(absl::string_view name);
 

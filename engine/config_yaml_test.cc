@@ -12,7 +12,8 @@ namespace {
 using ::testing::HasSubstr;
 using leash::v1::Config;
 
-// The spec's example config, verbatim.
+// A floor that sets every section in flow style, kept verbatim: the shape configs were first
+// written in.
 constexpr char kSpecExample[] = R"(user: fido
 fail_mode: closed
 network:    { mode: whitelist, allow: ["github.com", "api.openai.com", "10.0.0.0/8"], deny: [] }
@@ -111,6 +112,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "leash.yaml:1:21: network.inbound: 'accept' is not drop|allow"},
         ErrorCase{"InboundAsBool", "network: { inbound: true }\n", ConfigKind::kFloor,
                   "network.inbound: 'true' is not drop|allow"},
+        ErrorCase{"BadDns", "network: { dns: off }\n", ConfigKind::kFloor,
+                  "leash.yaml:1:17: network.dns: 'off' is not filter|resolvers"},
         ErrorCase{"BadLevel", "logging: { level: loud }\n", ConfigKind::kFloor,
                   "logging.level: 'loud' is not a level"},
         // leashd opens it from wherever it started, and refuses to start on a relative path.
@@ -151,6 +154,7 @@ TEST(EmitConfigYaml, RoundTripsEveryField) {
   ASSERT_TRUE(config.ok());
   config->mutable_network()->set_udp(leash::v1::UDP_MODE_ALLOW);
   config->mutable_network()->set_inbound(leash::v1::INBOUND_MODE_ALLOW);
+  config->mutable_network()->set_dns(leash::v1::DNS_MODE_RESOLVERS);
   config->mutable_network()->mutable_dns_resolvers()->add_entries("192.0.2.53");
   config->mutable_network()->mutable_allow()->add_entries("*.github.com");
   config->mutable_network()->mutable_allow()->add_entries("[2001:db8::1]:443");

@@ -12,14 +12,14 @@
 //   ValidateTiers()       validate findings for the tiers: stale acks, dead scopes, dangling
 //                         bindings, subjects that do not resolve, profile findings.
 //
-// What is judged against what (spec, "Configuring one agent's policy"):
-//  - A global fragment is judged "as an overlay against the unfolded floor first".
-//  - An agent fragment is judged against the floor file ("the consent check is made against the
-//    floor file alone") and, when the global binding resolves, also against the global-folded
-//    base the resolver will use at run start — so a loosening the resolver would refuse late
-//    ("a bind refused late") is refused at write time instead, with the same token.
-//  - An unbind "resolves the subject twice, with the binding and without it, exactly as run
-//    start would, and asks the same loosening rules of every field that differs".
+// What is judged against what (docs/ARCHITECTURE.md, rules P3 to P6, and "Where the rules left
+// a choice"):
+//  - A global fragment is judged as an overlay against the unfolded floor first.
+//  - An agent fragment is judged against the floor file and, when the global binding resolves,
+//    also against the global-folded base the resolver will use at run start — so a loosening
+//    the resolver would refuse late is refused at write time instead, with the same token.
+//  - An unbind resolves the subject twice, with the binding and without it, exactly as run
+//    start would, and asks the same loosening rules of every field that differs.
 #pragma once
 
 #include <optional>

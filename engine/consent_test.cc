@@ -1,5 +1,5 @@
 // Consent judgement: bind, profile edit, unbind and validate's tier findings, each test named
-// for the spec sentence it checks ("Configuring one agent's policy").
+// for the rule it checks (docs/ARCHITECTURE.md, rules P3 to P6).
 #include "engine/consent.h"
 #include "engine/refusal.h"
 #include "engine/validate.h"
@@ -109,6 +109,25 @@ TEST(JudgeBind, InboundAllowNeedsItsOwnAck) {
   BindJudgement drop = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "quiet",
                                  Fragment("network: {inbound: drop}"), {});
   EXPECT_FALSE(drop.refusal.has_value());
+}
+
+// DNS straight to the resolvers (today's path) is a loosening of the filter: refused without its
+// exact token, bound with it; saying filter, the default, needs nothing.
+TEST(JudgeBind, DnsStraightToTheResolversNeedsItsOwnAck) {
+  World w;
+  const leash::v1::Config open_dns = Fragment("network: {dns: resolvers}");
+  BindJudgement refused =
+      JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "open-dns", open_dns, {});
+  ASSERT_TRUE(refused.refusal.has_value());
+  EXPECT_THAT(Tokens(*refused.refusal), ElementsAre("network.dns:resolvers"));
+  EXPECT_THAT(refused.refusal->rerun(),
+              HasSubstr("sudo leash bind agent:leash-iris open-dns --ack 'network.dns:resolvers'"));
+  BindJudgement bound = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "open-dns", open_dns,
+                                  {"network.dns:resolvers"});
+  ASSERT_FALSE(bound.refusal.has_value()) << bound.refusal->message();
+  EXPECT_FALSE(JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "filtered",
+                         Fragment("network: {dns: filter}"), {})
+                   .refusal.has_value());
 }
 
 TEST(JudgeBind, AcksAreMatchedExactly) {

@@ -52,8 +52,8 @@ leash::v1::DecisionRecord MakeDecisionRecord(absl::Time ts, std::string ref, uin
                                              Surface surface, const Decision& decision,
                                              leash::v1::Subject subject);
 
-// The record as one line of JSON ending in '\n', fields in the spec's order of meaning;
-// empty fields are left out. Text that is not UTF-8 shows its bytes as \xNN
+// The record as one line of JSON ending in '\n', fields in the order of rule L1
+// (docs/ARCHITECTURE.md); empty fields are left out. Text that is not UTF-8 shows its bytes as \xNN
 // (engine/utf8.h EscapeInvalidUtf8). Never fails: a record that cannot be rendered still yields a line
 // carrying its ref and "unrenderable".
 std::string DecisionLine(const leash::v1::DecisionRecord& record);

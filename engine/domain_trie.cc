@@ -26,14 +26,18 @@ void DomainTrie::Add(absl::string_view host, bool wildcard, uint16_t port, int i
   (wildcard ? node->strictly_below : node->self_and_below).push_back(Rule{port, id});
 }
 
-int DomainTrie::FirstPortMatch(const std::vector<Rule>& rules, uint16_t port) {
+int DomainTrie::FirstPortMatch(const std::vector<Rule>& rules, int port) {
   for (const Rule& rule : rules) {
-    if (rule.port == 0 || rule.port == port) return rule.id;
+    if (port == kAnyPort || rule.port == 0 || rule.port == port) return rule.id;
   }
   return -1;
 }
 
-int DomainTrie::Match(absl::string_view host, uint16_t port) const {
+int DomainTrie::Match(absl::string_view host, uint16_t port) const { return MatchPort(host, port); }
+
+int DomainTrie::MatchOnSomePort(absl::string_view host) const { return MatchPort(host, kAnyPort); }
+
+int DomainTrie::MatchPort(absl::string_view host, int port) const {
   const Node* node = &root_;
   int best = -1;
   size_t end = host.size();

@@ -24,6 +24,10 @@ class DomainTrie {
   // normalized the same way.
   int Match(absl::string_view host, uint16_t port) const;
 
+  // Returns the id of the most specific entry matching `host` on some port (any entry, whatever
+  // port it names), or -1: whether a connection to `host` could match at all.
+  int MatchOnSomePort(absl::string_view host) const;
+
  private:
   struct Rule {
     uint16_t port;
@@ -34,7 +38,10 @@ class DomainTrie {
     std::vector<Rule> self_and_below;  // github.com
     std::vector<Rule> strictly_below;  // *.github.com
   };
-  static int FirstPortMatch(const std::vector<Rule>& rules, uint16_t port);
+  static int FirstPortMatch(const std::vector<Rule>& rules, int port);
+  // kAnyPort: the first rule whatever its port.
+  static constexpr int kAnyPort = -1;
+  int MatchPort(absl::string_view host, int port) const;
 
   Node root_;
 };

@@ -159,6 +159,19 @@ void ClassifyNetworkExtras(const leash::v1::NetworkPolicy& before,
     }
   }
 
+  if (before.dns() != after.dns()) {
+    if (after.dns() == leash::v1::DNS_MODE_RESOLVERS) {
+      out.push_back(Change("network.dns", "resolvers", Effect::kLoosen,
+                           "network.dns goes from filter to resolvers: the subject's DNS goes to "
+                           "the resolvers unjudged, so any name, a denied one too, is asked "
+                           "(and data can leave in the names asked)"));
+    } else {
+      out.push_back(Change("network.dns", "filter", Effect::kTighten,
+                           "network.dns goes from resolvers to filter: only names the subject's "
+                           "network policy could allow are resolved"));
+    }
+  }
+
   const EntryList& b = before.dns_resolvers();
   const EntryList& a = after.dns_resolvers();
   const std::string field = "network.dns_resolvers";
@@ -280,6 +293,7 @@ const std::vector<std::string>& AckFields() {
     f->push_back("unset.deny");
     f->push_back("network.udp");
     f->push_back("network.inbound");
+    f->push_back("network.dns");
     f->push_back("network.dns_resolvers");
     for (absl::string_view category : kInspectCategories) {
       f->push_back(absl::StrCat("tools.inspect.", category));

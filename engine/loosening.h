@@ -28,6 +28,8 @@
 //                                  allow->drop                          tighten
 //   network.inbound                drop->allow                          loosen   network.inbound:allow
 //                                  allow->drop                          tighten
+//   network.dns                    filter->resolvers                    loosen   network.dns:resolvers
+//                                  resolvers->filter                    tighten
 //   network.dns_resolvers          resolver added                       loosen   network.dns_resolvers:<ip>
 //                                  list emptied (host's resolv.conf)    loosen   network.dns_resolvers:/etc/resolv.conf
 //                                  resolver removed                     tighten

@@ -1,5 +1,5 @@
-// The refusals' exact texts (golden), for the refusals the spec describes, and the re-run
-// line's quoting.
+// The refusals' exact texts (golden), for every refusal of rules P2 to P8
+// (docs/ARCHITECTURE.md), and the re-run line's quoting.
 #include "engine/refusal.h"
 
 #include "engine/consent.h"

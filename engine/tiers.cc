@@ -92,6 +92,7 @@ Config Overlay(const Config& base, const Config& fragment) {
     OverlaySurface(f, n);
     if (f.has_udp()) n.set_udp(f.udp());
     if (f.has_inbound()) n.set_inbound(f.inbound());
+    if (f.has_dns()) n.set_dns(f.dns());
     if (f.has_dns_resolvers()) *n.mutable_dns_resolvers() = f.dns_resolvers();
   }
   if (fragment.has_filesystem()) OverlaySurface(fragment.filesystem(), *out.mutable_filesystem());

@@ -1,4 +1,5 @@
-// Overlay and per-subject resolution ("two tiers, global < agent"), one test per spec sentence.
+// Overlay and per-subject resolution (floor < global < agent), one test per sentence of rules
+// S3, P1 and P7 in docs/ARCHITECTURE.md.
 #include "engine/tiers.h"
 
 #include <algorithm>
@@ -55,6 +56,16 @@ TEST(Overlay, InboundIsTheWritingTiersOwnValue) {
   // A fragment that does not write it leaves it as it was.
   EXPECT_EQ(Overlay(allowed, Fragment("network: {allow: []}")).network().inbound(),
             leash::v1::INBOUND_MODE_ALLOW);
+}
+
+TEST(Overlay, DnsIsTheWritingTiersOwnValue) {
+  const leash::v1::Config resolvers =
+      Overlay(Floor(kFloor), Fragment("network: {dns: resolvers}"));
+  EXPECT_EQ(resolvers.network().dns(), leash::v1::DNS_MODE_RESOLVERS);
+  EXPECT_EQ(Overlay(resolvers, Fragment("network: {dns: filter}")).network().dns(),
+            leash::v1::DNS_MODE_FILTER);
+  EXPECT_EQ(Overlay(resolvers, Fragment("network: {allow: []}")).network().dns(),
+            leash::v1::DNS_MODE_RESOLVERS);
 }
 
 TEST(Overlay, AProfileIsAFragmentSoItLeavesOtherSurfacesAlone) {

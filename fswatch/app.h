@@ -9,25 +9,25 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "base/exit_codes.h"
 
 namespace leash::fswatch {
 
-// Exit codes.
-inline constexpr int kExitStopped = 0;        // SIGTERM/SIGINT: stopped cleanly
-inline constexpr int kExitUsage = 2;          // bad flags
-inline constexpr int kExitRefused = 3;        // kernel < 5.0, no CAP_SYS_ADMIN, no fanotify
-inline constexpr int kExitStartFailed = 4;    // no starting map, bad log descriptor, ...
-inline constexpr int kExitWatchdog = 5;       // the event loop stalled; the watchdog fired
-inline constexpr int kExitLoopFailed = 6;     // reading the fanotify group failed
+// Exit codes: the scheme of every Leash program (exit_codes.h). kExitOk: stopped on SIGTERM or
+// SIGINT; kExitRefused: kernel < 5.0, no CAP_SYS_ADMIN, no fanotify; kExitStartFailed: no
+// starting map, a bad descriptor; kExitWatchdog: the event loop stalled; kExitLoopFailed:
+// reading the fanotify group failed.
 
-inline constexpr int kWatchdogSeconds = 10;   // spec: "if the loop stops for 10 seconds"
-inline constexpr int kRescanSeconds = 5;      // spec: marks "re-scanned every 5 s"
+inline constexpr int kWatchdogSeconds = 10;   // docs/ARCHITECTURE.md, rule F4
+inline constexpr int kRescanSeconds = 5;      // docs/ARCHITECTURE.md, rule F5
 // PolicyStream heartbeats: leashd hands the group to the standby watcher when they stop (a
 // SIGSTOPped watcher stalls every open on the marked filesystems until then), so they come
 // often enough for leashd's short timeout (controlplane/daemon.h) to tolerate a loaded host.
 inline constexpr int kHeartbeatMillis = 250;
 
 struct Flags {
+  // --help: print the flags and exit.
+  bool help = false;
   // leashd's admin socket (PolicyStream).
   std::string socket_path = "/run/leash/leash.sock";
   // Test-only start: the starting map from a file (a serialized leash.v1.PolicyUpdate)
@@ -39,7 +39,8 @@ struct Flags {
   std::string mark_only_under;
   // "best" (PIDFD_GET_INFO where the kernel has it) or "proc-status".
   std::string identity = "best";
-  // Honour LEASH_FSWATCH_TEST_FAULT (test-only fault hooks).
+  // Honour LEASH_FSWATCH_TEST_FAULT (test-only fault hooks; a flag of the testonly
+  // leash-fswatch-with-test-faults alone).
   bool test_faults = false;
   // The fanotify group leashd made and keeps (sidecar::OpenPermissionGroup), and the pending
   // table shared by every watcher of it (sidecar::PendingTable); -1: the watcher makes a group
@@ -54,7 +55,8 @@ struct Flags {
   int ready_fd = -1;
 };
 
-// Parses argv[1..]. InvalidArgument naming the flag and the fix.
+// Parses argv[1..] (the absl flags above, through leash::ParseCommandLine). InvalidArgument
+// naming the flag and the fix.
 absl::StatusOr<Flags> ParseFlags(const std::vector<std::string>& args);
 
 // OK when `release` (uname -r) is Linux >= 5.0, which FAN_OPEN_EXEC_PERM needs.

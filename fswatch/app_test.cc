@@ -21,14 +21,33 @@ TEST(ParseFlags, ProductionDefaults) {
 TEST(ParseFlags, ReadsEveryFlag) {
   absl::StatusOr<Flags> flags =
       ParseFlags({"--socket=/run/x.sock", "--decision-log-fd=7", "--initial-map=/tmp/m.bin",
-                  "--mark-only-under=/tmp/t//", "--identity=proc-status", "--test-faults"});
+                  "--mark-only-under=/tmp/t//", "--identity=proc-status"});
   ASSERT_TRUE(flags.ok()) << flags.status();
   EXPECT_EQ(flags->socket_path, "/run/x.sock");
   EXPECT_EQ(flags->decision_log_fd, 7);
   EXPECT_EQ(flags->mark_only_under, "/tmp/t");
   EXPECT_EQ(flags->identity, "proc-status");
-  EXPECT_TRUE(flags->test_faults);
+  EXPECT_FALSE(flags->test_faults);
 }
+
+#ifdef LEASH_FSWATCH_TEST_FAULTS
+// The testonly leash-fswatch-with-test-faults: the fault hooks, with a test start only.
+TEST(ParseFlags, TheTestBuildTakesTestFaultsWithATestStart) {
+  absl::StatusOr<Flags> flags =
+      ParseFlags({"--initial-map=/tmp/m.bin", "--mark-only-under=/tmp/t", "--test-faults"});
+  ASSERT_TRUE(flags.ok()) << flags.status();
+  EXPECT_TRUE(flags->test_faults);
+  EXPECT_THAT(ParseFlags({"--test-faults"}).status().message(), HasSubstr("only honoured with"));
+}
+#else
+// The leash-fswatch that ships has no fault hooks: the flag that would turn them on is unknown.
+TEST(ParseFlags, TheShippedBuildHasNoTestFaults) {
+  absl::StatusOr<Flags> flags =
+      ParseFlags({"--initial-map=/tmp/m.bin", "--mark-only-under=/tmp/t", "--test-faults"});
+  EXPECT_TRUE(absl::IsInvalidArgument(flags.status()));
+  EXPECT_THAT(flags.status().message(), HasSubstr("unknown flag '--test-faults'"));
+}
+#endif
 
 TEST(ParseFlags, ReadsTheSharedGroupFlagsLeashdPasses) {
   absl::StatusOr<Flags> flags = ParseFlags(
@@ -62,8 +81,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlags{"confinement to / confines nothing", {"--mark-only-under=/"},
                  "confines nothing"},
         BadFlags{"relative confinement", {"--mark-only-under=tmp"}, "absolute directory"},
-        BadFlags{"faults without a test start", {"--test-faults"}, "only honoured with"},
-        BadFlags{"bad descriptor", {"--decision-log-fd=x"}, "not a descriptor number"},
+        BadFlags{"bad descriptor", {"--decision-log-fd=x"}, "--decision-log-fd=x: expected a whole number"},
+        BadFlags{"negative descriptor", {"--decision-log-fd=-3"}, "not a descriptor number"},
         BadFlags{"unknown identity", {"--identity=euid"}, "not one of best, proc-status"},
         BadFlags{"empty value", {"--socket="}, "needs a value"},
         BadFlags{"unknown flag", {"--mark=/"}, "unknown flag '--mark=/'"},
@@ -73,8 +92,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlags{"a ready pipe for a reader",
                  {"--fanotify-fd=4", "--pending-table-fd=5", "--ready-fd=6"},
                  "only written by a --standby"},
-        BadFlags{"bad group descriptor", {"--fanotify-fd=-1", "--pending-table-fd=5"},
-                 "not a descriptor number"}));
+        BadFlags{"bad group descriptor", {"--fanotify-fd=-2", "--pending-table-fd=5"},
+                 "not a descriptor number"},
+        BadFlags{"an argument that is not a flag", {"stray"}, "unexpected argument 'stray'"}));
+
+TEST(ParseFlags, HelpIsAskedFor) {
+  absl::StatusOr<Flags> flags = ParseFlags({"--help"});
+  ASSERT_TRUE(flags.ok()) << flags.status();
+  EXPECT_TRUE(flags->help);
+}
 
 TEST(CheckKernelRelease, RefusesBeforeFiveZero) {
   absl::Status old = CheckKernelRelease("4.19.0-21-amd64");

@@ -76,7 +76,7 @@ enum class IdentityMethod {
   // /proc/<pid>/status, then the event's pidfd is checked to still name a live process, so the
   // PID read cannot have been recycled in between (kernels with FAN_REPORT_PIDFD, >= 5.15).
   kProcStatusPidfdChecked,
-  // /proc/<pid>/status alone (the spec's way): a PID recycled between the event and the read
+  // /proc/<pid>/status alone (rule F6's fallback): a PID recycled between the event and the read
   // is attributed to whoever holds it now.
   kProcStatus,
 };

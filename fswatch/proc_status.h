@@ -1,6 +1,6 @@
-// The fallback identity source: the "Uid:" and "Gid:" lines of /proc/<pid>/status (the spec's
-// way, on kernels without PIDFD_GET_INFO). Parsed from a fixed buffer without allocating,
-// because the event loop calls it while openers wait.
+// The fallback identity source: the "Uid:" and "Gid:" lines of /proc/<pid>/status
+// (docs/ARCHITECTURE.md, rule F6: the fallback on kernels without PIDFD_GET_INFO). Parsed from
+// a fixed buffer without allocating, because the event loop calls it while openers wait.
 #pragma once
 
 #include <cstddef>

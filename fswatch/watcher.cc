@@ -365,9 +365,11 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
     const Decision decision =
         FailDecision(entry.no_policy_fail_mode, surface,
                      absl::StrCat("subject has no policy (", entry.no_policy_reason, ")"));
+#ifdef LEASH_FSWATCH_TEST_FAULTS
     if (options_.fault_stall_on_subject_event) {
       for (;;) pause();  // test-only: hold the event and stop the loop
     }
+#endif
     Answer(event, decision.allowed());
     // The path only for the record, after the answer.
     EventPath path;
@@ -380,9 +382,11 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
     return;
   }
 
+#ifdef LEASH_FSWATCH_TEST_FAULTS
   if (options_.fault_stall_on_subject_event) {
     for (;;) pause();  // test-only: hold the event and stop the loop
   }
+#endif
   EventPath path;
   const Judgement judgement = Judge(event, entry, creds, path);
   Answer(event, judgement.verdict() == Verdict::kAllow);

@@ -1,6 +1,6 @@
 // The watcher's event loop and the decision it makes for each permission event.
 //
-// Per event (the spec's order, with the answer always before the log):
+// Per event (docs/ARCHITECTURE.md, rule F2: the answer always before the log):
 //   the watcher's own process -> allow at once;
 //   the acting UID (the real UID, see below) not in the map -> allow, no record (the fast path:
 //     "an unmapped UID is not a misconfiguration, it is the overwhelming majority of events");
@@ -57,8 +57,10 @@ struct WatcherOptions {
   // fs.protected_hardlinks as read at start: with it on, an account can hard-link only files
   // it owns or may read and write.
   bool protected_hardlinks = true;
-  // Test-only fault (honoured only under --test-faults): the loop stops for good at the first
-  // event of a mapped subject, before answering it, so the watchdog can be shown to fire.
+  // Test-only fault, compiled only into the testonly leash-fswatch-with-test-faults (with
+  // LEASH_FSWATCH_TEST_FAULTS) and honoured there only under --test-faults: the loop stops for
+  // good at the first event of a mapped subject, before answering it, so the watchdog can be
+  // shown to fire. The leash-fswatch that ships has no such check in its event path.
   bool fault_stall_on_subject_event = false;
   // Events read per pass.
   size_t batch_size = 128;

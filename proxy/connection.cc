@@ -16,7 +16,8 @@
 #include "absl/types/span.h"
 #include "engine/network_entry.h"
 #include "engine/reserved_ports.h"
-#include "proxy/destination_guard.h"
+#include "proxy/name_guard.h"
+#include "proxy/dns_answer_cache.h"
 #include "proxy/peek_limits.h"
 
 namespace leash::proxy {
@@ -32,29 +33,6 @@ leash::v1::Subject NetworkSubjectProto(const std::string& domain, const SocketAd
   subject.set_ip(engine::FormatIpAddress(address.ip));
   subject.set_port(address.port);
   return subject;
-}
-
-// This host's addresses for the destination guard, or why they cannot be read.
-absl::StatusOr<absl::Span<const engine::IpAddress>> OwnAddresses(ProxyContext* context) {
-  if (context->options.host_addresses == nullptr) {
-    return absl::UnavailableError("no reader of this host's addresses");
-  }
-  return context->options.host_addresses->Current();
-}
-
-// The guard's refusal of `address` (not named by an IP entry), or nullopt.
-std::optional<std::string> Guard(const engine::IpAddress& address,
-                                 const absl::StatusOr<absl::Span<const engine::IpAddress>>& own,
-                                 engine::FailMode fail_mode) {
-  if (!own.ok() && fail_mode != engine::FailMode::kOpen) {
-    // Whether this is a local service cannot be told: refused (fail_mode closed).
-    return absl::StrCat(engine::FormatIpAddress(address),
-                        " cannot be checked against this host's own addresses (",
-                        own.status().message(), ")");
-  }
-  // Under fail_mode: open an unreadable list still leaves the ranges, which need no reading.
-  return GuardNameDestination(address, /*allowed_by_address_entry=*/false,
-                              own.ok() ? *own : absl::Span<const engine::IpAddress>());
 }
 
 // Why resolved addresses were not used, for the log line: the first few, then a count (a zone
@@ -254,6 +232,17 @@ void Connection::Decide(const PeekResult& peek, bool timed_out) {
     state_ = State::kResolving;
     context_->loop->ArmTimer(&timer_, context_->loop->now() + context_->options.connect_timeout,
                              this);
+    if (context_->dns_answers != nullptr) {
+      // What the subject's DNS filter told the agent for this name, while its TTL lasts: the
+      // proxy connects where the agent was told the name is, never to a second lookup's answer.
+      ResolveResult given;
+      given.addresses = context_->dns_answers->Lookup(uid_, pending_->name, context_->loop->now());
+      if (!given.addresses.empty()) {
+        pending_->from_dns_filter = true;
+        OnResolved(given);
+        return;
+      }
+    }
     if (std::optional<ResolveResult> cached = context_->resolver->Resolve(pending_->name, uid_, this)) {
       OnResolved(*cached);
     }
@@ -307,8 +296,8 @@ void Connection::OnResolved(const ResolveResult& result) {
     }
     if (context_->options.guard_name_destinations &&
         again.matched_on != engine::MatchedOn::kIp) {
-      if (!own) own = OwnAddresses(context_);  // read once per answer, only when needed
-      if (std::optional<std::string> guarded = Guard(address, *own, policy_->fail_mode())) {
+      if (!own) own = OwnAddresses(context_->options);  // read once per answer, only when needed
+      if (std::optional<std::string> guarded = GuardNamedAddress(address, *own, policy_->fail_mode())) {
         refused.push_back(*std::move(guarded));
         continue;
       }
@@ -323,7 +312,9 @@ void Connection::OnResolved(const ResolveResult& result) {
     return;
   }
   absl::StrAppend(&pending.decision.reason, "; connecting to ",
-                  FormatSocketAddress(pending.targets.front()), " as resolved by the proxy");
+                  FormatSocketAddress(pending.targets.front()),
+                  pending.from_dns_filter ? " as the subject's DNS filter answered it"
+                                          : " as resolved by the proxy");
   if (!refused.empty()) {
     absl::StrAppend(&pending.decision.reason, ", not to ", JoinRefusals(refused));
   }

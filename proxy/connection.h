@@ -1,6 +1,7 @@
 // One redirected connection, from its first bytes to its close, on the event loop:
 // peek (MSG_PEEK: the bytes stay queued and are spliced upstream untouched) -> decide ->
-// [resolve the name itself] -> connect -> splice both directions through pipes, with
+// [the addresses the subject's DNS filter gave the agent for the name, else resolve the name
+// itself] -> connect -> splice both directions through pipes, with
 // half-close carried across. A block is a reset. Each connection writes exactly one decision;
 // an allowed one that the upstream fails (refused, unreachable, timed out, reset mid-stream)
 // or the proxy cannot carry on also writes one outcome record under the same ref, after it, so
@@ -47,6 +48,8 @@ class Connection final : public EventLoop::Handler,
   // From the decision until the upstream connection is up; freed after.
   struct Pending {
     std::string name;  // the normalized name being resolved (domain decisions)
+    // The addresses came from what the subject's DNS filter answered the agent.
+    bool from_dns_filter = false;
     engine::Decision decision;
     leash::v1::Subject subject;
     bool logged = false;

@@ -41,7 +41,7 @@ absl::StatusOr<HeldPortSockets> AdoptHeldPortSockets(const std::vector<int>& fds
     auto bad = [fd](absl::string_view what) {
       return absl::InvalidArgumentError(
           absl::StrCat("inherited port socket ", fd, " ", what,
-                       "; leashd hands the proxy TCP sockets it bound on the listen addresses"));
+                       "; leashd hands the proxy TCP and UDP sockets it bound on the listen addresses"));
     };
     struct stat info;
     if (fstat(fd, &info) != 0) return bad(absl::StrCat("is not open (", strerror(errno), ")"));
@@ -51,19 +51,22 @@ absl::StatusOr<HeldPortSockets> AdoptHeldPortSockets(const std::vector<int>& fds
     getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size);
     size = sizeof(protocol);
     getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &size);
-    if (type != SOCK_STREAM || protocol != IPPROTO_TCP) return bad("is not a TCP socket");
+    const bool tcp = type == SOCK_STREAM && protocol == IPPROTO_TCP;
+    const bool udp = type == SOCK_DGRAM && protocol == IPPROTO_UDP;
+    if (!tcp && !udp) return bad("is not a TCP or UDP socket");
     absl::StatusOr<SocketAddress> local = LocalAddressOf(fd);
     if (!local.ok()) return bad(local.status().message());
     if (local->port == 0) return bad("is not bound to a port");
     absl::flat_hash_map<uint16_t, int>* table = nullptr;
-    if (local->ip == *v4) table = &held.ipv4;
-    if (local->ip == *v6) table = &held.ipv6;
+    if (local->ip == *v4) table = tcp ? &held.ipv4 : &held.udp_ipv4;
+    if (local->ip == *v6) table = tcp ? &held.ipv6 : &held.udp_ipv6;
     if (table == nullptr) {
       return bad(absl::StrCat("is bound to ", FormatSocketAddress(*local), ", not to ",
                               ipv4_address, " or ", ipv6_address));
     }
     if (!table->emplace(local->port, fd).second) {
-      return bad(absl::StrCat("is a second socket for ", FormatSocketAddress(*local)));
+      return bad(absl::StrCat("is a second ", tcp ? "TCP" : "UDP", " socket for ",
+                              FormatSocketAddress(*local)));
     }
     const int flags = fcntl(fd, F_GETFL);
     if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0 ||

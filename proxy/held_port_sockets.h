@@ -16,16 +16,20 @@
 namespace leash::proxy {
 
 struct HeldPortSockets {
-  // Port -> descriptor, per listen address.
+  // Port -> descriptor, per listen address: the TCP listeners.
   absl::flat_hash_map<uint16_t, int> ipv4;
   absl::flat_hash_map<uint16_t, int> ipv6;
+  // The UDP sockets of the same ports: each subject's DNS filter (the redirect target of its
+  // DNS to the resolvers).
+  absl::flat_hash_map<uint16_t, int> udp_ipv4;
+  absl::flat_hash_map<uint16_t, int> udp_ipv6;
   // Whether this host has the IPv6 listen address (probed by the proxy itself, so a range of
   // IPv6 ports leashd could not hold is never taken for "no IPv6").
   bool ipv6_available = true;
 };
 
-// Checks each of `fds` is a TCP socket bound to `ipv4_address` or `ipv6_address` on a non-zero
-// port, no port twice per address, and sets O_NONBLOCK and FD_CLOEXEC on it. InvalidArgument
+// Checks each of `fds` is a TCP or UDP socket bound to `ipv4_address` or `ipv6_address` on a non-zero
+// port, no port twice per address and protocol, and sets O_NONBLOCK and FD_CLOEXEC on it. InvalidArgument
 // names the descriptor and what is wrong: the proxy then refuses to start, since a listener on
 // a socket nobody vetted is not one leashd holds.
 absl::StatusOr<HeldPortSockets> AdoptHeldPortSockets(const std::vector<int>& fds,

@@ -63,9 +63,23 @@ TEST_F(HeldPortSocketsTest, EachSocketIsFoundByItsAddressAndPortAndMadeNonBlocki
   EXPECT_TRUE(fcntl(v6, F_GETFD) & FD_CLOEXEC);
 }
 
-TEST_F(HeldPortSocketsTest, AnythingButATcpSocketBoundOnAListenAddressIsRefused) {
-  EXPECT_THAT(AdoptOne(Keep(Bound("127.0.0.1", 0, SOCK_DGRAM))).message(),
-              HasSubstr("is not a TCP socket"));
+// The DNS filter's UDP sockets come the same way, on the same ports, in tables of their own.
+TEST_F(HeldPortSocketsTest, UdpSocketsOfTheSamePortsGoToTheirOwnTables) {
+  const int tcp = Keep(Bound("127.0.0.1", 0));
+  const int udp = Keep(Bound("127.0.0.1", PortOf(tcp), SOCK_DGRAM));
+  const int udp6 = Keep(Bound("::1", 0, SOCK_DGRAM));
+  absl::StatusOr<HeldPortSockets> held = AdoptHeldPortSockets({tcp, udp, udp6}, "127.0.0.1", "::1");
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_EQ(held->ipv4.at(PortOf(tcp)), tcp);
+  EXPECT_EQ(held->udp_ipv4.at(PortOf(tcp)), udp);
+  EXPECT_EQ(held->udp_ipv6.at(PortOf(udp6)), udp6);
+  EXPECT_TRUE(held->ipv6.empty());
+  EXPECT_TRUE(fcntl(udp, F_GETFL) & O_NONBLOCK);
+}
+
+TEST_F(HeldPortSocketsTest, AnythingButATcpOrUdpSocketBoundOnAListenAddressIsRefused) {
+  EXPECT_THAT(AdoptOne(Keep(socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMP))).message(),
+              HasSubstr("is not a TCP or UDP socket"));
   EXPECT_THAT(AdoptOne(Keep(Bound("127.0.0.2", 0))).message(),
               HasSubstr("not to 127.0.0.1 or ::1"));
   EXPECT_THAT(AdoptOne(Keep(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0))).message(),
@@ -85,7 +99,7 @@ TEST_F(HeldPortSocketsTest, TwoSocketsForOnePortAreRefused) {
   const int first = Keep(Bound("127.0.0.1", 0, SOCK_STREAM, /*reuse=*/true));
   const int second = Keep(Bound("127.0.0.1", PortOf(first), SOCK_STREAM, /*reuse=*/true));
   EXPECT_THAT(AdoptHeldPortSockets({first, second}, "127.0.0.1", "::1").status().message(),
-              HasSubstr("is a second socket for 127.0.0.1:"));
+              HasSubstr("is a second TCP socket for 127.0.0.1:"));
 }
 
 TEST(Ipv6AddressExistsTest, LoopbackExistsAndADocumentationAddressDoesNot) {

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/reserved_ports.h"
 #include "proxy/connection.h"
+#include "proxy/dns_tcp_session.h"
 #include "proxy/peek_limits.h"
 
 namespace leash::proxy {
@@ -22,6 +23,10 @@ namespace {
 
 constexpr unsigned kV4Tag = 0;
 constexpr unsigned kV6Tag = 1;
+// The DNS filter's UDP sockets: kV4Tag/kV6Tag + kUdpTagOffset.
+constexpr unsigned kUdpTagOffset = 2;
+constexpr int kDatagramsPerWake = 64;
+constexpr uint16_t kDnsPort = 53;
 constexpr int kBacklog = 4096;
 constexpr int kAcceptsPerWake = 64;
 
@@ -33,7 +38,7 @@ struct BindResult {
   bool held = false;         // leashd's socket: never closed here, and it outlives this proxy
 };
 
-BindResult BindListener(const std::string& ip_text, uint16_t port) {
+BindResult BindListener(const std::string& ip_text, uint16_t port, bool udp = false) {
   BindResult result;
   std::optional<engine::IpAddress> ip = engine::ParseIpAddress(ip_text);
   if (!ip) {
@@ -41,7 +46,8 @@ BindResult BindListener(const std::string& ip_text, uint16_t port) {
     return result;
   }
   SocketAddress wanted{*ip, port};
-  const int fd = socket(Family(wanted), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  const int fd =
+      socket(Family(wanted), (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     result.unavailable = errno == EAFNOSUPPORT;
     result.status = absl::ErrnoToStatus(errno, absl::StrCat("socket for ", FormatSocketAddress(wanted)));
@@ -52,14 +58,15 @@ BindResult BindListener(const std::string& ip_text, uint16_t port) {
   if (Family(wanted) == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
   sockaddr_storage storage;
   const socklen_t length = ToSockaddr(wanted, &storage);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&storage), length) != 0 || listen(fd, kBacklog) != 0) {
+  if (bind(fd, reinterpret_cast<sockaddr*>(&storage), length) != 0 ||
+      (!udp && listen(fd, kBacklog) != 0)) {
     const int error = errno;
     close(fd);
     result.unavailable = error == EADDRNOTAVAIL && Family(wanted) == AF_INET6;
     result.status = absl::ErrnoToStatus(
-        error, absl::StrCat("cannot listen on ", FormatSocketAddress(wanted),
+        error, absl::StrCat("cannot ", udp ? "bind UDP " : "listen on ", FormatSocketAddress(wanted),
                             error == EADDRINUSE
-                                ? " (another process holds the port; `ss -ltnp` shows which)"
+                                ? " (another process holds the port; `ss -ltnup` shows which)"
                                 : ""));
     return result;
   }
@@ -78,25 +85,26 @@ BindResult BindListener(const std::string& ip_text, uint16_t port) {
 // it is listening already, and what queued meanwhile is accepted now). A port leashd does not
 // hold is a failure, never a bind of our own.
 BindResult ListenHeld(const HeldPortSockets& held, bool v6, const std::string& ip_text,
-                      uint16_t port) {
+                      uint16_t port, bool udp = false) {
   BindResult result;
   if (v6 && !held.ipv6_available) {
     result.unavailable = true;
     result.status = absl::UnavailableError(absl::StrCat(ip_text, " does not exist on this host"));
     return result;
   }
-  const absl::flat_hash_map<uint16_t, int>& table = v6 ? held.ipv6 : held.ipv4;
+  const absl::flat_hash_map<uint16_t, int>& table =
+      udp ? (v6 ? held.udp_ipv6 : held.udp_ipv4) : (v6 ? held.ipv6 : held.ipv4);
   auto it = table.find(port);
   const std::string where =
       v6 ? absl::StrCat("[", ip_text, "]:", port) : absl::StrCat(ip_text, ":", port);
   if (it == table.end()) {
     result.status = absl::FailedPreconditionError(absl::StrCat(
-        "leashd holds no socket for ", where,
+        "leashd holds no ", udp ? "UDP" : "TCP", " socket for ", where,
         ": another process bound that port while leashd was not running (`ss -ltnp 'sport = :",
         port, "'` shows which); restart leash once it has let go"));
     return result;
   }
-  if (listen(it->second, kBacklog) != 0) {
+  if (!udp && listen(it->second, kBacklog) != 0) {
     result.status =
         absl::ErrnoToStatus(errno, absl::StrCat("cannot listen on leashd's socket for ", where));
     return result;
@@ -124,6 +132,10 @@ struct ListenerManager::Listener final : public EventLoop::Handler, public Event
   uint32_t uid = 0;
   uint16_t port = 0;
   Socket sockets[2];  // [kV4Tag], [kV6Tag]
+  // The DNS filter's UDP sockets on the same port. `reply_fd` is what a late answer sends from:
+  // -1 once the socket is closed or taken away.
+  Socket udp[2];
+  std::shared_ptr<int> reply_fd[2] = {std::make_shared<int>(-1), std::make_shared<int>(-1)};
   bool v6_unavailable = false;
   // The map in force and this UID's entry in it (null: not in the map).
   sidecar::SubjectMapPtr map;
@@ -131,7 +143,13 @@ struct ListenerManager::Listener final : public EventLoop::Handler, public Event
   // Non-empty: the listener could not be put fully in force; every connection is refused.
   std::string failure;
 
-  void OnEvents(uint32_t /*events*/, unsigned tag) override { manager->Accept(this, tag); }
+  void OnEvents(uint32_t /*events*/, unsigned tag) override {
+    if (tag >= kUdpTagOffset) {
+      manager->ReadDatagrams(this, tag - kUdpTagOffset);
+    } else {
+      manager->Accept(this, tag);
+    }
+  }
 };
 
 ListenerManager::ListenerManager(EventLoop* loop, const OriginalDstReader* original_dst,
@@ -148,6 +166,9 @@ ListenerManager::ListenerManager(EventLoop* loop, const OriginalDstReader* origi
   context_.options = std::move(options);
   context_.scratch = std::make_unique<char[]>(kMaxPeekBytes);
   context_.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  context_.dns_answers = &dns_answers_;
+  dns_filter_ = std::make_unique<DnsFilter>(&context_, &dns_answers_);
+  datagram_ = std::make_unique<char[]>(dns::kMaxMessageBytes);
   int fds[2];
   if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) == 0) {
     if (context_.options.pipe_size > 0) fcntl(fds[1], F_SETPIPE_SZ, context_.options.pipe_size);
@@ -232,6 +253,31 @@ void ListenerManager::ApplyOnLoop(const sidecar::SubjectMapPtr& map, uint64_t ve
         socket.address = bound.address;
         socket.held = bound.held;
       }
+      for (unsigned tag : {kV4Tag, kV6Tag}) {
+        Listener::Socket& socket = listener.udp[tag];
+        if (socket.fd >= 0 || (tag == kV6Tag && listener.v6_unavailable)) continue;
+        BindResult bound =
+            context_.options.held_ports
+                ? ListenHeld(*context_.options.held_ports, tag == kV6Tag, *addresses[tag],
+                             listener.port, /*udp=*/true)
+                : BindListener(*addresses[tag], listener.port, /*udp=*/true);
+        if (bound.unavailable) continue;
+        if (!bound.status.ok()) {
+          errors.push_back(absl::StrCat("DNS filter: ", bound.status.message()));
+          continue;
+        }
+        if (absl::Status added =
+                context_.loop->Add(bound.fd, EPOLLIN, &listener, tag + kUdpTagOffset);
+            !added.ok()) {
+          if (!bound.held) close(bound.fd);
+          errors.push_back(std::string(added.message()));
+          continue;
+        }
+        socket.fd = bound.fd;
+        socket.address = bound.address;
+        socket.held = bound.held;
+        listener.reply_fd[tag] = std::make_shared<int>(bound.fd);
+      }
     }
     listener.failure = absl::StrJoin(errors, "; ");
     if (!errors.empty()) failures.emplace_back(uid, listener.failure);
@@ -303,6 +349,15 @@ void ListenerManager::TakeBackRetired(uint16_t port) {
 }
 
 void ListenerManager::CloseListener(Listener* listener) {
+  for (unsigned tag : {kV4Tag, kV6Tag}) {
+    Listener::Socket& socket = listener->udp[tag];
+    // An answer still on its way is not sent from a descriptor that may be reused.
+    *listener->reply_fd[tag] = -1;
+    if (socket.fd < 0) continue;
+    context_.loop->Remove(socket.fd);
+    if (!socket.held) close(socket.fd);
+    socket.fd = -1;
+  }
   for (Listener::Socket& socket : listener->sockets) {
     if (socket.fd < 0) continue;
     context_.loop->Remove(socket.fd);
@@ -329,6 +384,8 @@ void ListenerManager::Shutdown() {
     listeners_.clear();
     listener_addresses_.clear();
     Connection::CloseAll(&context_);
+    DnsTcpSession::CloseAll(&context_);
+    dns_filter_->CancelAll();
   });
 }
 
@@ -449,7 +506,62 @@ void ListenerManager::Handle(Listener* listener, unsigned tag, int fd) {
                    &*original);
     return;
   }
+  if (original->port == kDnsPort && IsDnsFilterResolver(*listener->entry, original->ip)) {
+    DnsTcpSession::Start(&context_, dns_filter_.get(), fd, AskerOf(*listener),
+                         context_.options.dns_tcp_idle_timeout);
+    return;
+  }
   Connection::Start(&context_, fd, uid, listener->entry->policy, *original);
+}
+
+bool ListenerManager::IsDnsFilterResolver(const sidecar::SubjectEntry& entry,
+                                          const engine::IpAddress& ip) {
+  if (entry.policy == nullptr ||
+      entry.policy->config().network().dns() == leash::v1::DNS_MODE_RESOLVERS) {
+    return false;
+  }
+  const engine::IpAddress unmapped = engine::UnmapV4(ip);
+  return std::find(entry.dns_resolvers.begin(), entry.dns_resolvers.end(), unmapped) !=
+         entry.dns_resolvers.end();
+}
+
+DnsAsker ListenerManager::AskerOf(const Listener& listener) {
+  DnsAsker asker;
+  asker.uid = listener.uid;
+  if (!listener.failure.empty()) {
+    asker.no_policy_reason = absl::StrCat("its listener is not fully in force: ", listener.failure);
+  } else if (listener.entry == nullptr) {
+    asker.no_policy_reason = "not in the policy map";
+  } else {
+    asker.policy = listener.entry->policy;
+    asker.no_policy_reason = listener.entry->no_policy_reason;
+    asker.resolvers = listener.entry->dns_resolvers;
+  }
+  return asker;
+}
+
+void ListenerManager::ReadDatagrams(Listener* listener, unsigned family_tag) {
+  const int fd = listener->udp[family_tag].fd;
+  if (fd < 0) return;
+  for (int i = 0; i < kDatagramsPerWake; ++i) {
+    sockaddr_storage from{};
+    socklen_t from_length = sizeof(from);
+    // MSG_TRUNC: the datagram's real length, so an oversized one is judged as what it was.
+    const ssize_t n = recvfrom(fd, datagram_.get(), dns::kMaxMessageBytes, MSG_DONTWAIT | MSG_TRUNC,
+                               reinterpret_cast<sockaddr*>(&from), &from_length);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;  // EAGAIN, or an error the next wake will see again
+    }
+    const size_t length = std::min<size_t>(static_cast<size_t>(n), dns::kMaxMessageBytes);
+    std::shared_ptr<int> reply_fd = listener->reply_fd[family_tag];
+    dns_filter_->Handle(AskerOf(*listener), absl::string_view(datagram_.get(), length),
+                        [reply_fd, from, from_length](std::string reply) {
+                          if (*reply_fd < 0) return;
+                          sendto(*reply_fd, reply.data(), reply.size(), MSG_DONTWAIT | MSG_NOSIGNAL,
+                                 reinterpret_cast<const sockaddr*>(&from), from_length);
+                        });
+  }
 }
 
 void ListenerManager::RefuseDirect(int fd, const Listener& listener, const std::string& what,

@@ -1,7 +1,7 @@
 // The proxy's listeners, one per subject UID, kept in step with the UID -> policy map leashd
-// sends over PolicyStream. The spec: "The proxy opens a listener per leashed UID, on that UID's
-// own proxy port, and each listener carries only that subject's resolved policy. So the port a
-// connection arrives on is what identifies the subject."
+// sends over PolicyStream (docs/ARCHITECTURE.md, rule N3): each listener sits on its UID's own
+// proxy port and carries only that subject's resolved policy, so the port a connection arrives
+// on is what identifies the subject.
 //
 // Apply() is the PolicySubscriber's ApplyFn: it opens a listener (127.0.0.1 and ::1) for each
 // new UID — on leashd's inherited socket of that port when ProxyOptions::held_ports is set (as
@@ -10,6 +10,12 @@
 // with the UIDs whose listener would not bind. A UID with a listener but no policy — sent as
 // no_policy, or gone from the map — keeps its listener and refuses every connection, logged
 // under its own UID.
+//
+// Each listener also has a UDP socket on its port (127.0.0.1 and ::1; leashd's, like the TCP
+// ones): the subject's DNS filter (proxy/dns_filter.h), where the nat chain redirects its DNS to
+// the resolvers. A TCP connection whose original destination is port 53 of one of the subject's
+// resolvers, under network.dns: filter, is DNS over TCP for the same filter
+// (proxy/dns_tcp_session.h), judged per question, not as a connection.
 //
 // Before any policy is consulted, a connection is refused (critical, no policy) when its
 // original destination cannot be read or is the accepting listener's own address (it was not
@@ -28,6 +34,8 @@
 #include "proto/policystream/subject_map.h"
 #include "engine/decision_record.h"
 #include "leash/v1/policy_stream.pb.h"
+#include "proxy/dns_answer_cache.h"
+#include "proxy/dns_filter.h"
 #include "proxy/event_loop.h"
 #include "proxy/original_dst.h"
 #include "proxy/proxy_context.h"
@@ -64,6 +72,14 @@ class ListenerManager {
   void ApplyOnLoop(const sidecar::SubjectMapPtr& map, uint64_t version,
                    leash::v1::PolicyAck* ack);
   void Accept(Listener* listener, unsigned tag);
+  // The DNS filter's datagrams on `listener`'s UDP socket of `family_tag` (0: IPv4, 1: IPv6).
+  void ReadDatagrams(Listener* listener, unsigned family_tag);
+  // Who a question on `listener` comes from: its subject, policy and resolvers (no policy when
+  // the listener is not fully in force or the subject has none).
+  static DnsAsker AskerOf(const Listener& listener);
+  // Whether a TCP connection to `ip`:53 is DNS for the subject's filter: network.dns is filter
+  // and `ip` is one of its resolvers.
+  static bool IsDnsFilterResolver(const sidecar::SubjectEntry& entry, const engine::IpAddress& ip);
   void Handle(Listener* listener, unsigned tag, int fd);
   void RefuseCritical(int fd, uint32_t uid, const std::string& reason,
                       const SocketAddress* original_dst);
@@ -80,6 +96,11 @@ class ListenerManager {
 
   ProxyContext context_;
   const SocketOwnerLookup* const socket_owner_;
+  // The DNS filter of every subject, and the answers it gave (declared after context_, which
+  // points at the cache; destroyed before it).
+  DnsAnswerCache dns_answers_;
+  std::unique_ptr<DnsFilter> dns_filter_;
+  std::unique_ptr<char[]> datagram_;
   // Loop thread only.
   absl::flat_hash_map<uint32_t, std::unique_ptr<Listener>> listeners_;
   std::vector<std::unique_ptr<Listener>> retired_;

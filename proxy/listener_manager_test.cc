@@ -26,7 +26,9 @@
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "test/fixtures/subprocess.h"
+#include "proxy/dns_message.h"
 #include "proxy/testing/client_hello_builder.h"
+#include "proxy/testing/dns_wire.h"
 #include "proxy/testing/fake_original_dst.h"
 #include "proxy/testing/fake_socket_owner.h"
 #include "proxy/testing/loop_thread.h"
@@ -906,16 +908,22 @@ class HeldPortsTest : public ListenerManagerTest {
   void SetUp() override {
     ListenerManagerTest::SetUp();
     for (int i = 0; i < 2; ++i) {
-      int v4 = -1, v6 = -1;
-      for (int tries = 0; tries < 20 && v6 < 0; ++tries) {
-        v4 = BindHeld(Addr("127.0.0.1", 0));
-        v6 = BindHeld(Addr("::1", LocalAddress(v4).port));
-        if (v6 < 0) close(v4);
+      // TCP and UDP (the DNS filter's), on 127.0.0.1 and ::1, all on one port.
+      std::vector<int> four;
+      for (int tries = 0; tries < 50 && four.size() < 4; ++tries) {
+        for (int fd : four) close(fd);
+        four = {BindHeld(Addr("127.0.0.1", 0))};
+        const uint16_t port = LocalAddress(four[0]).port;
+        for (auto [ip, type] : {std::pair{"::1", SOCK_STREAM}, std::pair{"127.0.0.1", SOCK_DGRAM},
+                                std::pair{"::1", SOCK_DGRAM}}) {
+          const int fd = BindHeld(Addr(ip, port), type);
+          if (fd < 0) break;
+          four.push_back(fd);
+        }
       }
-      ASSERT_GE(v6, 0);
-      ports_.push_back(LocalAddress(v4).port);
-      fds_.push_back(v4);
-      fds_.push_back(v6);
+      ASSERT_EQ(four.size(), 4u);
+      ports_.push_back(LocalAddress(four[0]).port);
+      fds_.insert(fds_.end(), four.begin(), four.end());
     }
     absl::StatusOr<HeldPortSockets> held = AdoptHeldPortSockets(fds_, "127.0.0.1", "::1");
     ASSERT_TRUE(held.ok()) << held.status();
@@ -932,8 +940,8 @@ class HeldPortsTest : public ListenerManagerTest {
     options.held_ports = held_;
     return options;
   }
-  static int BindHeld(const SocketAddress& address) {
-    const int fd = socket(Family(address), SOCK_STREAM | SOCK_CLOEXEC, 0);
+  static int BindHeld(const SocketAddress& address, int type = SOCK_STREAM) {
+    const int fd = socket(Family(address), type | SOCK_CLOEXEC, 0);
     const int one = 1;
     if (Family(address) == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
     sockaddr_storage storage;
@@ -974,9 +982,12 @@ TEST_F(HeldPortsTest, AListenerIsLeashdsSocketListenedAndAPortLeashdDoesNotHoldF
   ASSERT_EQ(ack.failed_uids_size(), 1);
   EXPECT_EQ(ack.failed_uids(0), kUidB);
   EXPECT_TRUE(absl::StrContains(
-      ack.error(), absl::StrCat("leashd holds no socket for 127.0.0.1:", not_held)))
+      ack.error(), absl::StrCat("leashd holds no TCP socket for 127.0.0.1:", not_held)))
       << ack.error();
   EXPECT_TRUE(absl::StrContains(ack.error(), absl::StrCat("[::1]:", not_held))) << ack.error();
+  EXPECT_TRUE(absl::StrContains(
+      ack.error(), absl::StrCat("DNS filter: leashd holds no UDP socket for 127.0.0.1:", not_held)))
+      << ack.error();
   EXPECT_TRUE(manager_->ListenerAddresses(kUidB).empty());
   EXPECT_EQ(ConnectError(not_held), ECONNREFUSED);
   // A's listener is leashd's socket, listening, and judges connections as any listener does.
@@ -1034,6 +1045,66 @@ TEST_F(HeldPortsTest, APortMovedAwayRefusesWhatStillReachesItAndStaysHeld) {
   EXPECT_NE(bind(squatter, reinterpret_cast<sockaddr*>(&storage), length), 0);
   EXPECT_EQ(errno, EADDRINUSE);
   close(squatter);
+}
+
+// Sends `query` to the DNS filter's UDP socket of `port` and returns the answer ("" when none
+// comes within a second).
+std::string AskUdp(uint16_t port, const std::string& query) {
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  timeval timeout{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  sockaddr_storage storage;
+  const socklen_t length = ToSockaddr(Addr("127.0.0.1", port), &storage);
+  sendto(fd, query.data(), query.size(), 0, reinterpret_cast<sockaddr*>(&storage), length);
+  char buffer[65536];
+  const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
+  close(fd);
+  return n > 0 ? std::string(buffer, static_cast<size_t>(n)) : std::string();
+}
+
+// The DNS filter on leashd's UDP socket of the subject's port: what it refuses, it answers at
+// once and never forwards (the subject has no resolvers here, so a forward would be SERVFAIL).
+TEST_F(HeldPortsTest, TheDnsFilterAnswersRefusedNamesAndBadQueriesItself) {
+  ASSERT_EQ(Apply({Subject(kUidA, kAllowAllowedTest, ports_[0])}).failed_uids_size(), 0);
+  namespace wire = dns::testing_wire;
+
+  const std::string exfil = wire::Query(0x4242, {{"c2VjcmV0.exfil.evil.test", dns::kTypeA}});
+  absl::StatusOr<dns::Message> answer = dns::ParseMessage(AskUdp(ports_[0], exfil));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->header.id, 0x4242);
+  EXPECT_EQ(answer->header.rcode(), static_cast<uint8_t>(dns::Rcode::kNxDomain));
+  ASSERT_EQ(answer->questions.size(), 1u);
+  EXPECT_EQ(answer->questions[0].name, "c2vjcmv0.exfil.evil.test");
+  leash::v1::DecisionRecord record = NthRecord(0);
+  EXPECT_EQ(record.uid(), kUidA);
+  EXPECT_EQ(record.action(), "block");
+  EXPECT_EQ(record.subject().domain(), "c2vjcmv0.exfil.evil.test");
+  EXPECT_EQ(record.subject().port(), 53u);
+  EXPECT_TRUE(absl::StrContains(record.reason(), "not in allow list (whitelist)")) << record.reason();
+  EXPECT_TRUE(absl::StrContains(record.reason(), "answered NXDOMAIN, never forwarded"))
+      << record.reason();
+
+  // An allowed name riding along with a denied one is refused whole.
+  answer = dns::ParseMessage(AskUdp(
+      ports_[0], wire::Query(7, {{"allowed.test", dns::kTypeA}, {"x.evil.test", dns::kTypeA}})));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->header.rcode(), static_cast<uint8_t>(dns::Rcode::kFormErr));
+  EXPECT_TRUE(absl::StrContains(NthRecord(1).reason(), "2 questions (allowed.test, x.evil.test)"))
+      << NthRecord(1).reason();
+
+  // 4 KiB of garbage: longer than any query.
+  std::string garbage;
+  for (int i = 0; i < 4096; ++i) garbage += static_cast<char>((i * 131 + 7) % 256);
+  answer = dns::ParseMessage(AskUdp(ports_[0], garbage));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->header.rcode(), static_cast<uint8_t>(dns::Rcode::kRefused));
+  EXPECT_TRUE(absl::StrContains(NthRecord(2).reason(), "DNS query of 4096 bytes over UDP"))
+      << NthRecord(2).reason();
+
+  // A name it may resolve, with no resolver to ask: SERVFAIL, never a made-up answer.
+  answer = dns::ParseMessage(AskUdp(ports_[0], wire::Query(9, {{"allowed.test", dns::kTypeA}})));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->header.rcode(), static_cast<uint8_t>(dns::Rcode::kServFail));
 }
 
 }  // namespace

@@ -1,6 +1,5 @@
 // What the first bytes of a redirected connection say about where it is going, read without
-// decryption: the TLS SNI or the HTTP host. The spec: the proxy "peeks the first bytes to read
-// the destination host from the HTTP Host: header or the TLS SNI — with no decryption".
+// decryption: the TLS SNI or the HTTP host (docs/ARCHITECTURE.md, rule N4).
 //
 // The rules (each decided deliberately; proxy/peek_test.cc holds one case per rule):
 // - a TLS ClientHello with one SNI host_name, or an HTTP/1.x request naming a host: kName;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 
 #include <atomic>
 #include <cstdint>
@@ -23,6 +24,8 @@
 namespace leash::proxy {
 
 class Connection;
+class DnsAnswerCache;
+class DnsTcpSession;
 
 struct ProxyOptions {
   // How long a new connection may send nothing before it is decided on its address alone
@@ -52,6 +55,8 @@ struct ProxyOptions {
   // This host's interface addresses, for the guard (loop thread only). Without it the guard
   // cannot check a destination against them, and refuses under fail_mode: closed.
   std::shared_ptr<HostAddresses> host_addresses;
+  // DNS over TCP: a connection with no query in flight closes after this long without one.
+  absl::Duration dns_tcp_idle_timeout = absl::Seconds(10);
   // Unit tests: a subject on port 0 gets a kernel-chosen port. leashd never sends port 0, and
   // without this it is refused as a bad port.
   bool allow_port_zero = false;
@@ -88,6 +93,11 @@ struct ProxyContext {
   Connection* connections = nullptr;
   // A spare descriptor closed to accept-and-reset when the process runs out of descriptors.
   int reserve_fd = -1;
+  // The addresses each subject's DNS filter handed out: a connection allowed on a name goes to
+  // these while they last (null: none kept).
+  DnsAnswerCache* dns_answers = nullptr;
+  // DNS-over-TCP sessions open now, so a shutdown can close them.
+  absl::flat_hash_set<DnsTcpSession*> dns_sessions;
 };
 
 // Writes one record (answer first, log after: callers reset or connect before calling this).
@@ -114,7 +124,7 @@ void LogOutcome(ProxyContext* context, uint32_t uid, const std::string& ref,
 // A fresh ref for a decision.
 std::string NewRef(ProxyContext* context);
 
-// Closes `fd` with a reset (SO_LINGER 0): the spec's network block.
+// Closes `fd` with a reset (SO_LINGER 0): a network block (docs/ARCHITECTURE.md, rule N9).
 void ResetAndClose(int fd);
 
 }  // namespace leash::proxy

@@ -10,12 +10,17 @@
 #include <fstream>
 #include <iostream>
 #include <thread>
+#include <tuple>
+#include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "base/command_line.h"
+#include "base/exit_codes.h"
 #include "proto/policystream/policy_subscriber.h"
 #include "proxy/event_loop.h"
 #include "proxy/held_port_sockets.h"
@@ -24,6 +29,33 @@
 #include "proxy/original_dst.h"
 #include "proxy/resolver.h"
 #include "proxy/socket_owner.h"
+
+ABSL_FLAG(std::string, admin_socket, "/run/leash/leash.sock",
+          "leashd's admin socket, where the map comes from (PolicyStream)");
+ABSL_FLAG(int64_t, decision_log_fd, -1,
+          "the decision log's descriptor, opened and handed over by leashd (required)");
+ABSL_FLAG(absl::Duration, peek_timeout, leash::proxy::ProxyOptions().peek_timeout,
+          "how long a connection may take to show its host (TLS SNI, HTTP Host)");
+ABSL_FLAG(absl::Duration, connect_timeout, leash::proxy::ProxyOptions().connect_timeout,
+          "how long a connection upstream may take");
+ABSL_FLAG(int64_t, max_connections,
+          static_cast<int64_t>(leash::proxy::ProxyOptions().max_connections),
+          "connections the proxy holds at once");
+ABSL_FLAG(int64_t, max_connections_per_subject,
+          static_cast<int64_t>(leash::proxy::ProxyOptions().max_connections_per_subject),
+          "connections one subject may hold at once");
+ABSL_FLAG(int64_t, pipe_size, leash::proxy::ProxyOptions().pipe_size,
+          "the splice pipes' size in bytes (0: the kernel's)");
+ABSL_FLAG(int64_t, resolver_threads, 4, "the resolver's worker threads");
+ABSL_FLAG(absl::Duration, resolve_cache_ttl, absl::Seconds(30),
+          "how long a resolved name is kept");
+ABSL_FLAG(std::string, listen_ipv4, leash::proxy::ProxyOptions().ipv4_address,
+          "the IPv4 address the listeners are on (where the chains redirect)");
+ABSL_FLAG(std::string, listen_ipv6, leash::proxy::ProxyOptions().ipv6_address,
+          "the IPv6 address the listeners are on");
+ABSL_FLAG(std::string, port_sockets, "",
+          "FIRST-LAST: the listeners' sockets, inherited from leashd; none: leashd holds none; "
+          "absent: the proxy binds its own");
 
 namespace leash::proxy {
 namespace {
@@ -53,6 +85,31 @@ void RaiseDescriptorLimit() {
             << limit.rlim_cur / 2 << " idle connections)\n";
 }
 
+// leashd's sockets or none at all (--port-sockets): a listener is never bound here behind
+// leashd's back.
+absl::Status AdoptPortSockets(ProxyFlags& flags) {
+  if (!flags.port_sockets) return absl::OkStatus();
+  absl::StatusOr<HeldPortSockets> held = AdoptHeldPortSockets(
+      *flags.port_sockets, flags.options.ipv4_address, flags.options.ipv6_address);
+  if (!held.ok()) return held.status();
+  std::cerr << "leash-proxy: " << held->ipv4.size() << " IPv4 and " << held->ipv6.size()
+            << " IPv6 port sockets from leashd"
+            << (held->ipv6_available ? "" : " (no IPv6 on this host)") << "\n";
+  flags.options.held_ports = std::make_shared<const HeldPortSockets>(*std::move(held));
+  return absl::OkStatus();
+}
+
+// Every thread inherits this mask; the main thread alone takes the signals (sigwait).
+sigset_t BlockStopSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
 }  // namespace
 
 std::string ProxyUsage() {
@@ -64,79 +121,66 @@ std::string ProxyUsage() {
 }
 
 absl::StatusOr<ProxyFlags> ParseProxyFlags(int argc, char** argv) {
-  ProxyFlags flags;
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg = argv[i];
-    if (!absl::ConsumePrefix(&arg, "--")) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unexpected argument '", arg, "'; flags are --name=value\n", ProxyUsage()));
-    }
-    const size_t eq = arg.find('=');
-    if (eq == absl::string_view::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", arg, " needs a value (--", arg, "=...)\n", ProxyUsage()));
-    }
-    const absl::string_view name = arg.substr(0, eq);
-    const absl::string_view value = arg.substr(eq + 1);
-    auto duration = [&](absl::Duration* out) -> absl::Status {
-      if (!absl::ParseDuration(value, out) || *out <= absl::ZeroDuration()) {
-        return BadFlag(name, value, "a positive duration such as 1s or 500ms");
-      }
-      return absl::OkStatus();
-    };
-    auto number = [&](int64_t* out, int64_t min) -> absl::Status {
-      if (!absl::SimpleAtoi(value, out) || *out < min) {
-        return BadFlag(name, value, absl::StrCat("an integer >= ", min));
-      }
-      return absl::OkStatus();
-    };
-    int64_t n = 0;
-    absl::Status status;
-    if (name == "admin-socket") {
-      flags.admin_socket = std::string(value);
-    } else if (name == "decision-log-fd") {
-      status = number(&n, 0);
-      flags.decision_log_fd = static_cast<int>(n);
-    } else if (name == "peek-timeout") {
-      status = duration(&flags.options.peek_timeout);
-    } else if (name == "connect-timeout") {
-      status = duration(&flags.options.connect_timeout);
-    } else if (name == "max-connections") {
-      status = number(&n, 1);
-      flags.options.max_connections = static_cast<size_t>(n);
-    } else if (name == "max-connections-per-subject") {
-      status = number(&n, 1);
-      flags.options.max_connections_per_subject = static_cast<size_t>(n);
-    } else if (name == "pipe-size") {
-      status = number(&n, 0);
-      flags.options.pipe_size = static_cast<int>(n);
-    } else if (name == "resolver-threads") {
-      status = number(&n, 1);
-      flags.resolver_threads = static_cast<int>(n);
-    } else if (name == "resolve-cache-ttl") {
-      status = duration(&flags.resolve_cache_ttl);
-    } else if (name == "listen-ipv4") {
-      flags.options.ipv4_address = std::string(value);
-    } else if (name == "listen-ipv6") {
-      flags.options.ipv6_address = std::string(value);
-    } else if (name == "port-sockets") {
-      flags.port_sockets.emplace();
-      if (value != "none") {
-        const std::vector<absl::string_view> ends = absl::StrSplit(value, absl::MaxSplits('-', 1));
-        int first = 0, last = 0;
-        if (ends.size() != 2 || !absl::SimpleAtoi(ends[0], &first) ||
-            !absl::SimpleAtoi(ends[1], &last) || first < 3 || last < first) {
-          return BadFlag(name, value,
-                         "a range of inherited descriptors FIRST-LAST (3 <= FIRST <= LAST), or "
-                         "none");
-        }
-        for (int fd = first; fd <= last; ++fd) flags.port_sockets->push_back(fd);
-      }
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name, "\n", ProxyUsage()));
-    }
-    if (!status.ok()) return status;
+  absl::StatusOr<CommandLine> line =
+      ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc));
+  if (!line.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(line.status().message(), "\n", ProxyUsage()));
   }
+  if (!line->positional.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("unexpected argument '",
+                                                   line->positional.front(),
+                                                   "'; flags are --name=value\n", ProxyUsage()));
+  }
+  ProxyFlags flags;
+  flags.help = line->help;
+  flags.admin_socket = absl::GetFlag(FLAGS_admin_socket);
+  flags.decision_log_fd = static_cast<int>(absl::GetFlag(FLAGS_decision_log_fd));
+  flags.options.ipv4_address = absl::GetFlag(FLAGS_listen_ipv4);
+  flags.options.ipv6_address = absl::GetFlag(FLAGS_listen_ipv6);
+  for (const auto& [name, value, out] :
+       {std::tuple{"peek-timeout", absl::GetFlag(FLAGS_peek_timeout), &flags.options.peek_timeout},
+        std::tuple{"connect-timeout", absl::GetFlag(FLAGS_connect_timeout),
+                   &flags.options.connect_timeout},
+        std::tuple{"resolve-cache-ttl", absl::GetFlag(FLAGS_resolve_cache_ttl),
+                   &flags.resolve_cache_ttl}}) {
+    if (value <= absl::ZeroDuration()) {
+      return BadFlag(name, absl::FormatDuration(value), "a positive duration such as 1s or 500ms");
+    }
+    *out = value;
+  }
+  struct Number {
+    const char* name;
+    int64_t value;
+    int64_t min;
+  };
+  for (const Number& n :
+       {Number{"decision-log-fd", absl::GetFlag(FLAGS_decision_log_fd), -1},
+        Number{"max-connections", absl::GetFlag(FLAGS_max_connections), 1},
+        Number{"max-connections-per-subject", absl::GetFlag(FLAGS_max_connections_per_subject), 1},
+        Number{"pipe-size", absl::GetFlag(FLAGS_pipe_size), 0},
+        Number{"resolver-threads", absl::GetFlag(FLAGS_resolver_threads), 1}}) {
+    if (n.value < n.min) return BadFlag(n.name, absl::StrCat(n.value), absl::StrCat("an integer >= ", n.min));
+  }
+  flags.options.max_connections = static_cast<size_t>(absl::GetFlag(FLAGS_max_connections));
+  flags.options.max_connections_per_subject =
+      static_cast<size_t>(absl::GetFlag(FLAGS_max_connections_per_subject));
+  flags.options.pipe_size = static_cast<int>(absl::GetFlag(FLAGS_pipe_size));
+  flags.resolver_threads = static_cast<int>(absl::GetFlag(FLAGS_resolver_threads));
+  if (const std::string value = absl::GetFlag(FLAGS_port_sockets); !value.empty()) {
+    flags.port_sockets.emplace();
+    if (value != "none") {
+      const std::vector<absl::string_view> ends = absl::StrSplit(value, absl::MaxSplits('-', 1));
+      int first = 0, last = 0;
+      if (ends.size() != 2 || !absl::SimpleAtoi(ends[0], &first) ||
+          !absl::SimpleAtoi(ends[1], &last) || first < 3 || last < first) {
+        return BadFlag("port-sockets", value,
+                       "a range of inherited descriptors FIRST-LAST (3 <= FIRST <= LAST), or "
+                       "none");
+      }
+      for (int fd = first; fd <= last; ++fd) flags.port_sockets->push_back(fd);
+    }
+  }
+  if (flags.help) return flags;
   if (flags.decision_log_fd < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--decision-log-fd is required: leashd opens the decision log and passes its descriptor "
@@ -154,42 +198,31 @@ int RunProxyMain(int argc, char** argv, const SinkFactory& make_sink) {
   absl::StatusOr<ProxyFlags> flags = ParseProxyFlags(argc, argv);
   if (!flags.ok()) {
     std::cerr << "leash-proxy: " << flags.status().message() << "\n";
-    return 2;
+    return kExitUsage;
+  }
+  if (flags->help) {
+    std::cout << FlagsHelp(ProxyUsage());
+    return kExitOk;
   }
   RaiseDescriptorLimit();
-  if (flags->port_sockets) {
-    // leashd's sockets or none at all: a listener is never bound here behind leashd's back.
-    absl::StatusOr<HeldPortSockets> held = AdoptHeldPortSockets(
-        *flags->port_sockets, flags->options.ipv4_address, flags->options.ipv6_address);
-    if (!held.ok()) {
-      std::cerr << "leash-proxy: --port-sockets: " << held.status().message() << "\n";
-      return 2;
-    }
-    std::cerr << "leash-proxy: " << held->ipv4.size() << " IPv4 and " << held->ipv6.size()
-              << " IPv6 port sockets from leashd"
-              << (held->ipv6_available ? "" : " (no IPv6 on this host)") << "\n";
-    flags->options.held_ports = std::make_shared<const HeldPortSockets>(*std::move(held));
+  if (absl::Status adopted = AdoptPortSockets(*flags); !adopted.ok()) {
+    std::cerr << "leash-proxy: --port-sockets: " << adopted.message() << "\n";
+    return kExitStartFailed;
   }
-  // Every thread inherits this mask; the main thread alone takes the signals (sigwait).
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const sigset_t signals = BlockStopSignals();
 
   SinkHandle sink = make_sink(flags->decision_log_fd);
   absl::StatusOr<std::unique_ptr<EventLoop>> loop = EventLoop::Create();
   if (!loop.ok()) {
     std::cerr << "leash-proxy: " << loop.status().message() << "\n";
-    return 1;
+    return kExitStartFailed;
   }
   // Read in this process's network namespace, where the proxy's own connections are made.
   absl::StatusOr<std::unique_ptr<HostAddresses>> host_addresses = HostAddresses::Open();
   if (!host_addresses.ok()) {
     std::cerr << "leash-proxy: the destination guard cannot read this host's addresses: "
               << host_addresses.status().message() << "\n";
-    return 1;
+    return kExitStartFailed;
   }
   flags->options.host_addresses = std::move(*host_addresses);
   KernelOriginalDst original_dst;
@@ -236,7 +269,7 @@ int RunProxyMain(int argc, char** argv, const SinkFactory& make_sink) {
   resolver.reset();
   manager.reset();
   sink.sink.reset();  // flushes what is queued
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace leash::proxy

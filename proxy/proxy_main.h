@@ -20,6 +20,8 @@
 namespace leash::proxy {
 
 struct ProxyFlags {
+  // --help: print the flags and exit.
+  bool help = false;
   std::string admin_socket = "/run/leash/leash.sock";
   int decision_log_fd = -1;
   // --port-sockets: the descriptors leashd handed down for the listeners (possibly none);
@@ -30,7 +32,8 @@ struct ProxyFlags {
   absl::Duration resolve_cache_ttl = absl::Seconds(30);
 };
 
-// Parses argv (after argv[0]). InvalidArgument names the flag and what it takes.
+// Parses argv (after argv[0]) through leash::ParseCommandLine (absl flags). InvalidArgument
+// names the flag and what it takes.
 absl::StatusOr<ProxyFlags> ParseProxyFlags(int argc, char** argv);
 
 // The flags' one-paragraph help.
@@ -45,7 +48,8 @@ struct SinkHandle {
 };
 using SinkFactory = std::function<SinkHandle(int fd)>;
 
-// Runs the proxy until SIGTERM or SIGINT; returns the process exit code. Errors go to stderr.
+// Runs the proxy until SIGTERM or SIGINT; returns the process exit code (exit_codes.h: 0
+// stopped, 2 a bad flag, 4 a start that failed). Errors go to stderr.
 int RunProxyMain(int argc, char** argv, const SinkFactory& make_sink);
 
 }  // namespace leash::proxy

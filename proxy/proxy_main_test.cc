@@ -70,7 +70,7 @@ TEST(ParseProxyFlags, Refusals) {
       {"bad_duration", {"--decision-log-fd=2", "--peek-timeout=soon"}, "--peek-timeout=soon"},
       {"negative_duration", {"--decision-log-fd=2", "--connect-timeout=-1s"}, "positive duration"},
       {"bad_number", {"--decision-log-fd=2", "--max-connections=0"}, "an integer >= 1"},
-      {"unknown_flag", {"--decision-log-fd=2", "--verbose=1"}, "unknown flag --verbose"},
+      {"unknown_flag", {"--decision-log-fd=2", "--verbose=1"}, "unknown flag '--verbose=1'"},
       {"flag_without_value", {"--decision-log-fd"}, "needs a value"},
       {"positional", {"run"}, "unexpected argument 'run'"},
   };

@@ -1,6 +1,6 @@
-// Name resolution the proxy does itself. The spec: "when a decision is made on a domain, the
-// proxy connects to an address it resolves rather than the one the agent supplied, so allow:
-// github.com cannot be used to reach an arbitrary IP behind a forged SNI."
+// Name resolution the proxy does itself (docs/ARCHITECTURE.md, rule N5): when a decision is
+// made on a name, the proxy connects to an address it resolved rather than the one the agent
+// supplied, so `allow: github.com` cannot reach an arbitrary IP behind a forged SNI.
 //
 // ThreadPoolResolver runs the blocking lookup (getaddrinfo: the host's own /etc/hosts and
 // resolv.conf) on a small fixed pool of worker threads and delivers each answer back on the

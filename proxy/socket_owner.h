@@ -1,7 +1,7 @@
-// Who made a connection that reached a proxy listener directly. The spec: a peer with no leash
-// rules (root, another local service) connecting to a listener directly "would otherwise be
-// recorded as that subject's own egress" — so such a connection is logged under the account
-// that owns the connecting socket, never the listener's subject.
+// Who made a connection that reached a proxy listener directly (docs/ARCHITECTURE.md, rule
+// N6): a peer with no leash rules (root, another local service) connecting to a listener
+// directly would otherwise be recorded as that subject's own egress — so such a connection is
+// logged under the account that owns the connecting socket, never the listener's subject.
 //
 // The narrow interface over the kernel's answer (NETLINK_SOCK_DIAG: a loopback TCP socket's
 // owner UID, found by its 4-tuple), so the refusal path is unit-tested with a fake

@@ -3,8 +3,7 @@
 The target's sources define `LLVMFuzzerTestOneInput`. The test links them with
 //test:fuzz_replay_main, which feeds every file of the checked-in seed corpus and then a
 fixed, seeded set of mutations of those seeds, so a crash or hang on a known input fails
-`bazel test`. The same sources build under clang -fsanitize=fuzzer for open-ended fuzzing
-(see test/fuzz/README.md).
+`bazel test`. The same sources build under clang -fsanitize=fuzzer for open-ended fuzzing.
 """
 
 load("//:copts.bzl", "LEASH_COPTS")

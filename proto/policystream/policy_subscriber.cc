@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-
 #include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
 #include "leash/v1/policy_stream.grpc.pb.h"

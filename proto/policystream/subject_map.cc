@@ -1,5 +1,6 @@
 #include "proto/policystream/subject_map.h"
 
+#include <optional>
 #include <utility>
 
 namespace leash::sidecar {
@@ -11,6 +12,11 @@ SubjectEntry MakeSubjectEntry(const leash::v1::SubjectPolicy& wire) {
   entry.port = static_cast<uint16_t>(wire.port());
   for (const leash::v1::IdRange& range : wire.subordinate_uids()) {
     if (range.first() <= range.last()) entry.subordinate_uids.push_back({range.first(), range.last()});
+  }
+  for (const std::string& text : wire.dns_resolvers()) {
+    if (std::optional<engine::IpAddress> address = engine::ParseIpAddress(text)) {
+      entry.dns_resolvers.push_back(engine::UnmapV4(*address));
+    }
   }
   if (wire.has_policy()) {
     std::vector<engine::CommandLink> links;

@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "engine/compiled_policy.h"
 #include "engine/config_defaults.h"
+#include "engine/ip_address.h"
 #include "engine/uid_ranges.h"
 #include "leash/v1/policy_stream.pb.h"
 
@@ -29,6 +30,9 @@ struct SubjectEntry {
   std::shared_ptr<const engine::CompiledPolicy> policy;
   std::string no_policy_reason;
   engine::FailMode no_policy_fail_mode = engine::FailMode::kClosed;
+  // Where the subject's DNS goes (SubjectPolicy.dns_resolvers), in order; entries that are not
+  // an address are left out.
+  std::vector<engine::IpAddress> dns_resolvers;
 };
 
 // The whole map; never mutated once published. A UID absent from it is not a subject.

@@ -12,8 +12,8 @@
 //   syscall at all; only a writer idle for a while goes to sleep and asks to be woken, and
 //   the wake is a non-blocking futex syscall. Nothing the producer does can wait on the
 //   writer, on the descriptor or on a lock. (10 ms rather than 1: on a 2-core host the
-//   writer's wake-ups and small writes measurably cut the watcher's opens per second,
-//   docs/PERFORMANCE.md; the ring holds 8,192 records, 10 ms of 800,000 a second.)
+//   writer's wake-ups and small writes measurably cut the watcher's opens per second; the
+//   ring holds 8,192 records, 10 ms of 800,000 a second.)
 // - The writer copies the lines into batches and writes whole lines only (several lines per
 //   write(2), never a line split across two), so concurrent writers sharing the descriptor
 //   (O_APPEND) interleave by line. On a pipe a batch stays within PIPE_BUF for the same reason.

@@ -12,6 +12,8 @@ LEASH_PACKAGES=(
   systemd libcap2-bin
   # test/install/unit_test.sh: every system call of the demo's leashd and sidecars, traced.
   strace
+  # test/install/package_test.sh: the .deb scripts/package builds is checked by lintian.
+  lintian
   python3 python3-grpcio
   # tools_api: Python stubs generated at test time (python3-grpc-tools), and
   # google/rpc/status.proto for CheckTool's error details (shipped, unchanged from

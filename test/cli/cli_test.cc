@@ -1,5 +1,5 @@
-// The leash CLI against a real leashd. Every refusal the spec describes is compared
-// with a golden file in testdata/ (run with LEASH_UPDATE_GOLDEN=1 to rewrite them after a
+// The leash CLI against a real leashd. Every refusal docs/ARCHITECTURE.md's rules describe is
+// compared with a golden file in testdata/ (run with LEASH_UPDATE_GOLDEN=1 to rewrite them after a
 // deliberate change, then review the diff); the temp paths of the run are replaced by
 // placeholders first.
 #include <sys/stat.h>
@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "re2/re2.h"
 #include "gtest/gtest.h"
+#include "test/fixtures/account_view.h"
 #include "test/fixtures/netns.h"
 #include "test/fixtures/root.h"
 #include "test/fixtures/subprocess.h"
@@ -43,9 +44,15 @@ class CliTest : public ::testing::Test {
     auto fs = TmpfsMount::Create();
     ASSERT_TRUE(fs.ok()) << fs.status();
     fs_ = *std::move(fs);
+    // Host accounts unique to this run, shown to leashd under the names the floor and the
+    // golden output use; no other run's agents are in its view.
+    auto view = AccountView::Create();
+    ASSERT_TRUE(view.ok()) << view.status();
+    view_ = *std::move(view);
     for (const char* name : {"lcli-user", "leash-iris", "leash-vader"}) {
-      auto account = TestAccount::Create(name);
+      auto account = TestAccount::Create(UniqueAccountName(name));
       ASSERT_TRUE(account.ok()) << account.status();
+      view_->Show(**account, name);
       accounts_.push_back(*std::move(account));
     }
     auto files = TempDir::Create("lcli");
@@ -59,7 +66,7 @@ class CliTest : public ::testing::Test {
         "commands: { mode: whitelist, allow: [\"git\"], deny: [] }\n",
         "tools: { mode: whitelist, allow: [\"read_file\"], deny: [] }\n",
         "logging: { level: info, decisions: ", files_->Join("decisions.jsonl"), " }\n");
-    auto leashd = LeashdInstance::Start(floor, *ns_, fs_->path());
+    auto leashd = LeashdInstance::Start(floor, *ns_, fs_->path(), {}, view_.get());
     ASSERT_TRUE(leashd.ok()) << leashd.status();
     leashd_ = *std::move(leashd);
   }
@@ -100,6 +107,7 @@ class CliTest : public ::testing::Test {
   std::unique_ptr<NetNamespace> ns_;
   std::unique_ptr<TmpfsMount> fs_;
   std::vector<std::unique_ptr<TestAccount>> accounts_;
+  std::unique_ptr<AccountView> view_;
   std::unique_ptr<TempDir> files_;
   std::unique_ptr<LeashdInstance> leashd_;
 };

@@ -9,9 +9,9 @@
 //   (d) leash-fswatch, opener's UID mapped to a 1,000-entry filesystem whitelist (every open
 //       judged and logged to a file)
 // each with 1 and with 4 concurrent opener processes, several rounds, medians printed with the
-// ratios c/b and d/b against the targets (c within 10% of b, d within 25%). (b) is
-// measured before and after (c) and (d) in every round, and the ratios are taken against the
-// mean of the two.
+// ratios c/b and d/b against the targets in docs/PERFORMANCE.md (c within 10% of b, d within
+// 25%). (b) is measured before and after (c) and (d) in every round, and the ratios are taken
+// against the mean of the two.
 //
 //   bazel run -c opt //test/fswatch:fswatch_benchmark -- [--seconds=2] [--rounds=3] [--rows=abpfcd]
 //       [--compare=/path/to/another/leash-fswatch [--compare-shared]]

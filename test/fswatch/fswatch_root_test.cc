@@ -37,6 +37,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/policystream/policy_stream_service.h"
+#include "base/exit_codes.h"
 #include "proto/sidecar/watcher_handover.h"
 #include "grpcpp/grpcpp.h"
 #include "test/fixtures/root.h"
@@ -128,8 +129,10 @@ class FswatchRootTest : public ::testing::Test {
 
   // Null (with the failure recorded) when the watcher did not come up.
   WatcherProcess* Start(leash::v1::PolicyUpdate map, std::vector<std::string> extra = {},
-                        std::vector<std::string> env = {}, int log_fd = -1) {
+                        std::vector<std::string> env = {}, int log_fd = -1,
+                        std::string binary = "") {
     WatcherStart start;
+    start.binary = std::move(binary);
     start.map = std::move(map);
     start.tmpfs = tmpfs_->path();
     start.work_dir = work_;
@@ -270,8 +273,8 @@ TEST_F(FswatchRootTest, ListingAFolderIsJudgedLikeOpeningAFile) {
 // What this kernel does not report: opening a device node or a FIFO raises no permission
 // event (since Linux 6.14 fsnotify sets FMODE_NONOTIFY_PERM on every file that is neither
 // regular nor a directory), so neither is judged, whatever the policy says; a socket is
-// reached by connect(), which is no open at all. The README's fidelity matrix says so; this
-// test fails on a kernel that starts judging them, so the matrix can be corrected.
+// reached by connect(), which is no open at all. docs/OPERATIONS.md's fidelity matrix says so;
+// this test fails on a kernel that starts judging them, so the matrix can be corrected.
 TEST_F(FswatchRootTest, DevicesAndFifosRaiseNoPermissionEventOnThisKernel) {
   // The test's tmpfs is nodev: a device node needs a mount of its own that allows them (under
   // the tmpfs, so the watcher's --mark-only-under covers it).
@@ -590,9 +593,10 @@ std::pair<pid_t, int> OpenInChildAt(pid_t at, uid_t uid, gid_t gid, const std::s
   return {pid, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
 }
 
-// The race the spec leaves open, made to happen: root (unmapped, allowed) opens a file the
-// agent may not read, exits and is reaped; the agent's process is then created at exactly the
-// same PID and opens that file. A watcher that remembered "PID p is root" would let it through.
+// The race rule F6 closes (docs/ARCHITECTURE.md), made to happen: root (unmapped, allowed)
+// opens a file the agent may not read, exits and is reaped; the agent's process is then created
+// at exactly the same PID and opens that file. A watcher that remembered "PID p is root" would
+// let it through.
 TEST_F(FswatchRootTest, ARecycledPidIsJudgedAsItsNewHolder) {
   WatcherProcess* w = Start(StandardMap());
   ASSERT_NE(w, nullptr);
@@ -639,7 +643,8 @@ TEST_F(FswatchRootTest, SigkillDuringAnOpenStormReleasesTheHostAndARespawnDenies
 
 TEST_F(FswatchRootTest, StalledLoopIsEndedByTheWatchdogWhichReleasesTheHost) {
   WatcherProcess* w = Start(StandardMap(), {"--test-faults"},
-                            {"LEASH_FSWATCH_TEST_FAULT=stall-loop"});
+                            {"LEASH_FSWATCH_TEST_FAULT=stall-loop"}, /*log_fd=*/-1,
+                            kFswatchWithTestFaultsBinary);
   ASSERT_NE(w, nullptr);
   EXPECT_THAT(w->Stderr(), HasSubstr("TEST FAULT"));
   const absl::Time start = absl::Now();
@@ -653,7 +658,7 @@ TEST_F(FswatchRootTest, StalledLoopIsEndedByTheWatchdogWhichReleasesTheHost) {
   absl::StatusOr<int> status = w->process->Wait(absl::Seconds(20));
   ASSERT_TRUE(status.ok()) << "the watchdog never fired";
   ASSERT_TRUE(WIFEXITED(*status));
-  EXPECT_EQ(WEXITSTATUS(*status), 5);
+  EXPECT_EQ(WEXITSTATUS(*status), kExitWatchdog);
   const absl::Duration took = absl::Now() - start;
   EXPECT_GE(took, absl::Seconds(9));
   const std::string err = w->Stderr();
@@ -689,9 +694,10 @@ class SharedGroupTest : public FswatchRootTest {
 
   // A watcher of the shared group: reading at once, or standing by until TakeOver().
   WatcherProcess* StartOnGroup(bool standby, std::vector<std::string> extra = {},
-                               std::vector<std::string> env = {}) {
+                               std::vector<std::string> env = {}, std::string binary = "") {
     if (standby) extra.push_back("--standby");
     WatcherStart start;
+    start.binary = std::move(binary);
     start.group_fd = group_;
     start.pending_table_fd = table_;
     start.map = StandardMap();
@@ -808,7 +814,8 @@ TEST_F(SharedGroupTest, AnEventReadButNeverAnsweredIsAnsweredUnderTheSubjectsFai
        {std::pair{g_accounts->a.get(), kEperm}, std::pair{g_accounts->o.get(), "ok"}}) {
     SCOPED_TRACE(account->name());
     WatcherProcess* reader =
-        StartOnGroup(false, {"--test-faults"}, {"LEASH_FSWATCH_TEST_FAULT=stall-loop"});
+        StartOnGroup(false, {"--test-faults"}, {"LEASH_FSWATCH_TEST_FAULT=stall-loop"},
+                     kFswatchWithTestFaultsBinary);
     ASSERT_NE(reader, nullptr);
     WatcherProcess* standby = StartOnGroup(true);
     ASSERT_NE(standby, nullptr);
@@ -941,7 +948,7 @@ TEST_F(FswatchRootTest, RefusesWithoutCapSysAdmin) {
       {"setpriv", "--inh-caps=-sys_admin", "--bounding-set=-sys_admin", "--", kFswatchBinary,
        absl::StrCat("--initial-map=", map), absl::StrCat("--mark-only-under=", tmpfs_->path())});
   ASSERT_TRUE(result.ok());
-  EXPECT_EQ(result->exit_code, 3) << result->out;
+  EXPECT_EQ(result->exit_code, kExitRefused) << result->out;
   EXPECT_THAT(result->out, HasSubstr("refusing to start: CAP_SYS_ADMIN"));
 }
 

@@ -18,6 +18,8 @@ namespace leash::testing {
 
 // Where the binaries are, relative to the test's runfiles directory.
 inline constexpr char kFswatchBinary[] = "fswatch/leash-fswatch";
+// The testonly build with the fault hooks (--test-faults, LEASH_FSWATCH_TEST_FAULT).
+inline constexpr char kFswatchWithTestFaultsBinary[] = "fswatch/leash-fswatch-with-test-faults";
 inline constexpr char kProbeBinary[] = "test/fswatch/probe";
 
 // A directory under /tmp (the root filesystem, never marked by a test), world-readable, with

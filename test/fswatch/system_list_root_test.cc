@@ -9,7 +9,7 @@
 // handed to the engine with each entry under it; everything else (the list's entries, their
 // expansion, the judging of every open and listing) is what an installed host does. The
 // commands surface is a blacklist here: this test is about what the filesystem allows, except in
-// the last test, which runs the README's example policy (docs/examples/leash.yaml) whole.
+// the last test, which runs the README's quick-start policy (docs/examples/leash.yaml) whole.
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -4,8 +4,8 @@
 // fourth death in ten minutes, a crash) leaves every chain in place, so the agent's network
 // stays closed (refused); only a deliberate stop releases; ExecStopPost's
 // `leash teardown --unless-failed` tells the two apart; a leashd that starts over the chains it
-// finds takes them over with no moment in which the agent gets out. And the spec's "enforcing
-// several UIDs refuses to run without nft".
+// finds takes them over with no moment in which the agent gets out. And rule N13 of
+// docs/ARCHITECTURE.md: enforcing several UIDs refuses to run without nft.
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>

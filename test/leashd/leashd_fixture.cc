@@ -39,7 +39,7 @@ LeashdInstance::LeashdInstance(std::unique_ptr<TempDir> dir, std::vector<std::st
 
 absl::StatusOr<std::unique_ptr<LeashdInstance>> LeashdInstance::Start(
     const std::string& floor_yaml, const NetNamespace& ns, const std::string& mark_only_under,
-    const std::vector<std::string>& extra_flags) {
+    const std::vector<std::string>& extra_flags, AccountView* accounts) {
   absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create("lid");
   if (!dir.ok()) return dir.status();
   // Other accounts reach the tools socket through these folders.
@@ -55,11 +55,17 @@ absl::StatusOr<std::unique_ptr<LeashdInstance>> LeashdInstance::Start(
       "--proxy-binary=" + RunfilePath("proxy/leash-proxy"),
       "--fswatch-binary=" + RunfilePath("fswatch/leash-fswatch")};
   leashd.insert(leashd.end(), extra_flags.begin(), extra_flags.end());
+  if (accounts != nullptr) {
+    absl::StatusOr<std::vector<std::string>> wrapped = accounts->Wrap(leashd);
+    if (!wrapped.ok()) return wrapped.status();
+    leashd = *std::move(wrapped);
+  }
   const std::vector<std::string> argv = ns.ExecSharingMounts(leashd);
   absl::StatusOr<Background> process = Background::Start(argv, (*dir)->Join("leashd.log"));
   if (!process.ok()) return process.status();
   std::unique_ptr<LeashdInstance> instance(
       new LeashdInstance(*std::move(dir), argv, *std::move(process)));
+  instance->accounts_ = accounts;
   if (absl::Status up = instance->WaitUntilUp(); !up.ok()) return up;
   return instance;
 }
@@ -150,7 +156,28 @@ absl::StatusOr<RunResult> LeashdInstance::Cli(const std::vector<std::string>& ar
   std::vector<std::string> argv = {RunfilePath("cli/leash"), "--config=" + config_,
                                    "--socket=" + admin_socket()};
   argv.insert(argv.end(), args.begin(), args.end());
+  if (accounts_ != nullptr) {
+    // The CLI reads accounts too (the configured user): it sees leashd's view, in leashd's
+    // mount namespace while leashd runs, in one of its own otherwise.
+    if (process_.Running()) {
+      std::vector<std::string> in_leashd = {"nsenter", absl::StrCat("--mount=/proc/", pid(), "/ns/mnt"),
+                                            "--"};
+      in_leashd.insert(in_leashd.end(), argv.begin(), argv.end());
+      argv = std::move(in_leashd);
+    } else {
+      absl::StatusOr<std::vector<std::string>> wrapped = accounts_->Wrap(argv);
+      if (!wrapped.ok()) return wrapped.status();
+      argv = *std::move(wrapped);
+    }
+  }
   return Run(argv, absl::Seconds(120));
+}
+
+absl::Status LeashdInstance::PublishAccounts() {
+  if (accounts_ == nullptr) {
+    return absl::FailedPreconditionError("PublishAccounts: leashd was started without a view");
+  }
+  return accounts_->Publish(pid());
 }
 
 std::string LeashdInstance::Log() const { return ReadAll(dir_->Join("leashd.log")); }

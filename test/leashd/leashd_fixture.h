@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "leash/v1/control.grpc.pb.h"
+#include "test/fixtures/account_view.h"
 #include "test/fixtures/netns.h"
 #include "test/fixtures/subprocess.h"
 #include "test/fixtures/temp_dir.h"
@@ -23,9 +24,11 @@ class LeashdInstance {
   // `mark_only_under`. Returns once the admin socket answers GetStatus (or with leashd's log
   // when it exits or does not answer in time).
   // `extra_flags` are appended to leashd's command line ("--netfilter=iptables").
+  // With `accounts`, leashd (and `leash` run through Cli) sees the host's accounts through that
+  // view: its own test's accounts and no other run's (account_view.h). It outlives the instance.
   static absl::StatusOr<std::unique_ptr<LeashdInstance>> Start(
       const std::string& floor_yaml, const NetNamespace& ns, const std::string& mark_only_under,
-      const std::vector<std::string>& extra_flags = {});
+      const std::vector<std::string>& extra_flags = {}, AccountView* accounts = nullptr);
   ~LeashdInstance();
 
   leash::v1::Control::Stub& control() { return *control_; }
@@ -45,6 +48,9 @@ class LeashdInstance {
   const std::vector<std::string>& argv() const { return argv_; }
   // `leash <args>` against this instance (config and socket filled in), as root.
   absl::StatusOr<RunResult> Cli(const std::vector<std::string>& args);
+  // Shows the running leashd what its account view now holds (after Show/Hide), as useradd
+  // and userdel on the host would.
+  absl::Status PublishAccounts();
 
   std::string Log() const;
   std::string Decisions() const;
@@ -66,6 +72,7 @@ class LeashdInstance {
   Background process_;
   std::string config_, state_, run_;
   std::unique_ptr<leash::v1::Control::Stub> control_;
+  AccountView* accounts_ = nullptr;
   bool stopped_ = false;
 };
 

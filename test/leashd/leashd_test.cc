@@ -22,6 +22,7 @@
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/fixtures/account_view.h"
 #include "test/fixtures/netns.h"
 #include "test/fixtures/root.h"
 #include "test/fixtures/test_account.h"
@@ -57,16 +58,27 @@ class LeashdTest : public ::testing::Test {
     auto fs = TmpfsMount::Create();
     ASSERT_TRUE(fs.ok()) << fs.status();
     fs_ = *std::move(fs);
-    auto user = TestAccount::Create("lctl-user");
+    // leashd sees this test's accounts only: other runs' agents never reach its status.
+    auto view = AccountView::Create();
+    ASSERT_TRUE(view.ok()) << view.status();
+    view_ = *std::move(view);
+    auto user = TestAccount::Create(UniqueAccountName("lctl-user"));
     ASSERT_TRUE(user.ok()) << user.status();
     user_ = *std::move(user);
+    view_->Show(*user_);
   }
 
+  // Agent accounts with host names unique to this run, shown to leashd as `names`; to a
+  // running leashd at once, as useradd on the host would be.
   void AddAgents(std::initializer_list<const char*> names) {
     for (const char* name : names) {
-      auto agent = TestAccount::Create(name);
+      auto agent = TestAccount::Create(UniqueAccountName(name));
       ASSERT_TRUE(agent.ok()) << agent.status();
+      view_->Show(**agent, name);
       agents_[name] = *std::move(agent);
+    }
+    if (leashd_ != nullptr) {
+      ASSERT_TRUE(leashd_->PublishAccounts().ok());
     }
   }
 
@@ -79,7 +91,7 @@ class LeashdTest : public ::testing::Test {
     log_dir_ = *std::move(probe);
     chmod(log_dir_->path().c_str(), 0755);
     floor.replace(floor.find("DECISIONS"), 9, log_dir_->Join("decisions.jsonl"));
-    auto leashd = LeashdInstance::Start(floor, *ns_, fs_->path());
+    auto leashd = LeashdInstance::Start(floor, *ns_, fs_->path(), {}, view_.get());
     ASSERT_TRUE(leashd.ok()) << leashd.status();
     leashd_ = *std::move(leashd);
   }
@@ -181,6 +193,7 @@ class LeashdTest : public ::testing::Test {
   std::unique_ptr<TmpfsMount> fs_;
   std::unique_ptr<TestAccount> user_;
   std::map<std::string, std::unique_ptr<TestAccount>> agents_;
+  std::unique_ptr<AccountView> view_;
   std::unique_ptr<TempDir> log_dir_;
   std::unique_ptr<LeashdInstance> leashd_;
 };
@@ -438,7 +451,7 @@ TEST_F(LeashdTest, BurstOfTwentySighupsIsCoalesced) {
 
 TEST_F(LeashdTest, NonRootClientIsRefusedOnTheAdminSocket) {
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
-  auto outsider = TestAccount::Create("lctl-outsider");
+  auto outsider = TestAccount::Create(UniqueAccountName("lctl-outsider"));
   ASSERT_TRUE(outsider.ok());
   auto probe = leash::testing::Run((*outsider)->AsUser(
       {RunfilePath("controlplane/testing/admin_probe"), leashd_->admin_socket()}));
@@ -868,7 +881,7 @@ TEST_F(WatcherFaultTest, StoppingLeashdClosesTheGroupAndReleasesTheFilesystem) {
   ASSERT_TRUE(opened.ok());
   EXPECT_FALSE(opened->timed_out) << "an open on the marked tmpfs still waits after leashd stopped";
   EXPECT_EQ(opened->exit_code, 0) << opened->out;
-  // Nothing enforces any more: the spec's release.
+  // Nothing enforces any more: the closed group released the host (rule F4).
   RunResult after = AgentReadsSecret();
   EXPECT_EQ(after.exit_code, 0) << after.out;
 }
@@ -1159,6 +1172,7 @@ TEST_F(LeashdTest, AnAgentInsideItsOwnUserNamespaceIsConfinedOnEverySurfaceAndLo
   ASSERT_TRUE(leash::testing::RunOk({"usermod", "--add-subuids", "4000000000-4000000009",
                                      agent.name()})
                   .ok());
+  ASSERT_TRUE(leashd_->PublishAccounts().ok());  // the host's change, in leashd's view
   EXPECT_TRUE(WaitFor(
       [&] {
         const leash::v1::SubjectStatus now = Subjects()["leash-it-sub"];

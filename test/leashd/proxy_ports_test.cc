@@ -4,7 +4,6 @@
 // SO_REUSEADDR and SO_REUSEPORT in a tight loop — while the proxy is SIGKILLed and respawned,
 // while a new subject is onboarded, and across a leashd restart. Every subject's connection is
 // then checked to be judged by its listener (accepted, decided and logged), not refused.
-#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -20,11 +19,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/fixtures/account_view.h"
 #include "test/fixtures/netns.h"
 #include "test/fixtures/root.h"
 #include "test/fixtures/subprocess.h"
@@ -88,9 +87,14 @@ class ProxyPortsTest : public ::testing::Test {
     ASSERT_TRUE(fs.ok()) << fs.status();
     fs_ = *std::move(fs);
     tag_ = absl::StrCat(getpid() % 100000);
+    // leashd sees this test's accounts only, not other runs' agents.
+    auto view = AccountView::Create();
+    ASSERT_TRUE(view.ok()) << view.status();
+    view_ = *std::move(view);
     auto user = TestAccount::Create("lpp" + tag_ + "u");
     ASSERT_TRUE(user.ok()) << user.status();
     user_ = *std::move(user);
+    view_->Show(*user_);
     // Not leashed: its own TCP is not redirected, and nothing stops it binding.
     auto squatter = TestAccount::Create("lpp" + tag_ + "s");
     ASSERT_TRUE(squatter.ok()) << squatter.status();
@@ -111,7 +115,12 @@ class ProxyPortsTest : public ::testing::Test {
   void AddAgent(const std::string& suffix) {
     auto agent = TestAccount::Create(absl::StrCat("leash-pp", tag_, suffix));
     ASSERT_TRUE(agent.ok()) << agent.status();
+    view_->Show(**agent);
     agents_[suffix] = *std::move(agent);
+    // A running leashd learns of it as of a useradd on the host.
+    if (leashd_ != nullptr) {
+      ASSERT_TRUE(leashd_->PublishAccounts().ok());
+    }
   }
 
   void StartLeashd() {
@@ -122,7 +131,7 @@ class ProxyPortsTest : public ::testing::Test {
         "commands: { mode: blacklist, allow: [], deny: [] }\n",
         "tools: { mode: whitelist, allow: [], deny: [] }\n",
         "logging: { level: info, decisions: ", logs_->Join("decisions.jsonl"), " }\n");
-    auto leashd = LeashdInstance::Start(floor, *ns_, fs_->path());
+    auto leashd = LeashdInstance::Start(floor, *ns_, fs_->path(), {}, view_.get());
     ASSERT_TRUE(leashd.ok()) << leashd.status();
     leashd_ = *std::move(leashd);
   }
@@ -243,6 +252,7 @@ class ProxyPortsTest : public ::testing::Test {
   std::unique_ptr<TestAccount> user_;
   std::unique_ptr<TestAccount> squatter_;
   std::map<std::string, std::unique_ptr<TestAccount>> agents_;
+  std::unique_ptr<AccountView> view_;
   std::unique_ptr<TempDir> logs_;
   std::unique_ptr<LeashdInstance> leashd_;
   std::vector<Background> loops_;
@@ -253,8 +263,8 @@ TEST_F(ProxyPortsTest, ASquatterLoopingThroughAProxyKillAndRespawnNeverGetsAPort
   ASSERT_NO_FATAL_FAILURE(AddAgent("b"));
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
   ASSERT_NO_FATAL_FAILURE(WaitForAgentsEnforced());
-  EXPECT_THAT(leashd_->Log(), HasSubstr("holding 2000 of 2000 proxy port sockets"));
-  EXPECT_THAT(leashd_->Log(), HasSubstr("1000 of 1000 wildcards"));
+  EXPECT_THAT(leashd_->Log(), HasSubstr("holding 4000 of 4000 proxy port sockets"));
+  EXPECT_THAT(leashd_->Log(), HasSubstr("2000 of 2000 wildcards"));
   const std::string log = StartLoop();
   const uint32_t old_proxy = ProxyPid();
   ASSERT_GT(old_proxy, 0u);
@@ -318,7 +328,7 @@ TEST_F(ProxyPortsTest, ARestartIsTheOnlyWindowAndEverySubjectWorksAfterIt) {
               << ms(loop.wins.back() - loop.wins.front()) << " ms)";
   }
   std::cout << "; " << loop.attempts << " attempts in " << loop.rounds << " rounds\n";
-  EXPECT_THAT(leashd_->Log(), HasSubstr("holding 2000 of 2000 proxy port sockets"));
+  EXPECT_THAT(leashd_->Log(), HasSubstr("holding 4000 of 4000 proxy port sockets"));
   ExpectEveryAgentJudged();
 }
 
@@ -343,11 +353,11 @@ TEST_F(ProxyPortsTest, AnAgentWhosePortWasWonDuringARestartMovesToAFreshOne) {
   ASSERT_NO_FATAL_FAILURE(HoldPort(port_a, &hold_logs[0]));
   ASSERT_NO_FATAL_FAILURE(HoldPort(next_free, &hold_logs[1]));
   ASSERT_TRUE(leashd_->Relaunch().ok()) << leashd_->Log();
-  EXPECT_THAT(leashd_->Log(), HasSubstr("holding 1998 of 2000 proxy port sockets"));
+  EXPECT_THAT(leashd_->Log(), HasSubstr("holding 3998 of 4000 proxy port sockets"));
   EXPECT_THAT(leashd_->Log(), HasSubstr("CRITICAL: 2 proxy port socket(s) are held by another "
                                         "process"));
   // The squatter's 127.0.0.1 also keeps the dual-stack wildcard of those ports from leashd.
-  EXPECT_THAT(leashd_->Log(), HasSubstr("998 of 1000 wildcards"));
+  EXPECT_THAT(leashd_->Log(), HasSubstr("1998 of 2000 wildcards"));
   EXPECT_THAT(leashd_->Log(),
               HasSubstr(absl::StrCat("127.0.0.1:", port_a, " (Address already in use)")));
   ASSERT_NO_FATAL_FAILURE(WaitForAgentsEnforced());
@@ -378,18 +388,10 @@ TEST_F(ProxyPortsTest, AnAgentWhosePortWasWonDuringARestartMovesToAFreshOne) {
 }
 
 // The single-subject port cannot move: a squatter on 127.0.0.1:18443 across a restart leaves
-// that subject denied, its chain resetting its TCP, never redirected to the squatter. (Needs a
-// host with no leash-* account, as the single-subject path does.)
+// that subject denied, its chain resetting its TCP, never redirected to the squatter. (The
+// single-subject path needs no leash-* account: this test shows its leashd none, whatever
+// other runs have on the host.)
 TEST_F(ProxyPortsTest, TheSingleSubjectPortWonDuringARestartFailsClosed) {
-  std::vector<std::string> agents;
-  setpwent();
-  while (const passwd* entry = getpwent()) {
-    if (absl::StartsWith(entry->pw_name, "leash-")) agents.push_back(entry->pw_name);
-  }
-  endpwent();
-  ASSERT_TRUE(agents.empty()) << "the single-subject path needs a host without leash-* accounts; "
-                                 "found "
-                              << absl::StrJoin(agents, ", ") << " (another test run's?)";
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
   ASSERT_TRUE(WaitFor([&] { return Subjects()[user_->name()].port() == 18443; },
                       absl::Seconds(30)))
@@ -400,7 +402,7 @@ TEST_F(ProxyPortsTest, TheSingleSubjectPortWonDuringARestartFailsClosed) {
   ASSERT_TRUE(leashd_->Relaunch().ok()) << leashd_->Log();
   const std::string log = leashd_->Log();
   ASSERT_TRUE(absl::StrContains(log.substr(log.rfind("leashd: user ")), "single-subject host"))
-      << "a leash-* account appeared during the test (another test run's?)\n" << log;
+      << "leashd did not take the single-subject path\n" << log;
   EXPECT_THAT(leashd_->Log(), HasSubstr("127.0.0.1:18443 (Address already in use)"));
   EXPECT_TRUE(WaitFor(
       [&] {
@@ -413,7 +415,7 @@ TEST_F(ProxyPortsTest, TheSingleSubjectPortWonDuringARestartFailsClosed) {
       << leashd_->Log();
   EXPECT_THAT(Subjects()[user_->name()].detail(),
               HasSubstr("its proxy listener would not bind (port 18443"));
-  EXPECT_THAT(leashd_->Log(), HasSubstr("leashd holds no socket for 127.0.0.1:18443"));
+  EXPECT_THAT(leashd_->Log(), HasSubstr("leashd holds no TCP socket for 127.0.0.1:18443"));
   EXPECT_EQ(ConnectAs(*user_, "2001:db8::11", 80), "refused");
   loops_.back().Signal(SIGTERM);
   EXPECT_TRUE(loops_.back().Wait(absl::Seconds(10)).ok());

@@ -1,5 +1,7 @@
 #include "test/proxy/testbed.h"
 
+#include "test/fixtures/account_view.h"
+
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -32,7 +34,9 @@ absl::StatusOr<std::unique_ptr<ProxyTestbed>> ProxyTestbed::Create(const Testbed
   std::unique_ptr<ProxyTestbed> bed(new ProxyTestbed());
   bed->options_ = options;
   for (const auto& [name, port] : options.agents) {
-    absl::StatusOr<std::unique_ptr<TestAccount>> account = TestAccount::Create(name);
+    // Unique to this run on the host: runs sharing it would otherwise race for one name.
+    absl::StatusOr<std::unique_ptr<TestAccount>> account =
+        TestAccount::Create(UniqueAccountName(name));
     if (!account.ok()) return account.status();
     bed->accounts_.push_back(std::move(*account));
   }
@@ -62,7 +66,16 @@ absl::StatusOr<std::unique_ptr<ProxyTestbed>> ProxyTestbed::Create(const Testbed
 
   std::vector<RedirectedAgent> redirected;
   for (size_t i = 0; i < options.agents.size(); ++i) {
-    redirected.push_back({bed->accounts_[i]->uid(), options.agents[i].second});
+    RedirectedAgent agent;
+    agent.uid = bed->accounts_[i]->uid();
+    agent.port = options.agents[i].second;
+    if (i < options.dns.size()) {
+      for (const std::string& resolver : options.dns[i].resolvers) {
+        agent.dns_resolvers.push_back(*engine::ParseIpAddress(resolver));
+      }
+      agent.dns_filter = options.dns[i].filter;
+    }
+    redirected.push_back(std::move(agent));
   }
   if (absl::Status rules = InstallRedirectRules(*bed->ns_, redirected);
       !rules.ok()) {
@@ -170,6 +183,13 @@ leash::v1::SubjectPolicy ProxyTestbed::Subject(size_t agent, const std::string& 
   subject.set_account(accounts_[agent]->name());
   subject.set_port(options_.agents[agent].second);
   google::protobuf::TextFormat::ParseFromString(config_text, subject.mutable_policy());
+  if (agent < options_.dns.size()) {
+    for (const std::string& resolver : options_.dns[agent].resolvers) {
+      subject.add_dns_resolvers(resolver);
+    }
+    subject.mutable_policy()->mutable_network()->set_dns(
+        options_.dns[agent].filter ? leash::v1::DNS_MODE_FILTER : leash::v1::DNS_MODE_RESOLVERS);
+  }
   return subject;
 }
 

@@ -38,6 +38,14 @@ struct TestbedOptions {
   std::vector<std::string> proxy_flags;
   // Helper programs (runfiles paths) copied where the agent accounts can run them.
   std::vector<std::string> helpers;
+  // Per agent (by index; missing: UDP unfiltered, no resolvers): its resolvers and whether its
+  // DNS goes through the proxy's filter (network.dns: filter) or straight to them (resolvers).
+  // The resolvers also go to the proxy in each SubjectPolicy.
+  struct Dns {
+    std::vector<std::string> resolvers;
+    bool filter = true;
+  };
+  std::vector<Dns> dns;
 };
 
 class ProxyTestbed {

@@ -1,0 +1,213 @@
+// What the operator reads: `leash status`, `leash bindings`, reconcile reports, and the --json
+// form of every command, rendered from responses built here (no leashd, no root).
+#include "cli/render.h"
+
+#include "google/protobuf/text_format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace leash::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+template <typename Message>
+Message Parse(const std::string& text) {
+  Message message;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &message)) << text;
+  return message;
+}
+
+constexpr char kFloor[] = R"pb(
+  fail_mode: "closed"
+  network {
+    mode: MODE_WHITELIST
+    allow { entries: "github.com" entries: "pypi.org" }
+    deny { entries: "evil.com" }
+    udp: UDP_MODE_DROP
+    inbound: INBOUND_MODE_DROP
+  }
+  filesystem { mode: MODE_BLACKLIST deny { entries: "~/.ssh" } }
+  commands { mode: MODE_WHITELIST allow { entries: "git" } }
+  tools {
+    mode: MODE_BLACKLIST
+    inspect { key: "secrets" value: INSPECT_ACTION_BLOCK }
+    inspect { key: "pii" value: INSPECT_ACTION_LOG }
+  }
+  enforcers { network: true filesystem: true tools: false }
+  logging { decisions: "/var/log/leash/decisions.jsonl" }
+)pb";
+
+constexpr char kSubjectsAndSidecars[] = R"pb(
+  netfilter: "nftables"
+  map_version: 7
+  subjects {
+    account: "leash-iris" uid: 1001 port: 18001 state: "enforced"
+    profiles: "profile:web-research"
+    counters { inbound_dropped_packets: 3 unproxied_dropped_packets: 2 }
+    subordinate_uids { first: 100000 last: 165535 }
+  }
+  subjects {
+    account: "leash-vader" uid: 1002 port: 18002 state: "no-policy"
+    detail: "profile 'gone' does not exist"
+    counters_error: "UID 1002 has no chain"
+  }
+  sidecars { name: "leash-proxy" running: true pid: 4242 acked_version: 7 }
+  sidecars { name: "leash-fswatch" running: false restarts: 2 }
+  reconcile_passes: 5
+  last_reconcile {
+    changes { account: "leash-iris" uid: 1001 change: "added" }
+    unchanged: 1
+  }
+)pb";
+
+constexpr char kSubjectsAndSidecarsText[] =
+    "subjects (2, map version 7):\n"
+    "  leash-iris       uid 1001   port 18001 enforced       from profile:web-research\n"
+    "    inbound (drop): 3 packets dropped; tcp escaping the proxy: 2 packets dropped (since the "
+    "chain was applied)\n"
+    "    subordinate uids 100000-165535; gids none\n"
+    "  leash-vader      uid 1002   port 18002 no-policy      (profile 'gone' does not exist)\n"
+    "    counters: cannot be read: UID 1002 has no chain\n"
+    "sidecars:\n"
+    "  leash-proxy    running  pid 4242    acked map 7     restarts 0\n"
+    "  leash-fswatch  DOWN     pid 0       acked map 0     restarts 2\n"
+    "reconcile passes: 5; last: 1 changed, 1 unchanged, 0 warnings\n";
+
+TEST(RenderStatus, TheFloorTableThenEverySubjectSidecarAndTheLastReconcile) {
+  leash::v1::StatusResponse status = Parse<leash::v1::StatusResponse>(kSubjectsAndSidecars);
+  status.set_user("fido");
+  status.set_uid(1000);
+  status.set_config_path("/etc/leash/leash.yaml");
+  *status.mutable_floor() = Parse<leash::v1::Config>(kFloor);
+  EXPECT_EQ(RenderStatus(status),
+            std::string("user: fido (uid 1000)\n"
+                        "config: /etc/leash/leash.yaml\n"
+                        "fail_mode: closed\n"
+                        "surface     mode        allow   deny\n"
+                        "network     whitelist       2      1  udp: drop  inbound: drop\n"
+                        "filesystem  blacklist       0      1\n"
+                        "commands    whitelist       1      0\n"
+                        "tools       blacklist       0      0  inspect: secrets=block pii=log\n"
+                        "enforcers: network on, filesystem on, tools OFF\n"
+                        "decision log: /var/log/leash/decisions.jsonl\n"
+                        "network enforcement: nftables\n") +
+                kSubjectsAndSidecarsText);
+}
+
+// An unreadable floor is not shown as an empty one (every mode unspecified, every enforcer
+// OFF): the status says it cannot be read, and what is in force comes from the last reconcile.
+TEST(RenderStatus, AnUnreadableFloorIsSaidAndNoFloorTableIsShown) {
+  leash::v1::StatusResponse status = Parse<leash::v1::StatusResponse>(kSubjectsAndSidecars);
+  status.set_config_path("/etc/leash/leash.yaml");
+  status.set_floor_error("/etc/leash/leash.yaml:3:9: network.mode: 'whitlist' is not a mode");
+  const std::string text = RenderStatus(status);
+  EXPECT_THAT(text, HasSubstr("floor: CANNOT BE READ: /etc/leash/leash.yaml:3:9"));
+  EXPECT_THAT(text, HasSubstr("sudo leash reconcile"));
+  EXPECT_THAT(text, Not(HasSubstr("enforcers:")));
+  EXPECT_THAT(text, Not(HasSubstr("surface ")));
+  EXPECT_THAT(text, HasSubstr(kSubjectsAndSidecarsText));
+}
+
+TEST(RenderStatus, InboundAllowShowsWhatWasServed) {
+  leash::v1::StatusResponse status = Parse<leash::v1::StatusResponse>(R"pb(
+    subjects {
+      account: "leash-iris" uid: 1001 port: 18001 state: "enforced"
+      policy { network { inbound: INBOUND_MODE_ALLOW } }
+      counters { inbound_dropped_packets: 1 inbound_allowed_packets: 9 }
+    }
+  )pb");
+  EXPECT_THAT(RenderStatus(status),
+              HasSubstr("    inbound (allow): 1 packets dropped, 9 served; tcp escaping the proxy: "
+                        "0 packets dropped"));
+}
+
+TEST(RenderBindings, OneLinePerBindingWithItsAcks) {
+  EXPECT_EQ(RenderBindings(Parse<leash::v1::ListBindingsResponse>(R"pb(
+              bindings { scope: "global" profile: "base" }
+              bindings {
+                scope: "agent:leash-iris"
+                profile: "web-research"
+                acks: "network.allow:openai.com"
+                acks: "commands.allow:curl"
+              }
+            )pb")),
+            "global -> base\n"
+            "agent:leash-iris -> web-research  acks: network.allow:openai.com, commands.allow:curl\n");
+  EXPECT_EQ(RenderBindings({}), "no bindings: every subject resolves to the floor\n");
+}
+
+TEST(RenderReconcile, ChangesThenWarningsOrTheFailure) {
+  leash::v1::ReconcileReport report = Parse<leash::v1::ReconcileReport>(R"pb(
+    changes { account: "leash-iris" uid: 1001 change: "added" }
+    changes { account: "leash-vader" uid: 1002 change: "denied" detail: "profile 'gone' does not exist" }
+    unchanged: 3
+    duration_us: 12345
+    warnings: "leash-ops holds subordinate UIDs"
+    not_in_force: "leash-iris (uid 1001): its chain"
+  )pb");
+  EXPECT_EQ(RenderReconcile(report),
+            "reconciled: 2 changed, 3 unchanged (12.3 ms)\n"
+            "  added leash-iris (uid 1001)\n"
+            "  denied leash-vader (uid 1002): profile 'gone' does not exist\n"
+            "  leash-ops holds subordinate UIDs\n");
+  EXPECT_EQ(RenderNotInForce(report), "  - leash-iris (uid 1001): its chain\n");
+  report.set_error("the floor cannot be read");
+  EXPECT_EQ(RenderReconcile(report),
+            "reconcile failed, nothing was changed: the floor cannot be read\n");
+  EXPECT_EQ(RenderNotInForce({}), "");
+}
+
+TEST(RenderCheck, TheVerdictFirstAndAnOfflineAnswerSaysSo) {
+  leash::v1::CheckResponse response = Parse<leash::v1::CheckResponse>(R"pb(
+    decision { action: ACTION_BLOCK reason: "network: evil.com is not on the allow list" }
+    account: "leash-iris"
+    evaluated_by: "leashd"
+  )pb");
+  EXPECT_EQ(RenderCheck(response, "/etc/leash/leash.yaml"),
+            "block  network: evil.com is not on the allow list  [leash-iris]\n");
+  response.set_evaluated_by("offline");
+  response.mutable_decision()->set_action(leash::v1::ACTION_ALLOW);
+  response.clear_account();
+  EXPECT_EQ(RenderCheck(response, "/tmp/x.yaml"),
+            "allow  network: evil.com is not on the allow list\n"
+            "(offline: judged /tmp/x.yaml directly; leashd was not asked)\n");
+}
+
+TEST(RenderValidate, CountsFindingsAndSaysWhichBlock) {
+  leash::v1::ValidateResponse response = Parse<leash::v1::ValidateResponse>(R"pb(
+    findings { severity: SEVERITY_WARNING source: "floor" field: "network.allow" message: "never matches" }
+    findings { severity: SEVERITY_ERROR source: "profile:web" field: "mode" message: "bad" }
+  )pb");
+  const std::string text = RenderValidate(response, "/etc/leash/leash.yaml");
+  EXPECT_THAT(text, HasSubstr("/etc/leash/leash.yaml: 2 findings\n"));
+  EXPECT_THAT(text, HasSubstr("invalid: 1 finding is an error or critical\n"));
+  EXPECT_EQ(RenderValidate({}, "/etc/leash/leash.yaml"), "/etc/leash/leash.yaml: valid, no findings\n");
+}
+
+// --json: one line, the proto's own field names, and fields at their default printed too, so a
+// script reading "written": false does not have to treat a missing key as false.
+TEST(Json, ProtoFieldNamesAndDefaultsPrinted) {
+  leash::v1::PolicyWriteResponse response;
+  response.add_notices("bind global changes the floor for every subject on the host");
+  const std::string json = ToJson(response);
+  EXPECT_THAT(json, HasSubstr("\"written\":false"));
+  EXPECT_THAT(json, HasSubstr("\"notices\":[\"bind global changes the floor"));
+  EXPECT_EQ(json.find('\n'), std::string::npos);
+  EXPECT_THAT(ToJson(Parse<leash::v1::StatusResponse>(kSubjectsAndSidecars)),
+              HasSubstr("\"map_version\":\"7\""));
+}
+
+TEST(Json, AFlatObjectKeepsEachFieldsType) {
+  JsonField path{"config", "/etc/leash/leash.yaml"};
+  JsonField removed{"rules_removed", "", 3, /*is_number=*/true};
+  JsonField done{"done", "", 0, false, /*is_bool=*/true, /*boolean=*/true};
+  const std::string json = JsonObject({path, removed, done});
+  EXPECT_THAT(json, HasSubstr("\"config\":\"/etc/leash/leash.yaml\""));
+  EXPECT_THAT(json, HasSubstr("\"rules_removed\":3"));
+  EXPECT_THAT(json, HasSubstr("\"done\":true"));
+}
+
+}  // namespace
+}  // namespace leash::cli

@@ -1,0 +1,66 @@
+// Collapsing what a subject was seen doing into the fewest entries that still allow nothing
+// it did not do beyond what the rules below accept. Pure.
+//
+// Network names (per port): two or more distinct names seen under one parent name become one
+// entry for that parent — `*.github.com` when only names under it were seen, `github.com` when
+// the parent itself was seen too (a domain entry covers the name and every name under it). No
+// public-suffix list is available offline, so the parent must have at least two labels, and at
+// least three when the top-level label has two letters (a country code: co.uk, com.au,
+// github.io-style shared suffixes sit there). Never a bare top-level name. Collapsing repeats
+// upward while a parent gathers two branches, so the entry is the narrowest one covering them.
+// Addresses are never collapsed: each is a /32 or /128.
+//
+// Paths: a folder in which at least kFolderCollapseThreshold distinct things were seen (files,
+// or sub-folders already collapsed) becomes the folder's entry, which covers everything under
+// it; a path seen that is itself a folder of other seen paths covers them already. A folder
+// less than two levels deep ("/", "/etc", "/home") is never the result of a collapse, and a
+// path that shallow is not suggested (see kShallowPathDepth): its entry would be a whole
+// top-level tree.
+//
+// Commands and tools are never collapsed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cli/suggest_observations.h"
+
+namespace leash::cli {
+
+inline constexpr size_t kFolderCollapseThreshold = 3;
+// A path with fewer components than this is a top-level tree ("/", "/etc"): not suggested.
+inline constexpr size_t kShallowPathDepth = 2;
+
+struct SuggestedEntry {
+  std::string entry;
+  uint64_t count = 0;         // lines behind it
+  std::string example_ref;    // one of them
+  uint64_t audited = 0;       // of which would-be blocks under audit
+  // The distinct things it covers, as seen (sorted); one element when it is exact.
+  std::vector<std::string> covers;
+  // Left out of the suggestion: why.
+  std::string left_out_because;
+};
+
+// Network entries from ExactNetworkEntry keys. Keys that do not parse as network entries are
+// kept as they are (the fragment's entry check then reports them).
+std::vector<SuggestedEntry> CollapseNetwork(const SeenMap& seen);
+
+struct PathSuggestion {
+  std::vector<SuggestedEntry> entries;
+  // Paths not suggested, each with left_out_because: too shallow (kShallowPathDepth), or a
+  // name holding glob characters, which as an entry would match other names too.
+  std::vector<SuggestedEntry> left_out;
+};
+PathSuggestion CollapsePaths(const SeenMap& seen);
+
+// Why `path` (with `components` components) is not suggested, or "" when it may be: not
+// UTF-8 (the log escapes it as \xNN), glob characters in its name, or too shallow.
+std::string UnsuggestablePath(absl::string_view path, size_t components);
+
+// One entry per key, as seen (commands, tools).
+std::vector<SuggestedEntry> ExactEntries(const SeenMap& seen);
+
+}  // namespace leash::cli

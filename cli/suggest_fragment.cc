@@ -1,0 +1,187 @@
+#include "cli/suggest_fragment.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cli/suggest_collapse.h"
+#include "engine/config_yaml.h"
+#include "engine/decision.h"
+#include "engine/inert_entries.h"
+#include "engine/validate.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "yaml-cpp/yaml.h"
+
+namespace leash::cli {
+namespace {
+
+using leash::v1::Surface;
+
+constexpr Surface kSurfaces[] = {leash::v1::SURFACE_NETWORK, leash::v1::SURFACE_FILESYSTEM,
+                                 leash::v1::SURFACE_COMMANDS, leash::v1::SURFACE_TOOLS};
+
+bool IsControl(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
+
+std::string Times(uint64_t n) { return n == 1 ? "1 time" : absl::StrCat(n, " times"); }
+
+// "12 seen, e.g. ref k3x9q2mw; 2 would-be blocks under audit; covers a, b, c (+4 more)"
+std::string Annotation(const SuggestedEntry& entry) {
+  std::string text = absl::StrCat(Times(entry.count), ", e.g. ref ", entry.example_ref);
+  if (entry.audited > 0) {
+    absl::StrAppend(&text, "; ", entry.audited,
+                    entry.audited == 1 ? " would-be block" : " would-be blocks", " under audit");
+  }
+  if (entry.covers.size() > 1) {
+    constexpr size_t kShown = 3;
+    std::vector<std::string> shown(entry.covers.begin(),
+                                   entry.covers.begin() + std::min(kShown, entry.covers.size()));
+    absl::StrAppend(&text, "; covers ", entry.covers.size(), " seen: ",
+                    absl::StrJoin(shown, ", "));
+    if (entry.covers.size() > kShown) {
+      absl::StrAppend(&text, ", +", entry.covers.size() - kShown, " more");
+    }
+  }
+  return CommentText(text);
+}
+
+leash::v1::EntryList* AllowListOf(leash::v1::Config& config, Surface surface) {
+  switch (surface) {
+    case leash::v1::SURFACE_NETWORK:
+      config.mutable_network()->set_mode(leash::v1::MODE_WHITELIST);
+      return config.mutable_network()->mutable_allow();
+    case leash::v1::SURFACE_FILESYSTEM:
+      config.mutable_filesystem()->set_mode(leash::v1::MODE_WHITELIST);
+      return config.mutable_filesystem()->mutable_allow();
+    case leash::v1::SURFACE_COMMANDS:
+      config.mutable_commands()->set_mode(leash::v1::MODE_WHITELIST);
+      return config.mutable_commands()->mutable_allow();
+    default:
+      config.mutable_tools()->set_mode(leash::v1::MODE_WHITELIST);
+      return config.mutable_tools()->mutable_allow();
+  }
+}
+
+}  // namespace
+
+std::string CommentText(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (IsControl(c)) {
+      absl::StrAppend(&out, "\\x", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<Fragment> BuildFragment(const Observations& observations,
+                                       const std::set<Surface>& surfaces,
+                                       absl::string_view source) {
+  Fragment fragment;
+  std::map<Surface, std::vector<SuggestedEntry>> suggested;
+  for (Surface surface : kSurfaces) {
+    if (!surfaces.empty() && !surfaces.count(surface)) continue;
+    const std::string name(engine::SurfaceName(surface));
+    const SeenMap& needed = observations.needed(surface);
+    if (needed.empty()) {
+      fragment.notes.push_back(absl::StrCat(
+          name, ": nothing allowed was seen, so the fragment leaves it as the floor has it"));
+    } else if (surface == leash::v1::SURFACE_NETWORK) {
+      suggested[surface] = CollapseNetwork(needed);
+    } else if (surface == leash::v1::SURFACE_FILESYSTEM) {
+      PathSuggestion paths = CollapsePaths(needed);
+      suggested[surface] = std::move(paths.entries);
+      for (const SuggestedEntry& left : paths.left_out) {
+        fragment.notes.push_back(absl::StrCat("not suggested: filesystem '", left.entry, "' (",
+                                              Times(left.count), ", e.g. ref ",
+                                              left.example_ref, "): ", left.left_out_because));
+      }
+    } else {
+      for (SuggestedEntry& entry : ExactEntries(needed)) {
+        // A binary's path is a path: escaped bytes or a glob name would name another file.
+        if (surface == leash::v1::SURFACE_COMMANDS) {
+          const std::string why = UnsuggestablePath(entry.entry, kShallowPathDepth);
+          if (!why.empty()) {
+            fragment.notes.push_back(absl::StrCat("not suggested: commands '", entry.entry,
+                                                  "' (", Times(entry.count), ", e.g. ref ",
+                                                  entry.example_ref, "): ", why));
+            continue;
+          }
+        }
+        suggested[surface].push_back(std::move(entry));
+      }
+    }
+    for (const auto& [what, seen] : observations.refused(surface)) {
+      fragment.notes.push_back(absl::StrCat("refused, not suggested: ", name, " '", what, "' (",
+                                            Times(seen.count), ", e.g. ref ", seen.example_ref,
+                                            "): ", seen.reason));
+    }
+  }
+
+  // The entry grammar's judgement, as a profile save makes it: an entry that can never match
+  // is left out and said, never written.
+  leash::v1::Config candidate;
+  for (const auto& [surface, entries] : suggested) {
+    leash::v1::EntryList* allow = AllowListOf(candidate, surface);
+    for (const SuggestedEntry& entry : entries) allow->add_entries(entry.entry);
+  }
+  absl::flat_hash_set<std::string> inert;  // "<field>\n<entry>"
+  for (const leash::v1::InertEntry& entry : engine::InertEntries(candidate)) {
+    inert.insert(absl::StrCat(entry.field(), "\n", entry.entry()));
+    fragment.notes.push_back(absl::StrCat("not suggested: ", entry.field(), " '", entry.entry(),
+                                          "' can never match: ", entry.reason()));
+  }
+
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  for (auto& [surface, entries] : suggested) {
+    const std::string name(engine::SurfaceName(surface));
+    entries.erase(std::remove_if(entries.begin(), entries.end(),
+                                 [&, &name = name](const SuggestedEntry& entry) {
+                                   return inert.contains(
+                                       absl::StrCat(name, ".allow\n", entry.entry));
+                                 }),
+                  entries.end());
+    // A whitelist with nothing in it would refuse the surface everything: leave it out.
+    if (entries.empty()) continue;
+    leash::v1::EntryList* allow = AllowListOf(fragment.config, surface);
+    out << YAML::Key << name << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "mode" << YAML::Value << "whitelist";
+    out << YAML::Key << "allow" << YAML::Value << YAML::BeginSeq;
+    for (const SuggestedEntry& entry : entries) {
+      allow->add_entries(entry.entry);
+      ++fragment.entries;
+      out << YAML::DoubleQuoted << entry.entry << YAML::Comment(Annotation(entry));
+    }
+    out << YAML::EndSeq << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+  if (!out.good()) {
+    return absl::InternalError(absl::StrCat("the fragment could not be written as YAML: ",
+                                            out.GetLastError()));
+  }
+  fragment.yaml = fragment.config.ByteSizeLong() == 0
+                      ? "{}\n"
+                      : absl::StrCat(absl::string_view(out.c_str(), out.size()), "\n");
+
+  absl::StatusOr<leash::v1::Config> read_back =
+      engine::ParseConfigYaml(fragment.yaml, engine::ConfigKind::kProfile, "suggested fragment");
+  if (!read_back.ok() ||
+      !google::protobuf::util::MessageDifferencer::Equals(*read_back, fragment.config)) {
+    return absl::InternalError(absl::StrCat(
+        "the suggested fragment does not read back as written (a bug in leash suggest): ",
+        read_back.ok() ? "it reads as a different policy" : read_back.status().message()));
+  }
+  for (const leash::v1::Finding& finding : engine::ValidateConfig(fragment.config, source)) {
+    fragment.notes.push_back(absl::StrCat("validate ", engine::SeverityName(finding.severity()),
+                                          ": ", finding.field(), " ", finding.entry(), ": ",
+                                          finding.message()));
+  }
+  return fragment;
+}
+
+}  // namespace leash::cli

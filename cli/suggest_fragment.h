@@ -1,0 +1,43 @@
+// The profile fragment `leash suggest` prints: per surface observed, `mode: whitelist` and the
+// allow list that covers what the subject was seen doing (suggest_collapse.h), each entry with
+// a YAML comment giving its count and an example ref; then, as comments, what was refused
+// (and so not suggested) and what was left out and why. Every entry is put through the
+// engine's inert-entry judgement (the one a profile save applies) and `leash validate`'s
+// findings, and the text is read back with the profile loader to be sure it says what the
+// fragment holds. Pure.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cli/suggest_observations.h"
+#include "leash/v1/policy.pb.h"
+
+namespace leash::cli {
+
+struct Fragment {
+  // What the YAML says, as the profile loader reads it.
+  leash::v1::Config config;
+  // The fragment's YAML, comments included.
+  std::string yaml;
+  // Comment lines (without "# ") to print after it: refused, left out, warnings.
+  std::vector<std::string> notes;
+  // How many entries are in the fragment.
+  size_t entries = 0;
+};
+
+// `text` fit for one YAML comment line: every control character (a newline above all, which
+// would end the comment and let the rest be read as policy) written as the text \xNN. File
+// names, refs and reasons in the log are the agent's to choose.
+std::string CommentText(absl::string_view text);
+
+// Builds the fragment for `observations` on `surfaces` (empty: all four). `source` names it in
+// validate's findings ("profile:<name>"). Internal error if the YAML does not read back to the
+// same Config (a bug, never the operator's input).
+absl::StatusOr<Fragment> BuildFragment(const Observations& observations,
+                                       const std::set<leash::v1::Surface>& surfaces,
+                                       absl::string_view source);
+
+}  // namespace leash::cli

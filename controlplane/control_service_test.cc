@@ -1,0 +1,274 @@
+// ControlService over real stores in a temp folder, a real SubjectDirectory, ReconcileLoop and
+// PolicyStreamService, and the fake account database and netfilter: what each admin RPC answers
+// and writes, without a socket, a namespace or root (the served socket is covered by
+// test/leashd and test/cli).
+#include "controlplane/control_service.h"
+
+#include <atomic>
+#include <fstream>
+
+#include "controlplane/testing/fake_accounts.h"
+#include "controlplane/testing/fake_netfilter.h"
+#include "controlplane/testing/state_dir.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace leash::controlplane {
+namespace {
+
+using ::leash::controlplane::testing::Contents;
+using ::leash::controlplane::testing::FakeAccounts;
+using ::leash::controlplane::testing::FakeNetfilter;
+using ::leash::controlplane::testing::TempStateDir;
+using ::testing::HasSubstr;
+
+constexpr char kFloor[] = R"(user: fido
+fail_mode: closed
+network: {mode: whitelist, allow: [github.com]}
+)";
+
+SubjectState Subject(const std::string& account, uint32_t uid, bool with_policy) {
+  SubjectState state;
+  state.account = Account(account, uid, uid);
+  state.port = static_cast<uint16_t>(18000 + uid % 1000);
+  state.published.set_uid(uid);
+  state.published.set_account(account);
+  if (with_policy) {
+    leash::v1::Config* policy = state.published.mutable_policy();
+    policy->set_fail_mode("closed");
+    policy->mutable_network()->set_mode(leash::v1::MODE_WHITELIST);
+    policy->mutable_network()->mutable_allow()->add_entries("github.com");
+  } else {
+    state.published.mutable_no_policy()->set_reason("profile 'gone' does not exist");
+    state.problem = "profile 'gone' does not exist";
+  }
+  state.fingerprint = Fingerprint(state.published);
+  return state;
+}
+
+class ControlServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::ofstream(Config()) << kFloor;
+    accounts_.Add("fido", 1000);
+    accounts_.Add("leash-iris", 1001);
+    accounts_.Add("leash-vader", 1002);
+    loop_.Start();
+  }
+  void TearDown() override { loop_.Stop(); }
+
+  std::string Config() const { return dir_.root() + "/leash.yaml"; }
+
+  ControlDeps Deps() {
+    ControlDeps deps;
+    deps.config_path = Config();
+    deps.store = &store_;
+    deps.accounts = &accounts_;
+    deps.subjects = &subjects_;
+    deps.loop = &loop_;
+    deps.stream = &stream_;
+    deps.netfilter = &netfilter_;
+    deps.netfilter_description = "nftables";
+    return deps;
+  }
+
+  TempStateDir dir_;
+  FakeAccounts accounts_;
+  BindingStore store_{BindingStore::Options{dir_.state()}};
+  SubjectDirectory subjects_;
+  PolicyStreamService stream_;
+  FakeNetfilter netfilter_;
+  std::atomic<int> passes_{0};
+  ReconcileLoop loop_{[this] {
+                        leash::v1::ReconcileReport report;
+                        report.set_unchanged(++passes_);
+                        return report;
+                      },
+                      nullptr};
+  ControlService service_{Deps()};
+};
+
+TEST_F(ControlServiceTest, StatusListsEachSubjectWithItsStateProfilesAndCounters) {
+  SubjectState iris = Subject("leash-iris", 1001, true);
+  iris.sources = {"profile:web-research"};
+  iris.chain = NetfilterSubject{};
+  iris.chain->uid = 1001;
+  iris.account.subordinate_uids = {{100000, 165535}};
+  SubjectState vader = Subject("leash-vader", 1002, false);
+  SubjectState gone = Subject("leash-gone", 1003, false);
+  gone.in_discovery = false;
+  subjects_.Update({{1001, iris}, {1002, vader}, {1003, gone}});
+  netfilter_.Seed(*iris.chain);
+  NetfilterCounters counters;
+  counters.inbound_dropped_packets = 7;
+  netfilter_.SetCounters(1001, counters);
+  ASSERT_EQ(loop_.RequestAndWait(absl::Seconds(10)).unchanged(), 1u);
+
+  leash::v1::StatusResponse status;
+  ASSERT_TRUE(service_.GetStatus(nullptr, nullptr, &status).ok());
+  EXPECT_EQ(status.config_path(), Config());
+  EXPECT_EQ(status.user(), "fido");
+  EXPECT_EQ(status.floor().network().mode(), leash::v1::MODE_WHITELIST);
+  EXPECT_EQ(status.netfilter(), "nftables");
+  EXPECT_EQ(status.reconcile_passes(), 1u);
+  EXPECT_EQ(status.last_reconcile().unchanged(), 1u);
+  ASSERT_EQ(status.subjects_size(), 3);
+  const leash::v1::SubjectStatus& first = status.subjects(0);
+  EXPECT_EQ(first.account(), "leash-iris");
+  EXPECT_EQ(first.state(), "enforced");
+  EXPECT_EQ(first.port(), iris.port);
+  EXPECT_EQ(first.profiles(0), "profile:web-research");
+  EXPECT_EQ(first.policy().network().allow().entries(0), "github.com");
+  EXPECT_EQ(first.counters().inbound_dropped_packets(), 7u);
+  ASSERT_EQ(first.subordinate_uids_size(), 1);
+  EXPECT_EQ(first.subordinate_uids(0).first(), 100000u);
+  EXPECT_EQ(status.subjects(1).state(), "no-policy");
+  EXPECT_EQ(status.subjects(1).detail(), "profile 'gone' does not exist");
+  EXPECT_FALSE(status.subjects(1).has_counters()) << "no chain, no counters";
+  EXPECT_EQ(status.subjects(2).state(), "left-discovery");
+}
+
+// A chain whose counters cannot be read says so, rather than showing zeros.
+TEST_F(ControlServiceTest, StatusSaysWhyCountersAreMissing) {
+  SubjectState iris = Subject("leash-iris", 1001, true);
+  iris.chain = NetfilterSubject{};
+  iris.chain->uid = 1001;
+  subjects_.Update({{1001, iris}});  // the chain is not in the (fake) kernel
+  leash::v1::StatusResponse status;
+  ASSERT_TRUE(service_.GetStatus(nullptr, nullptr, &status).ok());
+  ASSERT_EQ(status.subjects_size(), 1);
+  EXPECT_FALSE(status.subjects(0).has_counters());
+  EXPECT_THAT(status.subjects(0).counters_error(), HasSubstr("1001"));
+}
+
+TEST_F(ControlServiceTest, StatusWithAnUnreadableFloorSaysWhyAndStillListsSubjects) {
+  std::ofstream(Config()) << "user: [unclosed\n";
+  subjects_.Update({{1001, Subject("leash-iris", 1001, true)}});
+  leash::v1::StatusResponse status;
+  ASSERT_TRUE(service_.GetStatus(nullptr, nullptr, &status).ok());
+  EXPECT_THAT(status.floor_error(), HasSubstr(Config()));
+  EXPECT_EQ(status.subjects_size(), 1);
+}
+
+TEST_F(ControlServiceTest, CheckJudgesByTheSubjectsPolicyInForce) {
+  subjects_.Update({{1001, Subject("leash-iris", 1001, true)}});
+  leash::v1::CheckRequest request;
+  request.set_surface(leash::v1::SURFACE_NETWORK);
+  request.set_account("leash-iris");
+  leash::v1::CheckResponse response;
+  request.set_subject("github.com:443");
+  ASSERT_TRUE(service_.Check(nullptr, &request, &response).ok());
+  EXPECT_EQ(response.account(), "leash-iris");
+  EXPECT_EQ(response.evaluated_by(), "leashd");
+  EXPECT_EQ(response.decision().action(), leash::v1::ACTION_ALLOW) << response.decision().reason();
+  request.set_subject("evil.example:443");
+  ASSERT_TRUE(service_.Check(nullptr, &request, &response).ok());
+  EXPECT_EQ(response.decision().action(), leash::v1::ACTION_BLOCK);
+}
+
+TEST_F(ControlServiceTest, CheckOnASubjectWithNoPolicyBlocksAndSaysWhy) {
+  subjects_.Update({{1002, Subject("leash-vader", 1002, false)}});
+  leash::v1::CheckRequest request;
+  request.set_surface(leash::v1::SURFACE_COMMANDS);
+  request.set_account("leash-vader");
+  request.set_subject("git");
+  leash::v1::CheckResponse response;
+  ASSERT_TRUE(service_.Check(nullptr, &request, &response).ok());
+  EXPECT_EQ(response.decision().action(), leash::v1::ACTION_BLOCK);
+  EXPECT_THAT(response.decision().reason(), HasSubstr("has no policy"));
+  EXPECT_THAT(response.decision().reason(), HasSubstr("profile 'gone' does not exist"));
+}
+
+TEST_F(ControlServiceTest, CheckOnAnAccountLeashdDoesNotEnforceIsNotFoundNamingIt) {
+  leash::v1::CheckRequest request;
+  request.set_surface(leash::v1::SURFACE_NETWORK);
+  request.set_subject("github.com:443");
+  request.set_account("leash-nobody");
+  leash::v1::CheckResponse response;
+  grpc::Status status = service_.Check(nullptr, &request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(), HasSubstr("'leash-nobody'"));
+  request.clear_account();
+  status = service_.Check(nullptr, &request, &response);
+  EXPECT_THAT(status.error_message(), HasSubstr("the configured user"));
+}
+
+// "The policy is on disk and not in force" is never reported as success: a write is followed by
+// one reconcile whose report comes back; with no_reconcile, none runs.
+TEST_F(ControlServiceTest, AWriteIsAnsweredWithTheReconcileThatFollowedIt) {
+  leash::v1::SaveProfileRequest save;
+  save.set_name("web-research");
+  save.set_yaml("network: {allow: [github.com]}\n");
+  save.set_no_reconcile(true);
+  leash::v1::PolicyWriteResponse saved;
+  ASSERT_TRUE(service_.SaveProfile(nullptr, &save, &saved).ok());
+  EXPECT_TRUE(saved.written());
+  EXPECT_FALSE(saved.has_reconcile());
+  EXPECT_EQ(loop_.passes(), 0u);
+
+  leash::v1::BindRequest bind;
+  bind.set_scope("agent:leash-iris");
+  bind.set_profile("web-research");
+  leash::v1::PolicyWriteResponse bound;
+  ASSERT_TRUE(service_.Bind(nullptr, &bind, &bound).ok());
+  EXPECT_TRUE(bound.written());
+  EXPECT_EQ(bound.reconcile().unchanged(), 1u);
+  EXPECT_EQ(loop_.passes(), 1u);
+  EXPECT_THAT(Contents(store_.bindings_path()), HasSubstr("leash-iris"));
+
+  leash::v1::ListBindingsResponse list;
+  ASSERT_TRUE(service_.ListBindings(nullptr, nullptr, &list).ok());
+  EXPECT_THAT(list.DebugString(), HasSubstr("web-research"));
+}
+
+// A refused write writes nothing and runs no reconcile.
+TEST_F(ControlServiceTest, ABindToAMissingProfileIsRefusedAndNothingRuns) {
+  leash::v1::BindRequest bind;
+  bind.set_scope("agent:leash-iris");
+  bind.set_profile("no-such-profile");
+  leash::v1::PolicyWriteResponse response;
+  ASSERT_TRUE(service_.Bind(nullptr, &bind, &response).ok());
+  EXPECT_FALSE(response.written());
+  EXPECT_FALSE(response.refusal().kind().empty());
+  EXPECT_FALSE(response.has_reconcile());
+  EXPECT_EQ(Contents(store_.bindings_path()), "<absent>");
+  EXPECT_EQ(loop_.passes(), 0u);
+}
+
+TEST_F(ControlServiceTest, FloorEditsNeedAListAndAnExistingConfiguredUser) {
+  leash::v1::AddEntryRequest add;
+  add.set_surface(leash::v1::SURFACE_NETWORK);
+  add.set_entry("openai.com");
+  leash::v1::PolicyWriteResponse response;
+  EXPECT_EQ(service_.AddEntry(nullptr, &add, &response).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  add.set_list(leash::v1::LIST_KIND_ALLOW);
+  accounts_.Remove("fido");
+  grpc::Status status = service_.AddEntry(nullptr, &add, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(status.error_message(), HasSubstr("'fido' does not exist"));
+  EXPECT_EQ(Contents(Config()), kFloor);
+  EXPECT_EQ(loop_.passes(), 0u);
+}
+
+// `leash validate` names an agent's subordinate IDs and the command that removes them.
+TEST_F(ControlServiceTest, ValidateWarnsOfAnAgentsSubordinateIdsWithTheFix) {
+  SubjectState iris = Subject("leash-iris", 1001, true);
+  iris.account.subordinate_uids = {{100000, 165535}};
+  subjects_.Update({{1001, iris}});
+  leash::v1::ValidateResponse response;
+  ASSERT_TRUE(service_.Validate(nullptr, nullptr, &response).ok());
+  EXPECT_EQ(response.evaluated_by(), "leashd");
+  bool found = false;
+  for (const leash::v1::Finding& finding : response.findings()) {
+    if (finding.source() != "agent:leash-iris") continue;
+    found = true;
+    EXPECT_EQ(finding.severity(), leash::v1::SEVERITY_WARNING);
+    EXPECT_THAT(finding.message(), HasSubstr("usermod --del-subuids 100000-165535 leash-iris"));
+  }
+  EXPECT_TRUE(found) << response.DebugString();
+  EXPECT_FALSE(response.failed()) << response.DebugString();
+}
+
+}  // namespace
+}  // namespace leash::controlplane

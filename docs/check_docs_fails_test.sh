@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# //docs:check_docs_fails_test: docs/check_docs.sh passes a small clean tree, and fails, naming
+# the defect, on each copy of it with one defect planted.
+set -uo pipefail
+checker=$PWD/docs/check_docs.sh
+work=${TEST_TMPDIR:-$(mktemp -d)}/trees
+failures=0
+
+# A clean tree: a README linking into docs, an ARCHITECTURE.md stating two rules, a comment
+# citing one, a doc naming a path and a section that exist.
+make_tree() {
+  local t=$1
+  rm -rf "$t"
+  mkdir -p "$t/docs" "$t/engine"
+  cat >"$t/README.md" <<'MD'
+# Leash
+See [the rules](docs/ARCHITECTURE.md#the-rules-leash-keeps-and-where) and
+[operations](docs/OPERATIONS.md#when-leashd-gives-up-a-failure-never-un-confines).
+MD
+  cat >"$t/docs/ARCHITECTURE.md" <<'MD'
+# Architecture
+## The rules Leash keeps, and where
+| rule | what holds | where |
+|---|---|---|
+| N2 | One chain per UID. | `engine/tiers.cc` |
+| P7 | Deny lists add up. | `Overlay` in `engine/tiers.cc` |
+```
+# not a heading
+```
+MD
+  cat >"$t/docs/OPERATIONS.md" <<'MD'
+# Operating
+## When leashd gives up: a failure never un-confines
+Back to the [README](../README.md).
+MD
+  cat >"$t/engine/tiers.cc" <<'CC'
+// Deny lists add up (docs/ARCHITECTURE.md, rule P7); see docs/OPERATIONS.md, "When leashd gives up".
+struct Overlay {};
+const char* kStamp = "issue 7 of the format";  // a string, not a comment's issue number
+CC
+}
+
+# expect_fail NAME PATTERN: the checker fails on tree NAME and its output matches PATTERN.
+expect_fail() {
+  local out
+  if out=$("$checker" "$work/$1" 2>&1); then
+    echo "FAIL: $1: check_docs passed a tree with a planted defect"; failures=$((failures + 1))
+  elif ! grep -qE -- "$2" <<<"$out"; then
+    echo "FAIL: $1: check_docs failed without naming the defect ($2):"; echo "$out"
+    failures=$((failures + 1))
+  else
+    echo "ok: $1: $(grep -E -- "$2" <<<"$out" | head -1)"
+  fi
+}
+
+make_tree "$work/clean"
+if ! out=$("$checker" "$work/clean" 2>&1); then
+  echo "FAIL: the clean tree did not pass:"; echo "$out"; failures=$((failures + 1))
+fi
+
+make_tree "$work/shared"
+echo '// The behaviour: ../shared/spec/how-leash-works.txt' >>"$work/shared/engine/tiers.cc"
+expect_fail shared 'engine/tiers.cc:4: points outside the repository'
+
+make_tree "$work/issue"
+echo '// Added for issue 21.' >>"$work/issue/engine/tiers.cc"
+expect_fail issue 'engine/tiers.cc:4: carries an issue number'
+
+make_tree "$work/link"
+echo 'The [example](docs/examples/leash.yaml).' >>"$work/link/README.md"
+expect_fail link 'README.md:4: link to a missing file: docs/examples/leash.yaml'
+
+make_tree "$work/anchor"
+echo 'The [matrix](docs/OPERATIONS.md#fidelity-matrix).' >>"$work/anchor/README.md"
+expect_fail anchor 'README.md:4: no heading for anchor #fidelity-matrix'
+
+make_tree "$work/fenced"
+echo 'The [heading in code](docs/ARCHITECTURE.md#not-a-heading).' >>"$work/fenced/README.md"
+expect_fail fenced 'no heading for anchor #not-a-heading'
+
+make_tree "$work/outside-link"
+echo 'The [spec](../../shared/spec/x.txt).' >>"$work/outside-link/docs/OPERATIONS.md"
+expect_fail outside-link 'docs/OPERATIONS.md:4: (link leaves the repository|points outside)'
+
+make_tree "$work/rule"
+echo '// One listener per UID (docs/ARCHITECTURE.md, rules N2 and N3).' >>"$work/rule/engine/tiers.cc"
+expect_fail rule 'cites rule N3'
+
+make_tree "$work/path"
+echo 'Kept by `controlplane/reconciler.cc`.' >>"$work/path/docs/ARCHITECTURE.md"
+expect_fail path 'names a missing path: controlplane/reconciler.cc'
+
+make_tree "$work/section"
+echo '// See docs/OPERATIONS.md, "Fidelity matrix".' >>"$work/section/engine/tiers.cc"
+expect_fail section 'has no section "Fidelity matrix"'
+
+make_tree "$work/doc"
+echo '// How to fuzz: test/fuzz/README.md.' >>"$work/doc/engine/tiers.cc"
+expect_fail doc 'engine/tiers.cc:4: names a missing doc: test/fuzz/README.md'
+
+make_tree "$work/name"
+echo '| N3 | One listener per UID. | `ListenerManager::Handle` in `engine/tiers.cc` |' \
+  >>"$work/name/docs/ARCHITECTURE.md"
+expect_fail name 'names `ListenerManager::Handle`, which no C\+\+ source declares'
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures case(s) failed"
+  exit 1
+fi
+echo "check_docs passed the clean tree and reported each planted defect"
