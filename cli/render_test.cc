@@ -86,7 +86,7 @@ TEST(RenderStatus, TheFloorTableThenEverySubjectSidecarAndTheLastReconcile) {
                         "config: /etc/leash/leash.yaml\n"
                         "fail_mode: closed\n"
                         "surface     mode        allow   deny\n"
-                        "network     whitelist       2      1  udp: drop  inbound: drop\n"
+                        "network     whitelist       2      1  udp: drop  inbound: drop  dns: filter\n"
                         "filesystem  blacklist       0      1\n"
                         "commands    whitelist       1      0\n"
                         "tools       blacklist       0      0  inspect: secrets=block pii=log\n"
