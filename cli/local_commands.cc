@@ -15,45 +15,12 @@
 #include "cli/commands.h"
 #include "cli/offline.h"
 #include "cli/render.h"
-#include "controlplane/floor_file.h"
-#include "controlplane/install_layout.h"
+#include "cli/leashd_exec.h"
 #include "engine/config_defaults.h"
 
 namespace leash::cli {
 namespace {
 
-// The floor `leash init` writes when there is none: closed by default where that cannot brick
-// the agent (network, tools), and a blacklist of the obvious on the filesystem and commands.
-leash::v1::Config InitialFloor(const std::string& user) {
-  leash::v1::Config c;
-  c.set_user(user);
-  c.set_fail_mode("closed");
-  c.mutable_network()->set_mode(leash::v1::MODE_WHITELIST);
-  c.mutable_network()->mutable_allow();
-  c.mutable_network()->mutable_deny();
-  c.mutable_filesystem()->set_mode(leash::v1::MODE_BLACKLIST);
-  c.mutable_filesystem()->mutable_allow();
-  for (const char* path : {"/etc/shadow", "/etc/sudoers", "/etc/leash", "/var/lib/leash", "/root"}) {
-    c.mutable_filesystem()->mutable_deny()->add_entries(path);
-  }
-  c.mutable_commands()->set_mode(leash::v1::MODE_BLACKLIST);
-  c.mutable_commands()->mutable_allow();
-  for (const char* binary : {"sudo", "su", "pkexec", "doas"}) {
-    c.mutable_commands()->mutable_deny()->add_entries(binary);
-  }
-  c.mutable_tools()->set_mode(leash::v1::MODE_WHITELIST);
-  c.mutable_tools()->mutable_allow();
-  c.mutable_tools()->mutable_deny();
-  (*c.mutable_tools()->mutable_inspect())["secrets"] = leash::v1::INSPECT_ACTION_BLOCK;
-  (*c.mutable_tools()->mutable_inspect())["pii"] = leash::v1::INSPECT_ACTION_LOG;
-  (*c.mutable_tools()->mutable_inspect())["priv_esc"] = leash::v1::INSPECT_ACTION_BLOCK;
-  c.mutable_logging()->set_level("info");
-  c.mutable_logging()->set_decisions(std::string(engine::kDefaultDecisionLog));
-  c.mutable_enforcers()->set_network(true);
-  c.mutable_enforcers()->set_filesystem(true);
-  c.mutable_enforcers()->set_tools(true);
-  return c;
-}
 
 }  // namespace
 
@@ -63,75 +30,10 @@ int RunInit(const Args& args, Io io) {
     io.err << "usage: leash init --user <name>\n";
     return kExitUsage;
   }
-  if (geteuid() != 0) {
-    io.err << "leash init: must run as root (it may create the account and writes "
-           << args.config_path << " as root:" << user << " 0640)\n";
-    return kExitRefused;
-  }
-  bool created = false;
-  if (getpwnam(user.c_str()) == nullptr) {
-    const std::string command =
-        absl::StrCat("useradd --create-home --user-group --shell /bin/bash '", user, "'");
-    if (user.find('\'') != std::string::npos || std::system(command.c_str()) != 0) {
-      io.err << "leash init: could not create the account '" << user << "' (" << command << ")\n";
-      return kExitRefused;
-    }
-    created = true;
-  }
-  const passwd* pw = getpwnam(user.c_str());
-  if (pw == nullptr) {
-    io.err << "leash init: account '" << user << "' not found after creating it\n";
-    return kExitRefused;
-  }
-  leash::v1::Config config;
-  bool existed = false;
-  absl::StatusOr<leash::v1::Config> current = controlplane::LoadFloor(args.config_path);
-  if (current.ok()) {
-    config = *current;
-    config.set_user(user);
-    existed = true;
-  } else if (absl::IsNotFound(current.status())) {
-    config = InitialFloor(user);
-  } else {
-    io.err << "leash init: " << current.status().message()
-           << "\nfix the config (or move it aside) and run leash init again\n";
-    return kExitRefused;
-  }
-  const std::string dir = args.config_path.substr(0, args.config_path.rfind('/'));
-  if (!dir.empty() && mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    io.err << "leash init: mkdir " << dir << ": " << std::strerror(errno) << "\n";
-    return kExitRefused;
-  }
-  // Re-running init for the user the config already names (the installer does, on every
-  // upgrade) keeps the operator's file byte for byte — comments and layout included — and
-  // only re-states its mode and owner: "re-states it on upgrade so an existing box is repaired".
-  const bool keep = existed && current->user() == user;
-  absl::Status written = keep
-                             ? controlplane::RestateFloorPermissions(args.config_path, pw->pw_gid)
-                             : controlplane::WriteFloor(args.config_path, config, pw->pw_gid);
-  if (!written.ok()) {
-    io.err << "leash init: " << written.message() << "\n";
-    return kExitRefused;
-  }
-  if (args.json) {
-    io.out << JsonObject({{"user", user},
-                          {"uid", "", static_cast<double>(pw->pw_uid), true},
-                          {"account_created", "", 0, false, true, created},
-                          {"config", args.config_path},
-                          {"config_written", keep ? "kept" : existed ? "updated" : "created"},
-                          {"mode", "0640"},
-                          {"owner", "root:" + user}})
-           << "\n";
-    return kExitOk;
-  }
-  io.out << "leashed user: " << user << " (uid " << pw->pw_uid << ")"
-         << (created ? ", account created" : "") << "\n"
-         << (keep ? "kept " : existed ? "updated " : "wrote ") << args.config_path
-         << (keep ? " as it was, re-stated" : "") << " (0640 root:" << user
-         << ": the leashed user reads it through the group and cannot rewrite it)\n"
-         << "next: review it, `leash validate`, then start the service "
-            "(systemctl enable --now leash.service); if it is already running, `leash restart`\n";
-  return kExitOk;
+  // The floor file is leashd's: leashd writes it (controlplane/host_commands.h).
+  std::vector<std::string> flags = {"--init", "--user=" + user, "--config=" + args.config_path};
+  if (args.json) flags.push_back("--json");
+  return ExecLeashd(flags, io);
 }
 
 int RunLogs(const Args& args, Io io) {
@@ -229,23 +131,9 @@ int RunRestart(const Args& args, Io io) {
 }
 
 int RunService(const Args& args, Io io) {
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("LEASH_LEASHD")) candidates.push_back(env);
-  candidates.push_back(controlplane::FindLeashProgram("leashd", "controlplane"));
-  for (const std::string& path : candidates) {
-    if (access(path.c_str(), X_OK) != 0) continue;
-    std::vector<std::string> argv = {path, "--config=" + args.config_path};
-    for (const auto& [name, value] : args.options) argv.push_back("--" + name + "=" + value);
-    std::vector<char*> raw;
-    for (std::string& a : argv) raw.push_back(a.data());
-    raw.push_back(nullptr);
-    execv(path.c_str(), raw.data());
-    io.err << "leash: exec " << path << ": " << std::strerror(errno) << "\n";
-    return kExitRefused;
-  }
-  io.err << "leash: cannot find leashd (looked in $LEASH_LEASHD, next to leash, and "
-            "/usr/lib/leash/leashd); is Leash installed? (scripts/install)\n";
-  return kExitRefused;
+  std::vector<std::string> flags = {"--config=" + args.config_path};
+  for (const auto& [name, value] : args.options) flags.push_back("--" + name + "=" + value);
+  return ExecLeashd(flags, io);
 }
 
 }  // namespace leash::cli

@@ -6,13 +6,13 @@
 
 #include "absl/status/statusor.h"
 #include "cli/args.h"
-#include "controlplane/sidecar_api/exit_codes.h"
+#include "base/exit_codes.h"
 #include "leash/v1/policy.pb.h"
 
 namespace leash::cli {
 
 // Exit codes (`leash --help` documents them): the scheme of every Leash program,
-// controlplane/sidecar_api/exit_codes.h (kExitOk, kExitRefused, kExitUsage, kExitUnreachable).
+// base/exit_codes.h (kExitOk, kExitRefused, kExitUsage, kExitUnreachable).
 
 // Reads and parses the floor config file. The error names the file and how to fix it.
 absl::StatusOr<leash::v1::Config> LoadConfigFile(const std::string& path);

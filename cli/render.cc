@@ -3,12 +3,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "controlplane/exec_routes.h"
+#include "proto/host/exec_routes.h"
 #include "engine/config_yaml.h"
 #include "engine/config_defaults.h"
 #include "engine/validate.h"
-#include "google/protobuf/struct.pb.h"
-#include "google/protobuf/util/json_util.h"
 
 namespace leash::cli {
 namespace {
@@ -21,32 +19,6 @@ std::string Provenance(const std::string& evaluated_by, const std::string& confi
 }
 
 }  // namespace
-
-std::string ToJson(const google::protobuf::Message& message) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  std::string json;
-  if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) {
-    return "{}";
-  }
-  return json;
-}
-
-std::string JsonObject(const std::vector<JsonField>& fields) {
-  google::protobuf::Struct object;
-  for (const JsonField& field : fields) {
-    google::protobuf::Value& value = (*object.mutable_fields())[field.name];
-    if (field.is_bool) {
-      value.set_bool_value(field.boolean);
-    } else if (field.is_number) {
-      value.set_number_value(field.number);
-    } else {
-      value.set_string_value(field.text);
-    }
-  }
-  return ToJson(object);
-}
 
 std::string RenderValidate(const leash::v1::ValidateResponse& response,
                            const std::string& config_path) {

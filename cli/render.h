@@ -5,25 +5,15 @@
 #include <string>
 #include <vector>
 
-#include "google/protobuf/message.h"
+#include "base/json_line.h"
 #include "leash/v1/control.pb.h"
 
 namespace leash::cli {
 
-// A message as one line of JSON with the proto field names (the --json form of every command).
-std::string ToJson(const google::protobuf::Message& message);
-
-// A flat JSON object for the local commands that have no response message (init, teardown,
-// restart): string and number fields, in the order given.
-struct JsonField {
-  std::string name;
-  std::string text;        // used when is_number is false
-  double number = 0;
-  bool is_number = false;
-  bool is_bool = false;
-  bool boolean = false;
-};
-std::string JsonObject(const std::vector<JsonField>& fields);
+// The --json lines (base/json_line.h).
+using base::JsonField;
+using base::JsonObject;
+using base::ToJson;
 
 std::string RenderValidate(const leash::v1::ValidateResponse& response,
                            const std::string& config_path);

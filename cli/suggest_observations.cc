@@ -105,7 +105,7 @@ void Observations::AddLine(absl::string_view line) {
   if (!ForSubject(record.uid())) return;
   if (record.action() == "suppressed") {
     // "decision log: <n> allow lines of uid <uid> not written between ...": the writers' own
-    // report (controlplane/sidecar_api/decision_log.cc); its first number is the count.
+    // report (proto/sidecar/decision_log.cc); its first number is the count.
     constexpr absl::string_view kPrefix = "decision log: ";
     absl::string_view reason = record.reason();
     if (absl::ConsumePrefix(&reason, kPrefix)) {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "controlplane/file_lock.h"
+#include "base/file_lock.h"
 
 namespace leash::controlplane {
 

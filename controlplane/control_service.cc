@@ -1,9 +1,9 @@
 #include "controlplane/control_service.h"
 
 #include "absl/strings/str_cat.h"
-#include "controlplane/exec_routes.h"
+#include "proto/host/exec_routes.h"
 #include "controlplane/floor_file.h"
-#include "controlplane/list_files.h"
+#include "proto/host/list_files.h"
 #include "engine/check_subject.h"
 #include "engine/config_defaults.h"
 #include "engine/config_yaml.h"

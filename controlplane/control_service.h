@@ -14,7 +14,7 @@
 #include "controlplane/account_source.h"
 #include "controlplane/netfilter.h"
 #include "controlplane/policy_store.h"
-#include "controlplane/policy_stream_service.h"
+#include "proto/policystream/policy_stream_service.h"
 #include "controlplane/reconcile_loop.h"
 #include "controlplane/sidecar_supervisor.h"
 #include "controlplane/subject_directory.h"

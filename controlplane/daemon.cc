@@ -19,29 +19,30 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "controlplane/account_files_watch.h"
-#include "controlplane/atomic_file.h"
+#include "base/atomic_file.h"
 #include "controlplane/control_service.h"
-#include "controlplane/exec_routes.h"
+#include "proto/host/exec_routes.h"
 #include "controlplane/decision_log_file.h"
 #include "controlplane/instance_lock.h"
 #include "controlplane/floor_file.h"
 #include "controlplane/inbound_routed_netfilter.h"
-#include "controlplane/install_layout.h"
+#include "base/install_layout.h"
 #include "controlplane/iptables_netfilter.h"
 #include "controlplane/leftover_sidecars.h"
 #include "controlplane/netfilter_factory.h"
 #include "controlplane/passwd_accounts.h"
 #include "controlplane/policy_store.h"
-#include "controlplane/policy_stream_service.h"
+#include "proto/policystream/policy_stream_service.h"
 #include "controlplane/port_map.h"
 #include "controlplane/proxy_port_hold.h"
 #include "controlplane/reconcile_loop.h"
 #include "controlplane/reconciler.h"
+#include "controlplane/release_all_subjects.h"
 #include "controlplane/rtnl_route_rules.h"
-#include "controlplane/sidecar_api/decision_log.h"
-#include "controlplane/sidecar_api/exit_codes.h"
-#include "controlplane/sidecar_api/stack_dump.h"
-#include "controlplane/sidecar_api/watcher_handover.h"
+#include "proto/sidecar/decision_log.h"
+#include "base/exit_codes.h"
+#include "base/stack_dump.h"
+#include "proto/sidecar/watcher_handover.h"
 #include "controlplane/sidecar_supervisor.h"
 #include "controlplane/subject_directory.h"
 #include "controlplane/systemd_notify.h"
@@ -822,14 +823,12 @@ void Daemon::ReleaseEveryChain() {
   if (absl::StatusOr<PortMap> ports = PortMap::Load(reconcile_options_.ports_path); ports.ok()) {
     for (const PortMap::Assignment& a : ports->All()) uids.push_back(a.uid);
   }
-  std::sort(uids.begin(), uids.end());
-  uids.erase(std::unique(uids.begin(), uids.end()), uids.end());
-  absl::Status released = TeardownSubjects(*netfilter_, uids);
-  Say(released.ok() ? absl::StrCat("released ", uids.size(), " subject chain(s)")
-                    : absl::StrCat("releasing chains: ", released.message()));
   // With the chains, the policy-routing block and the host's tcp_fwmark_accept.
-  absl::Status unrouted = inbound_routing_->ReleaseHost();
-  Say(unrouted.ok() ? "released the policy-routing rules" : std::string(unrouted.message()));
+  const Released released = ReleaseAllSubjects(*netfilter_, uids, inbound_routing_.get());
+  Say(released.chains.ok() ? absl::StrCat("released ", released.subjects, " subject chain(s)")
+                           : absl::StrCat("releasing chains: ", released.chains.message()));
+  Say(released.routing.ok() ? "released the policy-routing rules"
+                            : std::string(released.routing.message()));
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "controlplane/sidecar_api/decision_log.h"
+#include "proto/sidecar/decision_log.h"
 #include "test/fixtures/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

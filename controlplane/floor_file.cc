@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "controlplane/atomic_file.h"
+#include "base/atomic_file.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "engine/config_yaml.h"
 #include "engine/decision.h"

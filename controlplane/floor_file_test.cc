@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "controlplane/atomic_file.h"
+#include "base/atomic_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/fixtures/temp_dir.h"

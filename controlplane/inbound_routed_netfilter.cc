@@ -1,7 +1,7 @@
 #include "controlplane/inbound_routed_netfilter.h"
 
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 
 namespace leash::controlplane {
 

@@ -15,8 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "controlplane/atomic_file.h"
-#include "engine/status_macros.h"
+#include "base/atomic_file.h"
+#include "base/status_macros.h"
 
 namespace leash::controlplane {
 namespace {

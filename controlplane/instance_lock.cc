@@ -8,7 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "controlplane/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace leash::controlplane {
 namespace {

@@ -21,7 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "controlplane/file_lock.h"
+#include "base/file_lock.h"
 
 namespace leash::controlplane {
 

@@ -22,7 +22,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "controlplane/route_rules.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 
 namespace leash::controlplane {
 namespace {

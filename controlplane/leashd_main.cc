@@ -1,9 +1,13 @@
 // leashd: Leash's control plane. Normally started as `leash` (no command) by leash.service.
 // `leashd --help` lists its flags (absl flags, through leash::ParseCommandLine); the exit codes
-// are every Leash program's (controlplane/sidecar_api/exit_codes.h).
+// are every Leash program's (base/exit_codes.h).
+//   leashd --init --user=<name> [--config=...] [--json]
+//   leashd --teardown [--config=...] [--run-dir=...] [--state-dir=...] [--json]
+// are the host commands `leash init` / `leash teardown` run (controlplane/host_commands.h).
 // --tools-group is created (groupadd --system) when missing; see controlplane/tools_group.h.
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,8 +15,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "controlplane/daemon.h"
-#include "controlplane/sidecar_api/command_line.h"
-#include "controlplane/sidecar_api/exit_codes.h"
+#include "controlplane/host_commands.h"
+#include "base/command_line.h"
+#include "base/exit_codes.h"
 
 ABSL_FLAG(std::string, config, "",
           "the floor config (default: $LEASH_CONFIG, else /etc/leash/leash.yaml); -c=PATH too");
@@ -83,6 +88,9 @@ absl::StatusOr<leash::controlplane::DaemonOptions> OptionsFromFlags() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `leashd --init` / `leashd --teardown`: the host commands `leash init` / `leash teardown` run,
+  // before the daemon's flags are parsed (they take their own).
+  if (std::optional<int> done = leash::controlplane::RunHostCommand(argc, argv)) return *done;
   // -c=PATH, the short --config=PATH that leash takes too.
   std::vector<std::string> args = {argv[0]};
   for (int i = 1; i < argc; ++i) {

@@ -19,7 +19,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "controlplane/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace leash::controlplane {
 namespace {

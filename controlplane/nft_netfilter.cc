@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 
 namespace leash::controlplane {
 namespace {

@@ -21,7 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "controlplane/atomic_file.h"
+#include "base/atomic_file.h"
 #include "engine/utf8.h"
 
 namespace leash::controlplane {

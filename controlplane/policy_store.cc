@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "controlplane/atomic_file.h"
+#include "base/atomic_file.h"
 #include "controlplane/bindings_lock.h"
 #include "engine/bindings_yaml.h"
 #include "engine/config_yaml.h"
@@ -21,7 +21,7 @@
 #include "engine/inert_entries.h"
 #include "engine/refusal.h"
 #include "engine/scope.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 
 namespace leash::controlplane {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "controlplane/atomic_file.h"
+#include "base/atomic_file.h"
 #include "controlplane/testing/state_dir.h"
 #include "engine/bindings_yaml.h"
 #include "engine/tiers.h"

@@ -6,7 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "controlplane/atomic_file.h"
+#include "base/atomic_file.h"
 #include "controlplane/netfilter.h"
 #include "google/protobuf/util/json_util.h"
 #include "leash/v1/state.pb.h"

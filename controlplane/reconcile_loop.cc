@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
-#include "controlplane/sidecar_api/stack_dump.h"
+#include "base/stack_dump.h"
 
 namespace leash::controlplane {
 

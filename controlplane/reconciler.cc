@@ -1,6 +1,6 @@
 #include "controlplane/reconciler.h"
 
-#include "controlplane/exec_routes.h"
+#include "proto/host/exec_routes.h"
 
 #include <sys/stat.h>
 
@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "controlplane/atomic_file.h"
+#include "base/atomic_file.h"
 #include "controlplane/port_map.h"
 #include "controlplane/resolv_conf.h"
 #include "controlplane/subordinate_plan.h"

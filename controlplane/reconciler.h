@@ -34,7 +34,7 @@
 #include "controlplane/netfilter.h"
 #include "controlplane/policy_source.h"
 #include "controlplane/parse_memo.h"
-#include "controlplane/policy_stream_service.h"
+#include "proto/policystream/policy_stream_service.h"
 #include "controlplane/port_map.h"
 #include "leash/v1/control.pb.h"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "controlplane/sidecar_api/policy_subscriber.h"
+#include "proto/policystream/policy_subscriber.h"
 #include "controlplane/testing/fake_accounts.h"
 #include "controlplane/testing/fake_netfilter.h"
 #include "engine/config_defaults.h"

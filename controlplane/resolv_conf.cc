@@ -2,7 +2,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
-#include "controlplane/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace leash::controlplane {
 

@@ -21,7 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "controlplane/clock.h"
-#include "controlplane/policy_stream_service.h"
+#include "proto/policystream/policy_stream_service.h"
 #include "leash/v1/control.pb.h"
 
 namespace leash::controlplane {

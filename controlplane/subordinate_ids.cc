@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "controlplane/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace leash::controlplane {
 namespace {

@@ -1,13 +1,13 @@
 // The PolicySource leashd runs with: the floor file, then bindings and profiles from the
 // BindingStore, resolved per subject by the engine's tier Resolver (global < agent), then the
 // named lists the resolved policy uses expanded from the lists folder beside the floor
-// (controlplane/list_files.h). Lists are re-read on every Load, so an edit of one is picked up
+// (proto/host/list_files.h). Lists are re-read on every Load, so an edit of one is picked up
 // by the next reconcile, and an edit is said (Notes) against what the previous Load read.
 #pragma once
 
 #include <string>
 
-#include "controlplane/list_files.h"
+#include "proto/host/list_files.h"
 #include "controlplane/policy_source.h"
 #include "controlplane/policy_store.h"
 

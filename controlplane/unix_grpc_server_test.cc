@@ -6,7 +6,7 @@
 
 #include <fstream>
 
-#include "controlplane/atomic_file.h"
+#include "base/atomic_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "leash/v1/control.grpc.pb.h"

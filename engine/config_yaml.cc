@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/config_defaults.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "yaml-cpp/yaml.h"
 
 namespace leash::engine {

@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "controlplane/sidecar_api/exit_codes.h"
+#include "base/exit_codes.h"
 
 namespace leash::fswatch {
 

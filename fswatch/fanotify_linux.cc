@@ -16,7 +16,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "controlplane/sidecar_api/watcher_handover.h"
+#include "proto/sidecar/watcher_handover.h"
 #include "fswatch/exec_facts.h"
 #include "fswatch/pidfd_identity.h"
 #include "fswatch/proc_status.h"

@@ -24,7 +24,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
-#include "controlplane/sidecar_api/watcher_handover.h"
+#include "proto/sidecar/watcher_handover.h"
 #include "fswatch/fanotify_source.h"
 #include "fswatch/pidfd_identity.h"
 

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "controlplane/sidecar_api/policy_subscriber.h"
+#include "proto/policystream/subject_map.h"
 #include "fswatch/mountinfo.h"
 
 namespace leash::fswatch {

@@ -13,7 +13,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "controlplane/sidecar_api/policy_subscriber.h"
+#include "proto/policystream/subject_map.h"
 #include "fswatch/fanotify_source.h"
 #include "fswatch/mark_plan.h"
 

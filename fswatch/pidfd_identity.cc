@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstdint>
 
-#include "controlplane/sidecar_api/pidfd_info.h"
+#include "proto/sidecar/pidfd_info.h"
 
 namespace leash::fswatch {
 namespace {

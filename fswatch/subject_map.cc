@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "fswatch/read_file.h"
+#include "base/read_file.h"
 
 namespace leash::fswatch {
 

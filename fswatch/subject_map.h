@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "controlplane/sidecar_api/policy_subscriber.h"
+#include "proto/policystream/subject_map.h"
 #include "leash/v1/policy_stream.pb.h"
 
 namespace leash::fswatch {

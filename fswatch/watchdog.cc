@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "controlplane/sidecar_api/stack_dump.h"
+#include "base/stack_dump.h"
 
 namespace leash::fswatch {
 namespace {

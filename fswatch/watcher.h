@@ -39,7 +39,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
-#include "controlplane/sidecar_api/policy_subscriber.h"
+#include "proto/policystream/subject_map.h"
 #include "engine/uid_ranges.h"
 #include "engine/compiled_policy.h"
 #include "engine/decision.h"

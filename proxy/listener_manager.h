@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "controlplane/sidecar_api/policy_subscriber.h"
+#include "proto/policystream/subject_map.h"
 #include "engine/decision_record.h"
 #include "leash/v1/policy_stream.pb.h"
 #include "proxy/dns_answer_cache.h"

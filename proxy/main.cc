@@ -30,7 +30,7 @@
 //                           run without leashd) the proxy binds its own listeners.
 // Signals: SIGTERM/SIGINT stop it; SIGHUP is ignored (policy changes come over PolicyStream).
 // If leashd goes away the proxy keeps enforcing the last map it acked.
-#include "controlplane/sidecar_api/decision_log.h"
+#include "proto/sidecar/decision_log.h"
 #include "proxy/proxy_main.h"
 
 int main(int argc, char** argv) {

@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "controlplane/sidecar_api/policy_subscriber.h"
+#include "proto/policystream/policy_subscriber.h"
 #include "engine/decision_record.h"
 #include "proxy/proxy_context.h"
 

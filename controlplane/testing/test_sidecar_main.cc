@@ -12,7 +12,7 @@
 #include <string>
 
 #include "absl/time/clock.h"
-#include "controlplane/sidecar_api/policy_subscriber.h"
+#include "proto/policystream/policy_subscriber.h"
 
 int main(int argc, char** argv) {
   std::string socket, kind;

@@ -50,7 +50,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "controlplane/sidecar_api/watcher_handover.h"
+#include "proto/sidecar/watcher_handover.h"
 #include "test/fixtures/sample_stats.h"
 #include "test/fixtures/subprocess.h"
 #include "test/fixtures/test_account.h"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "controlplane/policy_stream_service.h"
+#include "proto/policystream/policy_stream_service.h"
 #include "grpcpp/grpcpp.h"
 #include "leash/v1/decision.pb.h"
 #include "leash/v1/policy_stream.pb.h"

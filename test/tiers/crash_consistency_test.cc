@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "controlplane/atomic_file.h"
+#include "base/atomic_file.h"
 #include "controlplane/policy_store.h"
 #include "controlplane/testing/state_dir.h"
 #include "gmock/gmock.h"

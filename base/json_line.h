@@ -1,0 +1,28 @@
+// The --json form of Leash's commands: a message, or a flat object, as one line of JSON. Shared
+// by the CLI and by leashd's host commands (`leashd --init`, `leashd --teardown`), which the CLI
+// runs in its own place, so both print the same line for the same result.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "google/protobuf/message.h"
+
+namespace leash::base {
+
+// A message as one line of JSON with the proto field names (the --json form of every command).
+std::string ToJson(const google::protobuf::Message& message);
+
+// A flat JSON object for the local commands that have no response message (init, teardown,
+// restart): string and number fields, in the order given.
+struct JsonField {
+  std::string name;
+  std::string text;        // used when is_number is false
+  double number = 0;
+  bool is_number = false;
+  bool is_bool = false;
+  bool boolean = false;
+};
+std::string JsonObject(const std::vector<JsonField>& fields);
+
+}  // namespace leash::base

@@ -1,0 +1,51 @@
+// The decision log as a process writes it: each record is rendered as one JSON line by the
+// thread that logs it, into a bounded queue that never blocks the enforcer, and a writer
+// thread writes the lines, many to one write(2), to a descriptor leashd opened with O_APPEND (the file in logging.decisions, or
+// stdout) and handed over before the process started deciding. Sidecars own no files: they
+// only ever write to that descriptor.
+//
+// "Writing never blocks a decision": when the queue is full a record is dropped and counted,
+// and the count of lost records is itself written as a critical record once there is room.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "proto/sidecar/decision_line_gate.h"
+#include "engine/decision_record.h"
+
+namespace leash::sidecar {
+
+class AsyncDecisionLog : public engine::DecisionSink {
+ public:
+  // Takes ownership of `fd`. `capacity`: records the queue holds before it drops. `limits`:
+  // the allow lines each subject may write (DecisionLineGate).
+  explicit AsyncDecisionLog(int fd, size_t capacity = 8192,
+                            DecisionLineGate::Limits limits = DecisionLineGate::Limits());
+  // Writes what is queued, then stops the writer thread and closes the descriptor.
+  ~AsyncDecisionLog() override;
+
+  // Never blocks and never takes a lock the writer thread can hold for long. Thread-safe.
+  // Applies the gate (the record's uid, action and severity) before anything is queued.
+  void Record(leash::v1::DecisionRecord record) override;
+  // The gate's answer for a line the caller is about to render (RecordLine does not apply it).
+  bool Admits(uint32_t uid, engine::Verdict verdict, bool critical) override;
+  // The subject's logging.level from now on (each writer sets it from every policy map).
+  void SetLevel(uint32_t uid, LogLevel level);
+  // `append_line` writes its line straight into a queue slot (no allocation once the slot's
+  // string has grown). Never blocks; a full queue drops the record (counted) without calling
+  // `append_line`.
+  void RecordLine(absl::FunctionRef<void(std::string&)> append_line) override;
+
+  // Records dropped because the queue was full, since start.
+  uint64_t lost() const;
+  // Blocks until every record queued before the call has been written (tests, shutdown).
+  void Flush();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace leash::sidecar
