@@ -4,7 +4,7 @@
 //
 // API:
 //   kRefusal* kinds         "loosening", "entry", "scope", "profile", "ack", "changed",
-//                           "unjudgeable", "ledger".
+//                           "unjudgeable", "ledger", "validate".
 //   RenderCommand()         a re-run line: shell-quoted words, then --ack '<token>' each.
 //   MakeRefusal / AddLoosening / AddInertEntries   building one.
 //   RenderRefusal()         the text form (golden-tested in refusal_test.cc).
@@ -39,6 +39,8 @@ inline constexpr absl::string_view kRefusalChanged = "changed";
 inline constexpr absl::string_view kRefusalUnjudgeable = "unjudgeable";
 // The unbind ledger record could not be written, so the unbind did not happen.
 inline constexpr absl::string_view kRefusalLedger = "ledger";
+// The write would leave a policy `leash validate` reports an error in (with findings).
+inline constexpr absl::string_view kRefusalValidate = "validate";
 
 // `word` as one shell word: unchanged when it is only letters, digits and _ . / : = @ % + , -;
 // otherwise in single quotes (a ' inside written '\'').
