@@ -22,11 +22,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/fixtures/account_view.h"
 #include "test/fixtures/netns.h"
 #include "test/fixtures/root.h"
 #include "test/fixtures/subprocess.h"
@@ -151,12 +151,15 @@ class FailsafeTest : public ::testing::Test {
                                                        "listening"); },
                         absl::Seconds(20)))
         << ReadAll(dir_->Join("server.out"));
-    // Unique per run: other runs on this host make leash-* accounts of their own.
-    const std::string run = absl::StrCat(getpid() % 100000);
-    auto user = TestAccount::Create("lfs-user" + run);
+    // leashd sees this test's accounts only: other runs on this host make leash-* accounts of
+    // their own, which would otherwise be its agents too (and make the fallback refuse).
+    auto view = AccountView::Create();
+    ASSERT_TRUE(view.ok()) << view.status();
+    view_ = *std::move(view);
+    auto user = TestAccount::Create(UniqueAccountName("lfs-user"));
     ASSERT_TRUE(user.ok()) << user.status();
     user_ = *std::move(user);
-    agent_name_ = "leash-fs" + run + "a";
+    view_->Show(*user_);
   }
 
   void TearDown() override {
@@ -167,12 +170,26 @@ class FailsafeTest : public ::testing::Test {
     }
   }
 
+  // An agent account with a host name unique to this run, shown to leashd as `name`; to a
+  // running leashd at once, as useradd on the host would be.
   void AddAgent(const std::string& name) {
-    auto agent = TestAccount::Create(name);
+    auto agent = TestAccount::Create(UniqueAccountName(name));
     ASSERT_TRUE(agent.ok()) << agent.status();
+    view_->Show(**agent, name);
     agents_.push_back(*std::move(agent));
+    agent_names_.push_back(name);
+    if (leashd_ != nullptr) {
+      ASSERT_TRUE(leashd_->PublishAccounts().ok());
+    }
   }
   const TestAccount& agent() const { return *agents_.front(); }
+  // The name leashd knows the first agent by.
+  const std::string& agent_name() const { return agent_names_.front(); }
+
+  absl::StatusOr<std::unique_ptr<LeashdInstance>> Leashd(
+      const std::vector<std::string>& flags = {}) {
+    return LeashdInstance::Start(FloorYaml(), *ns_, fs_->path(), flags, view_.get());
+  }
 
   std::string FloorYaml() const {
     return absl::StrCat(
@@ -185,11 +202,11 @@ class FailsafeTest : public ::testing::Test {
   }
 
   void StartLeashd() {
-    auto leashd = LeashdInstance::Start(FloorYaml(), *ns_, fs_->path());
+    auto leashd = Leashd();
     ASSERT_TRUE(leashd.ok()) << leashd.status();
     leashd_ = *std::move(leashd);
     // Enforced: the chain in, the proxy listening with the map acked.
-    ASSERT_TRUE(WaitFor([&] { return InForce(agent().name()); }, absl::Seconds(60)))
+    ASSERT_TRUE(WaitFor([&] { return InForce(agent_name()); }, absl::Seconds(60)))
         << leashd_->Log();
   }
 
@@ -289,9 +306,10 @@ class FailsafeTest : public ::testing::Test {
   std::unique_ptr<TmpfsMount> fs_;
   std::unique_ptr<TempDir> dir_;
   std::unique_ptr<Background> server_;
+  std::unique_ptr<AccountView> view_;
   std::unique_ptr<TestAccount> user_;
-  std::string agent_name_;
   std::vector<std::unique_ptr<TestAccount>> agents_;
+  std::vector<std::string> agent_names_;
   std::unique_ptr<LeashdInstance> leashd_;
 };
 
@@ -299,7 +317,7 @@ class FailsafeTest : public ::testing::Test {
 // so the agent's connection out is refused (its redirect target, the proxy, is gone) rather
 // than let through.
 TEST_F(FailsafeTest, AnExitForFailureLeavesEveryChainInPlaceSoTheNetworkStaysClosed) {
-  ASSERT_NO_FATAL_FAILURE(AddAgent(agent_name_));
+  ASSERT_NO_FATAL_FAILURE(AddAgent("leash-fsa"));
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
   const uint32_t uid = agent().uid();
   // Enforced: the proxy refuses the name.
@@ -335,7 +353,7 @@ TEST_F(FailsafeTest, AnExitForFailureLeavesEveryChainInPlaceSoTheNetworkStaysClo
 
   // Until a new leashd is in force, which takes the chains over: judged by the proxy again.
   ASSERT_TRUE(leashd_->Relaunch().ok()) << leashd_->Log();
-  ASSERT_TRUE(WaitFor([&] { return InForce(agent().name()); }, absl::Seconds(60)))
+  ASSERT_TRUE(WaitFor([&] { return InForce(agent_name()); }, absl::Seconds(60)))
       << leashd_->Log();
   EXPECT_EQ(AgentConnectsOnce(), "CLOSED");
 }
@@ -343,7 +361,7 @@ TEST_F(FailsafeTest, AnExitForFailureLeavesEveryChainInPlaceSoTheNetworkStaysClo
 // ExecStopPost after a failure releases nothing; after a deliberate stop it releases, and the
 // agent's network really opens (which is what a stop is for).
 TEST_F(FailsafeTest, ExecStopPostReleasesTheChainsOnlyAfterADeliberateStop) {
-  ASSERT_NO_FATAL_FAILURE(AddAgent(agent_name_));
+  ASSERT_NO_FATAL_FAILURE(AddAgent("leash-fsa"));
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
   const uint32_t uid = agent().uid();
   ASSERT_NO_FATAL_FAILURE(Crash());
@@ -371,7 +389,7 @@ TEST_F(FailsafeTest, ExecStopPostReleasesTheChainsOnlyAfterADeliberateStop) {
 
 // SIGTERM is a deliberate stop: leashd's own stop path releases every chain and exits 0.
 TEST_F(FailsafeTest, ADeliberateStopReleasesEveryChain) {
-  ASSERT_NO_FATAL_FAILURE(AddAgent(agent_name_));
+  ASSERT_NO_FATAL_FAILURE(AddAgent("leash-fsa"));
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
   const uint32_t uid = agent().uid();
   auto stopped = leashd_->Stop();
@@ -387,7 +405,7 @@ TEST_F(FailsafeTest, ADeliberateStopReleasesEveryChain) {
 // attempt reaches the peer. The loop saw both sides of the restart (refused while no proxy
 // ran, closed by the new proxy after), so it spanned the takeover.
 TEST_F(FailsafeTest, ALeashdStartingOverLeftoverChainsTakesThemOverWithoutAWindow) {
-  ASSERT_NO_FATAL_FAILURE(AddAgent(agent_name_));
+  ASSERT_NO_FATAL_FAILURE(AddAgent("leash-fsa"));
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
   const std::string stop = dir_->Join("stop-loop");
   auto loop = Background::Start(
@@ -398,7 +416,7 @@ TEST_F(FailsafeTest, ALeashdStartingOverLeftoverChainsTakesThemOverWithoutAWindo
   ASSERT_NO_FATAL_FAILURE(Crash());
   absl::SleepFor(absl::Seconds(1));
   ASSERT_TRUE(leashd_->Relaunch().ok()) << leashd_->Log();
-  ASSERT_TRUE(WaitFor([&] { return InForce(agent().name()); }, absl::Seconds(60)))
+  ASSERT_TRUE(WaitFor([&] { return InForce(agent_name()); }, absl::Seconds(60)))
       << leashd_->Log();
   absl::SleepFor(absl::Seconds(1));
   std::ofstream(stop) << "stop";
@@ -417,15 +435,15 @@ TEST_F(FailsafeTest, ALeashdStartingOverLeftoverChainsTakesThemOverWithoutAWindo
 // nft rather than quietly applying one user's policy to all of them." With the iptables
 // fallback and two agent accounts leashd does not start, says why, and adds no rule.
 TEST_F(FailsafeTest, EnforcingSeveralUidsRefusesToRunWithoutNft) {
-  ASSERT_NO_FATAL_FAILURE(AddAgent(agent_name_));
-  ASSERT_NO_FATAL_FAILURE(AddAgent(absl::StrCat(agent_name_, "b")));
-  auto leashd = LeashdInstance::Start(FloorYaml(), *ns_, fs_->path(), {"--netfilter=iptables"});
+  ASSERT_NO_FATAL_FAILURE(AddAgent("leash-fsa"));
+  ASSERT_NO_FATAL_FAILURE(AddAgent("leash-fsb"));
+  auto leashd = Leashd({"--netfilter=iptables"});
   ASSERT_FALSE(leashd.ok()) << "leashd started on the iptables fallback with two agents";
   const std::string log(leashd.status().message());
   EXPECT_THAT(log, HasSubstr("not starting: enforcing several UIDs needs nftables"));
   EXPECT_THAT(log, HasSubstr("the iptables fallback is configured (--netfilter=iptables)"));
-  EXPECT_THAT(log, HasSubstr(agents_[0]->name()));
-  EXPECT_THAT(log, HasSubstr(agents_[1]->name()));
+  EXPECT_THAT(log, HasSubstr(agent_names_[0]));
+  EXPECT_THAT(log, HasSubstr(agent_names_[1]));
   EXPECT_THAT(log, HasSubstr("besides the configured user " + user_->name()));
   EXPECT_THAT(log, HasSubstr("is closed (every connection refused) rather than left unconfined"));
   auto nat = ns_->Run({"iptables-legacy-save", "-t", "nat"});
@@ -440,10 +458,10 @@ TEST_F(FailsafeTest, EnforcingSeveralUidsRefusesToRunWithoutNft) {
 
   // Once nftables can be used, a leashd on it enforces the agents and lifts the closures: the
   // agent is judged by its proxy again rather than refused outright.
-  auto on_nft = LeashdInstance::Start(FloorYaml(), *ns_, fs_->path());
+  auto on_nft = Leashd();
   ASSERT_TRUE(on_nft.ok()) << on_nft.status();
   leashd_ = *std::move(on_nft);
-  ASSERT_TRUE(WaitFor([&] { return InForce(agent().name()); }, absl::Seconds(60)))
+  ASSERT_TRUE(WaitFor([&] { return InForce(agent_name()); }, absl::Seconds(60)))
       << leashd_->Log();
   // Lifted right after the first reconcile returns (the status may say in force just before).
   const std::string lifted =
@@ -458,24 +476,17 @@ TEST_F(FailsafeTest, EnforcingSeveralUidsRefusesToRunWithoutNft) {
 // configured user alone), an agent account that appears cannot be enforced, here or by a
 // restart. Its network is closed, loudly, and the configured user stays enforced.
 TEST_F(FailsafeTest, AnAgentAppearingOnTheIptablesFallbackIsClosedNotUnconfined) {
-  // leashd discovers every leash-* account of the host: this needs a host with none yet (other
-  // runs' accounts on a shared machine make it refuse at start, which the test above covers).
-  std::vector<std::string> foreign;
-  for (absl::string_view line : absl::StrSplit(ReadAll("/etc/passwd"), '\n')) {
-    if (absl::StartsWith(line, "leash-")) foreign.emplace_back(line.substr(0, line.find(':')));
-  }
-  ASSERT_TRUE(foreign.empty()) << "agent accounts of another run exist on this host: "
-                               << absl::StrJoin(foreign, ", ");
-  auto leashd = LeashdInstance::Start(FloorYaml(), *ns_, fs_->path(), {"--netfilter=iptables"});
+  // The account view shows leashd no agent yet, whatever other runs have made on this host.
+  auto leashd = Leashd({"--netfilter=iptables"});
   ASSERT_TRUE(leashd.ok()) << leashd.status();
   leashd_ = *std::move(leashd);
-  ASSERT_NO_FATAL_FAILURE(AddAgent(agent_name_));
+  ASSERT_NO_FATAL_FAILURE(AddAgent("leash-fsa"));
   ASSERT_TRUE(WaitFor(
       [&] { return absl::StrContains(leashd_->Log(), "CRITICAL: agent account(s) appeared"); },
       absl::Seconds(30)))
       << leashd_->Log();
   EXPECT_THAT(leashd_->Log(), HasSubstr("enforcing several UIDs needs nftables"));
-  EXPECT_THAT(leashd_->Log(), HasSubstr(absl::StrCat("the network of ", agent_name_, " (uid ",
+  EXPECT_THAT(leashd_->Log(), HasSubstr(absl::StrCat("the network of ", agent_name(), " (uid ",
                                                      agent().uid(), ") is closed")));
   EXPECT_EQ(AgentConnectsOnce(), "REFUSED");
   auto nat = ns_->Run({"iptables-legacy-save", "-t", "nat"});
