@@ -22,12 +22,8 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "test/fixtures/netns.h"
-#include "test/fixtures/root.h"
+#include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
-#include "test/fixtures/temp_dir.h"
-#include "test/fixtures/test_account.h"
-#include "test/fixtures/tmpfs.h"
 #include "test/leashd/leashd_fixture.h"
 
 namespace leash::testing {
@@ -78,28 +74,18 @@ uint64_t SuppressedCount(const std::string& text, uint32_t uid) {
   return total;
 }
 
-class DecisionLogAndGroupsTest : public ::testing::Test {
+class DecisionLogAndGroupsTest : public RootTest {
  protected:
   void SetUp() override {
-    LEASH_REQUIRE_ROOT();
-    auto ns = NetNamespace::Create();
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = *std::move(ns);
-    auto fs = TmpfsMount::Create();
-    ASSERT_TRUE(fs.ok()) << fs.status();
-    fs_ = *std::move(fs);
-    suffix_ = absl::StrCat(getpid() % 100000);
-    auto user = TestAccount::Create("lgu" + suffix_);
-    ASSERT_TRUE(user.ok()) << user.status();
-    user_ = *std::move(user);
-    auto agent = TestAccount::Create("leash-lga" + suffix_);
-    ASSERT_TRUE(agent.ok()) << agent.status();
-    agent_ = *std::move(agent);
-    auto log_dir = TempDir::Create("lid-log");
-    ASSERT_TRUE(log_dir.ok());
-    log_dir_ = *std::move(log_dir);
-    chmod(log_dir_->path().c_str(), 0755);
-    tools_group_ = "lgt" + suffix_;
+    RootTest::SetUp();
+    if (!Ready()) return;
+    ASSERT_NE(MountTmpfs(), nullptr);
+    user_ = AddAccount("lgu" + RunTag());
+    ASSERT_NE(user_, nullptr);
+    agent_ = AddAccount("leash-lga" + RunTag());
+    ASSERT_NE(agent_, nullptr);
+    ASSERT_NE(MakeFiles("lid-log"), nullptr);
+    tools_group_ = "lgt" + RunTag();
   }
 
   void TearDown() override {
@@ -118,7 +104,7 @@ class DecisionLogAndGroupsTest : public ::testing::Test {
     leashd_ = *std::move(leashd);
   }
 
-  std::string decisions() const { return log_dir_->Join("decisions.jsonl"); }
+  std::string decisions() const { return files_->Join("decisions.jsonl"); }
 
   // The agent opens the allowed file `allowed` times and the denied one `denied` times, in
   // one python3 process (so each open is one fanotify event and nothing else is).
@@ -139,12 +125,10 @@ class DecisionLogAndGroupsTest : public ::testing::Test {
     EXPECT_THAT(run->out, HasSubstr(absl::StrCat("refused ", denied)));
   }
 
-  std::unique_ptr<NetNamespace> ns_;
-  std::unique_ptr<TmpfsMount> fs_;
-  std::unique_ptr<TestAccount> user_, agent_;
-  std::unique_ptr<TempDir> log_dir_;
+  const TestAccount* user_ = nullptr;
+  const TestAccount* agent_ = nullptr;
   std::unique_ptr<LeashdInstance> leashd_;
-  std::string suffix_, tools_group_;
+  std::string tools_group_;
 };
 
 TEST_F(DecisionLogAndGroupsTest, AnAgentFloodingAllowedOpensHasItsAllowLinesLimitedButEveryBlock) {

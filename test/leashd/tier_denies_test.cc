@@ -15,17 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "test/fixtures/account_view.h"
-#include "test/fixtures/netns.h"
-#include "test/fixtures/root.h"
+#include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
-#include "test/fixtures/test_account.h"
-#include "test/fixtures/tmpfs.h"
 #include "test/leashd/leashd_fixture.h"
 
 namespace leash::testing {
@@ -34,32 +29,19 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-class TierDeniesTest : public ::testing::Test {
+class TierDeniesTest : public RootTest {
  protected:
   void SetUp() override {
-    LEASH_REQUIRE_ROOT();
-    auto ns = NetNamespace::Create();
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = *std::move(ns);
-    auto fs = TmpfsMount::Create();
-    ASSERT_TRUE(fs.ok()) << fs.status();
-    fs_ = *std::move(fs);
-    // Host names unique to this run, shown to leashd under the names the test uses; other
-    // runs' agent accounts on this host are not shown to it.
-    auto view = AccountView::Create();
-    ASSERT_TRUE(view.ok()) << view.status();
-    view_ = *std::move(view);
-    for (const std::string name : {"ltd-user", "leash-tda", "leash-tdb"}) {
-      auto account = TestAccount::Create(UniqueAccountName(name));
-      ASSERT_TRUE(account.ok()) << account.status();
-      // The configured user under its own name; each agent under the name the test uses.
-      view_->Show(**account, absl::StartsWith(name, "leash-") ? name : "");
-      accounts_.push_back(*std::move(account));
-    }
-    auto files = TempDir::Create("ltd");
-    ASSERT_TRUE(files.ok()) << files.status();
-    files_ = *std::move(files);
-    chmod(files_->path().c_str(), 0755);
+    RootTest::SetUp();
+    if (!Ready()) return;
+    ASSERT_NE(MountTmpfs(), nullptr);
+    // Host names unique to this run; leashd sees the agents under the names the test uses,
+    // and no other run's agent accounts.
+    ASSERT_NE(MakeAccountView(), nullptr);
+    ASSERT_NE(AddAccount(UniqueAccountName("ltd-user")), nullptr);
+    ASSERT_NE(AddAccount(UniqueAccountName(kAgentA), kAgentA), nullptr);
+    ASSERT_NE(AddAccount(UniqueAccountName(kAgentB), kAgentB), nullptr);
+    ASSERT_NE(MakeFiles("ltd"), nullptr);
 
     for (const char* dir : {"/secret", "/new-secret", "/other-secret", "/bin"}) {
       ASSERT_EQ(mkdir(Path(dir).c_str(), 0755), 0) << dir;
@@ -157,11 +139,6 @@ class TierDeniesTest : public ::testing::Test {
     return out;
   }
 
-  std::unique_ptr<NetNamespace> ns_;
-  std::unique_ptr<TmpfsMount> fs_;
-  std::unique_ptr<AccountView> view_;
-  std::vector<std::unique_ptr<TestAccount>> accounts_;
-  std::unique_ptr<TempDir> files_;
   std::unique_ptr<LeashdInstance> leashd_;
 };
 
