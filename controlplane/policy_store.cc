@@ -561,8 +561,9 @@ absl::StatusOr<leash::v1::ListBindingsResponse> BindingStore::ListBindings() con
     const std::string held = binding.scope == "global"
                                  ? std::string("every subject on the host is")
                                  : absl::StrCat(binding.scope, " is");
-    const std::string unbind = engine::RenderCommand(
-        {"sudo", "leash", "unbind", binding.scope}, {absl::StrCat("fail_closed:", binding.profile)});
+    const std::string unbind =
+        engine::RenderCommand({"sudo", "leash", "unbind", binding.scope},
+                              {absl::StrCat("fail_closed:", binding.profile)});
     if (profile == snapshot.profiles.end()) {
       out.set_dangling(true);
       out.set_problem(absl::StrCat("profile '", binding.profile, "' does not exist (",

@@ -1,5 +1,5 @@
-// AppendToYamlList / RemoveFromYamlList / SetYamlScalar: the edit lands where it should and nothing else in the text
-// moves (comments, quoting, layout), in flow and block style.
+// AppendToYamlList / RemoveFromYamlList / SetYamlScalar: the edit lands where it should and
+// nothing else in the text moves (comments, quoting, layout), in flow and block style.
 #include <string>
 
 #include "gmock/gmock.h"
@@ -127,7 +127,8 @@ TEST(RemoveFromYamlList, RemoveKeepsCommentsAndLayoutInAFlowList) {
   const std::string before =
       "# the floor\n"
       "user: fido\n"
-      "network: { mode: whitelist, allow: [\"a.example\", 'b.example', c.example], deny: [] }  # web\n";
+      "network: { mode: whitelist, allow: [\"a.example\", 'b.example', c.example], "
+      "deny: [] }  # web\n";
   absl::StatusOr<std::string> after = RemoveFromYamlList(before, "network", "allow", "b.example");
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_EQ(*after,

@@ -95,7 +95,8 @@ ProfileDeleteJudgement JudgeProfileDelete(const Bindings& bindings, absl::string
     Refusal refusal = MakeRefusal(
         kRefusalDangling,
         absl::StrCat("profile '", name, "' is still bound to ", absl::StrJoin(scopes, ", "),
-                     "; deleting it leaves ", missing.size() == 1 ? "that binding" : "those bindings",
+                     "; deleting it leaves ",
+                     missing.size() == 1 ? "that binding" : "those bindings",
                      " dangling, and a dangling binding denies its subjects everything "
                      "(fail-closed) until the profile is saved again. To return them to the "
                      "floor instead, unbind first (each unbind judged on its own): ",
