@@ -18,12 +18,8 @@
 #include "google/protobuf/util/json_util.h"
 #include "re2/re2.h"
 #include "gtest/gtest.h"
-#include "test/fixtures/account_view.h"
-#include "test/fixtures/netns.h"
-#include "test/fixtures/root.h"
+#include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
-#include "test/fixtures/test_account.h"
-#include "test/fixtures/tmpfs.h"
 #include "test/leashd/leashd_fixture.h"
 
 namespace leash::testing {
@@ -39,31 +35,19 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-class CliTest : public ::testing::Test {
+class CliTest : public RootTest {
  protected:
   void SetUp() override {
-    LEASH_REQUIRE_ROOT();
-    auto ns = NetNamespace::Create();
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = *std::move(ns);
-    auto fs = TmpfsMount::Create();
-    ASSERT_TRUE(fs.ok()) << fs.status();
-    fs_ = *std::move(fs);
+    RootTest::SetUp();
+    if (!Ready()) return;
+    ASSERT_NE(MountTmpfs(), nullptr);
     // Host accounts unique to this run, shown to leashd under the names the floor and the
     // golden output use; no other run's agents are in its view.
-    auto view = AccountView::Create();
-    ASSERT_TRUE(view.ok()) << view.status();
-    view_ = *std::move(view);
+    ASSERT_NE(MakeAccountView(), nullptr);
     for (const char* name : {"lcli-user", "leash-iris", "leash-vader"}) {
-      auto account = TestAccount::Create(UniqueAccountName(name));
-      ASSERT_TRUE(account.ok()) << account.status();
-      view_->Show(**account, name);
-      accounts_.push_back(*std::move(account));
+      ASSERT_NE(AddAccount(UniqueAccountName(name), name), nullptr);
     }
-    auto files = TempDir::Create("lcli");
-    ASSERT_TRUE(files.ok());
-    files_ = *std::move(files);
-    chmod(files_->path().c_str(), 0755);
+    ASSERT_NE(MakeFiles("lcli"), nullptr);
     const std::string floor = absl::StrCat(
         "user: lcli-user\nfail_mode: closed\n",
         "network: { mode: whitelist, allow: [\"floor.example\"], deny: [\"bad.example\"] }\n",
@@ -109,11 +93,6 @@ class CliTest : public ::testing::Test {
     EXPECT_EQ(actual, ReadFile(golden_path)) << "golden " << golden_path << " differs";
   }
 
-  std::unique_ptr<NetNamespace> ns_;
-  std::unique_ptr<TmpfsMount> fs_;
-  std::vector<std::unique_ptr<TestAccount>> accounts_;
-  std::unique_ptr<AccountView> view_;
-  std::unique_ptr<TempDir> files_;
   std::unique_ptr<LeashdInstance> leashd_;
 };
 

@@ -1,4 +1,4 @@
-#include "controlplane/daemon.h"
+#include "controlplane/main/daemon.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -324,10 +324,10 @@ Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {
   if (options_.admin_socket.empty()) options_.admin_socket = options_.run_dir + "/leash.sock";
   if (options_.tools_socket.empty()) options_.tools_socket = options_.run_dir + "/tools.sock";
   if (options_.proxy_binary.empty()) {
-    options_.proxy_binary = FindLeashProgram("leash-proxy", "proxy");
+    options_.proxy_binary = FindLeashProgram("leash-proxy", "proxy", "controlplane/main");
   }
   if (options_.fswatch_binary.empty()) {
-    options_.fswatch_binary = FindLeashProgram("leash-fswatch", "fswatch");
+    options_.fswatch_binary = FindLeashProgram("leash-fswatch", "fswatch", "controlplane/main");
   }
 }
 
