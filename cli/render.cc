@@ -1,5 +1,7 @@
 #include "cli/render.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -196,7 +198,52 @@ std::string RenderBindings(const leash::v1::ListBindingsResponse& response) {
   for (const auto& binding : response.bindings()) {
     absl::StrAppend(&out, binding.scope(), " -> ", binding.profile());
     if (!binding.acks().empty()) absl::StrAppend(&out, "  acks: ", absl::StrJoin(binding.acks(), ", "));
+    // A binding that holds its subjects fail-closed must not read like one in force.
+    if (binding.dangling()) {
+      absl::StrAppend(&out, "  DANGLING");
+    } else if (!binding.problem().empty()) {
+      absl::StrAppend(&out, "  DOES NOT LOAD");
+    }
     absl::StrAppend(&out, "\n");
+    if (!binding.problem().empty()) absl::StrAppend(&out, "    ", binding.problem(), "\n");
+  }
+  return out;
+}
+
+std::string RenderEntries(const leash::v1::ListEntriesResponse& response) {
+  std::string out;
+  std::vector<std::string> surfaces;
+  for (const auto& [surface, mode] : response.floor_modes()) surfaces.push_back(surface);
+  std::sort(surfaces.begin(), surfaces.end());
+  size_t width = 5;
+  for (const leash::v1::ListedEntry& entry : response.entries()) {
+    width = std::max(width, entry.entry().size());
+  }
+  for (const std::string& surface : surfaces) {
+    absl::StrAppend(&out, surface, " (floor mode: ", response.floor_modes().at(surface), ")\n");
+    bool any = false;
+    for (const leash::v1::ListedEntry& entry : response.entries()) {
+      if (entry.surface() != surface) continue;
+      any = true;
+      absl::StrAppend(&out, absl::StrFormat("  %-5s %-*s  %s  %s", entry.list(),
+                                            static_cast<int>(width), entry.entry(),
+                                            entry.source(), entry.file()));
+      if (entry.source() != "floor") {
+        absl::StrAppend(&out, entry.bound_to().empty()
+                                  ? "  (bound to nobody)"
+                                  : absl::StrCat("  (bound to ",
+                                                 absl::StrJoin(entry.bound_to(), ", "), ")"));
+      }
+      absl::StrAppend(&out, "\n");
+    }
+    if (!any) absl::StrAppend(&out, "  no entries\n");
+  }
+  std::vector<std::string> unreadable;
+  for (const auto& [name, why] : response.unreadable_profiles()) unreadable.push_back(name);
+  std::sort(unreadable.begin(), unreadable.end());
+  for (const std::string& name : unreadable) {
+    absl::StrAppend(&out, "profile '", name, "' does not load, its entries are not listed: ",
+                    response.unreadable_profiles().at(name), "\n");
   }
   return out;
 }

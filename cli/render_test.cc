@@ -138,6 +138,50 @@ TEST(RenderBindings, OneLinePerBindingWithItsAcks) {
   EXPECT_EQ(RenderBindings({}), "no bindings: every subject resolves to the floor\n");
 }
 
+TEST(RenderBindings, ADanglingBindingIsMarkedWithWhatItDeniesAndTheFix) {
+  EXPECT_EQ(RenderBindings(Parse<leash::v1::ListBindingsResponse>(R"pb(
+              bindings {
+                scope: "agent:leash-iris"
+                profile: "web"
+                dangling: true
+                problem: "profile 'web' does not exist: agent:leash-iris is denied everything"
+              }
+              bindings { scope: "global" profile: "odd" problem: "profile 'odd' does not load" }
+            )pb")),
+            "agent:leash-iris -> web  DANGLING\n"
+            "    profile 'web' does not exist: agent:leash-iris is denied everything\n"
+            "global -> odd  DOES NOT LOAD\n"
+            "    profile 'odd' does not load\n");
+}
+
+TEST(RenderEntries, EachEntryWithItsListTierAndFile) {
+  EXPECT_EQ(RenderEntries(Parse<leash::v1::ListEntriesResponse>(R"pb(
+              entries {
+                surface: "commands"
+                list: "deny"
+                entry: "ssh"
+                source: "floor"
+                file: "/etc/leash/leash.yaml"
+              }
+              entries {
+                surface: "commands"
+                list: "allow"
+                entry: "git"
+                source: "profile:dev"
+                file: "/var/lib/leash/profiles/dev.yaml"
+                bound_to: "agent:leash-iris"
+              }
+              floor_modes { key: "commands" value: "blacklist" }
+            )pb")),
+            "commands (floor mode: blacklist)\n"
+            "  deny  ssh    floor  /etc/leash/leash.yaml\n"
+            "  allow git    profile:dev  /var/lib/leash/profiles/dev.yaml  (bound to "
+            "agent:leash-iris)\n");
+  EXPECT_EQ(RenderEntries(Parse<leash::v1::ListEntriesResponse>(
+                R"pb(floor_modes { key: "tools" value: "whitelist" })pb")),
+            "tools (floor mode: whitelist)\n  no entries\n");
+}
+
 TEST(RenderReconcile, ChangesThenWarningsOrTheFailure) {
   leash::v1::ReconcileReport report = Parse<leash::v1::ReconcileReport>(R"pb(
     changes { account: "leash-iris" uid: 1001 change: "added" }

@@ -180,7 +180,8 @@ grpc::Status ControlService::SaveProfile(grpc::ServerContext*,
 grpc::Status ControlService::DeleteProfile(grpc::ServerContext*,
                                            const leash::v1::DeleteProfileRequest* r,
                                            leash::v1::PolicyWriteResponse* response) {
-  return Finish(deps_.store->DeleteProfile(r->name(), Host()), r->no_reconcile(), response);
+  std::vector<std::string> acks(r->acks().begin(), r->acks().end());
+  return Finish(deps_.store->DeleteProfile(r->name(), acks, Host()), r->no_reconcile(), response);
 }
 
 grpc::Status ControlService::Bind(grpc::ServerContext*, const leash::v1::BindRequest* r,

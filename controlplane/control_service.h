@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "controlplane/account_source.h"
@@ -63,6 +64,10 @@ class ControlService final : public leash::v1::Control::Service {
                         leash::v1::PolicyWriteResponse*) override;
   grpc::Status SetMode(grpc::ServerContext*, const leash::v1::SetModeRequest*,
                        leash::v1::PolicyWriteResponse*) override;
+  grpc::Status RemoveEntry(grpc::ServerContext*, const leash::v1::RemoveEntryRequest*,
+                           leash::v1::PolicyWriteResponse*) override;
+  grpc::Status ListEntries(grpc::ServerContext*, const leash::v1::ListEntriesRequest*,
+                           leash::v1::ListEntriesResponse*) override;
   grpc::Status SaveProfile(grpc::ServerContext*, const leash::v1::SaveProfileRequest*,
                            leash::v1::PolicyWriteResponse*) override;
   grpc::Status ListProfiles(grpc::ServerContext*, const leash::v1::ListProfilesRequest*,
@@ -93,6 +98,10 @@ class ControlService final : public leash::v1::Control::Service {
       const std::function<absl::StatusOr<bool>(leash::v1::Config&, leash::v1::Refusal&)>& edit,
       const std::function<absl::StatusOr<std::string>(absl::string_view)>& edit_text,
       bool no_reconcile, leash::v1::PolicyWriteResponse* response);
+
+  // RemoveEntry's NotFound for an entry the floor does not hold, naming the profiles that do.
+  absl::Status NotInTheFloor(leash::v1::Surface surface, const std::vector<bool>& lists,
+                             const std::string& entry) const;
 
   const ControlDeps deps_;
   // Floor edits are read-modify-write of one file: one at a time.
