@@ -309,6 +309,8 @@ class Daemon {
   std::unique_ptr<SidecarSupervisor> supervisor_;
   std::unique_ptr<ControlService> control_;
   std::unique_ptr<UnixGrpcServer> admin_;
+  // The admin server for its handlers, which can run before Start returns it.
+  std::atomic<UnixGrpcServer*> admin_raw_{nullptr};
   std::unique_ptr<AccountFilesWatch> account_files_;
   // The tools socket.
   std::unique_ptr<sidecar::AsyncDecisionLog> tools_log_;
@@ -560,6 +562,11 @@ std::optional<int> Daemon::StartAdminSocket() {
   deps.netfilter_description =
       netfilter_ ? netfilter_->Describe() : "off (enforcers.network: false)";
   deps.netfilter = netfilter_.get();
+  deps.caller = [this](const grpc::ServerContextBase& context) -> std::optional<ucred> {
+    const UnixGrpcServer* const started = admin_raw_.load();
+    if (started == nullptr) return std::nullopt;
+    return started->PeerOf(context);
+  };
   control_ = std::make_unique<ControlService>(deps);
 
   UnixSocketOptions admin_options;
@@ -571,6 +578,7 @@ std::optional<int> Daemon::StartAdminSocket() {
       UnixGrpcServer::Start(admin_options, {control_.get(), &stream_});
   if (!admin.ok()) return Refuse(std::string(admin.status().message()));
   admin_ = *std::move(admin);
+  admin_raw_.store(admin_.get());
   Say(absl::StrCat("admin socket ", options_.admin_socket, " (root only)"));
   return std::nullopt;
 }

@@ -30,7 +30,7 @@
 
 #include "absl/time/time.h"
 #include "controlplane/account_source.h"
-#include "controlplane/command_links.h"
+#include "proto/host/command_links.h"
 #include "controlplane/netfilter.h"
 #include "controlplane/policy_source.h"
 #include "controlplane/parse_memo.h"

@@ -1,8 +1,9 @@
 // The decision log and the tools socket's group, with the real leashd, its real sidecars and
 // real accounts: an agent flooding allowed opens has its allow lines limited while every block
 // is written and the held-back count is reported; logging.level warning writes no allow line;
-// the tools socket's group is Leash's own, whose members cannot read the policy; and a host
-// whose socket was in the leashed user's group is moved and told so.
+// the tools socket's group is Leash's own, whose members cannot read the policy; a host whose
+// socket was in the leashed user's group is moved and told so; and the log is never opened
+// through a planted link nor in a folder anyone but root can write (leashd refuses to start).
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
@@ -260,6 +261,58 @@ TEST_F(DecisionLogAndGroupsTest, AnUpgradeMovesTheToolsSocketOffTheUsersGroupAnd
   EXPECT_THAT(log, HasSubstr(absl::StrCat("the tools socket's group was ", user_->name(),
                                           "; it is now ", tools_group_)));
   EXPECT_THAT(log, HasSubstr(absl::StrCat("usermod -aG ", tools_group_, " <account>")));
+}
+
+// An agent that can write in the log's folder could plant a link there as the log and have
+// root append to any file; leashd refuses such a folder at start and says how to fix it.
+TEST_F(DecisionLogAndGroupsTest, ALogFolderAnyoneButRootCanWriteIsRefusedAtStartWithTheFix) {
+  ASSERT_EQ(chmod(log_dir_->path().c_str(), 0777), 0);
+  const std::string victim = fs_->path() + "/root-owned-file";
+  std::ofstream(victim) << "root's\n";
+  ASSERT_TRUE(RunOk(agent_->AsUser({"ln", "-s", victim, decisions()})).ok());
+  auto leashd = LeashdInstance::Start(Floor(user_->name(), fs_->path(), "info", decisions()),
+                                      *ns_, fs_->path(), {"--tools-group=" + tools_group_});
+  ASSERT_FALSE(leashd.ok()) << "leashd started with its log in a folder everyone can write";
+  const std::string said(leashd.status().message());
+  EXPECT_THAT(said, HasSubstr(absl::StrCat("not starting: the decision log's folder ",
+                                           log_dir_->path(), " is writable by everyone")));
+  EXPECT_THAT(said, HasSubstr(absl::StrCat("chmod go-w ", log_dir_->path())));
+  EXPECT_EQ(ReadAll(victim), "root's\n");
+
+  // Group-writable is refused the same way.
+  ASSERT_EQ(unlink(decisions().c_str()), 0);
+  ASSERT_EQ(chmod(log_dir_->path().c_str(), 0775), 0);
+  leashd = LeashdInstance::Start(Floor(user_->name(), fs_->path(), "info", decisions()), *ns_,
+                                 fs_->path(), {"--tools-group=" + tools_group_});
+  ASSERT_FALSE(leashd.ok());
+  EXPECT_THAT(std::string(leashd.status().message()), HasSubstr("is writable by its group"));
+  struct stat st;
+  EXPECT_NE(lstat(decisions().c_str(), &st), 0) << "a refused start created the log";
+}
+
+// A link already sitting where the log goes (planted while the folder was open to others) is
+// never followed: leashd refuses to start, names it, and the file it points at is untouched.
+TEST_F(DecisionLogAndGroupsTest, ASymlinkPlantedAsTheLogIsNeverFollowed) {
+  const std::string victim = fs_->path() + "/root-owned-file";
+  std::ofstream(victim) << "root's\n";
+  ASSERT_EQ(symlink(victim.c_str(), decisions().c_str()), 0);
+  auto leashd = LeashdInstance::Start(Floor(user_->name(), fs_->path(), "info", decisions()),
+                                      *ns_, fs_->path(), {"--tools-group=" + tools_group_});
+  ASSERT_FALSE(leashd.ok()) << "leashd started writing its log through a link";
+  const std::string said(leashd.status().message());
+  EXPECT_THAT(said, HasSubstr(absl::StrCat("the decision log ", decisions(), " is a symlink")));
+  EXPECT_THAT(said, HasSubstr(absl::StrCat("rm ", decisions())));
+  EXPECT_EQ(ReadAll(victim), "root's\n");
+
+  // A dangling link creates nothing where it points.
+  const std::string nowhere = fs_->path() + "/made-by-root";
+  ASSERT_EQ(unlink(decisions().c_str()), 0);
+  ASSERT_EQ(symlink(nowhere.c_str(), decisions().c_str()), 0);
+  leashd = LeashdInstance::Start(Floor(user_->name(), fs_->path(), "info", decisions()), *ns_,
+                                 fs_->path(), {"--tools-group=" + tools_group_});
+  ASSERT_FALSE(leashd.ok());
+  struct stat st;
+  EXPECT_NE(lstat(nowhere.c_str(), &st), 0) << "leashd created the link's target";
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ nsenter --net=/run/netns/$NS -- "$BIN/controlplane/leashd" --config="$D/leash.ya
   --fswatch-binary="$BIN/fswatch/leash-fswatch" >"$D/leashd.log" 2>&1 &
 LEASHD=$!
 # Up means the first reconcile has put every subject in force (status reports a pass).
-until "${LEASH[@]}" --json status 2>/dev/null | grep -q '"reconcile_passes":"[1-9]'; do
+until "${LEASH[@]}" --json status 2>/dev/null | grep -q '"reconcile_passes":[1-9]'; do
   kill -0 "$LEASHD" 2>/dev/null || { cat "$D/leashd.log"; exit 1; }
   sleep 0.1
 done
