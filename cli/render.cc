@@ -1,6 +1,8 @@
 #include "cli/render.h"
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -81,6 +83,17 @@ std::string RenderCounters(const leash::v1::SubjectStatus& subject) {
       " packets dropped (since the chain was applied)\n");
 }
 
+// The surfaces of `policy` in audit, in capitals ("NETWORK, TOOLS"): a surface that blocks
+// nothing must not read like one that does. Empty when none is.
+std::string AuditedSurfaces(const leash::v1::Config& policy) {
+  std::vector<std::string> out;
+  if (policy.network().audit()) out.push_back("NETWORK");
+  if (policy.filesystem().audit()) out.push_back("FILESYSTEM");
+  if (policy.commands().audit()) out.push_back("COMMANDS");
+  if (policy.tools().audit()) out.push_back("TOOLS");
+  return absl::StrJoin(out, ", ");
+}
+
 // What leashd has in force: its subjects, its sidecars and its last reconcile.
 std::string RenderSubjectsAndSidecars(const leash::v1::StatusResponse& response) {
   std::string out;
@@ -96,6 +109,10 @@ std::string RenderSubjectsAndSidecars(const leash::v1::StatusResponse& response)
       }
       if (!subject.detail().empty()) absl::StrAppend(&out, " (", subject.detail(), ")");
       absl::StrAppend(&out, "\n");
+      if (const std::string audited = AuditedSurfaces(subject.policy()); !audited.empty()) {
+        absl::StrAppend(&out, "    AUDIT (blocks logged with enforced: false, not made): ",
+                        audited, "\n");
+      }
       absl::StrAppend(&out, RenderCounters(subject));
       // The host UIDs a process of the subject can run under inside a user namespace it makes:
       // confined as this subject too.
@@ -184,6 +201,10 @@ std::string RenderStatus(const leash::v1::StatusResponse& response) {
   }
   row("tools", floor.tools().mode(), floor.tools().allow().entries_size(),
       floor.tools().deny().entries_size(), absl::StrCat("inspect: ", absl::StrJoin(inspect, " ")));
+  if (const std::string audited = AuditedSurfaces(floor); !audited.empty()) {
+    absl::StrAppend(&out, "AUDIT (blocks logged with enforced: false, not made): ", audited,
+                    "\n");
+  }
   const leash::v1::Enforcers& e = floor.enforcers();
   absl::StrAppend(&out, "enforcers: network ", e.network() ? "on" : "OFF", ", filesystem ",
                   e.filesystem() ? "on" : "OFF", ", tools ", e.tools() ? "on" : "OFF", "\n");

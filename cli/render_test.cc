@@ -123,6 +123,30 @@ TEST(RenderStatus, InboundAllowShowsWhatWasServed) {
                         "0 packets dropped"));
 }
 
+// Audited surfaces are named in capitals: under the subject whose policy audits them, and
+// under the floor's table when the floor does; a policy that audits nothing adds no line.
+TEST(RenderStatus, AuditedSurfacesAreNamedInCapitals) {
+  leash::v1::StatusResponse status = Parse<leash::v1::StatusResponse>(R"pb(
+    subjects {
+      account: "leash-iris" uid: 1001 port: 18001 state: "enforced"
+      policy { network { audit: true } filesystem { audit: false } tools { audit: true } }
+    }
+    subjects { account: "leash-vader" uid: 1002 port: 18002 state: "enforced" policy {} }
+  )pb");
+  *status.mutable_floor() = Parse<leash::v1::Config>(kFloor);
+  std::string text = RenderStatus(status);
+  EXPECT_THAT(text, HasSubstr("leash-iris       uid 1001   port 18001 enforced      \n"
+                              "    AUDIT (blocks logged with enforced: false, not made): NETWORK, "
+                              "TOOLS\n"
+                              "  leash-vader"));
+  EXPECT_THAT(text, Not(HasSubstr("\nAUDIT")));
+  status.mutable_floor()->mutable_commands()->set_audit(true);
+  text = RenderStatus(status);
+  EXPECT_THAT(text, HasSubstr("tools       blacklist       0      0  inspect: secrets=block pii=log\n"
+                              "AUDIT (blocks logged with enforced: false, not made): COMMANDS\n"
+                              "enforcers:"));
+}
+
 TEST(RenderBindings, OneLinePerBindingWithItsAcks) {
   EXPECT_EQ(RenderBindings(Parse<leash::v1::ListBindingsResponse>(R"pb(
               bindings { scope: "global" profile: "base" }

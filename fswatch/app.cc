@@ -756,7 +756,8 @@ void FswatchProcess::Shutdown() {
   group_.reset();
   Say(absl::StrCat("stopped: ", watcher_->events_answered(), " events answered, ", log_->lost(),
                    " records lost, ", watcher_->overflows(), " queue overflows, ",
-                   watcher_->unopenable(), " events the kernel could not open for the watcher"));
+                   watcher_->unopenable(), " events the kernel could not open for the watcher, ",
+                   watcher_->audited_blocks(), " blocks let through under audit"));
   log_.reset();
 }
 
