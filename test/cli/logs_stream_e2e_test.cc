@@ -1,7 +1,8 @@
 // The live decision stream for real: `leash logs --follow --action block --account X` is
 // running when an agent's open, exec and connect are blocked by the sidecars and a tool call
 // for it is blocked by leashd's tools service; each block reaches it within a bound, with no
-// allow line and no other account's. Then the log is replayed from a ref and from a time.
+// allow line and no other account's. Then the log is replayed from a ref and from a time. A
+// watcher that stops reading loses lines, counted and told, and holds nothing up.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -235,6 +236,48 @@ TEST_F(LogsStreamTest, EveryBlockArrivesLiveAndReplaysFromARefAndATime) {
   ASSERT_TRUE(missing.ok());
   EXPECT_NE(missing->exit_code, 0);
   EXPECT_THAT(missing->out, HasSubstr("ref zzzzzzzz"));
+}
+
+// A watcher that stops reading (SIGSTOP) while the agent is blocked 20,000 times: the agent is
+// not held up, the log file has every block, and the watcher, once it reads again, is told how
+// many lines it lost.
+TEST_F(LogsStreamTest, AStoppedWatcherLosesCountedLinesAndHoldsNothingUp) {
+  const std::string root = fs_->path();
+  const std::string out = files_->Join("stalled.txt");
+  ASSERT_EQ(ToolCheck("before_watch", agent().name()).exit_code, 1);
+  auto follow = Background::Start(
+      LeashArgs({"logs", "--follow", "--account", agent().name(), "--tail", "1"}), out);
+  ASSERT_TRUE(follow.ok()) << follow.status();
+  ASSERT_FALSE(WaitForLine(out, {"before_watch"}, absl::Seconds(20)).empty()) << ReadAll(out);
+  ASSERT_TRUE(follow->Signal(SIGSTOP));
+
+  constexpr int kOpens = 20000;
+  RunResult r = AsAgent(agent(), absl::StrCat(
+      "refused = 0\nfor i in range(", kOpens, "):\n  try:\n    open('", root,
+      "/secret/key.txt').close()\n  except PermissionError:\n    refused += 1\n",
+      "print('refused', refused)\n"));
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("refused ", kOpens)));
+  // Every block is in the file (blocks are never held back by the allow-line limit).
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string log = ReadAll(decisions());
+        size_t count = 0;
+        for (size_t at = log.find("/secret/key.txt"); at != std::string::npos;
+             at = log.find("/secret/key.txt", at + 1)) {
+          ++count;
+        }
+        return count >= static_cast<size_t>(kOpens);
+      },
+      absl::Seconds(30)));
+
+  ASSERT_TRUE(follow->Signal(SIGCONT));
+  EXPECT_FALSE(WaitForLine(out, {"lines not sent: this watcher did not keep up"},
+                           absl::Seconds(30))
+                   .empty())
+      << ReadAll(out).substr(0, 2000);
+  // And it is live again: a new block arrives after the loss.
+  ASSERT_EQ(ToolCheck("after_the_stall", agent().name()).exit_code, 1);
+  EXPECT_FALSE(WaitForLine(out, {"after_the_stall"}, absl::Seconds(30)).empty());
 }
 
 }  // namespace
