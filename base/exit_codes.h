@@ -28,5 +28,8 @@ inline constexpr int kExitDegraded = 4;
 inline constexpr int kExitWatchdog = 5;
 // The event loop failed reading the kernel (leash-fswatch).
 inline constexpr int kExitLoopFailed = 6;
+// `leash tool check`: the caller, or the --account it named, is not a subject leashd enforces,
+// so nothing was judged (as root with no --account: root is never a leashed subject).
+inline constexpr int kExitNotSubject = 7;
 
 }  // namespace leash

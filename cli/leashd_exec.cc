@@ -14,7 +14,7 @@ namespace leash::cli {
 int ExecLeashd(const std::vector<std::string>& flags, Io io) {
   std::vector<std::string> candidates;
   if (const char* env = std::getenv("LEASH_LEASHD")) candidates.push_back(env);
-  candidates.push_back(controlplane::FindLeashProgram("leashd", "controlplane"));
+  candidates.push_back(controlplane::FindLeashProgram("leashd", "controlplane/main", "cli"));
   for (const std::string& path : candidates) {
     if (access(path.c_str(), X_OK) != 0) continue;
     std::vector<std::string> argv = {path};

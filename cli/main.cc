@@ -3,9 +3,11 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/json_outcome.h"
 #include "cli/offline.h"
 #include "cli/usage.h"
 #include "engine/decision.h"
@@ -36,27 +38,24 @@ const std::map<std::string, Command>& Commands() {
   return *commands;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  absl::StatusOr<Args> args = leash::cli::ParseArgs(argc, argv, std::getenv("LEASH_CONFIG"));
+// Runs the command `args` names (or reports why argv did not parse), printing to `io`.
+int Run(const absl::StatusOr<Args>& args, Io io) {
   if (!args.ok()) {
-    std::cerr << "leash: " << args.status().message() << "\n";
+    io.err << "leash: " << args.status().message() << "\n";
     return leash::kExitUsage;
   }
-  Io io{std::cout, std::cerr};
   if (args->words.empty()) {
     if (args->help) {
-      std::cout << leash::cli::Usage("");
+      io.out << leash::cli::Usage("");
       return leash::kExitOk;
     }
     return leash::cli::RunService(*args, io);
   }
   const std::string& command = args->words[0];
   if (args->help || command == "help") {
-    std::cout << leash::cli::Usage(command == "help" && args->words.size() > 1 ? args->words[1]
-                                   : command == "help" ? ""
-                                                       : command);
+    io.out << leash::cli::Usage(command == "help" && args->words.size() > 1 ? args->words[1]
+                                : command == "help" ? ""
+                                                    : command);
     return leash::kExitOk;
   }
   if ((command == "tool" || command == "tools") && args->words.size() > 1 &&
@@ -69,6 +68,30 @@ int main(int argc, char** argv) {
   if (leash::engine::ParseSurfaceName(command).ok()) {
     return leash::cli::RunListEdit(*args, io);
   }
-  std::cerr << "leash: unknown command '" << command << "'; see `leash --help`\n";
+  io.err << "leash: unknown command '" << command << "'; see `leash --help`\n";
   return leash::kExitUsage;
+}
+
+// The commands whose --json output is not one result: the service and the host commands
+// exec leashd, which prints its own line; logs prints the decision log's lines as they come.
+bool PrintsItsOwnJson(const Args& args) {
+  if (args.words.empty()) return !args.help;
+  const std::string& command = args.words[0];
+  return !args.help && (command == "init" || command == "teardown" || command == "logs");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const absl::StatusOr<Args> args =
+      leash::cli::ParseArgs(argc, argv, std::getenv("LEASH_CONFIG"));
+  const bool json = args.ok() ? args->json : leash::cli::WantsJson(argc, argv);
+  if (!json || (args.ok() && PrintsItsOwnJson(*args))) {
+    return Run(args, Io{std::cout, std::cerr});
+  }
+  std::ostringstream out;
+  std::ostringstream err;
+  const int exit_code = Run(args, Io{out, err});
+  std::cout << leash::cli::JsonOutcome(out.str(), err.str(), exit_code) << "\n";
+  return exit_code;
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/render.h"
+#include "proto/host/command_links.h"
 #include "proto/host/exec_routes.h"
 #include "engine/check_subject.h"
 #include "engine/compiled_policy.h"
@@ -95,9 +96,12 @@ int CheckOffline(const Args& args, std::ostream& out, std::ostream& err) {
     err << "leash check: " << expanded.status().message() << "\n";
     return kExitRefused;
   }
-  const engine::CompiledPolicy policy = engine::CompiledPolicy::Compile(*expanded);
+  // With the links leashd would hand the watcher, so a name entry covers what it covers there.
+  const engine::CompiledPolicy policy = engine::CompiledPolicy::Compile(
+      *expanded, controlplane::ResolveCommandLinks(*expanded, controlplane::SystemCommandPath()));
+  std::string resolved;
   absl::StatusOr<engine::Decision> decision =
-      engine::DecideText(policy, *surface, args.words[2]);
+      controlplane::DecideCheckSubject(policy, *surface, args.words[2], resolved);
   if (!decision.ok()) {
     err << "leash check: " << decision.status().message() << "\n";
     return kExitUsage;
@@ -106,6 +110,7 @@ int CheckOffline(const Args& args, std::ostream& out, std::ostream& err) {
   *response.mutable_decision() = decision->ToProto();
   response.set_account(config->user());
   response.set_evaluated_by("offline");
+  response.set_resolved(resolved);
   if (args.json) {
     out << ToJson(response) << "\n";
   } else {

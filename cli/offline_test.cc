@@ -83,7 +83,7 @@ TEST(ValidateOffline, JsonCarriesFindingsAndProvenance) {
   const std::string path = WriteConfig("j.yaml", "network: { deny: ['a b'] }\n");
   std::ostringstream out, err;
   EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}, true), out, err), kExitRefused);
-  EXPECT_THAT(out.str(), HasSubstr("\"severity\":\"SEVERITY_CRITICAL\""));
+  EXPECT_THAT(out.str(), HasSubstr("\"severity\":\"critical\""));
   EXPECT_THAT(out.str(), HasSubstr("\"evaluated_by\":\"offline\""));
 }
 

@@ -54,7 +54,9 @@ std::string RenderCheck(const leash::v1::CheckResponse& response,
   const bool allowed = response.decision().action() == leash::v1::ACTION_ALLOW;
   return absl::StrCat(allowed ? "allow" : "block", "  ", response.decision().reason(),
                       response.account().empty() ? "" : absl::StrCat("  [", response.account(), "]"),
-                      "\n", Provenance(response.evaluated_by(), config_path));
+                      "\n",
+                      response.resolved().empty() ? "" : absl::StrCat("  (", response.resolved(), ")\n"),
+                      Provenance(response.evaluated_by(), config_path));
 }
 
 namespace {

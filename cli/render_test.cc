@@ -195,8 +195,44 @@ TEST(Json, ProtoFieldNamesAndDefaultsPrinted) {
   EXPECT_THAT(json, HasSubstr("\"written\":false"));
   EXPECT_THAT(json, HasSubstr("\"notices\":[\"bind global changes the floor"));
   EXPECT_EQ(json.find('\n'), std::string::npos);
-  EXPECT_THAT(ToJson(Parse<leash::v1::StatusResponse>(kSubjectsAndSidecars)),
-              HasSubstr("\"map_version\":\"7\""));
+}
+
+// --json numbers are numbers: protobuf's own JSON quotes every 64-bit integer ("7"), which a
+// script comparing map_version > 6 reads as a string.
+TEST(Json, NumbersAsNumbers) {
+  const std::string json = ToJson(Parse<leash::v1::StatusResponse>(kSubjectsAndSidecars));
+  EXPECT_THAT(json, HasSubstr("\"map_version\":7,"));
+  EXPECT_THAT(json, HasSubstr("\"reconcile_passes\":5"));
+  EXPECT_THAT(json, HasSubstr("\"inbound_dropped_packets\":3"));
+  EXPECT_THAT(json, Not(HasSubstr("\"7\"")));
+}
+
+// --json enum values are spelled as the YAML spells them, so a value read from --json can be
+// written back into leash.yaml or given to `leash <surface> mode`.
+TEST(Json, EnumValuesAsTheYamlSpellsThem) {
+  const std::string json = ToJson(Parse<leash::v1::Config>(kFloor));
+  EXPECT_THAT(json, HasSubstr("\"network\":{\"mode\":\"whitelist\""));
+  EXPECT_THAT(json, HasSubstr("\"udp\":\"drop\""));
+  EXPECT_THAT(json, HasSubstr("\"inbound\":\"drop\""));
+  EXPECT_THAT(json, HasSubstr("\"secrets\":\"block\""));
+  EXPECT_THAT(json, Not(HasSubstr("MODE_")));
+  leash::v1::CheckResponse check;
+  check.mutable_decision()->set_action(leash::v1::ACTION_BLOCK);
+  EXPECT_THAT(ToJson(check), HasSubstr("\"action\":\"block\""));
+  leash::v1::ValidateResponse validate;
+  validate.add_findings()->set_severity(leash::v1::SEVERITY_ERROR);
+  EXPECT_THAT(ToJson(validate), HasSubstr("\"severity\":\"error\""));
+}
+
+// Fields keep the proto's order and presence: an optional the tier did not write is absent
+// (a fragment's "not written" differs from "written as the default"), a plain scalar is there.
+TEST(Json, FieldOrderAndPresenceKept) {
+  leash::v1::Config fragment;
+  fragment.mutable_network()->mutable_allow()->add_entries("a.com\"\n");
+  const std::string json = ToJson(fragment);
+  EXPECT_THAT(json, HasSubstr("\"network\":{\"allow\":{\"entries\":[\"a.com\\\"\\n\"]}"));
+  EXPECT_THAT(json, Not(HasSubstr("\"mode\"")));
+  EXPECT_THAT(json, Not(HasSubstr("\"filesystem\"")));
 }
 
 TEST(Json, AFlatObjectKeepsEachFieldsType) {

@@ -34,8 +34,20 @@ int RunToolCheck(const Args& args, Io io) {
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(15));
   leash::v1::CheckToolResponse response;
   const grpc::Status status = client.tools().CheckTool(&context, request, &response);
+  if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
+    // The caller (or the --account named) is no subject leashd enforces: nothing was judged,
+    // which a script must be able to tell from a block.
+    io.err << "leash tool check: " << status.error_message() << "\n";
+    if (request.account().empty()) {
+      io.err << "  add --account <agent account> to check a call as that agent would make it"
+             << (geteuid() == 0 ? " (you are root, which is no leashed subject)" : "")
+             << "; `leash status` lists the subjects\n";
+    }
+    return kExitNotSubject;
+  }
   if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
-    // A block is an error to the caller; its full answer rides in the trailers.
+    // A block is an error to the caller; its full answer rides in the trailers (and, for
+    // clients of gRPC's rich error model, in the status details: docs/OPERATIONS.md).
     const auto& trailers = context.GetServerTrailingMetadata();
     auto it = trailers.find("leash-check-tool-response-bin");
     if (it != trailers.end()) {

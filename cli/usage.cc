@@ -41,7 +41,9 @@ surfaces: network|net, filesystem|fs, commands|cmd, tools|tool
 
 global flags:
   -c, --config <path>     config file (default $LEASH_CONFIG, else /etc/leash/leash.yaml)
-  --json                  print the result as one JSON object
+  --json                  every outcome as one JSON object on stdout, errors and refusals
+                          too: "ok", "exit_code", "error" (on failure), then the result's
+                          fields; enum values as the YAML spells them, numbers as numbers
   --ack '<token>'         consent to a loosening, repeatable: '<field>:<value>' on bind and
                           unbind; 'agent:<account>=<field>:<value>' on profile save
   --no-reconcile          write the policy but do not reconcile (it is not in force until
@@ -65,6 +67,8 @@ exit codes:
      then shows the config file, and its --json says "offline": true
   4  status: degraded (a subject without its policy, something not in force, a sidecar
      down), each named on the DEGRADED line and in --json's "degraded"
+  7  tool check: the caller (root, with no --account) or the --account named is not a
+     leashed subject, so nothing was judged
 )";
 
 const std::map<std::string, std::string>& CommandHelp() {
@@ -81,6 +85,9 @@ const std::map<std::string, std::string>& CommandHelp() {
   Dry-runs a decision against a subject's live policy (default: the configured user).
   network: host:port, ip:port or [v6]:port   filesystem: an absolute path
   commands: a binary path or name            tools: a tool name
+  A command name is found on the system PATH (/usr/local/sbin:/usr/local/bin:/usr/sbin:
+  /usr/bin:/sbin:/bin) as an exec finds it, and the program it resolves to is judged, as the
+  watcher judges an exec of it; the output says what it resolved to.
   Exits 0 when allowed, 1 when blocked. Without leashd: against the config file.
 )"},
       {"profile", R"(usage: leash profile save <name> --from <file.yaml> [--ack 'agent:<account>=<field>:<value>']...
@@ -98,7 +105,8 @@ const std::map<std::string, std::string>& CommandHelp() {
   Judged like a bind (removing a tightening loosens); recorded in the unbind ledger first.
 )"},
       {"tool", R"(usage: leash tool check <name> [--inputs '<json>'|-] [--account <account>] [--json]
-  Asks CheckTool on the tools socket; exits 0 when allowed, 1 when blocked.
+  Asks CheckTool on the tools socket; exits 0 when allowed, 1 when blocked, 7 when the caller
+  is not a leashed subject (root is not one: add --account <agent account>).
 )"},
       {"logs", R"(usage: leash logs [--follow] [--account <account>] [--surface <surface>]
                   [--action block|allow] [--since <when>] [--until <when>] [--ref <ref>]

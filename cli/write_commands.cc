@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cli/caller_claim.h"
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/config_target.h"
@@ -32,6 +33,11 @@ int Usage(Io io, absl::string_view usage) {
 int ReportWrite(const leash::v1::PolicyWriteResponse& response, const Args& args, Io io) {
   if (args.json) {
     io.out << ToJson(response) << "\n";
+    // The envelope's "error" (cli/json_outcome.h); the refusal itself is in the object.
+    if (response.has_refusal()) {
+      io.err << "refused (" << response.refusal().kind() << "): " << response.refusal().message()
+             << "\n";
+    }
   } else if (response.has_refusal()) {
     io.out << engine::RenderRefusal(response.refusal());
   } else {
@@ -208,11 +214,9 @@ int RunUnbind(const Args& args, Io io) {
   request.set_scope(args.words[1]);
   for (const std::string& ack : args.acks) request.add_acks(ack);
   request.set_no_reconcile(args.no_reconcile);
-  // The ledger records who removed the binding: the operator behind sudo when there is one.
-  const char* sudo_user = std::getenv("SUDO_USER");
-  const char* user = std::getenv("USER");
-  request.set_who(absl::StrCat(sudo_user ? sudo_user : (user ? user : "unknown"), " (uid ",
-                               getuid(), sudo_user ? ", via sudo" : "", ")"));
+  // The ledger records who removed the binding: leashd writes the credentials it sees (root)
+  // and this, the operator behind sudo and the session's login UID, as the client's claim.
+  request.set_who(DescribeCaller(ReadCallerFacts()));
   leash::v1::PolicyWriteResponse response;
   grpc::Status status = client.control().Unbind(client.Context(true).get(), request, &response);
   if (!status.ok()) return ReportFailure(io, client.Explain(status));

@@ -1,6 +1,9 @@
 #include "controlplane/control_service.h"
 
+#include <pwd.h>
+
 #include "absl/strings/str_cat.h"
+#include "proto/host/command_links.h"
 #include "proto/host/exec_routes.h"
 #include "controlplane/floor_file.h"
 #include "proto/host/list_files.h"
@@ -12,6 +15,23 @@
 #include "engine/validate.h"
 
 namespace leash::controlplane {
+std::string DescribeUnbindCaller(const std::optional<ucred>& peer, absl::string_view claim) {
+  std::string who;
+  if (peer) {
+    struct passwd entry;
+    struct passwd* found = nullptr;
+    char buffer[4096];
+    const bool named =
+        getpwuid_r(peer->uid, &entry, buffer, sizeof(buffer), &found) == 0 && found != nullptr;
+    who = absl::StrCat("uid ", peer->uid, named ? absl::StrCat(" (", found->pw_name, ")") : "",
+                       ", pid ", peer->pid);
+  } else {
+    who = "the caller's credentials could not be read";
+  }
+  if (!claim.empty()) absl::StrAppend(&who, "; claimed by the client: ", claim);
+  return who;
+}
+
 namespace {
 
 // `leash validate` on a subject that holds subordinate IDs: a warning that says what they are
@@ -170,10 +190,15 @@ grpc::Status ControlService::Bind(grpc::ServerContext*, const leash::v1::BindReq
                 response);
 }
 
-grpc::Status ControlService::Unbind(grpc::ServerContext*, const leash::v1::UnbindRequest* r,
+grpc::Status ControlService::Unbind(grpc::ServerContext* context,
+                                    const leash::v1::UnbindRequest* r,
                                     leash::v1::PolicyWriteResponse* response) {
   std::vector<std::string> acks(r->acks().begin(), r->acks().end());
-  const std::string who = r->who().empty() ? "root" : r->who();
+  // What leashd saw on the socket is fact; what the client says of itself (the operator behind
+  // sudo, the session's login UID) cannot be checked, so it is recorded as its claim.
+  std::optional<ucred> peer;
+  if (deps_.caller && context != nullptr) peer = deps_.caller(*context);
+  const std::string who = DescribeUnbindCaller(peer, r->who());
   return Finish(deps_.store->Unbind(r->scope(), acks, who, Host()), r->no_reconcile(), response);
 }
 
@@ -336,10 +361,12 @@ grpc::Status ControlService::Check(grpc::ServerContext*, const leash::v1::CheckR
     *response->mutable_decision() = blocked.ToProto();
     return grpc::Status::OK;
   }
+  std::string resolved;
   absl::StatusOr<engine::Decision> decision =
-      engine::DecideText(*subject->policy, r->surface(), r->subject());
+      DecideCheckSubject(*subject->policy, r->surface(), r->subject(), resolved);
   if (!decision.ok()) return ToGrpc(decision.status());
   *response->mutable_decision() = decision->ToProto();
+  response->set_resolved(resolved);
   return grpc::Status::OK;
 }
 

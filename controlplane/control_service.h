@@ -6,6 +6,8 @@
 // success.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <functional>
 #include <optional>
 #include <string>
@@ -41,7 +43,14 @@ struct ControlDeps {
   WatchDecisionsDeps decisions;
   // How long a write waits for its reconcile.
   absl::Duration reconcile_timeout = absl::Seconds(60);
+  // The credentials of the connection a call came on (SO_PEERCRED), for the unbind ledger;
+  // null or nullopt when unknown.
+  std::function<std::optional<ucred>(const grpc::ServerContextBase&)> caller;
 };
+
+// The unbind ledger's "who": the credentials leashd saw on the admin socket, e.g.
+// "uid 0 (root), pid 4242", then "; claimed by the client: <claim>" when the client sent one.
+std::string DescribeUnbindCaller(const std::optional<ucred>& peer, absl::string_view claim);
 
 class ControlService final : public leash::v1::Control::Service {
  public:

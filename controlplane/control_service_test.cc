@@ -270,5 +270,20 @@ TEST_F(ControlServiceTest, ValidateWarnsOfAnAgentsSubordinateIdsWithTheFix) {
   EXPECT_FALSE(response.failed()) << response.DebugString();
 }
 
+// The unbind ledger recorded "who: unknown (uid 0)". leashd records the credentials it sees on
+// the socket as fact and the CLI's account of itself (sudo, login UID) as the client's claim.
+TEST(UnbindLedgerWho, PeerCredentialsThenTheClientsClaim) {
+  ucred root{};
+  root.pid = 4242;
+  root.uid = 0;
+  root.gid = 0;
+  EXPECT_EQ(DescribeUnbindCaller(root, "sudo from alice (SUDO_UID 1000); login uid 1000 (alice); uid 0"),
+            "uid 0 (root), pid 4242; claimed by the client: sudo from alice (SUDO_UID 1000); "
+            "login uid 1000 (alice); uid 0");
+  EXPECT_EQ(DescribeUnbindCaller(root, ""), "uid 0 (root), pid 4242");
+  EXPECT_EQ(DescribeUnbindCaller(std::nullopt, "uid 0"),
+            "the caller's credentials could not be read; claimed by the client: uid 0");
+}
+
 }  // namespace
 }  // namespace leash::controlplane

@@ -5,8 +5,9 @@
 //    watcher (and the proxy, whose listener must exist) BEFORE its chain goes in, then gets its
 //    policy;
 //  - the policies go out once per pass, after every chain: what a chain or a listener that
-//    failed denies is known by then, so no subject is published twice in one pass (a new
-//    subject's denial before its chain is the one publish that precedes it);
+//    failed denies is known by then. Only a pass that onboards (new subjects, moved ranges or
+//    ports, listeners to retry) publishes once more, before its chains; why one publish cannot
+//    serve a new subject is in docs/ARCHITECTURE.md ("Where the rules left a choice");
 //  - a changed subject is re-published and its chain alone re-applied;
 //  - an unchanged subject is not touched at all;
 //  - a subject that left discovery loses its policy (published as no-policy: every connection
@@ -30,7 +31,7 @@
 
 #include "absl/time/time.h"
 #include "controlplane/account_source.h"
-#include "controlplane/command_links.h"
+#include "proto/host/command_links.h"
 #include "controlplane/netfilter.h"
 #include "controlplane/policy_source.h"
 #include "controlplane/parse_memo.h"

@@ -71,6 +71,9 @@ TEST(Validate, CommandsBlacklistWarnsAboutRenamedBinaries) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity(), leash::v1::SEVERITY_WARNING);
   EXPECT_THAT(f->message(), HasSubstr("renamed binary"));
+  // And what a whitelist's name entry would match instead.
+  EXPECT_THAT(f->message(), HasSubstr("a name entry (git) allows only a program owned by root and "
+                                      "writable by nobody else, in a folder only root can write"));
   EXPECT_FALSE(HasBlockingFinding(findings));
 }
 

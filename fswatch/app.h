@@ -22,7 +22,7 @@ inline constexpr int kWatchdogSeconds = 10;   // docs/ARCHITECTURE.md, rule F4
 inline constexpr int kRescanSeconds = 5;      // docs/ARCHITECTURE.md, rule F5
 // PolicyStream heartbeats: leashd hands the group to the standby watcher when they stop (a
 // SIGSTOPped watcher stalls every open on the marked filesystems until then), so they come
-// often enough for leashd's short timeout (controlplane/daemon.h) to tolerate a loaded host.
+// often enough for leashd's short timeout (controlplane/main/daemon.h) to tolerate a loaded host.
 inline constexpr int kHeartbeatMillis = 250;
 
 struct Flags {

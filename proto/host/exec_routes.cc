@@ -9,6 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 
 namespace leash::controlplane {
@@ -104,7 +105,7 @@ leash::v1::ExecRoute FuseRoute(const std::string& root) {
     route.set_open(false);
     return route;
   }
-  route.set_state(absl::StrCat("/dev/fuse mode ", absl::Hex(st.st_mode & 07777, absl::kZeroPad4)));
+  route.set_state(absl::StrFormat("/dev/fuse mode %04o", st.st_mode & 07777));
   route.set_open((st.st_mode & 0006) != 0);
   route.set_closed_by(
       "/dev/fuse mode 0600 (a udev rule, e.g. KERNEL==\"fuse\", MODE=\"0600\" in "

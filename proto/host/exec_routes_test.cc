@@ -79,8 +79,11 @@ TEST_F(ExecRoutesTest, FuseIsOpenWhenOthersMayOpenTheDevice) {
   Fuse(0666);
   EXPECT_TRUE(Route("FUSE").open());
   EXPECT_THAT(Route("FUSE").closed_by(), HasSubstr("0600"));
+  EXPECT_EQ(Route("FUSE").state(), "/dev/fuse mode 0666");
   Fuse(0600);
   EXPECT_FALSE(Route("FUSE").open());
+  // The mode as chmod and ls show it: octal.
+  EXPECT_EQ(Route("FUSE").state(), "/dev/fuse mode 0600");
 }
 
 TEST_F(ExecRoutesTest, ValidateFindingsNameEachOpenRoute) {

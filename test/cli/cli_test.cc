@@ -2,6 +2,8 @@
 // compared with a golden file in testdata/ (run with LEASH_UPDATE_GOLDEN=1 to rewrite them after a
 // deliberate change, then review the diff); the temp paths of the run are replaced by
 // placeholders first.
+#include <linux/limits.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <fstream>
@@ -12,20 +14,19 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "re2/re2.h"
 #include "gtest/gtest.h"
-#include "test/fixtures/account_view.h"
-#include "test/fixtures/netns.h"
-#include "test/fixtures/root.h"
+#include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
-#include "test/fixtures/test_account.h"
-#include "test/fixtures/tmpfs.h"
 #include "test/leashd/leashd_fixture.h"
 
 namespace leash::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -34,31 +35,19 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-class CliTest : public ::testing::Test {
+class CliTest : public RootTest {
  protected:
   void SetUp() override {
-    LEASH_REQUIRE_ROOT();
-    auto ns = NetNamespace::Create();
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = *std::move(ns);
-    auto fs = TmpfsMount::Create();
-    ASSERT_TRUE(fs.ok()) << fs.status();
-    fs_ = *std::move(fs);
+    RootTest::SetUp();
+    if (!Ready()) return;
+    ASSERT_NE(MountTmpfs(), nullptr);
     // Host accounts unique to this run, shown to leashd under the names the floor and the
     // golden output use; no other run's agents are in its view.
-    auto view = AccountView::Create();
-    ASSERT_TRUE(view.ok()) << view.status();
-    view_ = *std::move(view);
+    ASSERT_NE(MakeAccountView(), nullptr);
     for (const char* name : {"lcli-user", "leash-iris", "leash-vader"}) {
-      auto account = TestAccount::Create(UniqueAccountName(name));
-      ASSERT_TRUE(account.ok()) << account.status();
-      view_->Show(**account, name);
-      accounts_.push_back(*std::move(account));
+      ASSERT_NE(AddAccount(UniqueAccountName(name), name), nullptr);
     }
-    auto files = TempDir::Create("lcli");
-    ASSERT_TRUE(files.ok());
-    files_ = *std::move(files);
-    chmod(files_->path().c_str(), 0755);
+    ASSERT_NE(MakeFiles("lcli"), nullptr);
     const std::string floor = absl::StrCat(
         "user: lcli-user\nfail_mode: closed\n",
         "network: { mode: whitelist, allow: [\"floor.example\"], deny: [\"bad.example\"] }\n",
@@ -104,11 +93,6 @@ class CliTest : public ::testing::Test {
     EXPECT_EQ(actual, ReadFile(golden_path)) << "golden " << golden_path << " differs";
   }
 
-  std::unique_ptr<NetNamespace> ns_;
-  std::unique_ptr<TmpfsMount> fs_;
-  std::vector<std::unique_ptr<TestAccount>> accounts_;
-  std::unique_ptr<AccountView> view_;
-  std::unique_ptr<TempDir> files_;
   std::unique_ptr<LeashdInstance> leashd_;
 };
 
@@ -337,6 +321,126 @@ TEST_F(CliTest, InboundFromARemoteHostIsDroppedShownInStatusAndServedOnlyWithIts
   EXPECT_EQ(connect(**remote, "198.51.100.1"), "agent");
   EXPECT_THAT(Leash({"status"}).out, ::testing::ContainsRegex("inbound \\(allow\\): 0 packets "
                                                               "dropped, [1-9][0-9]* served"));
+}
+
+// --json is one JSON object on stdout for every outcome, errors and refusals included; the
+// exit code is unchanged; enum values as the YAML spells them, numbers as numbers.
+google::protobuf::Struct OneJsonObject(const RunResult& result) {
+  google::protobuf::Struct parsed;
+  const std::string line(absl::StripTrailingAsciiWhitespace(result.out));
+  EXPECT_EQ(line.find('\n'), std::string::npos) << "more than one line:\n" << result.out;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(line, &parsed).ok()) << result.out;
+  return parsed;
+}
+
+TEST_F(CliTest, JsonIsOneObjectForEveryOutcomeErrorsAndRefusalsIncluded) {
+  RunResult blocked = Leash({"--json", "check", "net", "other.example:443"});
+  EXPECT_EQ(blocked.exit_code, 1);
+  google::protobuf::Struct object = OneJsonObject(blocked);
+  EXPECT_FALSE(object.fields().at("ok").bool_value());
+  EXPECT_EQ(object.fields().at("exit_code").number_value(), 1);
+  EXPECT_EQ(object.fields().at("decision").struct_value().fields().at("action").string_value(),
+            "block");
+
+  RunResult unknown = Leash({"--json", "frobnicate"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  object = OneJsonObject(unknown);
+  EXPECT_THAT(object.fields().at("error").string_value(), HasSubstr("unknown command"));
+  RunResult bad_flag = Leash({"--json", "--bogus-flag", "status"});
+  EXPECT_EQ(bad_flag.exit_code, 2);
+  EXPECT_THAT(OneJsonObject(bad_flag).fields().at("error").string_value(),
+              HasSubstr("unknown flag '--bogus-flag'"));
+  RunResult usage = Leash({"--json", "bindings", "extra"});
+  EXPECT_EQ(usage.exit_code, 2);
+  EXPECT_THAT(OneJsonObject(usage).fields().at("error").string_value(),
+              HasSubstr("usage: leash bindings"));
+
+  const std::string from = WriteProfile("web", "network: { allow: [\"openai.com\"] }\n");
+  ASSERT_EQ(Leash({"profile", "save", "web", "--from", from}).exit_code, 0);
+  RunResult refused = Leash({"--json", "bind", "agent:leash-iris", "web"});
+  EXPECT_EQ(refused.exit_code, 1);
+  object = OneJsonObject(refused);
+  EXPECT_FALSE(object.fields().at("ok").bool_value());
+  EXPECT_THAT(object.fields().at("error").string_value(), HasSubstr("refused (loosening)"));
+  EXPECT_THAT(refused.out, HasSubstr("\"ack_token\":\"network.allow:openai.com\"")) << refused.out;
+
+  RunResult status = Leash({"--json", "status"});
+  EXPECT_EQ(status.exit_code, 0) << status.out;
+  object = OneJsonObject(status);
+  EXPECT_TRUE(object.fields().at("ok").bool_value());
+  EXPECT_THAT(status.out, HasSubstr("\"network\":{\"mode\":\"whitelist\""));
+  EXPECT_THAT(status.out, Not(HasSubstr("MODE_")));
+  EXPECT_EQ(object.fields().at("map_version").kind_case(), google::protobuf::Value::kNumberValue)
+      << status.out;
+  EXPECT_EQ(object.fields().at("reconcile_passes").kind_case(),
+            google::protobuf::Value::kNumberValue);
+
+  RunResult away = leash::testing::Run({RunfilePath("cli/leash"), "--socket=/tmp/no-leashd.sock",
+                                        "--config=" + leashd_->config_path(), "--json",
+                                        "reconcile"})
+                       .value();
+  EXPECT_EQ(away.exit_code, 3) << away.out;
+  EXPECT_THAT(OneJsonObject(away).fields().at("error").string_value(),
+              HasSubstr("leashd is not answering on /tmp/no-leashd.sock"));
+}
+
+// `leash check commands nc` said allow while an exec of /usr/bin/nc was blocked: a bare name is
+// resolved on the system PATH the way an exec would find it, and the output says to what.
+// python3 is a link on the system PATH (scripts/lib/deps.sh installs it; Debian links it to
+// python3.X): a name allow for python3 and a deny of the program it runs.
+TEST_F(CliTest, CheckCommandsBareNameIsResolvedOnTheSystemPath) {
+  char real[PATH_MAX];
+  ASSERT_NE(realpath("/usr/bin/python3", real), nullptr);
+  ASSERT_EQ(Leash({"cmd", "allow", "python3"}).exit_code, 0);
+  ASSERT_EQ(Leash({"cmd", "deny", real}).exit_code, 0);
+  RunResult check = Leash({"check", "commands", "python3"});
+  EXPECT_EQ(check.exit_code, 1) << check.out;
+  EXPECT_THAT(check.out, HasSubstr(absl::StrCat("matches deny entry '", real, "'")));
+  EXPECT_THAT(check.out, HasSubstr(absl::StrCat(", which is ", real, ")")));
+  // The name as typed no longer decides: before, the name allow entry answered "allow".
+  EXPECT_THAT(check.out, Not(HasSubstr("allow entry 'python3'")));
+}
+
+// `leash tool check` as root with no --account: root is no leashed subject. The message names
+// the flag to add, and the exit code (7) says nothing was judged, unlike a block (1).
+TEST_F(CliTest, ToolCheckAsRootWithoutAccountNamesTheFlagAndHasItsOwnExitCode) {
+  RunResult root = Leash({"tool", "check", "read_file", "--tools-socket",
+                          leashd_->tools_socket(), "--inputs", "{}"});
+  EXPECT_EQ(root.exit_code, 7) << root.out;
+  EXPECT_THAT(root.out, HasSubstr("is not a leashed subject"));
+  EXPECT_THAT(root.out, HasSubstr("add --account <agent account>"));
+  RunResult nobody = Leash({"tool", "check", "read_file", "--account", "leash-nobody",
+                            "--tools-socket", leashd_->tools_socket(), "--inputs", "{}"});
+  EXPECT_EQ(nobody.exit_code, 7) << nobody.out;
+  RunResult blocked = Leash({"tool", "check", "forbidden_tool", "--account", "leash-iris",
+                             "--tools-socket", leashd_->tools_socket(), "--inputs", "{}"});
+  EXPECT_EQ(blocked.exit_code, 1) << blocked.out;
+}
+
+// The unbind ledger recorded `who: unknown (uid 0)`. It records the credentials leashd saw on
+// the socket, and the operator behind sudo and the login UID as the client's claim.
+TEST_F(CliTest, UnbindLedgerRecordsSudoUserAndLoginUid) {
+  const std::string from = WriteProfile("tight", "network: { deny: [\"x.example\"] }\n");
+  ASSERT_EQ(Leash({"profile", "save", "tight", "--from", from}).exit_code, 0);
+  ASSERT_EQ(Leash({"bind", "agent:leash-iris", "tight"}).exit_code, 0);
+  // As `sudo leash unbind` run by alice-operator would see its environment.
+  setenv("SUDO_USER", "alice-operator", 1);
+  setenv("SUDO_UID", "1234", 1);
+  RunResult removed = Leash({"unbind", "agent:leash-iris"});
+  std::string token;
+  if (removed.exit_code != 0) {
+    // Removing a deny loosens: re-run with the token the refusal asks for.
+    EXPECT_TRUE(RE2::PartialMatch(removed.out, R"(--ack '([^']+)')", &token)) << removed.out;
+    removed = Leash({"unbind", "agent:leash-iris", "--ack", token});
+  }
+  unsetenv("SUDO_USER");
+  unsetenv("SUDO_UID");
+  ASSERT_EQ(removed.exit_code, 0) << removed.out;
+  const std::string written = ReadFile(leashd_->state_dir() + "/unbinds.jsonl");
+  EXPECT_THAT(written, HasSubstr("uid 0 (root), pid "));
+  EXPECT_THAT(written, HasSubstr("claimed by the client: sudo from alice-operator (SUDO_UID 1234)"));
+  EXPECT_THAT(written, ::testing::AnyOf(HasSubstr("login uid "), HasSubstr("no login uid")));
+  EXPECT_THAT(written, Not(HasSubstr("unknown")));
 }
 
 TEST_F(CliTest, HelpListsEveryCommandAndFlag) {

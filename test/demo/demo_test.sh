@@ -14,7 +14,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 bin=$(mktemp -d /tmp/leash-demo-test-bin.XXXXXX)
 trap 'rm -rf "$bin"' EXIT
-cp cli/leash controlplane/leashd proxy/leash-proxy fswatch/leash-fswatch "$bin/"
+cp cli/leash controlplane/main/leashd proxy/leash-proxy fswatch/leash-fswatch "$bin/"
 out=$(LEASH_DEMO_BINARIES=$bin scripts/demo 2>&1) && rc=0 || rc=$?
 echo "$out"
 [ $rc -eq 0 ] || { echo "FAIL: scripts/demo exited $rc" >&2; exit 1; }

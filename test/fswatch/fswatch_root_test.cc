@@ -23,6 +23,7 @@
 #include <cstring>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <string>
@@ -302,6 +303,68 @@ TEST_F(FswatchRootTest, DevicesAndFifosRaiseNoPermissionEventOnThisKernel) {
   EXPECT_EQ(LinesFor(log, a.uid(), T("z/file")).size(), 1u) << log;
   EXPECT_TRUE(LinesFor(log, a.uid(), T("z/devs/null")).empty()) << log;
   EXPECT_TRUE(LinesFor(log, a.uid(), T("z/fifo")).empty()) << log;
+}
+
+// The exec route the kernel never reports: a program copied into a memfd and run with fexecve
+// lives on the kernel's internal shmem mount, which fanotify cannot mark, so no rule sees it.
+// With vm.memfd_noexec = 2 the kernel refuses to execute any memfd. leashd reads the setting
+// and says it (proto/host/exec_routes.h); docs/OPERATIONS.md's fidelity matrix says both; this
+// test fails when either stops being true, so the matrix can be corrected.
+TEST_F(FswatchRootTest, AProgramRunFromAMemfdRaisesNoEventUnlessMemfdNoexecIsTwo) {
+  ASSERT_TRUE(RunOk({"cp", "/bin/echo", T("bin/unlisted-echo")}).ok());
+  ASSERT_EQ(chmod(T("bin/unlisted-echo").c_str(), 0755), 0);
+  std::ifstream setting("/proc/sys/vm/memfd_noexec");
+  int memfd_noexec = -1;
+  setting >> memfd_noexec;
+  ASSERT_GE(memfd_noexec, 0) << "this kernel has no vm.memfd_noexec";
+  WatcherProcess* w = Start(StandardMap());
+  ASSERT_NE(w, nullptr);
+  const TestAccount& a = *g_accounts->a;
+  // lfs-a's commands whitelist does not list it: run from the file, refused ...
+  EXPECT_EQ(Probe(a, {"exec", T("bin/unlisted-echo"), "ran-unseen"}), kEperm);
+  // ... and from a memfd, unjudged (the read of the file is an allowed open).
+  const std::string from_memfd = Probe(a, {"memfd-exec", T("bin/unlisted-echo"), "ran-unseen"});
+  if (memfd_noexec < 2) {
+    EXPECT_EQ(from_memfd, "ran-unseen");
+  } else {
+    EXPECT_EQ(from_memfd, "errno=13");  // EACCES: the kernel's own refusal
+  }
+  EXPECT_EQ(Stop(*w), 0);
+  const std::string log = w->Log();
+  // The file's refused exec is logged; nothing of the memfd is.
+  EXPECT_FALSE(LinesFor(log, a.uid(), T("bin/unlisted-echo")).empty()) << log;
+  EXPECT_THAT(log, ::testing::Not(HasSubstr("memfd:"))) << "the watcher saw the memfd exec";
+}
+
+// The other route: a filesystem the agent mounts inside its own user and mount namespace is
+// never marked, so a program copied there runs with no event (closed only by refusing
+// unprivileged user namespaces, which leashd reads and says). The fidelity matrix says so.
+TEST_F(FswatchRootTest, AProgramRunFromATmpfsInTheAgentsOwnNamespaceRaisesNoEvent) {
+  ASSERT_TRUE(RunOk({"cp", "/bin/echo", T("bin/unlisted-echo")}).ok());
+  ASSERT_EQ(chmod(T("bin/unlisted-echo").c_str(), 0755), 0);
+  WatcherProcess* w = Start(StandardMap());
+  ASSERT_NE(w, nullptr);
+  const TestAccount& a = *g_accounts->a;
+  EXPECT_EQ(Probe(a, {"exec", T("bin/unlisted-echo"), "ran-unseen"}), kEperm);
+  // The bytes come in through a pipe (read where the agent may read them; downloaded would do
+  // as well): inside the namespace, a read through its copy of the marked mount is judged.
+  absl::StatusOr<RunResult> result = leash::testing::Run(a.AsUser(
+      {"sh", "-c",
+       absl::StrCat("cat ", T("bin/unlisted-echo"), " | unshare -rm sh -c 'mount -t tmpfs own ",
+                    T("a/sub"), " && cat > ", T("a/sub/e"), " && chmod 0755 ", T("a/sub/e"),
+                    " && ", T("a/sub/e"), " ran-unseen'")}));
+  ASSERT_TRUE(result.ok());
+  std::ifstream setting("/proc/sys/user/max_user_namespaces");
+  long max_user_namespaces = 0;
+  setting >> max_user_namespaces;
+  if (max_user_namespaces > 0) {
+    EXPECT_EQ(result->exit_code, 0) << result->out;
+    EXPECT_THAT(result->out, HasSubstr("ran-unseen"));
+  } else {
+    EXPECT_NE(result->exit_code, 0) << result->out;
+  }
+  EXPECT_EQ(Stop(*w), 0);
+  EXPECT_TRUE(LinesFor(w->Log(), a.uid(), T("a/sub/e")).empty()) << w->Log();
 }
 
 TEST_F(FswatchRootTest, UnmappedAccountAndRootAreUnaffectedAndUnlogged) {

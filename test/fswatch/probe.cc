@@ -7,6 +7,8 @@
 //   probe open-nonblock PATH         open O_RDONLY|O_NONBLOCK (a FIFO: no writer needed), close
 //   probe open-write PATH            open O_WRONLY (a FIFO: waits for a reader)
 //   probe exec PATH [ARGS...]        execv; prints only on failure
+//   probe memfd-exec PATH [ARGS...]  copy PATH into a memfd and fexecve it; prints only on
+//                                    failure
 //   probe wait-open DIR FIFO NAME    chdir DIR, wait for a line on FIFO, then open NAME
 //   probe storm PATH COUNT           COUNT x open+close; prints "ok <count> <failures>"
 //   probe storm-for PATH MS          open+close for MS milliseconds; prints
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,6 +62,25 @@ int main(int argc, char** argv) {
   if (strcmp(op, "open-write") == 0) return Report(open(argv[2], O_WRONLY | O_CLOEXEC));
   if (strcmp(op, "exec") == 0) {
     execv(argv[2], argv + 2);
+    printf("errno=%d\n", errno);
+    return 1;
+  }
+  if (strcmp(op, "memfd-exec") == 0) {
+    const int in = open(argv[2], O_RDONLY | O_CLOEXEC);
+    const int mem = memfd_create("probe", MFD_CLOEXEC);
+    if (in < 0 || mem < 0) {
+      printf("errno=%d\n", errno);
+      return 1;
+    }
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof(buf))) > 0) {
+      if (write(mem, buf, n) != n) {
+        printf("errno=%d\n", errno);
+        return 1;
+      }
+    }
+    fexecve(mem, argv + 2, environ);
     printf("errno=%d\n", errno);
     return 1;
   }

@@ -27,6 +27,7 @@
 #include "engine/named_lists.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/host/command_links.h"
 #include "test/fixtures/root.h"
 #include "test/fixtures/subprocess.h"
 #include "test/fixtures/test_account.h"
@@ -259,7 +260,7 @@ TEST_F(SystemListRootTest, AnAgentUnderSystemCannotReadShadowOrListADeniedFolder
 
 // The example policy as the README hands it to an operator, run whole by the watcher: its
 // paths are placed under the copied system (the kernel reports them there), its lists are the
-// shipped ones, and `python3` names /usr/bin/python3.11 as leashd's link resolution would say.
+// shipped ones, and `python3` names the copy's python3.11 through leashd's own link resolution.
 // The agent's work runs; curl, a copy of curl named git, the loader run directly and a read of
 // the denied .env fail with EPERM.
 TEST_F(SystemListRootTest, TheExamplePolicyLetsAnAgentWorkAndRefusesCurlACopyTheLoaderAndDenies) {
@@ -296,9 +297,18 @@ TEST_F(SystemListRootTest, TheExamplePolicyLetsAnAgentWorkAndRefusesCurlACopyThe
   subject.set_uid(account.uid());
   subject.set_account(account.name());
   *subject.mutable_policy() = *expanded;
-  leash::v1::CommandLink* python3 = subject.add_command_links();
-  python3->set_name("python3");
-  python3->set_target(R("/usr/bin/python3.11"));
+  // The links leashd resolves on every reconcile, found the way it finds them: its system
+  // PATH, here under the copied root (`python3` -> the copy's python3.11).
+  std::vector<std::string> path;
+  for (const std::string& folder : controlplane::SystemCommandPath()) path.push_back(R(folder));
+  bool python3_linked = false;
+  for (const engine::CommandLink& link : controlplane::ResolveCommandLinks(*expanded, path)) {
+    leash::v1::CommandLink* wire = subject.add_command_links();
+    wire->set_name(link.name);
+    wire->set_target(link.target);
+    python3_linked |= link.name == "python3";
+  }
+  ASSERT_TRUE(python3_linked) << "leashd's link resolution found no python3 link in the copy";
   StartWatcherOn(subject);
 
   const std::string work = "/home/fido/work";

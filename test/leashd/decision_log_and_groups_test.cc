@@ -1,8 +1,9 @@
 // The decision log and the tools socket's group, with the real leashd, its real sidecars and
 // real accounts: an agent flooding allowed opens has its allow lines limited while every block
 // is written and the held-back count is reported; logging.level warning writes no allow line;
-// the tools socket's group is Leash's own, whose members cannot read the policy; and a host
-// whose socket was in the leashed user's group is moved and told so.
+// the tools socket's group is Leash's own, whose members cannot read the policy; a host whose
+// socket was in the leashed user's group is moved and told so; and the log is never opened
+// through a planted link nor in a folder anyone but root can write (leashd refuses to start).
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
@@ -21,12 +22,8 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "test/fixtures/netns.h"
-#include "test/fixtures/root.h"
+#include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
-#include "test/fixtures/temp_dir.h"
-#include "test/fixtures/test_account.h"
-#include "test/fixtures/tmpfs.h"
 #include "test/leashd/leashd_fixture.h"
 
 namespace leash::testing {
@@ -77,28 +74,18 @@ uint64_t SuppressedCount(const std::string& text, uint32_t uid) {
   return total;
 }
 
-class DecisionLogAndGroupsTest : public ::testing::Test {
+class DecisionLogAndGroupsTest : public RootTest {
  protected:
   void SetUp() override {
-    LEASH_REQUIRE_ROOT();
-    auto ns = NetNamespace::Create();
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = *std::move(ns);
-    auto fs = TmpfsMount::Create();
-    ASSERT_TRUE(fs.ok()) << fs.status();
-    fs_ = *std::move(fs);
-    suffix_ = absl::StrCat(getpid() % 100000);
-    auto user = TestAccount::Create("lgu" + suffix_);
-    ASSERT_TRUE(user.ok()) << user.status();
-    user_ = *std::move(user);
-    auto agent = TestAccount::Create("leash-lga" + suffix_);
-    ASSERT_TRUE(agent.ok()) << agent.status();
-    agent_ = *std::move(agent);
-    auto log_dir = TempDir::Create("lid-log");
-    ASSERT_TRUE(log_dir.ok());
-    log_dir_ = *std::move(log_dir);
-    chmod(log_dir_->path().c_str(), 0755);
-    tools_group_ = "lgt" + suffix_;
+    RootTest::SetUp();
+    if (!Ready()) return;
+    ASSERT_NE(MountTmpfs(), nullptr);
+    user_ = AddAccount("lgu" + RunTag());
+    ASSERT_NE(user_, nullptr);
+    agent_ = AddAccount("leash-lga" + RunTag());
+    ASSERT_NE(agent_, nullptr);
+    ASSERT_NE(MakeFiles("lid-log"), nullptr);
+    tools_group_ = "lgt" + RunTag();
   }
 
   void TearDown() override {
@@ -117,7 +104,7 @@ class DecisionLogAndGroupsTest : public ::testing::Test {
     leashd_ = *std::move(leashd);
   }
 
-  std::string decisions() const { return log_dir_->Join("decisions.jsonl"); }
+  std::string decisions() const { return files_->Join("decisions.jsonl"); }
 
   // The agent opens the allowed file `allowed` times and the denied one `denied` times, in
   // one python3 process (so each open is one fanotify event and nothing else is).
@@ -138,12 +125,10 @@ class DecisionLogAndGroupsTest : public ::testing::Test {
     EXPECT_THAT(run->out, HasSubstr(absl::StrCat("refused ", denied)));
   }
 
-  std::unique_ptr<NetNamespace> ns_;
-  std::unique_ptr<TmpfsMount> fs_;
-  std::unique_ptr<TestAccount> user_, agent_;
-  std::unique_ptr<TempDir> log_dir_;
+  const TestAccount* user_ = nullptr;
+  const TestAccount* agent_ = nullptr;
   std::unique_ptr<LeashdInstance> leashd_;
-  std::string suffix_, tools_group_;
+  std::string tools_group_;
 };
 
 TEST_F(DecisionLogAndGroupsTest, AnAgentFloodingAllowedOpensHasItsAllowLinesLimitedButEveryBlock) {
@@ -260,6 +245,58 @@ TEST_F(DecisionLogAndGroupsTest, AnUpgradeMovesTheToolsSocketOffTheUsersGroupAnd
   EXPECT_THAT(log, HasSubstr(absl::StrCat("the tools socket's group was ", user_->name(),
                                           "; it is now ", tools_group_)));
   EXPECT_THAT(log, HasSubstr(absl::StrCat("usermod -aG ", tools_group_, " <account>")));
+}
+
+// An agent that can write in the log's folder could plant a link there as the log and have
+// root append to any file; leashd refuses such a folder at start and says how to fix it.
+TEST_F(DecisionLogAndGroupsTest, ALogFolderAnyoneButRootCanWriteIsRefusedAtStartWithTheFix) {
+  ASSERT_EQ(chmod(log_dir_->path().c_str(), 0777), 0);
+  const std::string victim = fs_->path() + "/root-owned-file";
+  std::ofstream(victim) << "root's\n";
+  ASSERT_TRUE(RunOk(agent_->AsUser({"ln", "-s", victim, decisions()})).ok());
+  auto leashd = LeashdInstance::Start(Floor(user_->name(), fs_->path(), "info", decisions()),
+                                      *ns_, fs_->path(), {"--tools-group=" + tools_group_});
+  ASSERT_FALSE(leashd.ok()) << "leashd started with its log in a folder everyone can write";
+  const std::string said(leashd.status().message());
+  EXPECT_THAT(said, HasSubstr(absl::StrCat("not starting: the decision log's folder ",
+                                           log_dir_->path(), " is writable by everyone")));
+  EXPECT_THAT(said, HasSubstr(absl::StrCat("chmod go-w ", log_dir_->path())));
+  EXPECT_EQ(ReadAll(victim), "root's\n");
+
+  // Group-writable is refused the same way.
+  ASSERT_EQ(unlink(decisions().c_str()), 0);
+  ASSERT_EQ(chmod(log_dir_->path().c_str(), 0775), 0);
+  leashd = LeashdInstance::Start(Floor(user_->name(), fs_->path(), "info", decisions()), *ns_,
+                                 fs_->path(), {"--tools-group=" + tools_group_});
+  ASSERT_FALSE(leashd.ok());
+  EXPECT_THAT(std::string(leashd.status().message()), HasSubstr("is writable by its group"));
+  struct stat st;
+  EXPECT_NE(lstat(decisions().c_str(), &st), 0) << "a refused start created the log";
+}
+
+// A link already sitting where the log goes (planted while the folder was open to others) is
+// never followed: leashd refuses to start, names it, and the file it points at is untouched.
+TEST_F(DecisionLogAndGroupsTest, ASymlinkPlantedAsTheLogIsNeverFollowed) {
+  const std::string victim = fs_->path() + "/root-owned-file";
+  std::ofstream(victim) << "root's\n";
+  ASSERT_EQ(symlink(victim.c_str(), decisions().c_str()), 0);
+  auto leashd = LeashdInstance::Start(Floor(user_->name(), fs_->path(), "info", decisions()),
+                                      *ns_, fs_->path(), {"--tools-group=" + tools_group_});
+  ASSERT_FALSE(leashd.ok()) << "leashd started writing its log through a link";
+  const std::string said(leashd.status().message());
+  EXPECT_THAT(said, HasSubstr(absl::StrCat("the decision log ", decisions(), " is a symlink")));
+  EXPECT_THAT(said, HasSubstr(absl::StrCat("rm ", decisions())));
+  EXPECT_EQ(ReadAll(victim), "root's\n");
+
+  // A dangling link creates nothing where it points.
+  const std::string nowhere = fs_->path() + "/made-by-root";
+  ASSERT_EQ(unlink(decisions().c_str()), 0);
+  ASSERT_EQ(symlink(nowhere.c_str(), decisions().c_str()), 0);
+  leashd = LeashdInstance::Start(Floor(user_->name(), fs_->path(), "info", decisions()), *ns_,
+                                 fs_->path(), {"--tools-group=" + tools_group_});
+  ASSERT_FALSE(leashd.ok());
+  struct stat st;
+  EXPECT_NE(lstat(nowhere.c_str(), &st), 0) << "leashd created the link's target";
 }
 
 }  // namespace

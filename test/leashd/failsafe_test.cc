@@ -27,12 +27,8 @@
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "test/fixtures/netns.h"
-#include "test/fixtures/root.h"
+#include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
-#include "test/fixtures/temp_dir.h"
-#include "test/fixtures/test_account.h"
-#include "test/fixtures/tmpfs.h"
 #include "test/leashd/leashd_fixture.h"
 
 namespace leash::testing {
@@ -122,41 +118,32 @@ std::map<std::string, int> Counts(const std::string& out) {
   return counts;
 }
 
-class FailsafeTest : public ::testing::Test {
+class FailsafeTest : public RootTest {
  protected:
   void SetUp() override {
-    LEASH_REQUIRE_ROOT();
-    auto ns = NetNamespace::Create();
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = *std::move(ns);
+    RootTest::SetUp();
+    if (!Ready()) return;
     auto peer = NetNamespace::Create();
     ASSERT_TRUE(peer.ok()) << peer.status();
     peer_ = *std::move(peer);
     ASSERT_TRUE(ns_->AddVethTo(*peer_, "lfs0", {"192.0.2.10/24"}, "lfs1", {"192.0.2.11/24"}).ok());
-    auto fs = TmpfsMount::Create();
-    ASSERT_TRUE(fs.ok()) << fs.status();
-    fs_ = *std::move(fs);
-    auto dir = TempDir::Create("lfs");
-    ASSERT_TRUE(dir.ok());
-    dir_ = *std::move(dir);
-    chmod(dir_->path().c_str(), 0755);
-    std::ofstream(dir_->Join("client.py")) << kClient;
-    std::ofstream(dir_->Join("server.py")) << kServer;
-    chmod(dir_->Join("client.py").c_str(), 0644);
+    ASSERT_NE(MountTmpfs(), nullptr);
+    ASSERT_NE(MakeFiles("lfs"), nullptr);
+    std::ofstream(files_->Join("client.py")) << kClient;
+    std::ofstream(files_->Join("server.py")) << kServer;
+    chmod(files_->Join("client.py").c_str(), 0644);
     auto server = Background::Start(
-        peer_->Exec({"/usr/bin/python3", dir_->Join("server.py")}), dir_->Join("server.out"));
+        peer_->Exec({"/usr/bin/python3", files_->Join("server.py")}), files_->Join("server.out"));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::make_unique<Background>(*std::move(server));
-    ASSERT_TRUE(WaitFor([&] { return absl::StrContains(ReadAll(dir_->Join("server.out")),
+    ASSERT_TRUE(WaitFor([&] { return absl::StrContains(ReadAll(files_->Join("server.out")),
                                                        "listening"); },
                         absl::Seconds(20)))
-        << ReadAll(dir_->Join("server.out"));
+        << ReadAll(files_->Join("server.out"));
     // Unique per run: other runs on this host make leash-* accounts of their own.
-    const std::string run = absl::StrCat(getpid() % 100000);
-    auto user = TestAccount::Create("lfs-user" + run);
-    ASSERT_TRUE(user.ok()) << user.status();
-    user_ = *std::move(user);
-    agent_name_ = "leash-fs" + run + "a";
+    user_ = AddAccount("lfs-user" + RunTag());
+    ASSERT_NE(user_, nullptr);
+    agent_name_ = "leash-fs" + RunTag() + "a";
   }
 
   void TearDown() override {
@@ -168,9 +155,9 @@ class FailsafeTest : public ::testing::Test {
   }
 
   void AddAgent(const std::string& name) {
-    auto agent = TestAccount::Create(name);
-    ASSERT_TRUE(agent.ok()) << agent.status();
-    agents_.push_back(*std::move(agent));
+    const TestAccount* agent = AddAccount(name);
+    ASSERT_NE(agent, nullptr);
+    agents_.push_back(agent);
   }
   const TestAccount& agent() const { return *agents_.front(); }
 
@@ -181,7 +168,7 @@ class FailsafeTest : public ::testing::Test {
         "filesystem: { mode: blacklist, allow: [], deny: [\"", fs_->path(), "/secret\"] }\n",
         "commands: { mode: blacklist, allow: [], deny: [] }\n",
         "tools: { mode: whitelist, allow: [\"read_file\"], deny: [] }\n",
-        "logging: { level: info, decisions: ", dir_->Join("decisions.jsonl"), " }\n");
+        "logging: { level: info, decisions: ", files_->Join("decisions.jsonl"), " }\n");
   }
 
   void StartLeashd() {
@@ -213,7 +200,7 @@ class FailsafeTest : public ::testing::Test {
   // OTHER with the error the client saw.
   std::string AgentConnectsOnce() {
     auto run = leash::testing::Run(
-        ns_->Exec(agent().AsUser({"/usr/bin/python3", dir_->Join("client.py")})),
+        ns_->Exec(agent().AsUser({"/usr/bin/python3", files_->Join("client.py")})),
         absl::Seconds(30));
     if (!run.ok()) return run.status().ToString();
     for (const auto& [outcome, n] : Counts(run->out)) {
@@ -285,13 +272,11 @@ class FailsafeTest : public ::testing::Test {
     ASSERT_TRUE(leashd_->WaitForExit(absl::Seconds(20)).ok());
   }
 
-  std::unique_ptr<NetNamespace> ns_, peer_;
-  std::unique_ptr<TmpfsMount> fs_;
-  std::unique_ptr<TempDir> dir_;
+  std::unique_ptr<NetNamespace> peer_;
   std::unique_ptr<Background> server_;
-  std::unique_ptr<TestAccount> user_;
+  const TestAccount* user_ = nullptr;
   std::string agent_name_;
-  std::vector<std::unique_ptr<TestAccount>> agents_;
+  std::vector<const TestAccount*> agents_;
   std::unique_ptr<LeashdInstance> leashd_;
 };
 
@@ -389,10 +374,10 @@ TEST_F(FailsafeTest, ADeliberateStopReleasesEveryChain) {
 TEST_F(FailsafeTest, ALeashdStartingOverLeftoverChainsTakesThemOverWithoutAWindow) {
   ASSERT_NO_FATAL_FAILURE(AddAgent(agent_name_));
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
-  const std::string stop = dir_->Join("stop-loop");
+  const std::string stop = files_->Join("stop-loop");
   auto loop = Background::Start(
-      ns_->Exec(agent().AsUser({"/usr/bin/python3", dir_->Join("client.py"), stop})),
-      dir_->Join("loop.out"));
+      ns_->Exec(agent().AsUser({"/usr/bin/python3", files_->Join("client.py"), stop})),
+      files_->Join("loop.out"));
   ASSERT_TRUE(loop.ok());
   absl::SleepFor(absl::Seconds(1));
   ASSERT_NO_FATAL_FAILURE(Crash());
@@ -403,7 +388,7 @@ TEST_F(FailsafeTest, ALeashdStartingOverLeftoverChainsTakesThemOverWithoutAWindo
   absl::SleepFor(absl::Seconds(1));
   std::ofstream(stop) << "stop";
   ASSERT_TRUE(loop->Wait(absl::Seconds(60)).ok());
-  const std::string out = ReadAll(dir_->Join("loop.out"));
+  const std::string out = ReadAll(files_->Join("loop.out"));
   const std::map<std::string, int> counts = Counts(out);
   ASSERT_EQ(counts.size(), 4u) << out;
   RecordProperty("agent_attempts_across_the_restart", out);
@@ -434,7 +419,7 @@ TEST_F(FailsafeTest, EnforcingSeveralUidsRefusesToRunWithoutNft) {
   // A refusal is a failure, and leaves neither agent unconfined.
   EXPECT_EQ(AgentConnectsOnce(), "REFUSED");
   auto second = leash::testing::Run(ns_->Exec(
-      agents_[1]->AsUser({"/usr/bin/python3", dir_->Join("client.py")})));
+      agents_[1]->AsUser({"/usr/bin/python3", files_->Join("client.py")})));
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(Counts(second->out)["REFUSED"], 1) << second->out;
 

@@ -48,7 +48,7 @@ absl::StatusOr<std::unique_ptr<LeashdInstance>> LeashdInstance::Start(
   std::ofstream((*dir)->Join("leash.yaml")) << floor_yaml;
   std::ofstream((*dir)->Join("resolv.conf")) << "nameserver 192.0.2.53\n";
   std::vector<std::string> leashd = {
-      RunfilePath("controlplane/leashd"), "--config=" + (*dir)->Join("leash.yaml"),
+      RunfilePath("controlplane/main/leashd"), "--config=" + (*dir)->Join("leash.yaml"),
       "--state-dir=" + (*dir)->Join("state"), "--run-dir=" + (*dir)->Join("run"),
       "--resolv-conf=" + (*dir)->Join("resolv.conf"),
       "--fswatch-mark-only-under=" + mark_only_under,

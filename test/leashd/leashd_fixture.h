@@ -79,7 +79,7 @@ class LeashdInstance {
 // The whole text of a file ("" when it cannot be read).
 std::string ReadAll(const std::string& path);
 
-// Absolute path of a binary in this test's runfiles ("controlplane/leashd").
+// Absolute path of a binary in this test's runfiles ("controlplane/main/leashd").
 std::string RunfilePath(const std::string& relative);
 
 }  // namespace leash::testing

@@ -24,11 +24,7 @@
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "test/fixtures/account_view.h"
-#include "test/fixtures/netns.h"
-#include "test/fixtures/root.h"
-#include "test/fixtures/test_account.h"
-#include "test/fixtures/tmpfs.h"
+#include "test/fixtures/root_fixture.h"
 #include "test/grpc/reflection_client.h"
 #include "test/leashd/leashd_fixture.h"
 
@@ -50,34 +46,25 @@ std::string Floor(const std::string& user, const std::string& fs) {
       "logging: { level: info, decisions: DECISIONS }\n");
 }
 
-class LeashdTest : public ::testing::Test {
+class LeashdTest : public RootTest {
  protected:
   void SetUp() override {
-    LEASH_REQUIRE_ROOT();
-    auto ns = NetNamespace::Create();
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = *std::move(ns);
-    auto fs = TmpfsMount::Create();
-    ASSERT_TRUE(fs.ok()) << fs.status();
-    fs_ = *std::move(fs);
+    RootTest::SetUp();
+    if (!Ready()) return;
+    ASSERT_NE(MountTmpfs(), nullptr);
     // leashd sees this test's accounts only: other runs' agents never reach its status.
-    auto view = AccountView::Create();
-    ASSERT_TRUE(view.ok()) << view.status();
-    view_ = *std::move(view);
-    auto user = TestAccount::Create(UniqueAccountName("lctl-user"));
-    ASSERT_TRUE(user.ok()) << user.status();
-    user_ = *std::move(user);
-    view_->Show(*user_);
+    ASSERT_NE(MakeAccountView(), nullptr);
+    user_ = AddAccount(UniqueAccountName("lctl-user"));
+    ASSERT_NE(user_, nullptr);
   }
 
   // Agent accounts with host names unique to this run, shown to leashd as `names`; to a
   // running leashd at once, as useradd on the host would be.
   void AddAgents(std::initializer_list<const char*> names) {
     for (const char* name : names) {
-      auto agent = TestAccount::Create(UniqueAccountName(name));
-      ASSERT_TRUE(agent.ok()) << agent.status();
-      view_->Show(**agent, name);
-      agents_[name] = *std::move(agent);
+      const TestAccount* agent = AddAccount(UniqueAccountName(name), name);
+      ASSERT_NE(agent, nullptr);
+      agents_[name] = agent;
     }
     if (leashd_ != nullptr) {
       ASSERT_TRUE(leashd_->PublishAccounts().ok());
@@ -88,11 +75,8 @@ class LeashdTest : public ::testing::Test {
     std::string floor = Floor(user_->name(), fs_->path());
     // The decision log goes in the instance's own folder; it is only known once started, so
     // the fixture's config is written with a placeholder the first start replaces.
-    auto probe = TempDir::Create("lid-log");
-    ASSERT_TRUE(probe.ok());
-    log_dir_ = *std::move(probe);
-    chmod(log_dir_->path().c_str(), 0755);
-    floor.replace(floor.find("DECISIONS"), 9, log_dir_->Join("decisions.jsonl"));
+    ASSERT_NE(MakeFiles("lid-log"), nullptr);
+    floor.replace(floor.find("DECISIONS"), 9, files_->Join("decisions.jsonl"));
     auto leashd = LeashdInstance::Start(floor, *ns_, fs_->path(), {}, view_.get());
     ASSERT_TRUE(leashd.ok()) << leashd.status();
     leashd_ = *std::move(leashd);
@@ -114,7 +98,7 @@ class LeashdTest : public ::testing::Test {
   // Writes a profile file and saves it through the CLI.
   RunResult SaveProfile(const std::string& name, const std::string& yaml,
                         std::vector<std::string> extra = {}) {
-    const std::string path = log_dir_->Join(name + ".yaml");
+    const std::string path = files_->Join(name + ".yaml");
     std::ofstream(path) << yaml;
     std::vector<std::string> args = {"profile", "save", name, "--from", path};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -191,12 +175,9 @@ class LeashdTest : public ::testing::Test {
     kill(leashd_->pid(), SIGKILL);
   }
 
-  std::unique_ptr<NetNamespace> ns_;
-  std::unique_ptr<TmpfsMount> fs_;
-  std::unique_ptr<TestAccount> user_;
-  std::map<std::string, std::unique_ptr<TestAccount>> agents_;
-  std::unique_ptr<AccountView> view_;
-  std::unique_ptr<TempDir> log_dir_;
+  const TestAccount* user_ = nullptr;
+  // By the name leashd sees.
+  std::map<std::string, const TestAccount*> agents_;
   std::unique_ptr<LeashdInstance> leashd_;
 };
 
@@ -323,7 +304,7 @@ TEST_F(LeashdTest, AConfigOtherThanLeashdsIsJudgedDirectlyAndNeverWrittenThrough
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
   const std::string live = leashd_->config_path();
   const std::string before = ReadAll(live);
-  const std::string other = log_dir_->Join("staging.yaml");
+  const std::string other = files_->Join("staging.yaml");
   // The same floor, with the network surface in blacklist mode (its allow list then never
   // consulted: a finding validate fails on).
   std::ofstream(other) << absl::StrReplaceAll(before, {{"network: { mode: whitelist",
@@ -799,7 +780,7 @@ class WatcherFaultTest : public LeashdTest {
  protected:
   void SetUp() override {
     LeashdTest::SetUp();
-    if (HasFatalFailure() || IsSkipped()) return;
+    if (!Ready()) return;
     ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
     ASSERT_NO_FATAL_FAILURE(StartLeashd());
     mkdir((fs_->path() + "/secret").c_str(), 0755);
@@ -1008,7 +989,7 @@ TEST_F(LeashdTest, AnAgentFloodingTheToolsSocketIsBoundedAndStarvesNoOtherAgent)
   ResetPeak(leashd_->pid());
   const int64_t before = PeakKib(leashd_->pid());
   ASSERT_GT(before, 0);
-  const std::string flood_log = log_dir_->Join("flood.out");
+  const std::string flood_log = files_->Join("flood.out");
   auto flood = Background::Start(
       agents_["leash-it-a"]->AsUser({flood_binary, leashd_->tools_socket(), "--connections=16",
                                      "--streams=16", "--bytes=4190000", "--seconds=6"}),
@@ -1037,12 +1018,12 @@ TEST_F(LeashdTest, AnAgentFloodingTheToolsSocketIsBoundedAndStarvesNoOtherAgent)
   EXPECT_THAT(absl::StrCat(",", a["codes"]), HasSubstr(",8:"));
   EXPECT_TRUE(WaitFor(
       [&] {
-        return HasDecisionLine(ReadAll(log_dir_->Join("decisions.jsonl")),
+        return HasDecisionLine(ReadAll(files_->Join("decisions.jsonl")),
                                "calls in flight, the most one account may",
                                agents_["leash-it-a"]->uid());
       },
       absl::Seconds(10)))
-      << ReadAll(log_dir_->Join("decisions.jsonl"));
+      << ReadAll(files_->Join("decisions.jsonl"));
   // 8 calls x 4 MiB (--tools-max-request-bytes) is 32 MiB of requests, each held twice while
   // judged (gRPC's buffer and the parsed request): 64 MiB. Refused calls whose data had started
   // to arrive hold what their stream windows let in until gRPC ends them (up to 96 alive), and
@@ -1085,12 +1066,12 @@ class UnreadingCallerTest : public LeashdTest {
   void ExpectCutLogged() {
     EXPECT_TRUE(WaitFor(
         [&] {
-          return HasDecisionLine(ReadAll(log_dir_->Join("decisions.jsonl")),
+          return HasDecisionLine(ReadAll(files_->Join("decisions.jsonl")),
                                  "its connections to the tools socket are cut",
                                  agents_["leash-it-a"]->uid());
         },
         absl::Seconds(10)))
-        << ReadAll(log_dir_->Join("decisions.jsonl"));
+        << ReadAll(files_->Join("decisions.jsonl"));
   }
   // Both agents are answered: the cut account's calls have all ended.
   void ExpectBothAnswered() {
@@ -1103,6 +1084,7 @@ class UnreadingCallerTest : public LeashdTest {
   }
   void SetUp() override {
     LeashdTest::SetUp();
+    if (!Ready()) return;
     ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a", "leash-it-b"}));
     ASSERT_NO_FATAL_FAILURE(StartLeashd());
     ASSERT_EQ(chmod(leashd_->tools_socket().c_str(), 0666), 0);
@@ -1195,7 +1177,7 @@ TEST_F(LeashdTest, AnAgentInsideItsOwnUserNamespaceIsConfinedOnEverySurfaceAndLo
   ASSERT_EQ(chmod(leashd_->tools_socket().c_str(), 0666), 0);
   // A copy the inner UID can reach (the runfiles tree may sit under a folder only its owner
   // may enter).
-  const std::string flood = log_dir_->Join("tools_flood");
+  const std::string flood = files_->Join("tools_flood");
   ASSERT_TRUE(leash::testing::RunOk({"cp", RunfilePath("test/leashd/tools_flood"), flood}).ok());
   auto tool = leash::testing::Run(
       agent.InOwnUserNamespace({flood, leashd_->tools_socket(), "--seconds=0"}),
@@ -1204,7 +1186,7 @@ TEST_F(LeashdTest, AnAgentInsideItsOwnUserNamespaceIsConfinedOnEverySurfaceAndLo
   EXPECT_EQ(FloodSummary(tool->out)["codes"], "0:1") << tool->out;
 
   // Every decision is logged under the agent's own UID.
-  const std::string log_path = log_dir_->Join("decisions.jsonl");
+  const std::string log_path = files_->Join("decisions.jsonl");
   const uint32_t uid = agent.uid();
   EXPECT_TRUE(WaitFor(
       [&] {

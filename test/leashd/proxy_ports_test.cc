@@ -23,13 +23,8 @@
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "test/fixtures/account_view.h"
-#include "test/fixtures/netns.h"
-#include "test/fixtures/root.h"
+#include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
-#include "test/fixtures/temp_dir.h"
-#include "test/fixtures/test_account.h"
-#include "test/fixtures/tmpfs.h"
 #include "test/leashd/leashd_fixture.h"
 
 namespace leash::testing {
@@ -72,37 +67,26 @@ LoopResult ParseLoop(const std::string& text) {
   return result;
 }
 
-class ProxyPortsTest : public ::testing::Test {
+class ProxyPortsTest : public RootTest {
  protected:
   void SetUp() override {
-    LEASH_REQUIRE_ROOT();
-    auto ns = NetNamespace::Create();
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = *std::move(ns);
+    RootTest::SetUp();
+    if (!Ready()) return;
     // Somewhere a subject's TCP can be aimed at, for each family the redirect handles.
     ASSERT_TRUE(ns_->AddVethPair({"192.0.2.10/24", "2001:db8::10/64"},
                                  {"192.0.2.11/24", "2001:db8::11/64"})
                     .ok());
-    auto fs = TmpfsMount::Create();
-    ASSERT_TRUE(fs.ok()) << fs.status();
-    fs_ = *std::move(fs);
-    tag_ = absl::StrCat(getpid() % 100000);
+    ASSERT_NE(MountTmpfs(), nullptr);
+    tag_ = RunTag();
+    // Not leashed: its own TCP is not redirected, and nothing stops it binding. Made before
+    // the view, so leashd sees it only as one more host account.
+    squatter_ = AddAccount("lpp" + tag_ + "s");
+    ASSERT_NE(squatter_, nullptr);
     // leashd sees this test's accounts only, not other runs' agents.
-    auto view = AccountView::Create();
-    ASSERT_TRUE(view.ok()) << view.status();
-    view_ = *std::move(view);
-    auto user = TestAccount::Create("lpp" + tag_ + "u");
-    ASSERT_TRUE(user.ok()) << user.status();
-    user_ = *std::move(user);
-    view_->Show(*user_);
-    // Not leashed: its own TCP is not redirected, and nothing stops it binding.
-    auto squatter = TestAccount::Create("lpp" + tag_ + "s");
-    ASSERT_TRUE(squatter.ok()) << squatter.status();
-    squatter_ = *std::move(squatter);
-    auto logs = TempDir::Create("lpp");
-    ASSERT_TRUE(logs.ok());
-    logs_ = *std::move(logs);
-    chmod(logs_->path().c_str(), 0755);
+    ASSERT_NE(MakeAccountView(), nullptr);
+    user_ = AddAccount("lpp" + tag_ + "u");
+    ASSERT_NE(user_, nullptr);
+    ASSERT_NE(MakeFiles("lpp"), nullptr);
   }
 
   void TearDown() override {
@@ -113,10 +97,9 @@ class ProxyPortsTest : public ::testing::Test {
   }
 
   void AddAgent(const std::string& suffix) {
-    auto agent = TestAccount::Create(absl::StrCat("leash-pp", tag_, suffix));
-    ASSERT_TRUE(agent.ok()) << agent.status();
-    view_->Show(**agent);
-    agents_[suffix] = *std::move(agent);
+    const TestAccount* agent = AddAccount(absl::StrCat("leash-pp", tag_, suffix));
+    ASSERT_NE(agent, nullptr);
+    agents_[suffix] = agent;
     // A running leashd learns of it as of a useradd on the host.
     if (leashd_ != nullptr) {
       ASSERT_TRUE(leashd_->PublishAccounts().ok());
@@ -130,7 +113,7 @@ class ProxyPortsTest : public ::testing::Test {
         "filesystem: { mode: blacklist, allow: [], deny: [\"", fs_->path(), "/secret\"] }\n",
         "commands: { mode: blacklist, allow: [], deny: [] }\n",
         "tools: { mode: whitelist, allow: [], deny: [] }\n",
-        "logging: { level: info, decisions: ", logs_->Join("decisions.jsonl"), " }\n");
+        "logging: { level: info, decisions: ", files_->Join("decisions.jsonl"), " }\n");
     auto leashd = LeashdInstance::Start(floor, *ns_, fs_->path(), {}, view_.get());
     ASSERT_TRUE(leashd.ok()) << leashd.status();
     leashd_ = *std::move(leashd);
@@ -177,7 +160,7 @@ class ProxyPortsTest : public ::testing::Test {
 
   // Starts the squatter loop over the whole range; returns its log path once it runs.
   std::string StartLoop() {
-    const std::string log = logs_->Join(absl::StrCat("loop-", loops_.size()));
+    const std::string log = files_->Join(absl::StrCat("loop-", loops_.size()));
     absl::StatusOr<Background> loop = Background::Start(
         ns_->Exec(squatter_->AsUser({RunfilePath("test/leashd/port_squatter"), "loop", "18000",
                                      "18999"})),
@@ -194,7 +177,7 @@ class ProxyPortsTest : public ::testing::Test {
   // `port_squatter hold 127.0.0.1 <port>` as the squatter account, once it listens; its log
   // path in `log`.
   void HoldPort(uint16_t port, std::string* log) {
-    *log = logs_->Join(absl::StrCat("hold-", port));
+    *log = files_->Join(absl::StrCat("hold-", port));
     absl::StatusOr<Background> hold = Background::Start(
         ns_->Exec(squatter_->AsUser({RunfilePath("test/leashd/port_squatter"), "hold",
                                      "127.0.0.1", absl::StrCat(port)})),
@@ -232,7 +215,7 @@ class ProxyPortsTest : public ::testing::Test {
       EXPECT_TRUE(WaitFor(
           [&] {
             int blocked = 0;
-            const std::string decisions = ReadAll(logs_->Join("decisions.jsonl"));
+            const std::string decisions = ReadAll(files_->Join("decisions.jsonl"));
             for (absl::string_view line : absl::StrSplit(decisions, '\n')) {
               if (absl::StrContains(line, uid) && absl::StrContains(line, "blocked.example") &&
                   !absl::StrContains(line, "not fully in force")) {
@@ -242,18 +225,14 @@ class ProxyPortsTest : public ::testing::Test {
             return blocked >= 2;
           },
           absl::Seconds(10)))
-          << agent->name() << "\n" << ReadAll(logs_->Join("decisions.jsonl"));
+          << agent->name() << "\n" << ReadAll(files_->Join("decisions.jsonl"));
     }
   }
 
-  std::unique_ptr<NetNamespace> ns_;
-  std::unique_ptr<TmpfsMount> fs_;
   std::string tag_;
-  std::unique_ptr<TestAccount> user_;
-  std::unique_ptr<TestAccount> squatter_;
-  std::map<std::string, std::unique_ptr<TestAccount>> agents_;
-  std::unique_ptr<AccountView> view_;
-  std::unique_ptr<TempDir> logs_;
+  const TestAccount* user_ = nullptr;
+  const TestAccount* squatter_ = nullptr;
+  std::map<std::string, const TestAccount*> agents_;
   std::unique_ptr<LeashdInstance> leashd_;
   std::vector<Background> loops_;
 };

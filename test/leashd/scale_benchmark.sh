@@ -8,7 +8,7 @@
 #   - the Control RPC round trip over the admin socket (p50/p99).
 # Everything it makes is removed at the end, also on failure. Root.
 #
-#   bazel build -c opt //cli:leash //controlplane:leashd //proxy:leash-proxy \
+#   bazel build -c opt //cli:leash //controlplane/main:leashd //proxy:leash-proxy \
 #       //fswatch:leash-fswatch //test/leashd:control_rpc_latency
 #   test/leashd/scale_benchmark.sh [N]
 set -euo pipefail
@@ -66,13 +66,13 @@ LEASH=("$BIN/cli/leash" "--config=$D/leash.yaml" "--socket=$D/run/leash.sock")
 
 echo "== starting leashd with $((N + 1)) subjects"
 t0=$(date +%s.%N)
-nsenter --net=/run/netns/$NS -- "$BIN/controlplane/leashd" --config="$D/leash.yaml" \
+nsenter --net=/run/netns/$NS -- "$BIN/controlplane/main/leashd" --config="$D/leash.yaml" \
   --state-dir="$D/state" --run-dir="$D/run" --resolv-conf="$D/resolv.conf" \
   --fswatch-mark-only-under="$D/fs" --proxy-binary="$BIN/proxy/leash-proxy" \
   --fswatch-binary="$BIN/fswatch/leash-fswatch" >"$D/leashd.log" 2>&1 &
 LEASHD=$!
 # Up means the first reconcile has put every subject in force (status reports a pass).
-until "${LEASH[@]}" --json status 2>/dev/null | grep -q '"reconcile_passes":"[1-9]'; do
+until "${LEASH[@]}" --json status 2>/dev/null | grep -q '"reconcile_passes":[1-9]'; do
   kill -0 "$LEASHD" 2>/dev/null || { cat "$D/leashd.log"; exit 1; }
   sleep 0.1
 done

@@ -19,11 +19,8 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "test/fixtures/netns.h"
-#include "test/fixtures/root.h"
+#include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
-#include "test/fixtures/test_account.h"
-#include "test/fixtures/tmpfs.h"
 #include "test/leashd/leashd_fixture.h"
 
 namespace leash::testing {
@@ -32,28 +29,19 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-class TierDeniesTest : public ::testing::Test {
+class TierDeniesTest : public RootTest {
  protected:
   void SetUp() override {
-    LEASH_REQUIRE_ROOT();
-    auto ns = NetNamespace::Create();
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = *std::move(ns);
-    auto fs = TmpfsMount::Create();
-    ASSERT_TRUE(fs.ok()) << fs.status();
-    fs_ = *std::move(fs);
+    RootTest::SetUp();
+    if (!Ready()) return;
+    ASSERT_NE(MountTmpfs(), nullptr);
     // Unique per run: other runs make accounts on this host at the same time.
-    const std::string suffix = absl::StrCat(getpid() % 100000);
+    const std::string suffix = RunTag();
     for (const std::string& name : {"ltd-user" + suffix, "leash-td" + suffix + "a",
                                     "leash-td" + suffix + "b"}) {
-      auto account = TestAccount::Create(name);
-      ASSERT_TRUE(account.ok()) << account.status();
-      accounts_.push_back(*std::move(account));
+      ASSERT_NE(AddAccount(name), nullptr);
     }
-    auto files = TempDir::Create("ltd");
-    ASSERT_TRUE(files.ok()) << files.status();
-    files_ = *std::move(files);
-    chmod(files_->path().c_str(), 0755);
+    ASSERT_NE(MakeFiles("ltd"), nullptr);
 
     for (const char* dir : {"/secret", "/new-secret", "/other-secret", "/bin"}) {
       ASSERT_EQ(mkdir(Path(dir).c_str(), 0755), 0) << dir;
@@ -137,10 +125,6 @@ class TierDeniesTest : public ::testing::Test {
     return out;
   }
 
-  std::unique_ptr<NetNamespace> ns_;
-  std::unique_ptr<TmpfsMount> fs_;
-  std::vector<std::unique_ptr<TestAccount>> accounts_;
-  std::unique_ptr<TempDir> files_;
   std::unique_ptr<LeashdInstance> leashd_;
 };
 

@@ -67,11 +67,11 @@ class InboundTrafficTest : public TrafficTest {
 
   void SetUp() override {
     TrafficTest::SetUp();
-    if (HasFatalFailure() || IsSkipped()) return;
+    if (!Ready()) return;
     absl::StatusOr<std::unique_ptr<NetNamespace>> remote = NetNamespace::Create();
     ASSERT_TRUE(remote.ok()) << remote.status();
     remote_ = std::move(*remote);
-    absl::Status linked = world_->ns().AddVethTo(
+    absl::Status linked = ns_->AddVethTo(
         *remote_, "r0", {absl::StrCat(kHere4, "/24"), absl::StrCat(kHere6, "/64")}, "r1",
         {absl::StrCat(kRemote4, "/24"), "2001:db8:100::2/64"});
     ASSERT_TRUE(linked.ok()) << linked;
@@ -93,7 +93,7 @@ class InboundTrafficTest : public TrafficTest {
       ASSERT_TRUE(server.ok()) << server.status();
       remote_server_ = std::move(*server);
     }
-    absl::StatusOr<NetNamespace::Entered> entered = world_->ns().Enter();
+    absl::StatusOr<NetNamespace::Entered> entered = ns_->Enter();
     ASSERT_TRUE(entered.ok()) << entered.status();
     // The proxy's listener pair for account a, standing in: it says where a connection landed.
     absl::StatusOr<std::unique_ptr<TaggedServer>> proxy =
@@ -124,7 +124,7 @@ class InboundTrafficTest : public TrafficTest {
     // read as this server's.
     std::remove(log.c_str());
     absl::StatusOr<leash::testing::Background> serve = leash::testing::Background::Start(
-        world_->ns().Exec(AsUid(uid, {world_->probe_path(), mode, address, absl::StrCat(port),
+        ns_->Exec(AsUid(uid, {probe_path(), mode, address, absl::StrCat(port),
                                       reply})),
         log);
     ASSERT_TRUE(serve.ok()) << serve.status();
@@ -148,7 +148,7 @@ class InboundTrafficTest : public TrafficTest {
   }
   void SynCookiesAlways() {
     ASSERT_TRUE(leash::testing::RunOk(
-                    world_->ns().Exec({"sysctl", "-qw", "net.ipv4.tcp_syncookies=2"}))
+                    ns_->Exec({"sysctl", "-qw", "net.ipv4.tcp_syncookies=2"}))
                     .ok());
   }
   static std::string ServerLog(uint16_t port) {
@@ -162,7 +162,7 @@ class InboundTrafficTest : public TrafficTest {
   // lnft_probe as root in the remote namespace: a host off this one.
   std::string FromRemote(const std::string& proto, const std::string& address, uint16_t port) {
     absl::StatusOr<leash::testing::RunResult> run = remote_->Run(
-        {world_->probe_path(), proto, address, absl::StrCat(port)}, absl::Seconds(20));
+        {probe_path(), proto, address, absl::StrCat(port)}, absl::Seconds(20));
     if (!run.ok()) return absl::StrCat("probe failed: ", run.status().ToString());
     return std::string(absl::StripAsciiWhitespace(run->out));
   }
@@ -214,7 +214,7 @@ class RoutedInboundTest : public InboundTrafficTest {
   }
   std::string IpRules(const std::string& family) {
     absl::StatusOr<std::string> out =
-        leash::testing::RunOk(world_->ns().Exec({"ip", family, "rule", "show"}));
+        leash::testing::RunOk(ns_->Exec({"ip", family, "rule", "show"}));
     EXPECT_TRUE(out.ok()) << out.status();
     return out.value_or("");
   }
@@ -313,7 +313,7 @@ TEST_F(InboundTrafficTest, InboundAllowRestoresServiceToARemoteHost) {
 // dropped.
 TEST_F(InboundTrafficTest, WithSynCookiesTheHandshakeCompletesButNoByteLeavesAHeldSocket) {
   ASSERT_TRUE(leash::testing::RunOk(
-                  world_->ns().Exec({"sysctl", "-qw", "net.ipv4.tcp_syncookies=2"}))
+                  ns_->Exec({"sysctl", "-qw", "net.ipv4.tcp_syncookies=2"}))
                   .ok());
   EXPECT_EQ(FromRemote("tcp", kHere4, kListenHeld), "silent");
   // The cookie SYN-ACK had no UID; the answer after it did.
@@ -327,12 +327,12 @@ TEST_F(InboundTrafficTest, WithSynCookiesTheHandshakeCompletesButNoByteLeavesAHe
 // answer was refused, and the guard table drops the rest, the FIN included.
 TEST_F(InboundTrafficTest, WithSynCookiesASocketClosedAtOnceSendsNothingEither) {
   ASSERT_TRUE(leash::testing::RunOk(
-                  world_->ns().Exec({"sysctl", "-qw", "net.ipv4.tcp_syncookies=2"}))
+                  ns_->Exec({"sysctl", "-qw", "net.ipv4.tcp_syncookies=2"}))
                   .ok());
   EXPECT_EQ(FromRemote("tcp", kHere4, kListen4), "silent");
   EXPECT_EQ(FromRemote("tcp", kHere6, kListen6), "silent");
   absl::StatusOr<std::vector<std::pair<uint64_t, uint64_t>>> guard =
-      leash::testing::ChainCounters(world_->ns(), "inet", "leash_guard", "output");
+      leash::testing::ChainCounters(*ns_, "inet", "leash_guard", "output");
   ASSERT_TRUE(guard.ok()) << guard.status();
   ASSERT_EQ(guard->size(), 1u);
   EXPECT_THAT(guard->front().first, Gt(0u));
@@ -366,7 +366,7 @@ TEST_F(InboundTrafficTest, TcpThatEscapesTheRedirectIsDroppedAndCounted) {
             "{ type nat hook output priority -150; policy accept; }"},
            {"add", "rule", "ip", "other", "out", "meta", "skuid", absl::StrCat(a_->uid()), "ip",
             "daddr", "192.0.2.11", "tcp", "dport", "443", "dnat", "to", kRemote4}}) {
-    absl::StatusOr<std::string> done = leash::testing::Nft(world_->ns(), command);
+    absl::StatusOr<std::string> done = leash::testing::Nft(*ns_, command);
     ASSERT_TRUE(done.ok()) << done.status();
   }
   EXPECT_EQ(Probe(a_, "tcp", "192.0.2.11", 443), "timeout");
@@ -389,11 +389,11 @@ TEST_F(IptablesInboundTest, Ipv4AnswersToARemoteHostAreDroppedAndCountedIpv6Ones
 
 TEST_F(IptablesInboundTest, WithSynCookiesASocketClosedAtOnceSendsNothingEither) {
   ASSERT_TRUE(leash::testing::RunOk(
-                  world_->ns().Exec({"sysctl", "-qw", "net.ipv4.tcp_syncookies=2"}))
+                  ns_->Exec({"sysctl", "-qw", "net.ipv4.tcp_syncookies=2"}))
                   .ok());
   EXPECT_EQ(FromRemote("tcp", kHere4, kListen4), "silent");
   absl::StatusOr<std::string> saved = leash::testing::RunOk(
-      world_->ns().Exec({DefaultIptablesCommand() + "-save", "-c", "-t", "filter"}));
+      ns_->Exec({DefaultIptablesCommand() + "-save", "-c", "-t", "filter"}));
   ASSERT_TRUE(saved.ok()) << saved.status();
   EXPECT_TRUE(HasIptablesGuard(*saved)) << *saved;
   EXPECT_THAT(*saved, ::testing::Not(::testing::ContainsRegex(R"(\[0:0\] -A OUTPUT [^\n]*leash-guard)")))
@@ -526,7 +526,7 @@ TEST_F(RoutedInboundTest, RefusedAnswersAreCountedUnderTheSubjectOwnedByAProcess
 // device drops what is routed to it.
 TEST_F(RoutedInboundTest, WithoutTheCountingPathAnswersAreStillRefused) {
   ASSERT_NO_FATAL_FAILURE(SynCookiesAlways());
-  ASSERT_TRUE(leash::testing::RunOk(world_->ns().Exec({"ip", "link", "del", kRefusalDevice})).ok());
+  ASSERT_TRUE(leash::testing::RunOk(ns_->Exec({"ip", "link", "del", kRefusalDevice})).ok());
   EXPECT_EQ(FromRemote("tcp", kHere4, kListenHeld), "timeout");
   EXPECT_EQ(FromRemote("tcp", kHere6, kListen6), "timeout");
   EXPECT_EQ(Dropped(), 0u);
@@ -535,7 +535,7 @@ TEST_F(RoutedInboundTest, WithoutTheCountingPathAnswersAreStillRefused) {
   EXPECT_EQ(FromRemote("tcp", kHere4, kListenHeld), "timeout");
   EXPECT_THAT(Dropped(), Gt(0u));
   // The filter table gone (no chain, no dispatch): the device is the last stop.
-  ASSERT_TRUE(leash::testing::Nft(world_->ns(), {"delete", "table", "inet", "leash_filter"}).ok());
+  ASSERT_TRUE(leash::testing::Nft(*ns_, {"delete", "table", "inet", "leash_filter"}).ok());
   EXPECT_EQ(FromRemote("tcp", kHere4, kListenHeld), "timeout");
   EXPECT_EQ(FromRemote("tcp", kHere6, kListen6), "timeout");
   EXPECT_EQ(FromRemote("tcp", kHere4, kListen4), "timeout");
@@ -546,7 +546,7 @@ TEST_F(IptablesRoutedInboundTest, WithSynCookiesARemoteClientGetsNoSynAckAndNoBy
   EXPECT_EQ(FromRemote("tcp", kHere4, kListenHeld), "timeout");
   EXPECT_EQ(Probe(nullptr, "tcp", "127.0.0.1", kListenHeld), "held (still open)");
   absl::StatusOr<std::string> mangle = leash::testing::RunOk(
-      world_->ns().Exec({DefaultIptablesCommand() + "-save", "-t", "mangle"}));
+      ns_->Exec({DefaultIptablesCommand() + "-save", "-t", "mangle"}));
   ASSERT_TRUE(mangle.ok()) << mangle.status();
   EXPECT_TRUE(HasIptablesInboundMark(*mangle)) << *mangle;
   ASSERT_TRUE(routing_->Release(a_->uid()).ok());

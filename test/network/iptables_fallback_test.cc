@@ -21,7 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/fixtures/netns.h"
-#include "test/fixtures/root.h"
+#include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
 #include "test/fixtures/test_account.h"
 #include "test/network/tagged_server.h"
@@ -48,8 +48,8 @@ class IptablesFallbackTest : public TrafficTest {
  protected:
   void SetUp() override {
     TrafficTest::SetUp();
-    if (HasFatalFailure() || IsSkipped()) return;
-    absl::StatusOr<NetNamespace::Entered> entered = world_->ns().Enter();
+    if (!Ready()) return;
+    absl::StatusOr<NetNamespace::Entered> entered = ns_->Enter();
     ASSERT_TRUE(entered.ok()) << entered.status();
     absl::StatusOr<std::unique_ptr<TaggedServer>> server = TaggedServer::Start({
         {"a", "127.0.0.1", kPortA},
@@ -73,7 +73,7 @@ class IptablesFallbackTest : public TrafficTest {
 
   std::string Saved() {
     absl::StatusOr<std::string> out = leash::testing::RunOk(
-        world_->ns().Exec({DefaultIptablesCommand() + "-save", "-t", "nat"}));
+        ns_->Exec({DefaultIptablesCommand() + "-save", "-t", "nat"}));
     EXPECT_TRUE(out.ok()) << out.status();
     return out.value_or("");
   }
@@ -116,8 +116,8 @@ TEST_F(IptablesFallbackTest, TheAccountsSubordinateUidsAreRedirectedToo) {
   ASSERT_FALSE(subject.subordinate_uids.empty()) << "useradd gave " << a_->name() << " no range";
   ASSERT_TRUE(nf_->Apply(subject).ok());
   auto in_namespace = [&](const std::string& address, uint16_t port) {
-    absl::StatusOr<leash::testing::RunResult> run = world_->ns().Run(
-        a_->InOwnUserNamespace({world_->probe_path(), "tcp", address, absl::StrCat(port)}),
+    absl::StatusOr<leash::testing::RunResult> run = ns_->Run(
+        a_->InOwnUserNamespace({probe_path(), "tcp", address, absl::StrCat(port)}),
         absl::Seconds(20));
     if (!run.ok()) return absl::StrCat("probe failed: ", run.status().ToString());
     return std::string(absl::StripAsciiWhitespace(run->out));
@@ -215,16 +215,8 @@ void WithoutNetAdmin(const NetNamespace& ns, const std::function<void()>& body) 
   t.join();
 }
 
-class NetfilterFactoryTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    LEASH_REQUIRE_ROOT();
-    absl::StatusOr<std::unique_ptr<NetNamespace>> ns = NetNamespace::Create();
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = std::move(*ns);
-  }
-  std::unique_ptr<NetNamespace> ns_;
-};
+// The test's own namespace is all it needs.
+class NetfilterFactoryTest : public leash::testing::RootTest {};
 
 TEST_F(NetfilterFactoryTest, ChoosesNftablesWhenItAnswersAndSaysNothing) {
   absl::StatusOr<NetNamespace::Entered> entered = ns_->Enter();

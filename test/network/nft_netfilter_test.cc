@@ -14,7 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/fixtures/netns.h"
-#include "test/fixtures/root.h"
+#include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
 #include "test/network/nft_inspect.h"
 
@@ -32,13 +32,11 @@ using ::testing::IsEmpty;
 using ::testing::Not;
 using ::testing::SizeIs;
 
-class NftNetfilterTest : public ::testing::Test {
+class NftNetfilterTest : public leash::testing::RootTest {
  protected:
   void SetUp() override {
-    LEASH_REQUIRE_ROOT();
-    absl::StatusOr<std::unique_ptr<NetNamespace>> ns = NetNamespace::Create();
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = std::move(*ns);
+    RootTest::SetUp();
+    if (!Ready()) return;
     // The netlink socket belongs to the namespace of the thread that opened it.
     absl::StatusOr<NetNamespace::Entered> entered = ns_->Enter();
     ASSERT_TRUE(entered.ok()) << entered.status();
@@ -58,7 +56,6 @@ class NftNetfilterTest : public ::testing::Test {
     ASSERT_TRUE(out.ok()) << out.status();
   }
 
-  std::unique_ptr<NetNamespace> ns_;
   std::unique_ptr<NftNetfilter> nf_;
 };
 

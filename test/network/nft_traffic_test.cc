@@ -17,7 +17,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/fixtures/netns.h"
-#include "test/fixtures/root.h"
 #include "test/fixtures/subprocess.h"
 #include "test/fixtures/test_account.h"
 #include "test/network/nft_inspect.h"
@@ -48,8 +47,8 @@ class NftTrafficTest : public TrafficTest {
  protected:
   void SetUp() override {
     TrafficTest::SetUp();
-    if (HasFatalFailure() || IsSkipped()) return;
-    absl::StatusOr<NetNamespace::Entered> entered = world_->ns().Enter();
+    if (!Ready()) return;
+    absl::StatusOr<NetNamespace::Entered> entered = ns_->Enter();
     ASSERT_TRUE(entered.ok()) << entered.status();
     absl::StatusOr<std::unique_ptr<TaggedServer>> server = TaggedServer::Start({
         {"a", "127.0.0.1", kPortA},         {"a", "::1", kPortA},
@@ -76,7 +75,7 @@ class NftTrafficTest : public TrafficTest {
   std::string Listing(const std::string& family, const std::string& table,
                       const std::string& chain) {
     absl::StatusOr<std::string> out =
-        leash::testing::Nft(world_->ns(), {"-a", "list", "chain", family, table, chain});
+        leash::testing::Nft(*ns_, {"-a", "list", "chain", family, table, chain});
     EXPECT_TRUE(out.ok()) << out.status();
     return out.value_or("");
   }
@@ -85,11 +84,11 @@ class NftTrafficTest : public TrafficTest {
   // once it says it is listening; it answers every connection with "squatter".
   void Serve(const TestAccount* account, uint16_t port) {
     const std::string log = absl::StrCat(getenv("TEST_TMPDIR"), "/serve-", port);
-    std::vector<std::string> argv = {world_->probe_path(), "serve", "127.0.0.1",
+    std::vector<std::string> argv = {probe_path(), "serve", "127.0.0.1",
                                      absl::StrCat(port)};
     if (account != nullptr) argv = account->AsUser(argv);
     absl::StatusOr<leash::testing::Background> serve =
-        leash::testing::Background::Start(world_->ns().Exec(argv), log);
+        leash::testing::Background::Start(ns_->Exec(argv), log);
     ASSERT_TRUE(serve.ok()) << serve.status();
     servers_.push_back(*std::move(serve));
     ASSERT_TRUE(leash::testing::WaitFor(
@@ -120,8 +119,8 @@ TEST_F(NftTrafficTest, EachAccountsTcpLandsOnItsOwnListenerWithTheOriginalDestin
 
 TEST_F(NftTrafficTest, AProcessInsideTheAccountsOwnUserNamespaceMeetsTheAccountsChain) {
   auto in_namespace = [&](const std::string& proto, const std::string& address, uint16_t port) {
-    absl::StatusOr<leash::testing::RunResult> run = world_->ns().Run(
-        a_->InOwnUserNamespace({world_->probe_path(), proto, address, absl::StrCat(port)}),
+    absl::StatusOr<leash::testing::RunResult> run = ns_->Run(
+        a_->InOwnUserNamespace({probe_path(), proto, address, absl::StrCat(port)}),
         absl::Seconds(20));
     if (!run.ok()) return absl::StrCat("probe failed: ", run.status().ToString());
     return std::string(absl::StripAsciiWhitespace(run->out));
@@ -191,7 +190,7 @@ TEST_F(NftTrafficTest, UdpIsDroppedExceptDnsToTheConfiguredResolvers) {
 // ping_group_range admits the account's group (Debian's systemd admits every group), and
 // UDP-Lite none at all: both used to leave unjudged.
 TEST_F(NftTrafficTest, NothingButTcpAndTheAllowedUdpLeaves) {
-  ASSERT_TRUE(leash::testing::RunOk(world_->ns().Exec(
+  ASSERT_TRUE(leash::testing::RunOk(ns_->Exec(
                   {"sysctl", "-qw", "net.ipv4.ping_group_range=0 2147483647"}))
                   .ok());
   EXPECT_EQ(Probe(nullptr, "icmp", "192.0.2.11", 0), "echo reply");
@@ -272,7 +271,7 @@ TEST_F(NftTrafficTest, ApplyingOrReleasingOneUidLeavesTheOtherUidsCountersUnchan
   EXPECT_EQ(Probe(a_, "tcp", "192.0.2.11", 443), "a 192.0.2.11:443");
   EXPECT_EQ(Probe(a_, "udp", "192.0.2.10", 53), "error EPERM");
   absl::StatusOr<std::vector<std::pair<uint64_t, uint64_t>>> b_counters =
-      ChainCounters(world_->ns(), "ip", "leash", chain_b);
+      ChainCounters(*ns_, "ip", "leash", chain_b);
   ASSERT_TRUE(b_counters.ok()) << b_counters.status();
   // Loopback exemption once, redirect once (only a connection's first packet meets nat).
   ASSERT_EQ(b_counters->size(), 2u);
@@ -289,7 +288,7 @@ TEST_F(NftTrafficTest, ApplyingOrReleasingOneUidLeavesTheOtherUidsCountersUnchan
   ASSERT_TRUE(nf_->Apply(changed).ok());
   for (const auto& [family, table] : std::vector<std::pair<std::string, std::string>>{
            {"ip", "leash"}, {"ip6", "leash"}, {"inet", "leash_filter"}}) {
-    absl::StatusOr<std::vector<uint32_t>> keys = MapKeys(world_->ns(), family, table);
+    absl::StatusOr<std::vector<uint32_t>> keys = MapKeys(*ns_, family, table);
     ASSERT_TRUE(keys.ok()) << keys.status();
     EXPECT_THAT(*keys, ::testing::Contains(b_->uid())) << family;
   }
@@ -297,7 +296,7 @@ TEST_F(NftTrafficTest, ApplyingOrReleasingOneUidLeavesTheOtherUidsCountersUnchan
   EXPECT_EQ(Listing("ip6", "leash", chain_b), b_ip6);
   EXPECT_EQ(Listing("inet", "leash_filter", chain_b), b_inet);
   absl::StatusOr<std::vector<std::pair<uint64_t, uint64_t>>> a_counters =
-      ChainCounters(world_->ns(), "ip", "leash", chain_a);
+      ChainCounters(*ns_, "ip", "leash", chain_a);
   ASSERT_TRUE(a_counters.ok());
   EXPECT_THAT(*a_counters, Each(Pair(0u, 0u)));
   // The change is in force: DNS to the old resolver is now dropped for A.

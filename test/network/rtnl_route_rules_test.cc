@@ -17,7 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/fixtures/netns.h"
-#include "test/fixtures/root.h"
+#include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
 
 namespace leash::controlplane {
@@ -29,13 +29,11 @@ using ::testing::IsEmpty;
 using ::testing::Not;
 using ::testing::SizeIs;
 
-class RtnlRouteRulesTest : public ::testing::Test {
+class RtnlRouteRulesTest : public leash::testing::RootTest {
  protected:
   void SetUp() override {
-    LEASH_REQUIRE_ROOT();
-    absl::StatusOr<std::unique_ptr<NetNamespace>> ns = NetNamespace::Create();
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = std::move(*ns);
+    RootTest::SetUp();
+    if (!Ready()) return;
     saved_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/fwmark_accept.", getpid(), ".saved");
     std::remove(saved_.c_str());
   }
@@ -75,7 +73,6 @@ class RtnlRouteRulesTest : public ::testing::Test {
     return subject;
   }
 
-  std::unique_ptr<NetNamespace> ns_;
   std::string saved_;
 };
 

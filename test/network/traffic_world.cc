@@ -9,7 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "test/fixtures/root.h"
 #include "test/fixtures/subprocess.h"
 
 namespace leash::testing {
@@ -35,31 +34,24 @@ absl::StatusOr<std::string> InstallProbe(const TmpfsMount& mount) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TrafficWorld>> TrafficWorld::Create() {
-  std::unique_ptr<TrafficWorld> world(new TrafficWorld());
-  absl::StatusOr<std::unique_ptr<NetNamespace>> ns = NetNamespace::Create();
-  if (!ns.ok()) return ns.status();
-  world->ns_ = std::move(*ns);
-  absl::Status veth = world->ns_->AddVethPair({"192.0.2.10/24", "2001:db8::10/64"},
-                                              {"192.0.2.11/24", "2001:db8::11/64"});
-  if (!veth.ok()) return veth;
-  absl::StatusOr<std::unique_ptr<TestAccount>> a = TestAccount::Create(absl::StrCat("lnft-a-", getpid()));
-  if (!a.ok()) return a.status();
-  world->a_ = std::move(*a);
-  absl::StatusOr<std::unique_ptr<TestAccount>> b = TestAccount::Create(absl::StrCat("lnft-b-", getpid()));
-  if (!b.ok()) return b.status();
-  world->b_ = std::move(*b);
-  absl::StatusOr<std::unique_ptr<TmpfsMount>> mount = TmpfsMount::Create();
-  if (!mount.ok()) return mount.status();
-  world->mount_ = std::move(*mount);
-  absl::StatusOr<std::string> probe = InstallProbe(*world->mount_);
-  if (!probe.ok()) return probe.status();
-  world->probe_ = *probe;
-  return world;
+void TrafficTest::SetUp() {
+  RootTest::SetUp();
+  if (!Ready()) return;
+  absl::Status veth = ns_->AddVethPair({"192.0.2.10/24", "2001:db8::10/64"},
+                                       {"192.0.2.11/24", "2001:db8::11/64"});
+  ASSERT_TRUE(veth.ok()) << veth;
+  a_ = AddAccount(absl::StrCat("lnft-a-", getpid()));
+  ASSERT_NE(a_, nullptr);
+  b_ = AddAccount(absl::StrCat("lnft-b-", getpid()));
+  ASSERT_NE(b_, nullptr);
+  ASSERT_NE(MountTmpfs(), nullptr);
+  absl::StatusOr<std::string> probe = InstallProbe(*fs_);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  probe_ = *probe;
 }
 
-std::string TrafficWorld::Probe(const TestAccount* account, const std::string& proto,
-                                const std::string& address, uint16_t port) const {
+std::string TrafficTest::Probe(const TestAccount* account, const std::string& proto,
+                               const std::string& address, uint16_t port) const {
   std::vector<std::string> argv = {probe_, proto, address, absl::StrCat(port)};
   if (account != nullptr) argv = account->AsUser(argv);
   absl::StatusOr<RunResult> run = ns_->Run(argv, absl::Seconds(20));
@@ -68,15 +60,6 @@ std::string TrafficWorld::Probe(const TestAccount* account, const std::string& p
     return absl::StrCat("probe failed: exit ", run->exit_code, ": ", run->out);
   }
   return std::string(absl::StripAsciiWhitespace(run->out));
-}
-
-void TrafficTest::SetUp() {
-  LEASH_REQUIRE_ROOT();
-  absl::StatusOr<std::unique_ptr<TrafficWorld>> world = TrafficWorld::Create();
-  ASSERT_TRUE(world.ok()) << world.status();
-  world_ = std::move(*world);
-  a_ = &world_->a();
-  b_ = &world_->b();
 }
 
 }  // namespace leash::testing

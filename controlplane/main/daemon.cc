@@ -1,4 +1,4 @@
-#include "controlplane/daemon.h"
+#include "controlplane/main/daemon.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -315,6 +315,8 @@ class Daemon {
   std::vector<int> feed_ends_;
   std::unique_ptr<ControlService> control_;
   std::unique_ptr<UnixGrpcServer> admin_;
+  // The admin server for its handlers, which can run before Start returns it.
+  std::atomic<UnixGrpcServer*> admin_raw_{nullptr};
   std::unique_ptr<AccountFilesWatch> account_files_;
   // The tools socket.
   std::unique_ptr<sidecar::AsyncDecisionLog> tools_log_;
@@ -328,10 +330,10 @@ Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {
   if (options_.admin_socket.empty()) options_.admin_socket = options_.run_dir + "/leash.sock";
   if (options_.tools_socket.empty()) options_.tools_socket = options_.run_dir + "/tools.sock";
   if (options_.proxy_binary.empty()) {
-    options_.proxy_binary = FindLeashProgram("leash-proxy", "proxy");
+    options_.proxy_binary = FindLeashProgram("leash-proxy", "proxy", "controlplane/main");
   }
   if (options_.fswatch_binary.empty()) {
-    options_.fswatch_binary = FindLeashProgram("leash-fswatch", "fswatch");
+    options_.fswatch_binary = FindLeashProgram("leash-fswatch", "fswatch", "controlplane/main");
   }
 }
 
@@ -579,6 +581,11 @@ std::optional<int> Daemon::StartAdminSocket() {
   deps.netfilter_description =
       netfilter_ ? netfilter_->Describe() : "off (enforcers.network: false)";
   deps.netfilter = netfilter_.get();
+  deps.caller = [this](const grpc::ServerContextBase& context) -> std::optional<ucred> {
+    const UnixGrpcServer* const started = admin_raw_.load();
+    if (started == nullptr) return std::nullopt;
+    return started->PeerOf(context);
+  };
   control_ = std::make_unique<ControlService>(deps);
 
   UnixSocketOptions admin_options;
@@ -590,6 +597,7 @@ std::optional<int> Daemon::StartAdminSocket() {
       UnixGrpcServer::Start(admin_options, {control_.get(), &stream_});
   if (!admin.ok()) return Refuse(std::string(admin.status().message()));
   admin_ = *std::move(admin);
+  admin_raw_.store(admin_.get());
   Say(absl::StrCat("admin socket ", options_.admin_socket, " (root only)"));
   return std::nullopt;
 }

@@ -14,7 +14,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "controlplane/daemon.h"
+#include "controlplane/main/daemon.h"
 #include "controlplane/host_commands.h"
 #include "base/command_line.h"
 #include "base/exit_codes.h"

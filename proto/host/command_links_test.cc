@@ -1,11 +1,12 @@
 // ResolveCommandLinks on real files: a folder made for the test stands for the system PATH.
-#include "controlplane/command_links.h"
+#include "proto/host/command_links.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/fixtures/root.h"
@@ -86,6 +87,66 @@ TEST_F(CommandLinksTest, TheFirstFolderHoldingTheNameWins) {
   ASSERT_NE(f, nullptr);
   fclose(f);
   EXPECT_THAT(ResolveCommandLinks(Names({"python3"}), {first, bin_}), IsEmpty());
+}
+
+// `leash check commands nc` said allow while an exec of /usr/bin/nc was blocked: the name was
+// judged as typed. It is found on the PATH as an exec finds it, and its program is judged.
+TEST_F(CommandLinksTest, CheckCommandsBareNameIsResolvedOnTheSystemPath) {
+  leash::v1::Config config = Names({"python3"});
+  config.mutable_commands()->mutable_deny()->add_entries(bin_ + "/python3.11");
+  const engine::CompiledPolicy policy =
+      engine::CompiledPolicy::Compile(config, ResolveCommandLinks(config, Path()));
+  std::string resolved;
+  absl::StatusOr<engine::Decision> decision =
+      DecideCheckSubject(policy, leash::v1::SURFACE_COMMANDS, "python3", resolved, Path());
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  EXPECT_FALSE(decision->allowed()) << decision->reason;
+  EXPECT_EQ(resolved, absl::StrCat("python3 is ", bin_, "/python3 on the system PATH, which is ",
+                                   bin_, "/python3.11"));
+  // Judged by name, as before, the name entry would have allowed it.
+  EXPECT_TRUE(policy.DecideCommand("python3").allowed());
+}
+
+TEST_F(CommandLinksTest, CheckCommandsNameEntryCoversItsLinksTarget) {
+  leash::v1::Config config = Names({"python3"});
+  const engine::CompiledPolicy policy =
+      engine::CompiledPolicy::Compile(config, ResolveCommandLinks(config, Path()));
+  std::string resolved;
+  absl::StatusOr<engine::Decision> decision =
+      DecideCheckSubject(policy, leash::v1::SURFACE_COMMANDS, "python3", resolved, Path());
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  EXPECT_TRUE(decision->allowed()) << decision->reason;
+}
+
+TEST_F(CommandLinksTest, CheckCommandsNameNotOnThePathIsJudgedByNameAndSaysSo) {
+  const engine::CompiledPolicy policy = engine::CompiledPolicy::Compile(Names({"nc"}));
+  std::string resolved;
+  absl::StatusOr<engine::Decision> decision =
+      DecideCheckSubject(policy, leash::v1::SURFACE_COMMANDS, "nc", resolved, Path());
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  EXPECT_TRUE(decision->allowed());
+  EXPECT_EQ(resolved, absl::StrCat("nc is not on the system PATH (", bin_,
+                                   "): judged by its name only"));
+}
+
+TEST_F(CommandLinksTest, CheckCommandsSkipsANameThatCannotBeExecuted) {
+  const std::string first = dir_->Join("first");
+  ASSERT_EQ(mkdir(first.c_str(), 0755), 0);
+  ASSERT_EQ(chmod(first.c_str(), 0755), 0);
+  FILE* f = fopen((first + "/python3").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fclose(f);
+  ASSERT_EQ(chmod((first + "/python3").c_str(), 0644), 0);  // no execute bit: execvp goes on
+  std::optional<SystemProgram> found = FindOnSearchPath("python3", {first, bin_});
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->found, bin_ + "/python3");
+  EXPECT_EQ(found->program, bin_ + "/python3.11");
+  EXPECT_EQ(found->origin, engine::ProgramOrigin::kRootControlled);
+  // A program others may write is not root-controlled: a name allow does not cover it.
+  ASSERT_EQ(chmod((bin_ + "/python3.11").c_str(), 0777), 0);
+  found = FindOnSearchPath("python3", {bin_});
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->origin, engine::ProgramOrigin::kOther);
 }
 
 TEST(SystemCommandLinks, Python3OnThisHost) {
