@@ -38,7 +38,8 @@ commands (policy writes go through leashd and are followed by a reconcile):
   unbind global|agent:<account>        remove a binding (judged; --ack to consent)
   reconcile                            re-read passwd, re-resolve, change only what differs
   tool check <name> --inputs '<json>'  one CheckTool call on the tools socket, as a harness
-  logs [--follow] [--tail N]           the decision log
+  logs [--follow] [--tail N]           the decisions, from the log then live (filters: see
+                                       leash logs --help)
   suggest --account <account>          a profile fragment from what the agent did, with the
                                        save and bind lines it needs (writes nothing)
   restart                              restart leash.service (a reconcile is usually the
@@ -140,8 +141,14 @@ const std::map<std::string, std::string>& CommandHelp() {
   Asks CheckTool on the tools socket; exits 0 when allowed, 1 when blocked, 7 when the caller
   is not a leashed subject (root is not one: add --account <agent account>).
 )"},
-      {"logs", R"(usage: leash logs [--follow] [--tail N]
-  Prints the last N (default 20) decision-log lines; --follow keeps printing new ones.
+      {"logs", R"(usage: leash logs [--follow] [--account <account>] [--surface <surface>]
+                  [--action block|allow] [--since <when>] [--until <when>] [--ref <ref>]
+                  [--tail N] [--json]
+  Prints decisions from leashd's stream: those of the decision log from --ref (that line and
+  after) or --since, else the last N (default 20) that match; with --follow, then each new one
+  as it happens. <when> is a duration before now (10m, 2h) or an RFC 3339 time. One line each:
+  time, account, surface, action, what, reason, ref; --json prints the log's own JSON lines.
+  A watcher that does not keep up is told how many lines it lost; the log file has them.
 )"},
       {"suggest", R"(usage: leash suggest --account <account> [--since 2h] [--until <when>]
                      [--surface network|files|commands|tools]... [--log <path>]

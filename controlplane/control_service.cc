@@ -235,6 +235,14 @@ grpc::Status ControlService::Reconcile(grpc::ServerContext*, const leash::v1::Re
   return grpc::Status::OK;
 }
 
+grpc::Status ControlService::WatchDecisions(
+    grpc::ServerContext* context, const leash::v1::WatchDecisionsRequest* request,
+    grpc::ServerWriter<leash::v1::WatchDecisionsEvent>* writer) {
+  return ToGrpc(ServeWatchDecisions(
+      *request, deps_.decisions, [context] { return context->IsCancelled(); },
+      [writer](const leash::v1::WatchDecisionsEvent& event) { return writer->Write(event); }));
+}
+
 grpc::Status ControlService::GetStatus(grpc::ServerContext*, const leash::v1::StatusRequest*,
                                        leash::v1::StatusResponse* response) {
   response->set_config_path(deps_.config_path);

@@ -21,6 +21,7 @@
 #include "controlplane/reconcile_loop.h"
 #include "controlplane/sidecar_supervisor.h"
 #include "controlplane/subject_directory.h"
+#include "controlplane/watch_decisions.h"
 #include "leash/v1/control.grpc.pb.h"
 
 namespace leash::controlplane {
@@ -39,6 +40,8 @@ struct ControlDeps {
   std::string netfilter_description = "off";
   // Where status reads each subject's counters. Null when the network enforcer is off.
   Netfilter* netfilter = nullptr;
+  // The decision stream (WatchDecisions): the hub and the log file to replay.
+  WatchDecisionsDeps decisions;
   // How long a write waits for its reconcile.
   absl::Duration reconcile_timeout = absl::Seconds(60);
   // The credentials of the connection a call came on (SO_PEERCRED), for the unbind ledger;
@@ -84,6 +87,8 @@ class ControlService final : public leash::v1::Control::Service {
                             leash::v1::ListBindingsResponse*) override;
   grpc::Status Reconcile(grpc::ServerContext*, const leash::v1::ReconcileRequest*,
                          leash::v1::ReconcileResponse*) override;
+  grpc::Status WatchDecisions(grpc::ServerContext*, const leash::v1::WatchDecisionsRequest*,
+                              grpc::ServerWriter<leash::v1::WatchDecisionsEvent>*) override;
 
  private:
   // What the stores need from the host for one judgement: the floor and the agent accounts.

@@ -293,10 +293,11 @@ TEST_F(CliTest, StatusValidateAndCheckWorkOfflineAndSayTheyDid) {
 TEST_F(CliTest, LogsFollowSeesADecisionWrittenAfterItStarted) {
   const std::string log = files_->Join("follow.out");
   auto follow = Background::Start({RunfilePath("cli/leash"), "--config=" + leashd_->config_path(),
-                                   "logs", "--follow", "--tail", "0"},
+                                   "--socket=" + leashd_->admin_socket(), "logs", "--follow",
+                                   "--tail", "0"},
                                   log);
   ASSERT_TRUE(follow.ok());
-  absl::SleepFor(absl::Milliseconds(300));  // let it reach the end of the file
+  absl::SleepFor(absl::Milliseconds(300));  // let it subscribe
   RunResult checked = Leash({"tool", "check", "forbidden_tool", "--account", "leash-iris",
                              "--tools-socket", leashd_->tools_socket(), "--inputs", "{}"});
   EXPECT_EQ(checked.exit_code, 1) << checked.out;
