@@ -49,7 +49,9 @@ absl::StatusOr<Args> ParseArgs(int argc, const char* const* argv, const char* en
                                                 "inputs", "account",      "socket",
                                                 "tools-socket", "state-dir",  "run-dir",
                                                 // suggest
-                                                "since", "until", "surface", "log", "profile"};
+                                                "since", "until", "surface", "log", "profile",
+                                                // logs
+                                                "action", "ref"};
   Args args;
   args.config_named = env_config != nullptr && *env_config != '\0';
   args.config_path = args.config_named ? env_config : std::string(engine::kDefaultConfigPath);

@@ -26,6 +26,7 @@ int RunReconcile(const Args& args, Io io);
 
 // Policy writes, through leashd, each followed by its reconcile.
 int RunListEdit(const Args& args, Io io);  // <surface> allow|deny <entry> | <surface> mode <m>
+int RunEntries(const Args& args, Io io);   // <surface> list | <surface> remove <entry>
 int RunProfile(const Args& args, Io io);   // profile save|list|show|delete
 int RunBind(const Args& args, Io io);
 int RunUnbind(const Args& args, Io io);

@@ -1,15 +1,10 @@
 // Commands that act on this host directly rather than through leashd: init (before there is a
-// service), logs (reads the decision log), restart (the service manager), and running the
-// service itself.
+// service), restart (the service manager), and running the service itself.
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <deque>
-#include <fstream>
-#include <thread>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
@@ -34,79 +29,6 @@ int RunInit(const Args& args, Io io) {
   std::vector<std::string> flags = {"--init", "--user=" + user, "--config=" + args.config_path};
   if (args.json) flags.push_back("--json");
   return ExecLeashd(flags, io);
-}
-
-int RunLogs(const Args& args, Io io) {
-  absl::StatusOr<leash::v1::Config> config = LoadConfigFile(args.config_path);
-  if (!config.ok()) {
-    io.err << "leash logs: " << config.status().message() << "\n";
-    return kExitRefused;
-  }
-  const std::string sink = engine::WithDefaults(*config).logging().decisions();
-  if (sink == "stdout") {
-    io.err << "leash logs: the decision log goes to leashd's stdout; read it with "
-              "journalctl -u leash.service"
-           << (args.follow ? " -f" : "") << "\n";
-    return kExitRefused;
-  }
-  int tail = 20;
-  if (args.HasOption("tail")) {
-    try {
-      tail = std::stoi(args.Option("tail"));
-    } catch (...) {
-      tail = -1;
-    }
-    if (tail < 0) {
-      io.err << "leash logs: --tail takes a number of lines\n";
-      return kExitUsage;
-    }
-  }
-  std::ifstream file(sink, std::ios::binary);
-  if (!file) {
-    io.err << "leash logs: cannot read " << sink << ": " << std::strerror(errno) << "\n";
-    return kExitRefused;
-  }
-  std::deque<std::string> last;
-  std::string line;
-  while (std::getline(file, line)) {
-    last.push_back(line);
-    if (static_cast<int>(last.size()) > tail) last.pop_front();
-  }
-  for (const std::string& l : last) io.out << l << "\n";
-  io.out.flush();
-  if (!args.follow) return kExitOk;
-
-  // Follow: print what is appended; start over when the file is truncated or replaced.
-  file.clear();
-  std::streamoff offset = file.tellg();
-  struct stat st;
-  ino_t inode = stat(sink.c_str(), &st) == 0 ? st.st_ino : 0;
-  std::string partial;
-  while (true) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (stat(sink.c_str(), &st) != 0) continue;
-    if (st.st_ino != inode || st.st_size < offset) {
-      file.close();
-      file.open(sink, std::ios::binary);
-      inode = st.st_ino;
-      offset = 0;
-      partial.clear();
-    }
-    if (st.st_size == offset) continue;
-    file.clear();
-    file.seekg(offset);
-    std::string chunk(static_cast<size_t>(st.st_size - offset), '\0');
-    file.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    chunk.resize(static_cast<size_t>(file.gcount()));
-    offset += static_cast<std::streamoff>(chunk.size());
-    partial += chunk;
-    size_t newline;
-    while ((newline = partial.find('\n')) != std::string::npos) {
-      io.out << partial.substr(0, newline + 1);
-      partial.erase(0, newline + 1);
-    }
-    io.out.flush();
-  }
 }
 
 int RunRestart(const Args& args, Io io) {

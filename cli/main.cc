@@ -64,8 +64,11 @@ int Run(const absl::StatusOr<Args>& args, Io io) {
   }
   auto it = Commands().find(command);
   if (it != Commands().end()) return it->second(*args, io);
-  // leash <surface> allow|deny|mode ... (and `leash tool check`).
+  // leash <surface> allow|deny|remove|list|mode ... (and `leash tool check`).
   if (leash::engine::ParseSurfaceName(command).ok()) {
+    if (args->words.size() > 1 && (args->words[1] == "list" || args->words[1] == "remove")) {
+      return leash::cli::RunEntries(*args, io);
+    }
     return leash::cli::RunListEdit(*args, io);
   }
   io.err << "leash: unknown command '" << command << "'; see `leash --help`\n";

@@ -1,5 +1,9 @@
 #include "cli/render.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -79,6 +83,17 @@ std::string RenderCounters(const leash::v1::SubjectStatus& subject) {
       " packets dropped (since the chain was applied)\n");
 }
 
+// The surfaces of `policy` in audit, in capitals ("NETWORK, TOOLS"): a surface that blocks
+// nothing must not read like one that does. Empty when none is.
+std::string AuditedSurfaces(const leash::v1::Config& policy) {
+  std::vector<std::string> out;
+  if (policy.network().audit()) out.push_back("NETWORK");
+  if (policy.filesystem().audit()) out.push_back("FILESYSTEM");
+  if (policy.commands().audit()) out.push_back("COMMANDS");
+  if (policy.tools().audit()) out.push_back("TOOLS");
+  return absl::StrJoin(out, ", ");
+}
+
 // What leashd has in force: its subjects, its sidecars and its last reconcile.
 std::string RenderSubjectsAndSidecars(const leash::v1::StatusResponse& response) {
   std::string out;
@@ -94,6 +109,10 @@ std::string RenderSubjectsAndSidecars(const leash::v1::StatusResponse& response)
       }
       if (!subject.detail().empty()) absl::StrAppend(&out, " (", subject.detail(), ")");
       absl::StrAppend(&out, "\n");
+      if (const std::string audited = AuditedSurfaces(subject.policy()); !audited.empty()) {
+        absl::StrAppend(&out, "    AUDIT (blocks logged with enforced: false, not made): ",
+                        audited, "\n");
+      }
       absl::StrAppend(&out, RenderCounters(subject));
       // The host UIDs a process of the subject can run under inside a user namespace it makes:
       // confined as this subject too.
@@ -182,6 +201,10 @@ std::string RenderStatus(const leash::v1::StatusResponse& response) {
   }
   row("tools", floor.tools().mode(), floor.tools().allow().entries_size(),
       floor.tools().deny().entries_size(), absl::StrCat("inspect: ", absl::StrJoin(inspect, " ")));
+  if (const std::string audited = AuditedSurfaces(floor); !audited.empty()) {
+    absl::StrAppend(&out, "AUDIT (blocks logged with enforced: false, not made): ", audited,
+                    "\n");
+  }
   const leash::v1::Enforcers& e = floor.enforcers();
   absl::StrAppend(&out, "enforcers: network ", e.network() ? "on" : "OFF", ", filesystem ",
                   e.filesystem() ? "on" : "OFF", ", tools ", e.tools() ? "on" : "OFF", "\n");
@@ -196,7 +219,52 @@ std::string RenderBindings(const leash::v1::ListBindingsResponse& response) {
   for (const auto& binding : response.bindings()) {
     absl::StrAppend(&out, binding.scope(), " -> ", binding.profile());
     if (!binding.acks().empty()) absl::StrAppend(&out, "  acks: ", absl::StrJoin(binding.acks(), ", "));
+    // A binding that holds its subjects fail-closed must not read like one in force.
+    if (binding.dangling()) {
+      absl::StrAppend(&out, "  DANGLING");
+    } else if (!binding.problem().empty()) {
+      absl::StrAppend(&out, "  DOES NOT LOAD");
+    }
     absl::StrAppend(&out, "\n");
+    if (!binding.problem().empty()) absl::StrAppend(&out, "    ", binding.problem(), "\n");
+  }
+  return out;
+}
+
+std::string RenderEntries(const leash::v1::ListEntriesResponse& response) {
+  std::string out;
+  std::vector<std::string> surfaces;
+  for (const auto& [surface, mode] : response.floor_modes()) surfaces.push_back(surface);
+  std::sort(surfaces.begin(), surfaces.end());
+  size_t width = 5;
+  for (const leash::v1::ListedEntry& entry : response.entries()) {
+    width = std::max(width, entry.entry().size());
+  }
+  for (const std::string& surface : surfaces) {
+    absl::StrAppend(&out, surface, " (floor mode: ", response.floor_modes().at(surface), ")\n");
+    bool any = false;
+    for (const leash::v1::ListedEntry& entry : response.entries()) {
+      if (entry.surface() != surface) continue;
+      any = true;
+      absl::StrAppend(&out, absl::StrFormat("  %-5s %-*s  %s  %s", entry.list(),
+                                            static_cast<int>(width), entry.entry(),
+                                            entry.source(), entry.file()));
+      if (entry.source() != "floor") {
+        absl::StrAppend(&out, entry.bound_to().empty()
+                                  ? "  (bound to nobody)"
+                                  : absl::StrCat("  (bound to ",
+                                                 absl::StrJoin(entry.bound_to(), ", "), ")"));
+      }
+      absl::StrAppend(&out, "\n");
+    }
+    if (!any) absl::StrAppend(&out, "  no entries\n");
+  }
+  std::vector<std::string> unreadable;
+  for (const auto& [name, why] : response.unreadable_profiles()) unreadable.push_back(name);
+  std::sort(unreadable.begin(), unreadable.end());
+  for (const std::string& name : unreadable) {
+    absl::StrAppend(&out, "profile '", name, "' does not load, its entries are not listed: ",
+                    response.unreadable_profiles().at(name), "\n");
   }
   return out;
 }

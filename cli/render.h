@@ -21,8 +21,13 @@ std::string RenderCheck(const leash::v1::CheckResponse& response, const std::str
 // `leash status`: the user, each surface's mode and list sizes, enforcer toggles, the
 // decision-log sink; with leashd, every subject and both sidecars too.
 std::string RenderStatus(const leash::v1::StatusResponse& response);
-// `leash bindings`: one "<scope> -> <profile>" line each, with its acks.
+// `leash bindings`: one "<scope> -> <profile>" line each, with its acks; a binding that holds
+// its subjects fail-closed is marked DANGLING (its profile does not exist) or DOES NOT LOAD,
+// with why and the command that ends it on the next line.
 std::string RenderBindings(const leash::v1::ListBindingsResponse& response);
+// `leash <surface> list`: per surface its floor mode, then one line per entry: the list, the
+// entry, the tier that writes it and its file (and, for a profile, the scopes bound to it).
+std::string RenderEntries(const leash::v1::ListEntriesResponse& response);
 // What a reconcile changed, one line per subject, then its warnings.
 std::string RenderReconcile(const leash::v1::ReconcileReport& report);
 // What a pass could not put in force, one "  - <sentence>" line each ("" when nothing).

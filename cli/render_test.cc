@@ -123,6 +123,30 @@ TEST(RenderStatus, InboundAllowShowsWhatWasServed) {
                         "0 packets dropped"));
 }
 
+// Audited surfaces are named in capitals: under the subject whose policy audits them, and
+// under the floor's table when the floor does; a policy that audits nothing adds no line.
+TEST(RenderStatus, AuditedSurfacesAreNamedInCapitals) {
+  leash::v1::StatusResponse status = Parse<leash::v1::StatusResponse>(R"pb(
+    subjects {
+      account: "leash-iris" uid: 1001 port: 18001 state: "enforced"
+      policy { network { audit: true } filesystem { audit: false } tools { audit: true } }
+    }
+    subjects { account: "leash-vader" uid: 1002 port: 18002 state: "enforced" policy {} }
+  )pb");
+  *status.mutable_floor() = Parse<leash::v1::Config>(kFloor);
+  std::string text = RenderStatus(status);
+  EXPECT_THAT(text, HasSubstr("leash-iris       uid 1001   port 18001 enforced      \n"
+                              "    AUDIT (blocks logged with enforced: false, not made): NETWORK, "
+                              "TOOLS\n"
+                              "  leash-vader"));
+  EXPECT_THAT(text, Not(HasSubstr("\nAUDIT")));
+  status.mutable_floor()->mutable_commands()->set_audit(true);
+  text = RenderStatus(status);
+  EXPECT_THAT(text, HasSubstr("tools       blacklist       0      0  inspect: secrets=block pii=log\n"
+                              "AUDIT (blocks logged with enforced: false, not made): COMMANDS\n"
+                              "enforcers:"));
+}
+
 TEST(RenderBindings, OneLinePerBindingWithItsAcks) {
   EXPECT_EQ(RenderBindings(Parse<leash::v1::ListBindingsResponse>(R"pb(
               bindings { scope: "global" profile: "base" }
@@ -136,6 +160,50 @@ TEST(RenderBindings, OneLinePerBindingWithItsAcks) {
             "global -> base\n"
             "agent:leash-iris -> web-research  acks: network.allow:openai.com, commands.allow:curl\n");
   EXPECT_EQ(RenderBindings({}), "no bindings: every subject resolves to the floor\n");
+}
+
+TEST(RenderBindings, ADanglingBindingIsMarkedWithWhatItDeniesAndTheFix) {
+  EXPECT_EQ(RenderBindings(Parse<leash::v1::ListBindingsResponse>(R"pb(
+              bindings {
+                scope: "agent:leash-iris"
+                profile: "web"
+                dangling: true
+                problem: "profile 'web' does not exist: agent:leash-iris is denied everything"
+              }
+              bindings { scope: "global" profile: "odd" problem: "profile 'odd' does not load" }
+            )pb")),
+            "agent:leash-iris -> web  DANGLING\n"
+            "    profile 'web' does not exist: agent:leash-iris is denied everything\n"
+            "global -> odd  DOES NOT LOAD\n"
+            "    profile 'odd' does not load\n");
+}
+
+TEST(RenderEntries, EachEntryWithItsListTierAndFile) {
+  EXPECT_EQ(RenderEntries(Parse<leash::v1::ListEntriesResponse>(R"pb(
+              entries {
+                surface: "commands"
+                list: "deny"
+                entry: "ssh"
+                source: "floor"
+                file: "/etc/leash/leash.yaml"
+              }
+              entries {
+                surface: "commands"
+                list: "allow"
+                entry: "git"
+                source: "profile:dev"
+                file: "/var/lib/leash/profiles/dev.yaml"
+                bound_to: "agent:leash-iris"
+              }
+              floor_modes { key: "commands" value: "blacklist" }
+            )pb")),
+            "commands (floor mode: blacklist)\n"
+            "  deny  ssh    floor  /etc/leash/leash.yaml\n"
+            "  allow git    profile:dev  /var/lib/leash/profiles/dev.yaml  (bound to "
+            "agent:leash-iris)\n");
+  EXPECT_EQ(RenderEntries(Parse<leash::v1::ListEntriesResponse>(
+                R"pb(floor_modes { key: "tools" value: "whitelist" })pb")),
+            "tools (floor mode: whitelist)\n  no entries\n");
 }
 
 TEST(RenderReconcile, ChangesThenWarningsOrTheFailure) {

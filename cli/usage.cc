@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "engine/decision.h"
+
 namespace leash::cli {
 namespace {
 
@@ -20,15 +22,24 @@ commands (policy writes go through leashd and are followed by a reconcile):
                                        errors or criticals
   check <surface> <subject>            dry-run one decision (network: host:port)
   <surface> allow|deny <entry>         add an entry to the floor's allow or deny list
+  <surface> remove <entry>             remove an entry from the floor's lists (judged: removing
+                                       a deny loosens every subject and needs its --ack)
+  <surface> list                       the surface's entries: the floor's and every profile's,
+                                       each with the file it is written in
   <surface> mode whitelist|blacklist   set a surface's mode in the floor
   profile save <name> --from <file>    save a profile (a fragment); --ack per bound agent
   profile list | show <name> | delete <name>
+                                       a bound profile's delete is refused (it would deny its
+                                       subjects everything): unbind first, or --ack
+                                       'dangling:<scope>' per binding
+  bindings                             list the bindings and their acks; DANGLING marks one
+                                       whose profile does not exist
   bind global|agent:<account> <profile>     attach a profile to a scope (--ack to consent)
   unbind global|agent:<account>        remove a binding (judged; --ack to consent)
-  bindings                             list the bindings and their acks
   reconcile                            re-read passwd, re-resolve, change only what differs
   tool check <name> --inputs '<json>'  one CheckTool call on the tools socket, as a harness
-  logs [--follow] [--tail N]           the decision log
+  logs [--follow] [--tail N]           the decisions, from the log then live (filters: see
+                                       leash logs --help)
   suggest --account <account>          a profile fragment from what the agent did, with the
                                        save and bind lines it needs (writes nothing)
   restart                              restart leash.service (a reconcile is usually the
@@ -43,8 +54,9 @@ global flags:
   --json                  every outcome as one JSON object on stdout, errors and refusals
                           too: "ok", "exit_code", "error" (on failure), then the result's
                           fields; enum values as the YAML spells them, numbers as numbers
-  --ack '<token>'         consent to a loosening, repeatable: '<field>:<value>' on bind and
-                          unbind; 'agent:<account>=<field>:<value>' on profile save
+  --ack '<token>'         consent to a loosening, repeatable: '<field>:<value>' on bind,
+                          unbind and <surface> remove; 'agent:<account>=<field>:<value>' on
+                          profile save; 'dangling:<scope>' on profile delete
   --no-reconcile          write the policy but do not reconcile (it is not in force until
                           the next reconcile or SIGHUP)
   --offline               answer status/validate/check from the config file, not leashd
@@ -90,11 +102,33 @@ const std::map<std::string, std::string>& CommandHelp() {
   Exits 0 when allowed, 1 when blocked. Without leashd: against the config file.
 )"},
       {"profile", R"(usage: leash profile save <name> --from <file.yaml> [--ack 'agent:<account>=<field>:<value>']...
-       leash profile list | show <name> | delete <name>
+       leash profile list | show <name> | delete <name> [--ack 'dangling:<scope>']...
   A profile is a fragment: only the keys it means to set. Its deny lists are added to the
   floor's and the global binding's (a floor deny holds for every agent); its allow lists and
   other keys are its own values. A save that would loosen any bound agent beyond its own acks
   is refused with every loosening, its token and the re-run line.
+  Deleting a profile a binding still names is refused: the binding would dangle and deny its
+  subjects (for global, every subject on the host) everything. Unbind first to return them to
+  the floor, or acknowledge each binding with --ack 'dangling:<scope>' to hold them
+  fail-closed on purpose.
+)"},
+      {"bindings", R"(usage: leash bindings [--json]
+  One line per binding: its scope, its profile and its acks. A binding whose profile does not
+  exist is marked DANGLING (--json: "dangling": true, with "problem" saying what it denies and
+  the unbind that ends it); one whose profile does not load, DOES NOT LOAD.
+)"},
+      {"<surface>", R"(usage: leash <surface> list [--json]
+       leash <surface> allow|deny <entry>
+       leash <surface> remove <entry> [--ack '<field>:<value>']...
+       leash <surface> mode whitelist|blacklist
+  surfaces: network|net, filesystem|fs, commands|cmd, tools|tool
+  list: the surface's floor mode and every entry of its allow and deny lists, the floor's and
+  every profile's, each with the tier that writes it and its file.
+  remove: takes the entry out of every floor list of the surface that holds it, keeping the
+  file's comments and layout. Judged like every write: removing an allow tightens; removing a
+  deny loosens the floor for every subject and is refused until acknowledged with the --ack
+  the refusal names (unset.deny:<surface>:<entry>). An entry a profile writes is edited in
+  that profile (leash profile save).
 )"},
       {"bind", R"(usage: leash bind global|agent:<account> <profile> [--ack '<field>:<value>']...
   A change that widens what a subject may do is refused unless acknowledged by field and value.
@@ -107,8 +141,14 @@ const std::map<std::string, std::string>& CommandHelp() {
   Asks CheckTool on the tools socket; exits 0 when allowed, 1 when blocked, 7 when the caller
   is not a leashed subject (root is not one: add --account <agent account>).
 )"},
-      {"logs", R"(usage: leash logs [--follow] [--tail N]
-  Prints the last N (default 20) decision-log lines; --follow keeps printing new ones.
+      {"logs", R"(usage: leash logs [--follow] [--account <account>] [--surface <surface>]
+                  [--action block|allow] [--since <when>] [--until <when>] [--ref <ref>]
+                  [--tail N] [--json]
+  Prints decisions from leashd's stream: those of the decision log from --ref (that line and
+  after) or --since, else the last N (default 20) that match; with --follow, then each new one
+  as it happens. <when> is a duration before now (10m, 2h) or an RFC 3339 time. One line each:
+  time, account, surface, action, what, reason, ref; --json prints the log's own JSON lines.
+  A watcher that does not keep up is told how many lines it lost; the log file has them.
 )"},
       {"suggest", R"(usage: leash suggest --account <account> [--since 2h] [--until <when>]
                      [--surface network|files|commands|tools]... [--log <path>]
@@ -148,6 +188,9 @@ const std::map<std::string, std::string>& CommandHelp() {
 
 std::string Usage(const std::string& command) {
   auto it = CommandHelp().find(command);
+  if (it == CommandHelp().end() && engine::ParseSurfaceName(command).ok()) {
+    it = CommandHelp().find("<surface>");
+  }
   return it == CommandHelp().end() ? kOverview : it->second;
 }
 

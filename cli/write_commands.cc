@@ -110,7 +110,7 @@ int RunListEdit(const Args& args, Io io) {
 int RunProfile(const Args& args, Io io) {
   constexpr char kUsage[] =
       "leash profile save <name> --from <file.yaml> [--ack 'agent:<account>=<field>:<value>']... "
-      "| list | show <name> | delete <name>";
+      "| list | show <name> | delete <name> [--ack 'dangling:<scope>']...";
   if (args.words.size() < 2) return Usage(io, kUsage);
   const std::string& verb = args.words[1];
   Client client(args.Option("socket", kDefaultAdminSocket));
@@ -153,6 +153,7 @@ int RunProfile(const Args& args, Io io) {
   if (std::optional<int> refused = RefuseWriteToAnotherConfig(args, client, io)) return *refused;
     leash::v1::DeleteProfileRequest request;
     request.set_name(name);
+    for (const std::string& ack : args.acks) request.add_acks(ack);
     request.set_no_reconcile(args.no_reconcile);
     leash::v1::PolicyWriteResponse response;
     grpc::Status status =
@@ -234,6 +235,38 @@ int RunBindings(const Args& args, Io io) {
   }
   io.out << RenderBindings(response);
   return kExitOk;
+}
+
+int RunEntries(const Args& args, Io io) {
+  constexpr char kUsage[] =
+      "leash <surface> list  |  leash <surface> remove <entry> [--ack '<field>:<value>']...";
+  if (args.words.size() < 2) return Usage(io, kUsage);
+  absl::StatusOr<engine::Surface> surface = engine::ParseSurfaceName(args.words[0]);
+  if (!surface.ok()) return ReportFailure(io, surface.status());
+  Client client(args.Option("socket", kDefaultAdminSocket));
+  const std::string& verb = args.words[1];
+  if (verb == "list" && args.words.size() == 2) {
+    leash::v1::ListEntriesRequest request;
+    request.set_surface(*surface);
+    leash::v1::ListEntriesResponse response;
+    grpc::Status status =
+        client.control().ListEntries(client.Context().get(), request, &response);
+    if (!status.ok()) return ReportFailure(io, client.Explain(status));
+    io.out << (args.json ? ToJson(response) + "\n" : RenderEntries(response));
+    return kExitOk;
+  }
+  if (verb != "remove" || args.words.size() != 3) return Usage(io, kUsage);
+  if (std::optional<int> refused = RefuseWriteToAnotherConfig(args, client, io)) return *refused;
+  leash::v1::RemoveEntryRequest request;
+  request.set_surface(*surface);
+  request.set_entry(args.words[2]);
+  for (const std::string& ack : args.acks) request.add_acks(ack);
+  request.set_no_reconcile(args.no_reconcile);
+  leash::v1::PolicyWriteResponse response;
+  grpc::Status status =
+      client.control().RemoveEntry(client.Context(true).get(), request, &response);
+  if (!status.ok()) return ReportFailure(io, client.Explain(status));
+  return ReportWrite(response, args, io);
 }
 
 int RunReconcile(const Args& args, Io io) {

@@ -225,7 +225,8 @@ grpc::Status ControlService::SaveProfile(grpc::ServerContext*,
 grpc::Status ControlService::DeleteProfile(grpc::ServerContext*,
                                            const leash::v1::DeleteProfileRequest* r,
                                            leash::v1::PolicyWriteResponse* response) {
-  return Finish(deps_.store->DeleteProfile(r->name(), Host()), r->no_reconcile(), response);
+  std::vector<std::string> acks(r->acks().begin(), r->acks().end());
+  return Finish(deps_.store->DeleteProfile(r->name(), acks, Host()), r->no_reconcile(), response);
 }
 
 grpc::Status ControlService::Bind(grpc::ServerContext*, const leash::v1::BindRequest* r,
@@ -277,6 +278,14 @@ grpc::Status ControlService::Reconcile(grpc::ServerContext*, const leash::v1::Re
                                        leash::v1::ReconcileResponse* response) {
   *response->mutable_report() = deps_.loop->RequestAndWait(deps_.reconcile_timeout);
   return grpc::Status::OK;
+}
+
+grpc::Status ControlService::WatchDecisions(
+    grpc::ServerContext* context, const leash::v1::WatchDecisionsRequest* request,
+    grpc::ServerWriter<leash::v1::WatchDecisionsEvent>* writer) {
+  return ToGrpc(ServeWatchDecisions(
+      *request, deps_.decisions, [context] { return context->IsCancelled(); },
+      [writer](const leash::v1::WatchDecisionsEvent& event) { return writer->Write(event); }));
 }
 
 grpc::Status ControlService::GetStatus(grpc::ServerContext*, const leash::v1::StatusRequest*,

@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "controlplane/account_source.h"
@@ -19,6 +20,7 @@
 #include "controlplane/reconcile_loop.h"
 #include "controlplane/sidecar_supervisor.h"
 #include "controlplane/subject_directory.h"
+#include "controlplane/watch_decisions.h"
 #include "engine/config_yaml.h"
 #include "engine/validate.h"
 #include "leash/v1/control.grpc.pb.h"
@@ -45,6 +47,8 @@ struct ControlDeps {
   std::string netfilter_description = "off";
   // Where status reads each subject's counters. Null when the network enforcer is off.
   Netfilter* netfilter = nullptr;
+  // The decision stream (WatchDecisions): the hub and the log file to replay.
+  WatchDecisionsDeps decisions;
   // How long a write waits for its reconcile.
   absl::Duration reconcile_timeout = absl::Seconds(60);
   // The credentials of the connection a call came on (SO_PEERCRED), for the unbind ledger;
@@ -70,6 +74,10 @@ class ControlService final : public leash::v1::Control::Service {
                         leash::v1::PolicyWriteResponse*) override;
   grpc::Status SetMode(grpc::ServerContext*, const leash::v1::SetModeRequest*,
                        leash::v1::PolicyWriteResponse*) override;
+  grpc::Status RemoveEntry(grpc::ServerContext*, const leash::v1::RemoveEntryRequest*,
+                           leash::v1::PolicyWriteResponse*) override;
+  grpc::Status ListEntries(grpc::ServerContext*, const leash::v1::ListEntriesRequest*,
+                           leash::v1::ListEntriesResponse*) override;
   grpc::Status SaveProfile(grpc::ServerContext*, const leash::v1::SaveProfileRequest*,
                            leash::v1::PolicyWriteResponse*) override;
   grpc::Status ListProfiles(grpc::ServerContext*, const leash::v1::ListProfilesRequest*,
@@ -86,6 +94,8 @@ class ControlService final : public leash::v1::Control::Service {
                             leash::v1::ListBindingsResponse*) override;
   grpc::Status Reconcile(grpc::ServerContext*, const leash::v1::ReconcileRequest*,
                          leash::v1::ReconcileResponse*) override;
+  grpc::Status WatchDecisions(grpc::ServerContext*, const leash::v1::WatchDecisionsRequest*,
+                              grpc::ServerWriter<leash::v1::WatchDecisionsEvent>*) override;
 
  private:
   // What the stores need from the host for one judgement: the floor, the agent accounts, the
@@ -107,6 +117,10 @@ class ControlService final : public leash::v1::Control::Service {
       const std::function<absl::StatusOr<bool>(leash::v1::Config&, leash::v1::Refusal&)>& edit,
       const std::function<absl::StatusOr<std::string>(absl::string_view)>& edit_text,
       bool no_reconcile, leash::v1::PolicyWriteResponse* response);
+
+  // RemoveEntry's NotFound for an entry the floor does not hold, naming the profiles that do.
+  absl::Status NotInTheFloor(leash::v1::Surface surface, const std::vector<bool>& lists,
+                             const std::string& entry) const;
 
   const ControlDeps deps_;
   // Floor edits are read-modify-write of one file: one at a time.

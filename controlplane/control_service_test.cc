@@ -4,6 +4,8 @@
 // test/leashd and test/cli).
 #include "controlplane/control_service.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <fstream>
 
@@ -249,6 +251,167 @@ TEST_F(ControlServiceTest, FloorEditsNeedAListAndAnExistingConfiguredUser) {
   EXPECT_THAT(status.error_message(), HasSubstr("'fido' does not exist"));
   EXPECT_EQ(Contents(Config()), kFloor);
   EXPECT_EQ(loop_.passes(), 0u);
+}
+
+// `leash <surface> remove <entry>`: judged like every write, written in the operator's text.
+constexpr char kCommentedFloor[] = R"(# the host's floor
+user: fido
+network:
+  mode: whitelist   # default-deny
+  allow:
+    - github.com    # code
+    - pypi.org      # packages
+  deny: [evil.example, "bad.example"]  # never
+)";
+
+TEST_F(ControlServiceTest, RemoveEntryOfAnAllowTightensIsWrittenKeepingCommentsAndReconciles) {
+  std::ofstream(Config()) << kCommentedFloor;
+  accounts_.Add("fido", getegid());
+  leash::v1::RemoveEntryRequest remove;
+  remove.set_surface(leash::v1::SURFACE_NETWORK);
+  remove.set_entry("pypi.org");
+  leash::v1::PolicyWriteResponse response;
+  ASSERT_TRUE(service_.RemoveEntry(nullptr, &remove, &response).ok());
+  EXPECT_TRUE(response.written()) << response.DebugString();
+  EXPECT_FALSE(response.has_refusal());
+  EXPECT_TRUE(response.notices().empty()) << response.DebugString();
+  EXPECT_EQ(response.reconcile().unchanged(), 1u);
+  EXPECT_EQ(Contents(Config()),
+            "# the host's floor\n"
+            "user: fido\n"
+            "network:\n"
+            "  mode: whitelist   # default-deny\n"
+            "  allow:\n"
+            "    - github.com    # code\n"
+            "  deny: [evil.example, \"bad.example\"]  # never\n");
+}
+
+TEST_F(ControlServiceTest, RemoveEntryOfADenyLoosensAndIsRefusedUntilItsAckIsGiven) {
+  std::ofstream(Config()) << kCommentedFloor;
+  accounts_.Add("fido", getegid());
+  leash::v1::RemoveEntryRequest remove;
+  remove.set_surface(leash::v1::SURFACE_NETWORK);
+  remove.set_entry("evil.example");
+  leash::v1::PolicyWriteResponse refused;
+  ASSERT_TRUE(service_.RemoveEntry(nullptr, &remove, &refused).ok());
+  EXPECT_FALSE(refused.written());
+  EXPECT_EQ(refused.refusal().kind(), "loosening");
+  ASSERT_EQ(refused.refusal().loosenings_size(), 1);
+  EXPECT_EQ(refused.refusal().loosenings(0).ack_token(), "unset.deny:network:evil.example");
+  EXPECT_EQ(refused.refusal().rerun(),
+            "sudo leash network remove evil.example --ack 'unset.deny:network:evil.example'");
+  EXPECT_EQ(Contents(Config()), kCommentedFloor);
+  EXPECT_EQ(loop_.passes(), 0u);
+
+  remove.add_acks("unset.deny:network:evil.example");
+  leash::v1::PolicyWriteResponse written;
+  ASSERT_TRUE(service_.RemoveEntry(nullptr, &remove, &written).ok());
+  EXPECT_TRUE(written.written()) << written.DebugString();
+  EXPECT_THAT(Contents(Config()), HasSubstr("  deny: [\"bad.example\"]  # never\n"));
+  EXPECT_EQ(loop_.passes(), 1u);
+}
+
+TEST_F(ControlServiceTest, RemoveEntryNotInTheFloorIsNotFoundNamingTheProfileThatWritesIt) {
+  leash::v1::SaveProfileRequest save;
+  save.set_name("web");
+  save.set_yaml("network: {deny: [x.example]}\n");
+  save.set_no_reconcile(true);
+  leash::v1::PolicyWriteResponse saved;
+  ASSERT_TRUE(service_.SaveProfile(nullptr, &save, &saved).ok());
+  ASSERT_TRUE(saved.written());
+  leash::v1::RemoveEntryRequest remove;
+  remove.set_surface(leash::v1::SURFACE_NETWORK);
+  remove.set_entry("x.example");
+  leash::v1::PolicyWriteResponse response;
+  grpc::Status status = service_.RemoveEntry(nullptr, &remove, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(), HasSubstr("has no network.allow or deny entry 'x.example'"));
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("profile 'web' (network.deny, " + dir_.state() + "/profiles/web.yaml)"));
+  EXPECT_EQ(Contents(Config()), kFloor);
+}
+
+TEST_F(ControlServiceTest, ListEntriesShowsEachEntryWithItsTierFileAndBindings) {
+  leash::v1::SaveProfileRequest save;
+  save.set_name("web");
+  save.set_yaml("network: {deny: [x.example]}\n");
+  save.set_no_reconcile(true);
+  leash::v1::PolicyWriteResponse saved;
+  ASSERT_TRUE(service_.SaveProfile(nullptr, &save, &saved).ok());
+  leash::v1::BindRequest bind;
+  bind.set_scope("agent:leash-iris");
+  bind.set_profile("web");
+  bind.set_no_reconcile(true);
+  ASSERT_TRUE(service_.Bind(nullptr, &bind, &saved).ok());
+  ASSERT_TRUE(saved.written()) << saved.DebugString();
+
+  leash::v1::ListEntriesRequest request;
+  request.set_surface(leash::v1::SURFACE_NETWORK);
+  leash::v1::ListEntriesResponse list;
+  ASSERT_TRUE(service_.ListEntries(nullptr, &request, &list).ok());
+  ASSERT_EQ(list.entries_size(), 2) << list.DebugString();
+  EXPECT_EQ(list.entries(0).list(), "allow");
+  EXPECT_EQ(list.entries(0).entry(), "github.com");
+  EXPECT_EQ(list.entries(0).source(), "floor");
+  EXPECT_EQ(list.entries(0).file(), Config());
+  EXPECT_EQ(list.entries(1).list(), "deny");
+  EXPECT_EQ(list.entries(1).entry(), "x.example");
+  EXPECT_EQ(list.entries(1).source(), "profile:web");
+  EXPECT_EQ(list.entries(1).file(), dir_.state() + "/profiles/web.yaml");
+  ASSERT_EQ(list.entries(1).bound_to_size(), 1);
+  EXPECT_EQ(list.entries(1).bound_to(0), "agent:leash-iris");
+  EXPECT_EQ(list.floor_modes().at("network"), "whitelist");
+  EXPECT_EQ(list.floor_modes().size(), 1u);
+}
+
+// `leash profile delete` of a bound profile: refused like an unbind that loosens; with its acks
+// it happens, and `leash bindings` marks the binding DANGLING.
+TEST_F(ControlServiceTest, ProfileDeleteRefusedWhenBoundAndBindingsMarkDangling) {
+  leash::v1::SaveProfileRequest save;
+  save.set_name("web");
+  save.set_yaml("network: {deny: [x.example]}\n");
+  save.set_no_reconcile(true);
+  leash::v1::PolicyWriteResponse response;
+  ASSERT_TRUE(service_.SaveProfile(nullptr, &save, &response).ok());
+  leash::v1::BindRequest bind;
+  bind.set_scope("agent:leash-iris");
+  bind.set_profile("web");
+  bind.set_no_reconcile(true);
+  ASSERT_TRUE(service_.Bind(nullptr, &bind, &response).ok());
+  const std::string profile = dir_.state() + "/profiles/web.yaml";
+
+  leash::v1::DeleteProfileRequest del;
+  del.set_name("web");
+  leash::v1::PolicyWriteResponse refused;
+  ASSERT_TRUE(service_.DeleteProfile(nullptr, &del, &refused).ok());
+  EXPECT_FALSE(refused.written());
+  EXPECT_EQ(refused.refusal().kind(), "dangling");
+  EXPECT_THAT(refused.refusal().message(), HasSubstr("sudo leash unbind agent:leash-iris"));
+  EXPECT_EQ(refused.refusal().rerun(),
+            "sudo leash profile delete web --ack 'dangling:agent:leash-iris'");
+  EXPECT_NE(Contents(profile), "<absent>");
+  EXPECT_EQ(loop_.passes(), 0u);
+
+  leash::v1::ListBindingsResponse list;
+  ASSERT_TRUE(service_.ListBindings(nullptr, nullptr, &list).ok());
+  ASSERT_EQ(list.bindings_size(), 1);
+  EXPECT_FALSE(list.bindings(0).dangling());
+  EXPECT_EQ(list.bindings(0).problem(), "");
+
+  del.add_acks("dangling:agent:leash-iris");
+  leash::v1::PolicyWriteResponse deleted;
+  ASSERT_TRUE(service_.DeleteProfile(nullptr, &del, &deleted).ok());
+  EXPECT_TRUE(deleted.written()) << deleted.DebugString();
+  EXPECT_EQ(Contents(profile), "<absent>");
+  ASSERT_EQ(deleted.notices_size(), 1);
+  EXPECT_THAT(deleted.notices(0), HasSubstr("agent:leash-iris is denied everything"));
+
+  ASSERT_TRUE(service_.ListBindings(nullptr, nullptr, &list).ok());
+  ASSERT_EQ(list.bindings_size(), 1);
+  EXPECT_TRUE(list.bindings(0).dangling());
+  EXPECT_THAT(list.bindings(0).problem(), HasSubstr("profile 'web' does not exist"));
+  EXPECT_THAT(list.bindings(0).problem(),
+              HasSubstr("sudo leash unbind agent:leash-iris --ack 'fail_closed:web'"));
 }
 
 // `leash validate` names an agent's subordinate IDs and the command that removes them.

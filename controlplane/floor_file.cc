@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <utility>
 
@@ -74,6 +75,14 @@ absl::StatusOr<std::string> PatchFloorEntry(absl::string_view text, leash::v1::S
   const absl::string_view section = SectionOf(surface);
   if (section.empty()) return absl::InvalidArgumentError("unknown surface");
   return engine::AppendToYamlList(text, section, allow ? "allow" : "deny", entry);
+}
+
+absl::StatusOr<std::string> PatchFloorRemoveEntry(absl::string_view text,
+                                                  leash::v1::Surface surface, bool allow,
+                                                  absl::string_view entry) {
+  const absl::string_view section = SectionOf(surface);
+  if (section.empty()) return absl::InvalidArgumentError("unknown surface");
+  return engine::RemoveFromYamlList(text, section, allow ? "allow" : "deny", entry);
 }
 
 absl::StatusOr<std::string> PatchFloorMode(absl::string_view text, leash::v1::Surface surface,
@@ -155,6 +164,40 @@ absl::StatusOr<bool> AddFloorEntry(leash::v1::Config& config, leash::v1::Surface
   }
   list->add_entries(std::string(entry));
   return true;
+}
+
+absl::StatusOr<bool> RemoveFloorEntry(leash::v1::Config& config, leash::v1::Surface surface,
+                                      bool allow, absl::string_view entry) {
+  if (SectionOf(surface).empty()) return absl::InvalidArgumentError("unknown surface");
+  // Only a list the floor writes is touched: reading it through a mutable accessor would make an
+  // absent list present, and the edit would not read back.
+  if (FloorEntries(config, surface, allow).empty()) return false;
+  leash::v1::EntryList* list = ListOf(config, surface, allow);
+  auto* entries = list->mutable_entries();
+  const auto kept = std::remove(entries->begin(), entries->end(), entry);
+  if (kept == entries->end()) return false;
+  entries->erase(kept, entries->end());
+  return true;
+}
+
+std::vector<std::string> FloorEntries(const leash::v1::Config& config, leash::v1::Surface surface,
+                                      bool allow) {
+  auto of = [allow](const auto& policy) -> std::vector<std::string> {
+    const leash::v1::EntryList& list = allow ? policy.allow() : policy.deny();
+    return {list.entries().begin(), list.entries().end()};
+  };
+  switch (surface) {
+    case leash::v1::SURFACE_NETWORK:
+      return of(config.network());
+    case leash::v1::SURFACE_FILESYSTEM:
+      return of(config.filesystem());
+    case leash::v1::SURFACE_COMMANDS:
+      return of(config.commands());
+    case leash::v1::SURFACE_TOOLS:
+      return of(config.tools());
+    default:
+      return {};
+  }
 }
 
 bool SetFloorMode(leash::v1::Config& config, leash::v1::Surface surface, leash::v1::Mode mode) {

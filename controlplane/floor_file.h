@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -30,6 +31,9 @@ absl::StatusOr<FloorText> LoadFloorText(const std::string& path);
 // shape the edit needs.
 absl::StatusOr<std::string> PatchFloorEntry(absl::string_view text, leash::v1::Surface surface,
                                             bool allow, absl::string_view entry);
+absl::StatusOr<std::string> PatchFloorRemoveEntry(absl::string_view text,
+                                                  leash::v1::Surface surface, bool allow,
+                                                  absl::string_view entry);
 absl::StatusOr<std::string> PatchFloorMode(absl::string_view text, leash::v1::Surface surface,
                                            leash::v1::Mode mode);
 
@@ -60,6 +64,16 @@ absl::Status RestateFloorPermissions(const std::string& path, gid_t gid);
 absl::StatusOr<bool> AddFloorEntry(leash::v1::Config& config, leash::v1::Surface surface,
                                    bool allow, absl::string_view entry,
                                    leash::v1::InertEntry* inert);
+
+// Removes every copy of `entry` from `surface`'s allow (allow=true) or deny list of `config`;
+// returns false when the list does not hold it. InvalidArgument for an unknown surface.
+absl::StatusOr<bool> RemoveFloorEntry(leash::v1::Config& config, leash::v1::Surface surface,
+                                      bool allow, absl::string_view entry);
+
+// The entries of `surface`'s allow (allow=true) or deny list of `config` (empty for an unknown
+// surface).
+std::vector<std::string> FloorEntries(const leash::v1::Config& config, leash::v1::Surface surface,
+                                      bool allow);
 
 // Sets `surface`'s mode; returns false when it already had it.
 bool SetFloorMode(leash::v1::Config& config, leash::v1::Surface surface, leash::v1::Mode mode);

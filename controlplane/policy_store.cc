@@ -20,6 +20,7 @@
 #include "engine/consent.h"
 #include "engine/inert_entries.h"
 #include "engine/refusal.h"
+#include "engine/removal_consent.h"
 #include "engine/scope.h"
 #include "base/status_macros.h"
 
@@ -368,6 +369,7 @@ absl::StatusOr<WriteOutcome> BindingStore::SaveProfile(const SaveProfileArgs& ar
 }
 
 absl::StatusOr<WriteOutcome> BindingStore::DeleteProfile(absl::string_view name,
+                                                         const std::vector<std::string>& acks,
                                                          const HostInputs& host) {
   if (absl::Status valid = ProfileStore::ValidateName(name); !valid.ok()) {
     return Refused(engine::MakeRefusal(engine::kRefusalProfile, std::string(valid.message())));
@@ -377,6 +379,16 @@ absl::StatusOr<WriteOutcome> BindingStore::DeleteProfile(absl::string_view name,
                                        absl::StrCat("no profile named '", name, "'")));
   }
   ASSIGN_OR_RETURN(Locked locked, LockForWrite());
+  if (locked.library.find(std::string(name)) == locked.library.end()) {
+    return Refused(engine::MakeRefusal(
+        engine::kRefusalProfile,
+        absl::StrCat("no profile named '", name, "' (leash profile list shows them)")));
+  }
+  // Judged against the bindings as they are under the writer lock: a bind racing the delete
+  // is either seen here or refused by its own re-check.
+  engine::ProfileDeleteJudgement judgement =
+      engine::JudgeProfileDelete(locked.bindings, name, acks);
+  if (judgement.refusal) return Refused(*std::move(judgement.refusal));
   absl::Status removed = RemoveFileDurably(profiles_.PathFor(name));
   if (absl::IsNotFound(removed)) {
     return Refused(engine::MakeRefusal(
@@ -386,16 +398,7 @@ absl::StatusOr<WriteOutcome> BindingStore::DeleteProfile(absl::string_view name,
   RETURN_IF_ERROR(removed);
   WriteOutcome outcome;
   outcome.written = true;
-  for (const std::string& scope : BoundTo(locked.bindings, name)) {
-    // "A dangling binding (its profile deleted) holds its agent fail-closed, denied everything".
-    outcome.notices.push_back(absl::StrCat(
-        scope, " is still bound to '", name, "', which now dangles: ",
-        scope == "global" ? "every subject on the host is" : absl::StrCat(scope, " is"),
-        " denied everything (fail-closed) until the profile is saved again or the binding is "
-        "removed: ",
-        engine::RenderCommand({"sudo", "leash", "unbind", scope},
-                              {absl::StrCat("fail_closed:", name)})));
-  }
+  outcome.notices = std::move(judgement.notices);
   return outcome;
 }
 
@@ -609,6 +612,27 @@ absl::StatusOr<leash::v1::ListBindingsResponse> BindingStore::ListBindings() con
     out.set_scope(binding.scope);
     out.set_profile(binding.profile);
     for (const std::string& ack : binding.acks) out.add_acks(ack);
+    // A binding whose profile is gone (deleted with consent, or its file removed by hand) holds
+    // its subjects fail-closed; shown here so that it is never mistaken for one in force.
+    auto profile = snapshot.profiles.find(binding.profile);
+    const std::string held = binding.scope == "global"
+                                 ? std::string("every subject on the host is")
+                                 : absl::StrCat(binding.scope, " is");
+    const std::string unbind =
+        engine::RenderCommand({"sudo", "leash", "unbind", binding.scope},
+                              {absl::StrCat("fail_closed:", binding.profile)});
+    if (profile == snapshot.profiles.end()) {
+      out.set_dangling(true);
+      out.set_problem(absl::StrCat("profile '", binding.profile, "' does not exist (",
+                                   profiles_.PathFor(binding.profile), "): ", held,
+                                   " denied everything (fail-closed) until it is saved again "
+                                   "or the binding is removed: ",
+                                   unbind));
+    } else if (!profile->second.ok()) {
+      out.set_problem(absl::StrCat("profile '", binding.profile, "' does not load (",
+                                   profile->second.status().message(), "): ", held,
+                                   " denied everything (fail-closed) until it is saved again"));
+    }
   }
   return response;
 }

@@ -158,10 +158,14 @@ class BindingStore {
   // "loosening" (naming each subject and token), "unjudgeable" (floor unreadable).
   absl::StatusOr<WriteOutcome> SaveProfile(const SaveProfileArgs& args, const HostInputs& host);
 
-  // `leash profile delete`. Bindings naming it then dangle: their subjects fail closed (denied
-  // everything) until the profile is saved again or the binding is removed with
-  // fail_closed:<name>; the outcome says so for each. Refusal: kind "profile" (bad name, none).
-  absl::StatusOr<WriteOutcome> DeleteProfile(absl::string_view name, const HostInputs& host);
+  // `leash profile delete [--ack 'dangling:<scope>']...`. Under the writer lock: a delete that
+  // would leave a binding naming the profile dangling (its subjects denied everything) is
+  // refused (kind "dangling", engine::JudgeProfileDelete) unless each such binding is
+  // acknowledged; with consent the outcome says what each now denies and how to end it.
+  // Refusal: kind "profile" (bad name, none), "ack".
+  absl::StatusOr<WriteOutcome> DeleteProfile(absl::string_view name,
+                                             const std::vector<std::string>& acks,
+                                             const HostInputs& host);
 
   // `leash bind <scope> <profile> [--ack ...]`. Judges, then under the writer lock re-checks
   // that the profile it judged is still the one on disk (else kind "changed") and judges

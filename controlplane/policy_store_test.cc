@@ -393,7 +393,15 @@ TEST_F(PolicyStoreTest, UnbindOfADanglingBindingNeedsFailClosed) {
   BindingStore store = Store();
   ASSERT_TRUE(Save(store, "web-research", kNarrow).written);
   ASSERT_TRUE(Bind(store, "agent:leash-iris", "web-research").written);
-  WriteOutcome deleted = *store.DeleteProfile("web-research", host_);
+  // Deleting a bound profile strands its binding: refused, then done deliberately.
+  WriteOutcome refused_delete = *store.DeleteProfile("web-research", {}, host_);
+  EXPECT_FALSE(refused_delete.written);
+  ASSERT_TRUE(refused_delete.refusal.has_value());
+  EXPECT_EQ(refused_delete.refusal->kind(), "dangling");
+  EXPECT_EQ(refused_delete.refusal->loosenings(0).ack_token(), "dangling:agent:leash-iris");
+  EXPECT_TRUE(store.profiles().Load("web-research").ok());
+  WriteOutcome deleted =
+      *store.DeleteProfile("web-research", {"dangling:agent:leash-iris"}, host_);
   ASSERT_TRUE(deleted.written);
   EXPECT_THAT(deleted.notices,
               Contains(AllOf(HasSubstr("agent:leash-iris is denied everything (fail-closed)"),

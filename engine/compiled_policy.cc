@@ -342,4 +342,19 @@ Decision CompiledPolicy::DecideTool(absl::string_view name) const {
   });
 }
 
+bool CompiledPolicy::audited(Surface surface) const {
+  switch (surface) {
+    case leash::v1::SURFACE_NETWORK:
+      return config_.network().audit();
+    case leash::v1::SURFACE_FILESYSTEM:
+      return config_.filesystem().audit();
+    case leash::v1::SURFACE_COMMANDS:
+      return config_.commands().audit();
+    case leash::v1::SURFACE_TOOLS:
+      return config_.tools().audit();
+    default:
+      return false;
+  }
+}
+
 }  // namespace leash::engine

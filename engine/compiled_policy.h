@@ -115,6 +115,8 @@ class CompiledPolicy {
   Decision DecideTool(absl::string_view name) const;
 
   FailMode fail_mode() const { return fail_mode_; }
+  // Whether `surface` is in audit (its `audit: true`): its blocks are logged and not made.
+  bool audited(Surface surface) const;
   // The policy as compiled, every field present.
   const leash::v1::Config& config() const { return config_; }
   const std::vector<leash::v1::InertEntry>& skipped_entries() const { return skipped_; }

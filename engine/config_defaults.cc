@@ -11,6 +11,7 @@ using leash::v1::Mode;
 template <typename SurfaceT>
 void FillSurface(SurfaceT& surface) {
   if (!surface.has_mode()) surface.set_mode(Mode::MODE_WHITELIST);
+  if (!surface.has_audit()) surface.set_audit(false);
   surface.mutable_allow();
   surface.mutable_deny();
 }

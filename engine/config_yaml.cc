@@ -170,12 +170,15 @@ class Reader {
       return ReadMode(value, key_path, [&](leash::v1::Mode m) { surface.set_mode(m); });
     }
     if (key == "allow") return ReadEntries(value, key_path, *surface.mutable_allow());
+    if (key == "audit") {
+      return ReadBool(value, key_path, [&](bool on) { surface.set_audit(on); });
+    }
     return ReadEntries(value, key_path, *surface.mutable_deny());
   }
 
   absl::Status ReadSurface(const YAML::Node& node, absl::string_view path,
                            leash::v1::SurfacePolicy& surface) {
-    return ForEachKey(node, path, {"mode", "allow", "deny"},
+    return ForEachKey(node, path, {"mode", "allow", "deny", "audit"},
                       [&](const std::string& key, const YAML::Node& value) {
                         return ReadSurfaceKey(key, value, path, surface);
                       });
@@ -183,7 +186,8 @@ class Reader {
 
   absl::Status ReadNetwork(const YAML::Node& node, leash::v1::NetworkPolicy& network) {
     return ForEachKey(
-        node, "network", {"mode", "allow", "deny", "udp", "inbound", "dns", "dns_resolvers"},
+        node, "network",
+        {"mode", "allow", "deny", "audit", "udp", "inbound", "dns", "dns_resolvers"},
         [&](const std::string& key, const YAML::Node& value) -> absl::Status {
           if (key == "udp") {
             if (value.IsScalar() && (value.Scalar() == "drop" || value.Scalar() == "allow")) {
@@ -227,7 +231,7 @@ class Reader {
 
   absl::Status ReadTools(const YAML::Node& node, leash::v1::ToolsPolicy& tools) {
     return ForEachKey(
-        node, "tools", {"mode", "allow", "deny", "inspect", "max_input_bytes"},
+        node, "tools", {"mode", "allow", "deny", "audit", "inspect", "max_input_bytes"},
         [&](const std::string& key, const YAML::Node& value) -> absl::Status {
           if (key == "inspect") return ReadInspect(value, tools);
           if (key == "max_input_bytes") {
@@ -325,6 +329,7 @@ void EmitSurfaceFields(YAML::Emitter& out, const Surface& surface) {
   }
   if (surface.has_allow()) EmitEntries(out, "allow", surface.allow());
   if (surface.has_deny()) EmitEntries(out, "deny", surface.deny());
+  if (surface.has_audit()) out << YAML::Key << "audit" << YAML::Value << surface.audit();
 }
 
 }  // namespace

@@ -66,6 +66,12 @@ std::string EmitConfigYaml(const leash::v1::Config& config);
 // ("- a" lines).
 absl::StatusOr<std::string> AppendToYamlList(absl::string_view yaml, absl::string_view section,
                                              absl::string_view key, absl::string_view item);
+// Removes every item equal to `item` from the list `section`.`key`, with its separating comma
+// (flow) or its line (block); an item alone on its line takes its comment along, every other
+// comment stays. A block list left empty becomes []. FailedPrecondition also when no item is
+// equal to `item`.
+absl::StatusOr<std::string> RemoveFromYamlList(absl::string_view yaml, absl::string_view section,
+                                               absl::string_view key, absl::string_view item);
 // Replaces the scalar `section`.`key` with `value` (written as it is: a plain word).
 absl::StatusOr<std::string> SetYamlScalar(absl::string_view yaml, absl::string_view section,
                                           absl::string_view key, absl::string_view value);

@@ -2,7 +2,9 @@
 // yaml-cpp, which reports where each node starts, and only that span of the text is rewritten.
 // The caller reads the result back and compares it with the Config it meant to write, so an
 // edit that went wrong here is caught there, and the whole Config is written instead.
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -99,6 +101,97 @@ size_t ClosingBracket(absl::string_view text, size_t open) {
   return absl::string_view::npos;
 }
 
+// The end of the scalar item that starts at `at` inside a flow list: after its closing quote,
+// or for a plain scalar at the first , ] } line break or comment, trailing spaces aside.
+size_t EndOfFlowItem(absl::string_view text, size_t at) {
+  if (text[at] == '"' || text[at] == '\'') return EndOfQuoted(text, at);
+  size_t end = at;
+  while (end < text.size()) {
+    const char c = text[end];
+    if (c == '\n' || c == ',' || c == ']' || c == '}') break;
+    if (c == '#' && end > at && absl::ascii_isspace(static_cast<unsigned char>(text[end - 1]))) {
+      break;
+    }
+    ++end;
+  }
+  while (end > at && absl::ascii_isspace(static_cast<unsigned char>(text[end - 1]))) --end;
+  return end;
+}
+
+// The same for an item of a block list, where a plain scalar runs to a comment or the line's end.
+size_t EndOfBlockItem(absl::string_view text, size_t at) {
+  if (text[at] == '"' || text[at] == '\'') return EndOfQuoted(text, at);
+  size_t end = at;
+  while (end < text.size() && text[end] != '\n') {
+    if (text[end] == '#' && end > at &&
+        absl::ascii_isspace(static_cast<unsigned char>(text[end - 1]))) {
+      break;
+    }
+    ++end;
+  }
+  while (end > at && absl::ascii_isspace(static_cast<unsigned char>(text[end - 1]))) --end;
+  return end;
+}
+
+bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+
+// The offset after the line break ending the line that holds `at` (or the text's end).
+size_t AfterLine(absl::string_view text, size_t at) {
+  const size_t eol = text.find('\n', at);
+  return eol == absl::string_view::npos ? text.size() : eol + 1;
+}
+
+// The offset where the line holding `at` starts.
+size_t LineStart(absl::string_view text, size_t at) {
+  const size_t nl = at == 0 ? absl::string_view::npos : text.rfind('\n', at - 1);
+  return nl == absl::string_view::npos ? 0 : nl + 1;
+}
+
+// Whether only blanks, and a comment, follow `at` on its line.
+bool RestOfLineIsBlankOrComment(absl::string_view text, size_t at) {
+  size_t i = at;
+  while (i < text.size() && IsBlank(text[i])) ++i;
+  return i == text.size() || text[i] == '\n' || text[i] == '#';
+}
+
+// Removes the flow-list item spanning [start, end) from `out`, with the comma that separates it
+// from its neighbour: the one after it, or for the last item the one after the item before it
+// (which starts at `previous`, npos for none). An item alone on its line takes the line with
+// it, its comment too (a comment about an entry that is gone would now describe nothing).
+void RemoveFlowItem(std::string& out, size_t start, size_t end, size_t previous) {
+  size_t after = end;
+  while (after < out.size() && IsBlank(out[after])) ++after;
+  const bool comma_after = after < out.size() && out[after] == ',';
+  const size_t line_from = LineStart(out, start);
+  const bool starts_line =
+      std::all_of(out.begin() + line_from, out.begin() + start, [](char c) { return IsBlank(c); });
+  if (comma_after) {
+    size_t through = after + 1;
+    if (starts_line && RestOfLineIsBlankOrComment(out, through)) {
+      out.erase(line_from, AfterLine(out, through) - line_from);
+      return;
+    }
+    while (through < out.size() && IsBlank(out[through])) ++through;
+    out.erase(start, through - start);
+    return;
+  }
+  // The last item: the comma that ends the item before it goes too.
+  size_t comma = absl::string_view::npos;
+  if (previous != absl::string_view::npos) {
+    size_t i = EndOfFlowItem(out, previous);
+    while (i != absl::string_view::npos && i < start && IsBlank(out[i])) ++i;
+    if (i != absl::string_view::npos && i < start && out[i] == ',') comma = i;
+  }
+  if (comma == absl::string_view::npos) {
+    out.erase(start, end - start);  // the only item
+  } else if (starts_line && RestOfLineIsBlankOrComment(out, end)) {
+    out.erase(line_from, AfterLine(out, end) - line_from);
+    out.erase(comma, 1);
+  } else {
+    out.erase(comma, end - comma);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> AppendToYamlList(absl::string_view yaml, absl::string_view section,
@@ -166,6 +259,58 @@ absl::StatusOr<std::string> SetYamlScalar(absl::string_view yaml, absl::string_v
     while (end > start && absl::ascii_isspace(static_cast<unsigned char>(yaml[end - 1]))) --end;
   }
   return std::string(yaml).replace(start, end - start, std::string(value));
+}
+
+absl::StatusOr<std::string> RemoveFromYamlList(absl::string_view yaml, absl::string_view section,
+                                               absl::string_view key, absl::string_view item) {
+  absl::StatusOr<YAML::Node> list = FindValue(yaml, section, key);
+  if (!list.ok()) return list.status();
+  if (!list->IsSequence()) return NotThisShape(section, key, "not a list");
+  // Every item equal to `item`, last first, so that each removal leaves the earlier offsets be.
+  std::vector<size_t> found;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const YAML::Node node = (*list)[i];
+    if (!node.IsScalar()) return NotThisShape(section, key, "an item is not a scalar");
+    if (node.Scalar() != item) continue;
+    if (node.Mark().pos < 0 || static_cast<size_t>(node.Mark().pos) >= yaml.size()) {
+      return NotThisShape(section, key, "an item's place in the text is not known");
+    }
+    found.push_back(i);
+  }
+  if (found.empty()) return NotThisShape(section, key, "the item is not in the list");
+  std::string out(yaml);
+  const bool flow = list->Style() == YAML::EmitterStyle::Flow;
+  for (auto it = found.rbegin(); it != found.rend(); ++it) {
+    const size_t start = static_cast<size_t>((*list)[*it].Mark().pos);
+    if (flow) {
+      const size_t end = EndOfFlowItem(out, start);
+      if (end == absl::string_view::npos) return NotThisShape(section, key, "unterminated quote");
+      const size_t previous =
+          *it == 0 ? absl::string_view::npos : static_cast<size_t>((*list)[*it - 1].Mark().pos);
+      RemoveFlowItem(out, start, end, previous);
+      continue;
+    }
+    // A block item is its own "- item" line; the list's last remaining item becomes [] so the
+    // key still holds an (empty) list rather than nothing.
+    const size_t from = LineStart(out, start);
+    const absl::string_view prefix = absl::string_view(out).substr(from, start - from);
+    const absl::string_view dash = absl::StripLeadingAsciiWhitespace(prefix);
+    if (dash.substr(0, 1) != "-" || !absl::StripAsciiWhitespace(dash.substr(1)).empty()) {
+      return NotThisShape(section, key, "an item does not start its own '- ' line");
+    }
+    const size_t end = EndOfBlockItem(out, start);
+    if (end == absl::string_view::npos || !RestOfLineIsBlankOrComment(out, end)) {
+      return NotThisShape(section, key, "an item shares its line");
+    }
+    if (list->size() == found.size() && it + 1 == found.rend()) {
+      const size_t dash_at = from + (prefix.size() - dash.size());
+      const bool line_break = out.find('\n', end) != std::string::npos;
+      out.replace(dash_at, AfterLine(out, end) - dash_at, line_break ? "[]\n" : "[]");
+    } else {
+      out.erase(from, AfterLine(out, end) - from);
+    }
+  }
+  return out;
 }
 
 }  // namespace leash::engine

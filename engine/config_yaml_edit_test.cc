@@ -1,5 +1,5 @@
-// AppendToYamlList / SetYamlScalar: the edit lands where it should and nothing else in the text
-// moves (comments, quoting, layout), in flow and block style.
+// AppendToYamlList / RemoveFromYamlList / SetYamlScalar: the edit lands where it should and
+// nothing else in the text moves (comments, quoting, layout), in flow and block style.
 #include <string>
 
 #include "gmock/gmock.h"
@@ -119,6 +119,116 @@ TEST(AppendToYamlList, ShapesItDoesNotEditAreSaidAndLeftToTheCaller) {
   after = AppendToYamlList("user: [fido\n", "network", "allow", "c");
   ASSERT_FALSE(after.ok());
   EXPECT_THAT(std::string(after.status().message()), HasSubstr("does not parse"));
+}
+
+// `leash <surface> remove <entry>`: only the item and its separator go; every other comment,
+// quote and line stays.
+TEST(RemoveFromYamlList, RemoveKeepsCommentsAndLayoutInAFlowList) {
+  const std::string before =
+      "# the floor\n"
+      "user: fido\n"
+      "network: { mode: whitelist, allow: [\"a.example\", 'b.example', c.example], "
+      "deny: [] }  # web\n";
+  absl::StatusOr<std::string> after = RemoveFromYamlList(before, "network", "allow", "b.example");
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(*after,
+            "# the floor\n"
+            "user: fido\n"
+            "network: { mode: whitelist, allow: [\"a.example\", c.example], deny: [] }  # web\n");
+  // The last item takes the comma before it; the only item leaves [].
+  after = RemoveFromYamlList(*after, "network", "allow", "c.example");
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_THAT(*after, HasSubstr("allow: [\"a.example\"], deny"));
+  after = RemoveFromYamlList(*after, "network", "allow", "a.example");
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(*after,
+            "# the floor\n"
+            "user: fido\n"
+            "network: { mode: whitelist, allow: [], deny: [] }  # web\n");
+  EXPECT_TRUE(Parse(*after).network().allow().entries().empty());
+}
+
+TEST(RemoveFromYamlList, RemoveKeepsCommentsAndLayoutInAMultiLineFlowList) {
+  const std::string before =
+      "user: fido\n"
+      "filesystem:\n"
+      "  allow: [\n"
+      "    \"/srv/[x]\",  # a bracket in a name\n"
+      "    /home/fido,   # home\n"
+      "    /tmp\n"
+      "  ]  # end\n";
+  absl::StatusOr<std::string> after = RemoveFromYamlList(before, "filesystem", "allow", "/srv/[x]");
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(*after,
+            "user: fido\n"
+            "filesystem:\n"
+            "  allow: [\n"
+            "    /home/fido,   # home\n"
+            "    /tmp\n"
+            "  ]  # end\n");
+  after = RemoveFromYamlList(*after, "filesystem", "allow", "/tmp");
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(*after,
+            "user: fido\n"
+            "filesystem:\n"
+            "  allow: [\n"
+            "    /home/fido   # home\n"
+            "  ]  # end\n");
+  EXPECT_THAT(Parse(*after).filesystem().allow().entries(), ElementsAre("/home/fido"));
+}
+
+TEST(RemoveFromYamlList, RemoveKeepsCommentsAndLayoutInABlockList) {
+  const std::string before =
+      "user: fido\n"
+      "# what the agent may not run\n"
+      "commands:\n"
+      "  mode: blacklist   # default-allow\n"
+      "  deny:\n"
+      "    - ssh     # no remote shells\n"
+      "    - 'curl'  # no downloads\n"
+      "    - nc, the tool\n"
+      "  allow: []\n";
+  absl::StatusOr<std::string> after = RemoveFromYamlList(before, "commands", "deny", "curl");
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(*after,
+            "user: fido\n"
+            "# what the agent may not run\n"
+            "commands:\n"
+            "  mode: blacklist   # default-allow\n"
+            "  deny:\n"
+            "    - ssh     # no remote shells\n"
+            "    - nc, the tool\n"
+            "  allow: []\n");
+  after = RemoveFromYamlList(*after, "commands", "deny", "nc, the tool");
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_THAT(Parse(*after).commands().deny().entries(), ElementsAre("ssh"));
+  // The last item: the key keeps an empty list.
+  after = RemoveFromYamlList(*after, "commands", "deny", "ssh");
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(*after,
+            "user: fido\n"
+            "# what the agent may not run\n"
+            "commands:\n"
+            "  mode: blacklist   # default-allow\n"
+            "  deny:\n"
+            "    []\n"
+            "  allow: []\n");
+  EXPECT_TRUE(Parse(*after).commands().deny().entries().empty());
+  EXPECT_EQ(Parse(*after).commands().mode(), leash::v1::MODE_BLACKLIST);
+}
+
+TEST(RemoveFromYamlList, RemovesEveryCopyAndSaysWhenThereIsNone) {
+  absl::StatusOr<std::string> after =
+      RemoveFromYamlList("user: fido\ntools: { deny: [shell, x, shell] }\n", "tools", "deny",
+                         "shell");
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(*after, "user: fido\ntools: { deny: [x] }\n");
+  after = RemoveFromYamlList("user: fido\ntools: { deny: [x] }\n", "tools", "deny", "y");
+  ASSERT_FALSE(after.ok());
+  EXPECT_EQ(after.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(after.status().message()), HasSubstr("not in the list"));
+  after = RemoveFromYamlList("user: fido\n", "tools", "deny", "y");
+  ASSERT_FALSE(after.ok());
 }
 
 TEST(SetYamlScalar, ReplacesOnlyTheValueInFlowAndBlockStyle) {

@@ -54,6 +54,21 @@ TEST(ParseConfigYaml, FragmentCarriesOnlyTheKeysItWrites) {
   EXPECT_FALSE(fragment->has_fail_mode());
 }
 
+// Audit is a key of every surface; a tier that does not write it leaves it to the tier beneath.
+TEST(ParseConfigYaml, AuditIsReadOnEverySurfaceAndOnlyWhereWritten) {
+  absl::StatusOr<Config> fragment = ParseConfigYaml(
+      "network: {audit: true}\nfilesystem: {audit: false}\ncommands: {audit: yes}\n"
+      "tools: {mode: whitelist}\n",
+      ConfigKind::kProfile, "observe.yaml");
+  ASSERT_TRUE(fragment.ok()) << fragment.status();
+  EXPECT_TRUE(fragment->network().has_audit());
+  EXPECT_TRUE(fragment->network().audit());
+  EXPECT_TRUE(fragment->filesystem().has_audit());
+  EXPECT_FALSE(fragment->filesystem().audit());
+  EXPECT_TRUE(fragment->commands().audit());
+  EXPECT_FALSE(fragment->tools().has_audit());
+}
+
 TEST(ParseConfigYaml, EmptyListDiffersFromAbsentList) {
   absl::StatusOr<Config> fragment =
       ParseConfigYaml("commands: { deny: [] }\n", ConfigKind::kProfile, "p.yaml");
@@ -104,6 +119,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "commands.deny: an entry must be a value, got a list"},
         ErrorCase{"BadBool", "enforcers: { network: maybe }\n", ConfigKind::kFloor,
                   "enforcers.network: expected true or false, got 'maybe'"},
+        ErrorCase{"BadAudit", "filesystem:\n  audit: sometimes\n", ConfigKind::kProfile,
+                  "leash.yaml:2:10: filesystem.audit: expected true or false, got 'sometimes'"},
         ErrorCase{"BadInspectAction", "tools: { inspect: { secrets: warn } }\n",
                   ConfigKind::kFloor, "tools.inspect.secrets: 'warn' is not block|log|allow"},
         ErrorCase{"UnknownInspectCategory", "tools: { inspect: { phone: block } }\n",
@@ -161,6 +178,10 @@ TEST(EmitConfigYaml, RoundTripsEveryField) {
   config->mutable_network()->mutable_allow()->add_entries("*.github.com");
   config->mutable_network()->mutable_allow()->add_entries("[2001:db8::1]:443");
   config->mutable_tools()->set_max_input_bytes(4096);
+  config->mutable_network()->set_audit(true);
+  config->mutable_filesystem()->set_audit(false);
+  config->mutable_commands()->set_audit(true);
+  config->mutable_tools()->set_audit(true);
   const std::string yaml = EmitConfigYaml(*config);
   absl::StatusOr<Config> again = ParseConfigYaml(yaml, ConfigKind::kFloor, "emitted");
   ASSERT_TRUE(again.ok()) << again.status() << "\n" << yaml;

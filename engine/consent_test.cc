@@ -111,6 +111,33 @@ TEST(JudgeBind, InboundAllowNeedsItsOwnAck) {
   EXPECT_FALSE(drop.refusal.has_value());
 }
 
+// Audit lets through what the policy would block, so each surface put in audit needs its own
+// token on the binding; leaving audit is a tightening and needs nothing.
+TEST(JudgeBind, AuditNeedsItsOwnAckPerSurface) {
+  World w;
+  const leash::v1::Config observe =
+      Fragment("network: {audit: true}\nfilesystem: {audit: true}\ntools: {audit: true}");
+  BindJudgement refused = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "observe", observe,
+                                    {"network.audit:true"});
+  ASSERT_TRUE(refused.refusal.has_value());
+  EXPECT_THAT(Tokens(*refused.refusal), ElementsAre("filesystem.audit:true", "tools.audit:true"));
+  EXPECT_THAT(refused.refusal->rerun(),
+              HasSubstr("--ack 'network.audit:true' --ack 'filesystem.audit:true' --ack "
+                        "'tools.audit:true'"));
+  BindJudgement bound =
+      JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "observe", observe,
+                {"network.audit:true", "filesystem.audit:true", "tools.audit:true"});
+  ASSERT_FALSE(bound.refusal.has_value()) << bound.refusal->message();
+  // A global binding is judged against the unfolded floor the same way.
+  BindJudgement global = JudgeBind(w.resolver(), Scope::Global(), "observe", observe, {});
+  ASSERT_TRUE(global.refusal.has_value());
+  EXPECT_THAT(Tokens(*global.refusal),
+              ElementsAre("network.audit:true", "filesystem.audit:true", "tools.audit:true"));
+  BindJudgement off = JudgeBind(w.resolver(), Scope::Agent("leash-iris"), "enforce",
+                                Fragment("commands: {audit: false}"), {});
+  EXPECT_FALSE(off.refusal.has_value());
+}
+
 // DNS straight to the resolvers (today's path) is a loosening of the filter: refused without its
 // exact token, bound with it; saying filter, the default, needs nothing.
 TEST(JudgeBind, DnsStraightToTheResolversNeedsItsOwnAck) {

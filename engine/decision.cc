@@ -25,6 +25,11 @@ Decision FailDecision(FailMode fail_mode, Surface surface, absl::string_view wha
   return decision;
 }
 
+Decision UnderAudit(Decision decision, bool audited) {
+  if (audited && !decision.allowed()) decision.enforced = false;
+  return decision;
+}
+
 absl::string_view SurfaceName(Surface surface) {
   switch (surface) {
     case leash::v1::SURFACE_NETWORK:

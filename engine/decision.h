@@ -24,8 +24,13 @@ struct Decision {
   Verdict verdict = Verdict::kBlock;
   std::string reason;
   MatchedOn matched_on = MatchedOn::kNone;
+  // False only for a block an audited surface logs and does not make (UnderAudit).
+  bool enforced = true;
 
   bool allowed() const { return verdict == Verdict::kAllow; }
+  // What the enforcer answers: the verdict, except that a block not enforced lets the event
+  // through.
+  bool permits() const { return allowed() || !enforced; }
   leash::v1::Decision ToProto() const;
 };
 
@@ -40,6 +45,10 @@ struct NetworkSubject {
 // The answer when a decision cannot be reached: block under fail_mode closed, allow under
 // open. `what_failed` says why, e.g. "policy unavailable".
 Decision FailDecision(FailMode fail_mode, Surface surface, absl::string_view what_failed);
+
+// Audit: on an audited surface a block stays a block in the log and is not made. Returns
+// `decision` with enforced false when it is a block and `audited`; unchanged otherwise.
+Decision UnderAudit(Decision decision, bool audited);
 
 // "network", "filesystem", "commands", "tools".
 absl::string_view SurfaceName(Surface surface);

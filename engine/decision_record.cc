@@ -114,6 +114,7 @@ leash::v1::DecisionRecord MakeDecisionRecord(absl::Time ts, std::string ref, uin
   record.set_action(std::string(VerdictName(decision.verdict)));
   record.set_reason(decision.reason);
   *record.mutable_subject() = std::move(subject);
+  if (!decision.enforced) record.set_enforced(false);
   return record;
 }
 
@@ -178,6 +179,10 @@ void AppendDecisionLine(const leash::v1::DecisionRecord& r, std::string& out) {
   }
   AddString(out, "severity", r.severity(), first);
   AddString(out, "outcome", r.outcome(), first);
+  if (r.has_enforced()) {
+    AddKey(out, "enforced", first);
+    out += r.enforced() ? "true" : "false";
+  }
   out += "}\n";
 }
 
@@ -224,6 +229,7 @@ void AppendDecisionLine(const FileDecisionFields& fields,
           ->assign(fields.path.data(), fields.path.size());
     }
     if (fields.critical) record.set_severity("critical");
+    if (!fields.enforced) record.set_enforced(false);
     out.resize(start);
     out += DecisionLine(record);
     return;
@@ -234,6 +240,10 @@ void AppendDecisionLine(const FileDecisionFields& fields,
   AddString(out, binary ? "binary" : "path", fields.path, inner);
   out += '}';
   if (fields.critical) AddString(out, "severity", "critical", first);
+  if (!fields.enforced) {
+    AddKey(out, "enforced", first);
+    out += "false";
+  }
   out += "}\n";
 }
 

@@ -46,8 +46,9 @@ class DecisionSink {
 // caller supplies the randomness (the engine makes no syscalls).
 std::string MakeRef(uint64_t random_bits);
 
-// {ts, ref, uid, surface, action, reason, subject}. The subject's fields are set by the caller
-// (only those of the decision's surface).
+// {ts, ref, uid, surface, action, reason, subject}, and `enforced: false` for a block the
+// decision says was not enforced (audit). The subject's fields are set by the caller (only
+// those of the decision's surface).
 leash::v1::DecisionRecord MakeDecisionRecord(absl::Time ts, std::string ref, uint32_t uid,
                                              Surface surface, const Decision& decision,
                                              leash::v1::Subject subject);
@@ -75,6 +76,7 @@ struct FileDecisionFields {
   // when this is empty.
   absl::string_view path;
   bool critical = false;  // severity "critical"
+  bool enforced = true;   // false: a block an audited surface logged and did not make
 };
 
 // Appends the line of the record `fields` describe, with the reason `append_reason` appends,

@@ -153,6 +153,14 @@ TEST(AppendDecisionLine, RecordLineIsDecisionLineByteForByte) {
   records.back().set_action("outcome");
   records.back().set_outcome("reset");
   records.back().set_severity("critical");
+  records.push_back(base());  // a block an audited surface let through
+  records.back().set_action("block");
+  records.back().set_enforced(false);
+  records.push_back(base());  // a tricky text beside it takes the printer's route
+  records.back().set_enforced(false);
+  records.back().set_reason("quote \" and <tag>");
+  records.push_back(base());
+  records.back().set_enforced(true);
   records.push_back(leash::v1::DecisionRecord());  // nothing at all: "{}"
   for (size_t i = 0; i < records.size(); ++i) {
     std::string out = "kept|";  // appends, never overwrites
@@ -171,6 +179,7 @@ TEST(AppendDecisionLine, FileFieldsLineIsTheRecordsDecisionLine) {
     std::string path;
     std::string reason;
     bool critical;
+    bool enforced = true;
   };
   std::vector<Case> cases = {
       {leash::v1::SURFACE_FILESYSTEM, Verdict::kAllow, 1001, "/w/e500/f",
@@ -180,6 +189,10 @@ TEST(AppendDecisionLine, FileFieldsLineIsTheRecordsDecisionLine) {
       {leash::v1::SURFACE_FILESYSTEM, Verdict::kBlock, 0, "", "", true},
       {leash::v1::SURFACE_FILESYSTEM, Verdict::kBlock, 7, "", "cannot identify", true},
       {leash::v1::SURFACE_FILESYSTEM, Verdict::kAllow, 7, std::string(4000, 'p'), "long", false},
+      {leash::v1::SURFACE_FILESYSTEM, Verdict::kBlock, 1001, "/etc/x",
+       "filesystem: /etc/x not in allow list (whitelist)", false, /*enforced=*/false},
+      {leash::v1::SURFACE_COMMANDS, Verdict::kBlock, 1001, "/bin/\"q\"", "commands: <odd>", false,
+       /*enforced=*/false},
   };
   for (const std::string& text : TrickyTexts()) {
     cases.push_back({leash::v1::SURFACE_FILESYSTEM, Verdict::kBlock, 1001, "/t/" + text,
@@ -197,6 +210,7 @@ TEST(AppendDecisionLine, FileFieldsLineIsTheRecordsDecisionLine) {
     fields.verdict = c.verdict;
     fields.path = c.path;
     fields.critical = c.critical;
+    fields.enforced = c.enforced;
     std::string out = "kept|";
     AppendDecisionLine(fields, [&](std::string& line) { line += c.reason; }, out);
 
@@ -216,8 +230,37 @@ TEST(AppendDecisionLine, FileFieldsLineIsTheRecordsDecisionLine) {
       }
     }
     if (c.critical) record.set_severity("critical");
+    if (!c.enforced) record.set_enforced(false);
     EXPECT_EQ(out, "kept|" + DecisionLine(record)) << "case " << i;
   }
+}
+
+// Audit: a block let through is a block in the log, marked enforced: false, after every field
+// rule L1 names; an enforced decision carries no such field.
+TEST(MakeDecisionRecord, ABlockUnderAuditIsLoggedAsABlockNotEnforced) {
+  Decision decision;
+  decision.verdict = Verdict::kBlock;
+  decision.reason = "tools: search not in allow list (whitelist)";
+  leash::v1::Subject subject;
+  subject.set_name("search");
+  const Decision audited = UnderAudit(decision, /*audited=*/true);
+  EXPECT_TRUE(audited.permits());
+  EXPECT_FALSE(audited.allowed());
+  const std::string line = DecisionLine(MakeDecisionRecord(
+      absl::FromUnixSeconds(1795988000), "abcdefgh", 1001, leash::v1::SURFACE_TOOLS, audited,
+      subject));
+  EXPECT_THAT(line, HasSubstr("\"action\":\"block\""));
+  EXPECT_THAT(line, HasSubstr("\"subject\":{\"name\":\"search\"},\"enforced\":false}\n"));
+
+  const Decision enforced = UnderAudit(decision, /*audited=*/false);
+  EXPECT_FALSE(enforced.permits());
+  EXPECT_THAT(DecisionLine(MakeDecisionRecord(absl::FromUnixSeconds(1795988000), "abcdefgh", 1001,
+                                              leash::v1::SURFACE_TOOLS, enforced, subject)),
+              ::testing::Not(HasSubstr("enforced")));
+  // An allow is an allow, audited or not.
+  Decision allow;
+  allow.verdict = Verdict::kAllow;
+  EXPECT_TRUE(UnderAudit(allow, true).enforced);
 }
 
 }  // namespace

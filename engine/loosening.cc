@@ -89,6 +89,21 @@ void ClassifySurface(absl::string_view name, const Surface& before, const Surfac
                                       "(default-deny): only its allow list is allowed")));
   }
 
+  // Audit keeps deciding but stops refusing, so turning it on widens what the subject may do
+  // exactly as far as the surface's policy would have narrowed it.
+  if (before.audit() != after.audit()) {
+    const std::string audit_field = absl::StrCat(name, ".audit");
+    if (after.audit()) {
+      out.push_back(Change(audit_field, "true", Effect::kLoosen,
+                           absl::StrCat(name,
+                                        " goes into audit: what its policy would block is "
+                                        "logged (enforced: false) and allowed")));
+    } else {
+      out.push_back(Change(audit_field, "false", Effect::kTighten,
+                           absl::StrCat(name, " leaves audit: what its policy blocks is blocked")));
+    }
+  }
+
   const std::string allow_field = absl::StrCat(name, ".allow");
   for (const std::string& entry : Missing(after.allow(), before.allow())) {
     if (was_whitelist && is_whitelist) {
@@ -289,6 +304,7 @@ const std::vector<std::string>& AckFields() {
     for (absl::string_view surface : kSurfaces) {
       f->push_back(absl::StrCat(surface, ".mode"));
       f->push_back(absl::StrCat(surface, ".allow"));
+      f->push_back(absl::StrCat(surface, ".audit"));
     }
     f->push_back("unset.deny");
     f->push_back("network.udp");

@@ -28,6 +28,7 @@ void UniteInto(const leash::v1::EntryList& more, leash::v1::EntryList& base) {
 template <typename Surface>
 void OverlaySurface(const Surface& fragment, Surface& out) {
   if (fragment.has_mode()) out.set_mode(fragment.mode());
+  if (fragment.has_audit()) out.set_audit(fragment.audit());
   if (fragment.has_allow()) *out.mutable_allow() = fragment.allow();
   if (fragment.has_deny()) UniteInto(fragment.deny(), *out.mutable_deny());
 }

@@ -453,5 +453,96 @@ INSTANTIATE_TEST_SUITE_P(
                      kFloorDenies}),
     [](const ::testing::TestParamInfo<DenyUnionRow>& info) { return info.param.name; });
 
+// The other half of the rule: "allow lists and scalar keys are the tier's own value when the
+// tier writes them". Each tier's allow list replaces the one beneath it (wider or narrower), a
+// mode or fail_mode is the writing tier's, and a tier that does not write a key leaves the one
+// beneath it; a widening resolves only with its ack on the binding that performs it.
+
+struct OwnValueRow {
+  std::string name;
+  // False when leash-iris must not resolve (an unacknowledged loosening).
+  bool resolves;
+  std::string global;  // "" for no global binding
+  std::string agent;   // "" for no agent binding
+  std::vector<std::string> global_acks;
+  std::vector<std::string> agent_acks;
+  std::vector<std::string> agent_network_allow;
+  leash::v1::Mode agent_commands_mode = leash::v1::MODE_BLACKLIST;
+  std::string agent_fail_mode = "closed";
+  std::vector<std::string> user_network_allow;
+};
+
+void PrintTo(const OwnValueRow& row, std::ostream* os) { *os << row.name; }
+
+class OwnValueAcrossTiers : public ::testing::TestWithParam<OwnValueRow> {};
+
+TEST_P(OwnValueAcrossTiers, AllowListsAndScalarsAreTheWritingTiersOwnValue) {
+  const OwnValueRow& row = GetParam();
+  std::vector<Binding> entries;
+  ProfileLibrary profiles;
+  if (!row.global.empty()) {
+    entries.push_back({"global", "g", row.global_acks});
+    profiles.emplace("g", Fragment(row.global));
+  }
+  if (!row.agent.empty()) {
+    entries.push_back({"agent:leash-iris", "a", row.agent_acks});
+    profiles.emplace("a", Fragment(row.agent));
+  }
+  const leash::v1::Config floor = Floor(kDenyFloor);
+  const Bindings bindings(std::move(entries));
+  const Resolver resolver(floor, bindings, profiles);
+  ASSERT_FALSE(resolver.global_failure().has_value()) << resolver.global_failure()->message;
+  const ResolvedSubject fido = resolver.Resolve("fido");
+  ASSERT_TRUE(fido.ok()) << fido.failure->message;
+  EXPECT_EQ(Entries(fido.policy->network().allow()), row.user_network_allow);
+  const ResolvedSubject iris = resolver.Resolve("leash-iris");
+  if (!row.resolves) {
+    ASSERT_FALSE(iris.ok()) << "resolved without the ack its loosening needs";
+    EXPECT_EQ(iris.failure->kind, ResolveFailure::Kind::kUnacknowledgedLoosening);
+    return;
+  }
+  ASSERT_TRUE(iris.ok()) << iris.failure->message;
+  EXPECT_EQ(Entries(iris.policy->network().allow()), row.agent_network_allow);
+  EXPECT_EQ(iris.policy->commands().mode(), row.agent_commands_mode);
+  EXPECT_EQ(iris.policy->fail_mode(), row.agent_fail_mode);
+  // Whatever the tiers wrote, the floor's denies hold.
+  EXPECT_THAT(Entries(iris.policy->network().deny()), ::testing::Contains("evil.com"));
+}
+
+const std::vector<std::string> kFloorAllow = {"github.com"};
+
+INSTANTIATE_TEST_SUITE_P(
+    Tiers, OwnValueAcrossTiers,
+    ::testing::Values(
+        OwnValueRow{"FloorAloneIsEverySubjectsValue", true, "", "", {}, {}, kFloorAllow,
+                    leash::v1::MODE_BLACKLIST, "closed", kFloorAllow},
+        OwnValueRow{"AGlobalAllowListReplacesTheFloorsWithItsAck", true,
+                    "network: {allow: [github.com, a.example]}", "",
+                    {"network.allow:a.example"}, {}, {"github.com", "a.example"},
+                    leash::v1::MODE_BLACKLIST, "closed", {"github.com", "a.example"}},
+        OwnValueRow{"AnAgentsNarrowerAllowListReplacesTheGlobalsWithoutAnAck", true,
+                    "network: {allow: [github.com, a.example]}", "network: {allow: [a.example]}",
+                    {"network.allow:a.example"}, {}, {"a.example"}, leash::v1::MODE_BLACKLIST,
+                    "closed", {"github.com", "a.example"}},
+        OwnValueRow{"AnEmptyAllowListIsTheTiersOwnAndNeedsNoAck", true, "",
+                    "network: {allow: []}", {}, {}, {}, leash::v1::MODE_BLACKLIST, "closed",
+                    kFloorAllow},
+        OwnValueRow{"AnAgentsWiderAllowListWithoutItsAckDoesNotResolve", false, "",
+                    "network: {allow: [github.com, b.example]}", {}, {}, {},
+                    leash::v1::MODE_BLACKLIST, "closed", kFloorAllow},
+        OwnValueRow{"AnAgentsWiderAllowListWithItsAckIsItsOwn", true, "",
+                    "network: {allow: [github.com, b.example]}", {},
+                    {"network.allow:b.example"}, {"github.com", "b.example"},
+                    leash::v1::MODE_BLACKLIST, "closed", kFloorAllow},
+        OwnValueRow{"AModeTheAgentWritesIsItsOwn", true, "",
+                    "commands: {mode: whitelist, allow: [/usr/bin/git]}", {}, {}, kFloorAllow,
+                    leash::v1::MODE_WHITELIST, "closed", kFloorAllow},
+        OwnValueRow{"FailModeOpenWithoutItsAckDoesNotResolve", false, "", "fail_mode: open", {}, {},
+                    {}, leash::v1::MODE_BLACKLIST, "closed", kFloorAllow},
+        OwnValueRow{"FailModeOpenWithItsAckIsTheAgentsOwnAndNotTheUsers", true, "",
+                    "fail_mode: open", {}, {"fail_mode:open"}, kFloorAllow,
+                    leash::v1::MODE_BLACKLIST, "open", kFloorAllow}),
+    [](const ::testing::TestParamInfo<OwnValueRow>& info) { return info.param.name; });
+
 }  // namespace
 }  // namespace leash::engine

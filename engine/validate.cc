@@ -1,6 +1,7 @@
 #include "engine/validate.h"
 
 #include <string>
+#include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -109,6 +110,22 @@ std::vector<Finding> ValidateConfig(const leash::v1::Config& config, absl::strin
                                 absl::StrCat("entry '", inert.entry(),
                                              "' can never match: ", inert.reason())));
     }
+  }
+
+  const std::pair<absl::string_view, bool> audited[] = {
+      {"network", config.network().audit()},
+      {"filesystem", config.filesystem().audit()},
+      {"commands", config.commands().audit()},
+      {"tools", config.tools().audit()},
+  };
+  for (const auto& [name, on] : audited) {
+    if (!on) continue;
+    out.push_back(MakeFinding(
+        leash::v1::SEVERITY_WARNING, source, absl::StrCat(name, ".audit"), "true",
+        absl::StrCat(name,
+                     " is in audit: nothing on it is blocked; what its policy would block is "
+                     "only logged (action block, enforced false). Turn it off (audit: false) "
+                     "once `leash suggest` has turned the log into a policy")));
   }
 
   if (config.commands().has_mode() && config.commands().mode() == leash::v1::MODE_BLACKLIST) {

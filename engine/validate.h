@@ -17,7 +17,8 @@ namespace leash::engine {
 //  - a blacklist surface with a non-empty allow list: never consulted (error);
 //  - an inert deny entry: blocks nothing (critical); an inert allow entry (warning);
 //  - commands in blacklist mode: a copied or renamed binary evades it (warning);
-//  - a fail_mode that is neither closed nor open: treated as closed (warning).
+//  - a fail_mode that is neither closed nor open: treated as closed (warning);
+//  - a surface in audit: it blocks nothing (warning).
 std::vector<leash::v1::Finding> ValidateConfig(const leash::v1::Config& config,
                                                absl::string_view source);
 

@@ -101,6 +101,26 @@ TEST(Validate, FailModeTypoWarnsTreatedAsClosed) {
   EXPECT_THAT(f->message(), HasSubstr("treated as closed"));
 }
 
+// A surface in audit blocks nothing: each one is a warning of its own (it does not fail
+// validate, since audit is a deliberate, acknowledged state).
+TEST(Validate, EveryAuditedSurfaceIsAWarning) {
+  Config c;
+  c.mutable_network()->set_audit(true);
+  c.mutable_filesystem()->set_audit(false);
+  c.mutable_commands()->set_audit(true);
+  c.mutable_tools()->set_audit(true);
+  std::vector<Finding> findings = ValidateConfig(c, "profile:observe");
+  for (const char* field : {"network.audit", "commands.audit", "tools.audit"}) {
+    const Finding* f = FindField(findings, field);
+    ASSERT_NE(f, nullptr) << field;
+    EXPECT_EQ(f->severity(), leash::v1::SEVERITY_WARNING);
+    EXPECT_EQ(f->source(), "profile:observe");
+    EXPECT_THAT(f->message(), HasSubstr("is in audit: nothing on it is blocked"));
+  }
+  EXPECT_EQ(FindField(findings, "filesystem.audit"), nullptr);
+  EXPECT_FALSE(HasBlockingFinding(findings));
+}
+
 TEST(Validate, CleanPolicyHasNoFindings) {
   Config c;
   c.mutable_network()->set_mode(leash::v1::MODE_WHITELIST);

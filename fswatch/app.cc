@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "absl/base/internal/sysinfo.h"
 #include "absl/flags/flag.h"
@@ -53,6 +55,8 @@ ABSL_FLAG(std::string, initial_map, "",
           "of leashd; needs --mark-only-under");
 ABSL_FLAG(int, decision_log_fd, -1, "the decision log's descriptor, handed over by leashd "
           "(-1: stdout)");
+ABSL_FLAG(int, decision_feed_fd, -1, "leashd's end of the live decision stream: a datagram "
+          "socket each logged batch is also sent on, never waiting (-1: none)");
 ABSL_FLAG(std::string, mark_only_under, "",
           "marks only filesystems mounted at or below this directory (a test's tmpfs)");
 ABSL_FLAG(std::string, identity, "best",
@@ -175,7 +179,8 @@ struct Loop {
 }  // namespace
 
 std::string Usage() {
-  return "usage: leash-fswatch [--socket=PATH] [--decision-log-fd=N] [--mark-only-under=DIR]\n"
+  return "usage: leash-fswatch [--socket=PATH] [--decision-log-fd=N] [--decision-feed-fd=N]\n"
+         "                     [--mark-only-under=DIR]\n"
          "                     [--identity=best|proc-status]\n"
          "                     [--fanotify-fd=N --pending-table-fd=N [--standby [--ready-fd=N]]]\n"
          "       leash-fswatch --initial-map=FILE --mark-only-under=TMPFS ...\n"
@@ -202,6 +207,7 @@ absl::StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
   flags.socket_path = absl::GetFlag(FLAGS_socket);
   flags.initial_map = absl::GetFlag(FLAGS_initial_map);
   flags.decision_log_fd = absl::GetFlag(FLAGS_decision_log_fd);
+  flags.decision_feed_fd = absl::GetFlag(FLAGS_decision_feed_fd);
   flags.identity = absl::GetFlag(FLAGS_identity);
   flags.fanotify_fd = absl::GetFlag(FLAGS_fanotify_fd);
   flags.pending_table_fd = absl::GetFlag(FLAGS_pending_table_fd);
@@ -215,6 +221,7 @@ absl::StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
   }
   // -1 is "not given" for every descriptor flag; anything else below 0 names no descriptor.
   for (const auto& [name, fd] : {std::pair{"--decision-log-fd", flags.decision_log_fd},
+                                 std::pair{"--decision-feed-fd", flags.decision_feed_fd},
                                  std::pair{"--fanotify-fd", flags.fanotify_fd},
                                  std::pair{"--pending-table-fd", flags.pending_table_fd},
                                  std::pair{"--ready-fd", flags.ready_fd}}) {
@@ -326,6 +333,7 @@ class FswatchProcess {
   const bool shared_group_;
   WatcherOptions options_;
   int log_fd_ = -1;
+  int feed_fd_ = -1;
   sidecar::SubjectMapPtr initial_map_;
   uint64_t initial_version_ = 0;
   sigset_t stop_signals_;
@@ -424,6 +432,18 @@ std::optional<int> FswatchProcess::OpenDecisionLog() {
         absl::StrCat("decision log descriptor ", given, " is not open for writing"));
   }
   if (flags_.decision_log_fd >= 0) close(flags_.decision_log_fd);
+  if (flags_.decision_feed_fd >= 0) {
+    // A descriptor that is not a socket is refused here rather than lost lines later.
+    int type = 0;
+    socklen_t length = sizeof(type);
+    if (getsockopt(flags_.decision_feed_fd, SOL_SOCKET, SO_TYPE, &type, &length) != 0 ||
+        type != SOCK_DGRAM) {
+      return StartFailed(absl::StrCat("decision feed descriptor ", flags_.decision_feed_fd,
+                                      " is not a datagram socket"));
+    }
+    feed_fd_ = fcntl(flags_.decision_feed_fd, F_DUPFD_CLOEXEC, 3);
+    close(flags_.decision_feed_fd);
+  }
   return std::nullopt;
 }
 
@@ -540,6 +560,7 @@ void FswatchProcess::SayWhatIsJudged() {
 
 void FswatchProcess::MakeWatcher() {
   log_ = std::make_unique<sidecar::AsyncDecisionLog>(log_fd_);
+  if (feed_fd_ >= 0) log_->AttachFeed(std::exchange(feed_fd_, -1));
   watcher_ = std::make_unique<Watcher>(*group_, *log_, options_);
   marker_ = std::make_unique<Marker>(
       *group_, [] { return ReadProcFile("/proc/self/mountinfo"); },
@@ -756,7 +777,8 @@ void FswatchProcess::Shutdown() {
   group_.reset();
   Say(absl::StrCat("stopped: ", watcher_->events_answered(), " events answered, ", log_->lost(),
                    " records lost, ", watcher_->overflows(), " queue overflows, ",
-                   watcher_->unopenable(), " events the kernel could not open for the watcher"));
+                   watcher_->unopenable(), " events the kernel could not open for the watcher, ",
+                   watcher_->audited_blocks(), " blocks let through under audit"));
   log_.reset();
 }
 

@@ -35,6 +35,8 @@ struct Flags {
   std::string initial_map;
   // Where decision records go; -1: stdout.
   int decision_log_fd = -1;
+  // The live decision stream's datagram socket, handed over by leashd; -1 for none.
+  int decision_feed_fd = -1;
   // Marks only filesystems mounted at or below this directory (tests: their tmpfs).
   std::string mark_only_under;
   // "best" (PIDFD_GET_INFO where the kernel has it) or "proc-status".

@@ -388,8 +388,13 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
   }
 #endif
   EventPath path;
-  const Judgement judgement = Judge(event, entry, creds, path);
-  Answer(event, judgement.verdict() == Verdict::kAllow);
+  Judgement judgement = Judge(event, entry, creds, path);
+  if (judgement.verdict() == Verdict::kBlock && entry.policy->audited(surface)) {
+    // Audit: decided as the policy says, logged as the block it would be, and let through.
+    judgement.enforced = false;
+    audited_blocks_.fetch_add(1, std::memory_order_relaxed);
+  }
+  Answer(event, judgement.verdict() == Verdict::kAllow || !judgement.enforced);
   Log(entry.uid, surface, judgement, path.view());
 }
 
@@ -487,7 +492,9 @@ Watcher::Judgement Watcher::JudgeExec(const FanEvent& event, const engine::Compi
   Decision decision = policy.DecideCommand(
       path, root_controlled ? engine::ProgramOrigin::kRootControlled
                             : engine::ProgramOrigin::kOther);
-  if (decision.allowed()) {
+  // A program let through under audit loads its interpreter as an allowed one does: the
+  // interpreter is part of that exec, not a command of its own to report.
+  if (decision.permits() || policy.audited(SURFACE_COMMANDS)) {
     size_t len = 0;
     if (source_.ElfInterpreterOf(event, pending.interp, sizeof(pending.interp) - 1, len) == 0 &&
         len > 0 && pending.interp[0] == '/') {
@@ -528,16 +535,18 @@ void Watcher::Log(uint32_t uid, leash::v1::Surface surface, const Decision& deci
 void Watcher::Log(uint32_t uid, leash::v1::Surface surface, const Judgement& judgement,
                   absl::string_view path) {
   if (!judgement.ruling) {
-    Log(uid, surface, judgement.decision, path, /*critical=*/false);
+    LogLine(uid, surface, judgement.decision.verdict, path, /*critical=*/false,
+            [&](std::string& out) { out += judgement.decision.reason; }, judgement.enforced);
     return;
   }
   LogLine(uid, surface, judgement.ruling->verdict, path, /*critical=*/false,
-          [&](std::string& out) { engine::AppendReason(surface, path, *judgement.ruling, out); });
+          [&](std::string& out) { engine::AppendReason(surface, path, *judgement.ruling, out); },
+          judgement.enforced);
 }
 
 void Watcher::LogLine(uint32_t uid, leash::v1::Surface surface, Verdict verdict,
                       absl::string_view path, bool critical,
-                      absl::FunctionRef<void(std::string&)> append_reason) {
+                      absl::FunctionRef<void(std::string&)> append_reason, bool enforced) {
   // logging.level and the subject's allow-line limit, before anything is rendered.
   if (!log_.Admits(uid, verdict, critical)) return;
   // engine::MakeDecisionRecord's fields, with the cheaper timestamp, rendered by
@@ -554,6 +563,7 @@ void Watcher::LogLine(uint32_t uid, leash::v1::Surface surface, Verdict verdict,
   fields.verdict = verdict;
   fields.path = path;
   fields.critical = critical;
+  fields.enforced = enforced;
   log_.RecordLine(
       [&](std::string& line) { engine::AppendDecisionLine(fields, append_reason, line); });
 }

@@ -110,6 +110,8 @@ class Watcher {
   uint64_t answer_errors() const { return answer_errors_.load(std::memory_order_relaxed); }
   // Events the kernel denied itself because it could not open their file for the watcher.
   uint64_t unopenable() const { return unopenable_.load(std::memory_order_relaxed); }
+  // Blocks on an audited surface, answered allow (each logged with enforced: false).
+  uint64_t audited_blocks() const { return audited_blocks_.load(std::memory_order_relaxed); }
 
  private:
   struct State {
@@ -136,6 +138,8 @@ class Watcher {
   struct Judgement {
     std::optional<engine::Ruling> ruling;
     engine::Decision decision;  // when !ruling
+    // False for a block on an audited surface: logged as a block, answered allow.
+    bool enforced = true;
     engine::Verdict verdict() const { return ruling ? ruling->verdict : decision.verdict; }
     static Judgement Of(engine::Decision decision) { return {std::nullopt, std::move(decision)}; }
   };
@@ -176,7 +180,7 @@ class Watcher {
   // the reason into it.
   void LogLine(uint32_t uid, leash::v1::Surface surface, engine::Verdict verdict,
                absl::string_view path, bool critical,
-               absl::FunctionRef<void(std::string&)> append_reason);
+               absl::FunctionRef<void(std::string&)> append_reason, bool enforced = true);
   uint64_t NextRandom();
 
   FanotifySource& source_;
@@ -194,6 +198,7 @@ class Watcher {
   std::atomic<uint64_t> events_{0};
   std::atomic<uint64_t> overflows_{0};
   std::atomic<uint64_t> unopenable_{0};
+  std::atomic<uint64_t> audited_blocks_{0};
   // Loop thread only: CLOCK_MONOTONIC ns of the first EMFILE event since an event last had a
   // descriptor (0: none).
   int64_t starved_since_ns_ = 0;

@@ -312,6 +312,64 @@ TEST_F(WatcherTest, TheInterpreterOfAnAllowedExecIsAllowedWithoutListingIt) {
   EXPECT_THAT(records[1].reason(), HasSubstr("is the ELF interpreter of /usr/bin/true"));
 }
 
+// Audit: the subject's events are judged as its policy says; a block is answered allow and
+// logged as the block, enforced: false, and counted. An allow stays a plain allow, and the
+// interpreter of a program let through is part of its exec, not a would-be block of its own.
+TEST_F(WatcherTest, UnderAuditABlockIsAnsweredAllowAndLoggedNotEnforced) {
+  leash::v1::Config audited = WhitelistConfig();
+  audited.mutable_filesystem()->set_audit(true);
+  audited.mutable_commands()->set_audit(true);
+  auto map = std::make_shared<sidecar::SubjectMap>(*StandardMap());
+  (*map)[kWhite] = WithPolicy(kWhite, audited);
+  watcher_.Publish(map, 2);
+  sink_.Clear();
+  source_.SetIdentity(kLoaderInterp, 8, 777);
+
+  FakeEvent open;
+  open.mask = FAN_OPEN_PERM;
+  open.pid = 1234;
+  open.creds = Creds{kWhite, kWhite, kWhite, kWhite};
+  open.facts.regular = true;
+  open.facts.mode = S_IFREG | 0644;
+  open.facts.mount = FileFacts::Mount::kOurs;
+  open.path = "/t/ok/secret";  // a deny entry
+  const int denied = source_.Push(open);
+  open.path = "/t/elsewhere";  // not on the allow list
+  const int unlisted = source_.Push(open);
+  open.path = "/t/ok/file";  // allowed
+  const int allowed = source_.Push(open);
+  Drain();
+  const int program = source_.Push(DynamicProgram(1240, "/usr/bin/curl"));
+  Drain();
+  const int loader = source_.Push(LoaderOpen(1240, true));
+  Drain();
+  for (const int fd : {denied, unlisted, allowed, program, loader}) EXPECT_TRUE(Allowed(fd));
+  EXPECT_EQ(watcher_.audited_blocks(), 3u);
+
+  const auto records = sink_.records();
+  ASSERT_EQ(records.size(), 5u);
+  for (const int i : {0, 1, 3}) {
+    EXPECT_EQ(records[i].action(), "block") << i;
+    EXPECT_TRUE(records[i].has_enforced()) << i;
+    EXPECT_FALSE(records[i].enforced()) << i;
+  }
+  EXPECT_THAT(records[0].reason(), HasSubstr("deny entry"));
+  EXPECT_EQ(records[3].subject().binary(), "/usr/bin/curl");
+  for (const int i : {2, 4}) {
+    EXPECT_EQ(records[i].action(), "allow") << i;
+    EXPECT_FALSE(records[i].has_enforced()) << i;
+  }
+  EXPECT_THAT(records[4].reason(), HasSubstr("is the ELF interpreter of /usr/bin/curl"));
+
+  // Audit off again: the same deny is enforced.
+  watcher_.Publish(StandardMap(), 3);
+  open.path = "/t/ok/secret";
+  const int enforced = source_.Push(open);
+  Drain();
+  EXPECT_FALSE(Allowed(enforced));
+  EXPECT_EQ(watcher_.audited_blocks(), 3u);
+}
+
 TEST_F(WatcherTest, RunningTheLoaderDirectlyIsACommandOfItsOwn) {
   source_.SetIdentity(kLoaderInterp, 8, 777);
   const int direct = source_.Push(LoaderOpen(1234, false));

@@ -220,11 +220,15 @@ void Connection::Decide(const PeekResult& peek, bool timed_out) {
                       "), decided on the address");
     }
   }
-  if (!pending->decision.allowed()) {
+  pending->decision = engine::UnderAudit(std::move(pending->decision),
+                                         policy_->audited(leash::v1::SURFACE_NETWORK));
+  if (!pending->decision.permits()) {
     Block(pending->decision, pending->subject, ref_);
     return;
   }
-  if (pending->decision.matched_on == engine::MatchedOn::kDomain) {
+  // A block under audit goes on below as a connection judged on its address: to the original
+  // destination, logged as the block it would be (enforced: false).
+  if (pending->decision.allowed() && pending->decision.matched_on == engine::MatchedOn::kDomain) {
     // Allowed on the name: connect only to an address the proxy resolves for that name, never
     // to the one the agent supplied (which a forged SNI or Host would otherwise unlock).
     pending->name = subject.domain;
@@ -274,6 +278,9 @@ void Connection::OnResolved(const ResolveResult& result) {
   // address the destination guard keeps for IP entries (DNS rebinding toward this host, the
   // metadata endpoint, the private network).
   std::vector<std::string> refused;
+  // Addresses only the subject's policy refused: under audit, where the connection goes when
+  // every address is refused (the reserved ports and the destination guard keep the boundary).
+  std::vector<SocketAddress> audit_targets;
   std::optional<absl::StatusOr<absl::Span<const engine::IpAddress>>> own;
   for (const engine::IpAddress& address : result.addresses) {
     if (engine::IsReservedLoopbackPort(address, original_dst_.port)) {
@@ -291,6 +298,7 @@ void Connection::OnResolved(const ResolveResult& result) {
     subject.port = original_dst_.port;
     const engine::Decision again = policy_->DecideNetwork(subject);
     if (!again.allowed()) {
+      audit_targets.push_back(SocketAddress{address, original_dst_.port});
       refused.push_back(again.reason);
       continue;
     }
@@ -308,7 +316,19 @@ void Connection::OnResolved(const ResolveResult& result) {
     engine::Decision blocked;
     blocked.reason = absl::StrCat(pending.decision.reason, "; every address ", pending.name,
                                   " resolved to is blocked ", JoinRefusals(refused));
-    Block(std::move(blocked), pending.subject, ref_);
+    const bool audited =
+        !audit_targets.empty() && policy_->audited(leash::v1::SURFACE_NETWORK);
+    blocked = engine::UnderAudit(std::move(blocked), audited);
+    if (blocked.enforced) {
+      Block(std::move(blocked), pending.subject, ref_);
+      return;
+    }
+    // Audit: the addresses the policy alone refused take the connection, logged as a block.
+    pending.targets = std::move(audit_targets);
+    pending.decision = std::move(blocked);
+    policy_.reset();
+    ConnectNext();
+    LogPendingOnce();
     return;
   }
   absl::StrAppend(&pending.decision.reason, "; connecting to ",

@@ -542,8 +542,12 @@ void DnsFilter::Handle(const DnsAsker& asker, absl::string_view query, DnsReplyF
            true, reply);
     return;
   }
-  engine::Decision decision = asker.policy->DecideDnsName(question.name);
-  if (!decision.allowed()) {
+  // Under audit a name the policy would not answer is forwarded as an allowed one is, and
+  // logged as the block it would be: the connection it leads to is judged (and let through)
+  // by the proxy.
+  engine::Decision decision = engine::UnderAudit(asker.policy->DecideDnsName(question.name),
+                                                 asker.policy->audited(leash::v1::SURFACE_NETWORK));
+  if (!decision.permits()) {
     reply(dns::BuildReply(query, *parsed, dns::Rcode::kNxDomain));  // the answer first
     absl::StrAppend(&decision.reason, "; ", TypeName(question.type), " question over ", transport,
                     " answered NXDOMAIN, never forwarded");

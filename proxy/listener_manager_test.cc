@@ -749,6 +749,45 @@ TEST_F(ListenerManagerTest, AResolvedAddressOnTheDenyListIsNotUsed) {
       << NthRecord(1).reason();
 }
 
+// Audit: a connection the policy would block goes where the agent aimed it, and its record is
+// the block with enforced: false; when a name is allowed and only the policy refuses every
+// address it resolved to, those addresses take it. What keeps the boundary does not change: the
+// reserved loopback range is refused before any policy is asked.
+TEST_F(ListenerManagerTest, UnderAuditABlockedConnectionGoesThroughAndIsLoggedNotEnforced) {
+  Upstream aimed(Addr("127.0.0.3", 0));
+  Upstream denied(Addr("127.0.0.2", 0));
+  ASSERT_TRUE(aimed.ok() && denied.ok());
+  SetDns("allowed.test", {"127.0.0.2"});
+  Apply({Subject(kUidA, R"pb(network {
+                               mode: MODE_WHITELIST
+                               allow { entries: "allowed.test" }
+                               deny { entries: "127.0.0.2" }
+                               audit: true
+                             })pb")});
+  EXPECT_EQ(Exchange(kUidA, aimed.address(), Http("blocked.test")).line,
+            absl::StrCat("SERVER ", FormatSocketAddress(aimed.address())));
+  leash::v1::DecisionRecord record = NthRecord(0);
+  EXPECT_EQ(record.action(), "block");
+  EXPECT_TRUE(record.has_enforced());
+  EXPECT_FALSE(record.enforced());
+  EXPECT_EQ(record.subject().domain(), "blocked.test");
+  EXPECT_TRUE(absl::StrContains(record.reason(), "not in allow list")) << record.reason();
+
+  EXPECT_EQ(Exchange(kUidA, Addr("127.0.0.4", denied.address().port), Http("allowed.test")).line,
+            absl::StrCat("SERVER ", FormatSocketAddress(denied.address())));
+  record = NthRecord(1);
+  EXPECT_EQ(record.action(), "block");
+  EXPECT_FALSE(record.enforced());
+  EXPECT_TRUE(absl::StrContains(record.reason(), "matches deny entry '127.0.0.2'"))
+      << record.reason();
+
+  EXPECT_TRUE(Exchange(kUidA, Addr("127.0.0.1", 18005), Http("allowed.test")).reset);
+  record = NthRecord(2);
+  EXPECT_EQ(record.severity(), "critical");
+  EXPECT_FALSE(record.has_enforced());
+  EXPECT_EQ(manager_->counters().audited.load(), 2u);
+}
+
 // An allowed connection the upstream fails is reset for the client, and the log says so: the
 // allow record, then an outcome record under the same ref (never "allow" alone).
 void ExpectAllowThenOutcome(const leash::v1::DecisionRecord& allow,

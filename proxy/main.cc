@@ -6,6 +6,9 @@
 //   --decision-log-fd=N     required. A descriptor leashd opened (O_APPEND) on the decision
 //                           log (logging.decisions, or its stdout) and left open across exec.
 //                           One JSON line per decision; the proxy owns no files.
+//   --decision-feed-fd=N    optional. leashd's live decision stream: an AF_UNIX datagram
+//                           socket every batch written to the log is also sent on, without
+//                           waiting (a full one loses lines, counted in the log).
 //   --admin-socket=PATH     leashd's admin socket, where PolicyStream is served
 //                           (default /run/leash/leash.sock). The UID -> policy map arrives
 //                           there; the proxy acks each version once it is in force.
@@ -34,8 +37,9 @@
 #include "proxy/proxy_main.h"
 
 int main(int argc, char** argv) {
-  return leash::proxy::RunProxyMain(argc, argv, [](int fd) {
+  return leash::proxy::RunProxyMain(argc, argv, [](int fd, int feed_fd) {
     auto log = std::make_unique<leash::sidecar::AsyncDecisionLog>(fd);
+    if (feed_fd >= 0) log->AttachFeed(feed_fd);
     leash::sidecar::AsyncDecisionLog* raw = log.get();
     return leash::proxy::SinkHandle{
         std::move(log), [raw] { return raw->lost(); },

@@ -10,7 +10,9 @@ namespace leash::proxy {
 void LogDecision(ProxyContext* context, uint32_t uid, const engine::Decision& decision,
                  leash::v1::Subject subject, const std::string& ref, bool critical) {
   context->counters.decided.fetch_add(1, std::memory_order_relaxed);
-  (decision.allowed() ? context->counters.allowed : context->counters.refused)
+  (decision.allowed()   ? context->counters.allowed
+   : decision.enforced ? context->counters.refused
+                       : context->counters.audited)
       .fetch_add(1, std::memory_order_relaxed);
   if (context->sink == nullptr) return;
   leash::v1::DecisionRecord record = engine::MakeDecisionRecord(

@@ -67,6 +67,7 @@ struct ProxyCounters {
   std::atomic<uint64_t> decided{0};   // decision records written (allow + block)
   std::atomic<uint64_t> allowed{0};
   std::atomic<uint64_t> refused{0};   // blocks of every kind
+  std::atomic<uint64_t> audited{0};   // blocks on an audited network, let through (not refused)
   std::atomic<uint64_t> active{0};    // connections held now
   std::atomic<uint64_t> outcomes{0};  // outcome records: allowed connections the upstream failed
 };

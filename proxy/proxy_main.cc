@@ -34,6 +34,9 @@ ABSL_FLAG(std::string, admin_socket, "/run/leash/leash.sock",
           "leashd's admin socket, where the map comes from (PolicyStream)");
 ABSL_FLAG(int64_t, decision_log_fd, -1,
           "the decision log's descriptor, opened and handed over by leashd (required)");
+ABSL_FLAG(int64_t, decision_feed_fd, -1,
+          "leashd's end of the live decision stream: a datagram socket each logged batch is also "
+          "sent on, never waiting (-1: none)");
 ABSL_FLAG(absl::Duration, peek_timeout, leash::proxy::ProxyOptions().peek_timeout,
           "how long a connection may take to show its host (TLS SNI, HTTP Host)");
 ABSL_FLAG(absl::Duration, connect_timeout, leash::proxy::ProxyOptions().connect_timeout,
@@ -135,6 +138,7 @@ absl::StatusOr<ProxyFlags> ParseProxyFlags(int argc, char** argv) {
   flags.help = line->help;
   flags.admin_socket = absl::GetFlag(FLAGS_admin_socket);
   flags.decision_log_fd = static_cast<int>(absl::GetFlag(FLAGS_decision_log_fd));
+  flags.decision_feed_fd = static_cast<int>(absl::GetFlag(FLAGS_decision_feed_fd));
   flags.options.ipv4_address = absl::GetFlag(FLAGS_listen_ipv4);
   flags.options.ipv6_address = absl::GetFlag(FLAGS_listen_ipv6);
   for (const auto& [name, value, out] :
@@ -155,6 +159,7 @@ absl::StatusOr<ProxyFlags> ParseProxyFlags(int argc, char** argv) {
   };
   for (const Number& n :
        {Number{"decision-log-fd", absl::GetFlag(FLAGS_decision_log_fd), -1},
+        Number{"decision-feed-fd", absl::GetFlag(FLAGS_decision_feed_fd), -1},
         Number{"max-connections", absl::GetFlag(FLAGS_max_connections), 1},
         Number{"max-connections-per-subject", absl::GetFlag(FLAGS_max_connections_per_subject), 1},
         Number{"pipe-size", absl::GetFlag(FLAGS_pipe_size), 0},
@@ -211,7 +216,7 @@ int RunProxyMain(int argc, char** argv, const SinkFactory& make_sink) {
   }
   const sigset_t signals = BlockStopSignals();
 
-  SinkHandle sink = make_sink(flags->decision_log_fd);
+  SinkHandle sink = make_sink(flags->decision_log_fd, flags->decision_feed_fd);
   absl::StatusOr<std::unique_ptr<EventLoop>> loop = EventLoop::Create();
   if (!loop.ok()) {
     std::cerr << "leash-proxy: " << loop.status().message() << "\n";

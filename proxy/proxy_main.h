@@ -24,6 +24,8 @@ struct ProxyFlags {
   bool help = false;
   std::string admin_socket = "/run/leash/leash.sock";
   int decision_log_fd = -1;
+  // The live decision stream's datagram socket (leashd's DecisionFeed); -1 for none.
+  int decision_feed_fd = -1;
   // --port-sockets: the descriptors leashd handed down for the listeners (possibly none);
   // unset when the flag is absent and the proxy binds its own.
   std::optional<std::vector<int>> port_sockets;
@@ -46,7 +48,8 @@ struct SinkHandle {
   // Applies each subject's logging.level from a new map (unset: every decision is written).
   std::function<void(const sidecar::SubjectMap&)> apply_levels;
 };
-using SinkFactory = std::function<SinkHandle(int fd)>;
+// `feed_fd`: the live stream's socket (taking ownership), or -1.
+using SinkFactory = std::function<SinkHandle(int fd, int feed_fd)>;
 
 // Runs the proxy until SIGTERM or SIGINT; returns the process exit code (exit_codes.h: 0
 // stopped, 2 a bad flag, 4 a start that failed). Errors go to stderr.

@@ -285,14 +285,20 @@ ToolsService::Answer ToolsService::JudgeParsed(
       inputs = view.inputs_json();
     }
     ToolCheckResult result = checker_.Check(*subject->policy, view.name(), format, inputs);
-    decision = std::move(result.decision);
+    // Audit: the call is judged as the policy says and a block is logged, not made.
+    decision = engine::UnderAudit(std::move(result.decision),
+                                  subject->policy->audited(leash::v1::SURFACE_TOOLS));
     masked_inputs = std::move(result.masked_inputs);
     for (leash::v1::ToolFinding& f : result.findings) *response.add_findings() = std::move(f);
   }
 
-  response.set_action(decision.allowed() ? leash::v1::ACTION_ALLOW : leash::v1::ACTION_BLOCK);
-  response.set_reason(decision.reason);
-  answer.status = decision.allowed() ? grpc::Status::OK : ErrorStatus(error_code, response);
+  response.set_action(decision.permits() ? leash::v1::ACTION_ALLOW : leash::v1::ACTION_BLOCK);
+  response.set_reason(decision.enforced
+                          ? decision.reason
+                          : absl::StrCat(decision.reason,
+                                         "; allowed: tools is in audit, so this block is logged "
+                                         "(enforced: false) and not made"));
+  answer.status = decision.permits() ? grpc::Status::OK : ErrorStatus(error_code, response);
 
   leash::v1::Subject subject;
   subject.set_name(std::string(Utf8Prefix(view.name(), kMaxToolNameBytes)));

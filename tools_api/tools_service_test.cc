@@ -34,10 +34,12 @@ constexpr uint64_t kRandomBits = 0x123456789abcdefULL;
 const absl::Time kNow = absl::FromUnixSeconds(1795000000);
 constexpr char kGoogleapis[] = "/usr/share/gocode/src/github.com/gogo/googleapis";
 
-std::shared_ptr<const engine::CompiledPolicy> Policy(uint64_t max_input_bytes = 1 << 20) {
+std::shared_ptr<const engine::CompiledPolicy> Policy(uint64_t max_input_bytes = 1 << 20,
+                                                    bool audit = false) {
   leash::v1::Config config;
   leash::v1::ToolsPolicy& tools = *config.mutable_tools();
   tools.set_mode(leash::v1::MODE_WHITELIST);
+  tools.set_audit(audit);
   tools.mutable_allow()->add_entries("shell");
   tools.mutable_allow()->add_entries("read_file");
   tools.set_max_input_bytes(max_input_bytes);
@@ -51,6 +53,7 @@ absl::StatusOr<ToolSubject> Lookup(const grpc::ServerContextBase& context,
   if (context.peer().empty()) return absl::InternalError("no peer");
   if (account.empty()) return ToolSubject{1000, Policy()};
   if (account == "leash-small") return ToolSubject{1001, Policy(64)};
+  if (account == "leash-audited") return ToolSubject{1004, Policy(1 << 20, /*audit=*/true)};
   if (account == "leash-broken") return ToolSubject{1002, nullptr, engine::FailMode::kClosed};
   if (account == "leash-broken-open") return ToolSubject{1003, nullptr, engine::FailMode::kOpen};
   return absl::NotFoundError(absl::StrCat("no leashed account '", account,
@@ -212,6 +215,36 @@ TEST_F(ToolsServiceTest, BlockIsPermissionDeniedWithReasonRefAndDetails) {
   leash::v1::CheckToolResponse from_trailer;
   ASSERT_TRUE(from_trailer.ParseFromString(std::string(it->second.data(), it->second.size())));
   EXPECT_EQ(from_trailer.SerializeAsString(), details.SerializeAsString());
+}
+
+// Audit: the call is judged as the policy says; a block is answered allow (OK, no error), its
+// reason saying so, and logged once as the block with enforced: false, findings and all.
+TEST_F(ToolsServiceTest, UnderAuditABlockIsAnsweredAllowAndLoggedNotEnforced) {
+  leash::v1::CheckToolRequest request = Request("web_fetch", "{}");
+  request.set_account("leash-audited");
+  leash::v1::CheckToolResponse response;
+  grpc::Status status = Call(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.action(), leash::v1::ACTION_ALLOW);
+  EXPECT_THAT(response.reason(), HasSubstr("tools: web_fetch not in allow list"));
+  EXPECT_THAT(response.reason(), HasSubstr("tools is in audit, so this block is logged"));
+  auto records = Records(1);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].uid(), 1004u);
+  EXPECT_EQ(records[0].action(), "block");
+  EXPECT_TRUE(records[0].has_enforced());
+  EXPECT_FALSE(records[0].enforced());
+  EXPECT_THAT(engine::DecisionLine(records[0]), HasSubstr("\"enforced\":false"));
+
+  // An allowed call under audit is a plain allow.
+  request = Request("read_file", "{}");
+  request.set_account("leash-audited");
+  status = Call(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  records = Records(2);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[1].action(), "allow");
+  EXPECT_FALSE(records[1].has_enforced());
 }
 
 TEST_F(ToolsServiceTest, EveryCallIsLoggedOnceMaskedWithFindings) {

@@ -22,6 +22,8 @@
 #include "base/atomic_file.h"
 #include "controlplane/control_service.h"
 #include "proto/host/exec_routes.h"
+#include "controlplane/decision_feed.h"
+#include "controlplane/decision_hub.h"
 #include "controlplane/decision_log_file.h"
 #include "controlplane/instance_lock.h"
 #include "controlplane/floor_file.h"
@@ -307,6 +309,10 @@ class Daemon {
   // follows is for failure, and leaves every chain in place.
   std::atomic<bool> failed_{false};
   std::unique_ptr<SidecarSupervisor> supervisor_;
+  // The live decision stream, and the sidecars' ends of their feeds.
+  std::unique_ptr<DecisionHub> decision_hub_;
+  std::unique_ptr<DecisionFeed> decision_feed_;
+  std::vector<int> feed_ends_;
   std::unique_ptr<ControlService> control_;
   std::unique_ptr<UnixGrpcServer> admin_;
   // The admin server for its handlers, which can run before Start returns it.
@@ -558,7 +564,20 @@ std::optional<int> Daemon::StartAdminSocket() {
                                                       ReleaseFanotifyGroup();
                                                       kill(getpid(), SIGTERM);
                                                     });
+  // The live decision stream: every writer's feed ends here, and WatchDecisions reads it.
+  decision_hub_ = std::make_unique<DecisionHub>([this](uint32_t uid) {
+    const std::optional<SubjectView> view = subjects_.ByUid(uid);
+    return view ? view->state.account.name : std::string();
+  });
+  absl::StatusOr<std::unique_ptr<DecisionFeed>> feed = DecisionFeed::Start(decision_hub_.get());
+  if (!feed.ok()) return Refuse(std::string(feed.status().message()));
+  decision_feed_ = *std::move(feed);
   ControlDeps deps;
+  deps.decisions.hub = decision_hub_.get();
+  if (const std::string& sink = effective_.logging().decisions(); sink != "stdout") {
+    deps.decisions.log_path = sink;
+  }
+  deps.decisions.account_of = [this](uint32_t uid) { return decision_hub_->AccountOf(uid); };
   deps.config_path = options_.config_path;
   deps.store = store_.get();
   deps.accounts = &accounts_;
@@ -669,6 +688,15 @@ std::optional<int> Daemon::StartSidecars() {
     if (kind == leash::v1::SIDECAR_KIND_PROXY) spec.inherited_fds = port_hold_.Descriptors();
     if (kind == leash::v1::SIDECAR_KIND_FSWATCH) {
       spec.inherited_fds = {fanotify_group_.load(), pending_table_};
+    }
+    // The sidecar's end of its feed, kept by leashd for every respawn (and the standby).
+    absl::StatusOr<int> feed = decision_feed_->NewWriterEnd();
+    if (!feed.ok()) return Refuse(std::string(feed.status().message()));
+    feed_ends_.push_back(*feed);
+    spec.argv.push_back(
+        absl::StrCat("--decision-feed-fd={fd:", spec.inherited_fds.size(), "}"));
+    spec.inherited_fds.push_back(*feed);
+    if (kind == leash::v1::SIDECAR_KIND_FSWATCH) {
       spec.standby_args = {"--standby", "--ready-fd={ready_fd}"};
       spec.takeover_signal = sidecar::TakeOverSignal();
       spec.heartbeat_timeout = options_.fswatch_heartbeat_timeout;
@@ -710,6 +738,9 @@ std::optional<int> Daemon::FirstReconcile() {
 std::optional<int> Daemon::StartToolsSocket() {
   if (!tools_on_) return std::nullopt;
   tools_log_ = std::make_unique<sidecar::AsyncDecisionLog>(fcntl(log_fd_, F_DUPFD_CLOEXEC, 3));
+  absl::StatusOr<int> feed = decision_feed_->NewWriterEnd();
+  if (!feed.ok()) return Refuse(std::string(feed.status().message()));
+  tools_log_->AttachFeed(*feed);
   ToolsServerRef* const raw = &tools_server_raw_;
   tools::ToolsServiceOptions tools_options;
   tools_options.sink = tools_log_.get();
@@ -832,6 +863,7 @@ int Daemon::Stop() {
     ReleaseEveryChain();
   }
   unlink(pidfile_.c_str());
+  for (int fd : feed_ends_) close(fd);
   close(log_fd_);
   // A stop for failure is a refusal to go on: systemd restarts leash, and `leash teardown
   // --unless-failed` keeps the chains (cli/service_stop.cc).

@@ -23,6 +23,9 @@
 // - Which lines are written at all (the subject's logging.level, the per-subject limit on allow
 //   lines) is decided before a cell is claimed, so held-back lines cost no queue space; the
 //   writer reports each subject's held-back count at most once a second.
+// - The live stream to leashd rides on the writer too: each batch written to the log is then
+//   offered to leashd's datagram socket with MSG_DONTWAIT, so a leashd that does not read
+//   costs the enforcer nothing but counted, reported lines; the log stays the durable record.
 // - SIGPIPE is blocked on the writer thread only, so a reader that went away turns into EPIPE
 //   (counted) instead of killing the process that holds the fanotify group.
 #include "proto/sidecar/decision_log.h"
@@ -32,11 +35,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cerrno>
@@ -109,6 +114,7 @@ class AsyncDecisionLog::Impl {
     lock.unlock();
     writer_.join();
     if (fd_ >= 0) close(fd_);
+    CloseFeed();
     return true;
   }
 
@@ -236,6 +242,21 @@ class AsyncDecisionLog::Impl {
     return true;
   }
 
+  // Writes whole lines to the log, then offers the same lines to the feed without waiting.
+  void Emit(absl::string_view chunk, bool& fd_failed) {
+    if (!fd_failed && !WriteAll(chunk)) fd_failed = true;
+    const int feed = feed_fd_.load(std::memory_order_acquire);
+    if (feed < 0 || chunk.empty()) return;
+    if (send(feed, chunk.data(), chunk.size(), MSG_DONTWAIT | MSG_NOSIGNAL) ==
+        static_cast<ssize_t>(chunk.size())) {
+      return;
+    }
+    // EAGAIN (leashd has not drained the socket's queue), ECONNREFUSED (no leashd end): the
+    // stream loses these lines; the log above has them.
+    feed_dropped_.fetch_add(static_cast<uint64_t>(std::count(chunk.begin(), chunk.end(), '\n')),
+                            std::memory_order_relaxed);
+  }
+
   void WriterLoop() {
     sigset_t pipe_set;
     sigemptyset(&pipe_set);
@@ -247,6 +268,7 @@ class AsyncDecisionLog::Impl {
     int64_t last_suppressed_report_ns = 0;
     constexpr int64_t kSuppressedReportPeriodNs = 1'000'000'000;
     bool fd_failed = false;
+    uint64_t reported_feed_dropped = 0;
     // Empty polls since the last record; after kBusyPolls the writer sleeps until woken.
     int idle_polls = 0;
     constexpr int kBusyPolls = 10;
@@ -259,9 +281,7 @@ class AsyncDecisionLog::Impl {
         ++taken;
         if (before > 0 && batch.size() > batch_limit_) {
           // The new line would take the batch past the limit: write the lines before it.
-          if (!fd_failed && !WriteAll(absl::string_view(batch).substr(0, before))) {
-            fd_failed = true;
-          }
+          Emit(absl::string_view(batch).substr(0, before), fd_failed);
           batch.erase(0, before);
         }
       }
@@ -274,12 +294,20 @@ class AsyncDecisionLog::Impl {
           now - last_suppressed_report_ns >= kSuppressedReportPeriodNs ||
           stop_.load(std::memory_order_relaxed)) {
         last_suppressed_report_ns = now;
+        // At most once a second, like the held-back lines: the report itself can be a drop
+        // while leashd is still not reading.
+        if (const uint64_t dropped = feed_dropped_.load(std::memory_order_relaxed);
+            dropped != reported_feed_dropped) {
+          engine::AppendDecisionLine(
+              FeedDroppedRecord(dropped - reported_feed_dropped, dropped), batch);
+          reported_feed_dropped = dropped;
+        }
         gate_.TakeSuppressed([&](const DecisionLineGate::Suppressed& held) {
           engine::AppendDecisionLine(SuppressedRecord(held), batch);
         });
       }
       if (!batch.empty()) {
-        if (!fd_failed && !WriteAll(batch)) fd_failed = true;
+        Emit(batch, fd_failed);
         batch.clear();
       }
       if (taken > 0 || flush_requested_.load(std::memory_order_seq_cst)) {
@@ -335,6 +363,35 @@ class AsyncDecisionLog::Impl {
     return lost;
   }
 
+  leash::v1::DecisionRecord FeedDroppedRecord(uint64_t since_last, uint64_t total) {
+    leash::v1::DecisionRecord lost;
+    lost.set_ts(FormatNs(absl::GetCurrentTimeNanos()));
+    lost.set_ref(engine::MakeRef(RandomBits()));
+    lost.set_uid(engine::kUnknownUid);
+    lost.set_action("lost");
+    lost.set_severity("critical");
+    lost.set_reason(absl::StrCat("decision stream: ", since_last,
+                                 " lines not sent to leashd, which was not reading (", total,
+                                 " since start); this log has them"));
+    return lost;
+  }
+
+ public:
+  void AttachFeed(int fd) {
+    // A larger send queue rides out a short stall of leashd's reader; refused is fine (the
+    // default queue still works, it only drops sooner).
+    const int bytes = 1 << 20;
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+    const int old = feed_fd_.exchange(fd, std::memory_order_acq_rel);
+    if (old >= 0) close(old);
+  }
+  uint64_t feed_dropped() const { return feed_dropped_.load(std::memory_order_relaxed); }
+  void CloseFeed() {
+    const int old = feed_fd_.exchange(-1, std::memory_order_acq_rel);
+    if (old >= 0) close(old);
+  }
+
+ private:
   static std::string FormatNs(int64_t ns) {
     return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::FromUnixNanos(ns), absl::UTCTimeZone());
   }
@@ -365,6 +422,8 @@ class AsyncDecisionLog::Impl {
   alignas(64) uint64_t dequeue_pos_ = 0;  // writer thread only
   alignas(64) std::atomic<uint64_t> queued_{0};
   std::atomic<uint64_t> lost_{0};
+  std::atomic<int> feed_fd_{-1};
+  std::atomic<uint64_t> feed_dropped_{0};
   std::atomic<uint32_t> wake_seq_{0};
   std::atomic<bool> writer_sleeping_{false};
   std::atomic<bool> stop_{false};
@@ -412,6 +471,10 @@ void AsyncDecisionLog::SetLevel(uint32_t uid, LogLevel level) {
 }
 
 uint64_t AsyncDecisionLog::lost() const { return impl_->lost(); }
+
+void AsyncDecisionLog::AttachFeed(int fd) { impl_->AttachFeed(fd); }
+
+uint64_t AsyncDecisionLog::feed_dropped() const { return impl_->feed_dropped(); }
 
 void AsyncDecisionLog::Flush() { impl_->Flush(); }
 

@@ -40,6 +40,16 @@ class AsyncDecisionLog : public engine::DecisionSink {
 
   // Records dropped because the queue was full, since start.
   uint64_t lost() const;
+
+  // From now on every batch the writer writes to the log is also sent, as one datagram and
+  // without waiting, on `fd` (takes ownership): a connected AF_UNIX datagram socket whose
+  // other end leashd reads (its live decision stream). The socket's queue is the bound: when
+  // leashd has not drained it the batch is not sent and its lines are counted
+  // (feed_dropped()) and said, once there is room, in a critical line of the log and the
+  // stream. The log file is still written first and whole. Call before records flow.
+  void AttachFeed(int fd);
+  // Lines not sent on the feed because its queue was full (or leashd gone), since start.
+  uint64_t feed_dropped() const;
   // Blocks until every record queued before the call has been written (tests, shutdown).
   void Flush();
 

@@ -1,10 +1,12 @@
 // AsyncDecisionLog: every record is written once as a whole line or counted as lost, a full
 // queue never blocks the caller, the loss is reported as a critical record, and a descriptor
-// that blocks or breaks never reaches the caller.
+// that blocks or breaks never reaches the caller; the live feed to leashd carries the same
+// lines and, when full, loses them counted without holding anything up.
 #include "proto/sidecar/decision_log.h"
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,6 +18,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -344,6 +347,80 @@ TEST(AsyncDecisionLog, DestructionIsBoundedWhenTheWriterIsStuck) {
   }
   SUCCEED();
   // pipe_fds[0] stays open on purpose: the detached writer still holds the write end.
+}
+
+}  // namespace
+}  // namespace leash::sidecar
+
+namespace leash::sidecar {
+namespace {
+
+// Every datagram waiting on `fd`, joined.
+std::string DrainFeed(int fd) {
+  std::string out;
+  char buffer[256 * 1024];
+  for (;;) {
+    const ssize_t n = recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT);
+    if (n <= 0) break;
+    out.append(buffer, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+// The feed carries exactly the lines the log holds, in whole lines.
+TEST(DecisionFeedTest, SendsWhatTheLogWrites) {
+  const std::string path = TestFile("feed_same.jsonl");
+  int pair[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair), 0);
+  {
+    AsyncDecisionLog log(OpenForAppend(path));
+    log.AttachFeed(pair[1]);
+    for (int i = 0; i < 50; ++i) log.Record(MakeRecord(i));
+    log.Flush();
+    EXPECT_EQ(log.feed_dropped(), 0u);
+  }
+  const std::string fed = DrainFeed(pair[0]);
+  const int file = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const std::string written = ReadAll(file);
+  close(file);
+  EXPECT_EQ(fed, written);
+  EXPECT_THAT(fed, HasSubstr("\"ref\":\"r49\""));
+  close(pair[0]);
+}
+
+// Nobody reads the feed: the enforcer is not held up, every line still reaches the log, and
+// the lines the feed lost are counted and said in a critical line.
+TEST(DecisionFeedTest, FullFeedDropsAndCountsWithoutBlocking) {
+  const std::string path = TestFile("feed_full.jsonl");
+  int pair[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair), 0);
+  const int small = 4096;
+  setsockopt(pair[0], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  uint64_t dropped = 0;
+  constexpr int kRecords = 20000;
+  {
+    AsyncDecisionLog log(OpenForAppend(path), 1 << 15);
+    log.AttachFeed(pair[1]);
+    for (int i = 0; i < kRecords; ++i) {
+      log.Record(MakeRecord(i));
+      if (i % 500 == 0) log.Flush();  // many batches, so the feed's queue fills
+    }
+    log.Flush();
+    dropped = log.feed_dropped();
+    EXPECT_EQ(log.lost(), 0u);
+  }
+  EXPECT_GT(dropped, 0u);
+  const int file = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const std::string written = ReadAll(file);
+  close(file);
+  int records = 0;
+  for (absl::string_view line : absl::StrSplit(written, '\n', absl::SkipEmpty())) {
+    if (absl::StrContains(line, "\"surface\":\"filesystem\"")) ++records;
+  }
+  EXPECT_EQ(records, kRecords);
+  EXPECT_THAT(written, HasSubstr("decision stream: "));
+  EXPECT_THAT(written, HasSubstr("lines not sent to leashd"));
+  close(pair[0]);
 }
 
 }  // namespace

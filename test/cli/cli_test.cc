@@ -332,6 +332,56 @@ TEST_F(CliTest, FailModeTyposCarryLineColumn) {
   EXPECT_THAT(live.out, HasSubstr(leashd_->config_path() + ":2:12: fail_mode 'clsoed'"));
 }
 
+// Audit is a loosening with a token of its own per surface; once bound, `leash status` names
+// the audited surfaces of the subject in capitals, `leash validate` warns for each (and still
+// exits 0), and a tool call the policy would block is answered allow, logged as a block.
+TEST_F(CliTest, AuditTakesItsOwnAckShowsInStatusInCapitalsAndWarnsInValidate) {
+  WriteProfile("observe", "network: { audit: true }\ntools: { audit: true }\n");
+  ASSERT_EQ(Leash({"profile", "save", "observe", "--from", files_->Join("observe.yaml")}).exit_code,
+            0);
+  RunResult refused = Leash({"bind", "agent:leash-iris", "observe", "--ack", "network.audit:true"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.out;
+  EXPECT_THAT(refused.out, HasSubstr("tools goes into audit"));
+  EXPECT_THAT(refused.out, HasSubstr("--ack 'tools.audit:true'"));
+  RunResult bound = Leash({"bind", "agent:leash-iris", "observe", "--ack", "network.audit:true",
+                           "--ack", "tools.audit:true"});
+  ASSERT_EQ(bound.exit_code, 0) << bound.out;
+
+  RunResult status = Leash({"status"});
+  EXPECT_THAT(status.out, HasSubstr("    AUDIT (blocks logged with enforced: false, not made): "
+                                    "NETWORK, TOOLS\n"))
+      << status.out;
+  EXPECT_THAT(status.out, ::testing::Not(HasSubstr("\nAUDIT")))  // the floor audits nothing
+      << status.out;
+
+  RunResult validate = Leash({"validate"});
+  EXPECT_EQ(validate.exit_code, 0) << validate.out;
+  EXPECT_THAT(validate.out,
+              HasSubstr("warning  profile:observe network.audit: network is in audit"));
+  EXPECT_THAT(validate.out, HasSubstr("warning  profile:observe tools.audit: tools is in audit"));
+
+  RunResult checked = Leash({"tool", "check", "forbidden_tool", "--account", "leash-iris",
+                             "--tools-socket", leashd_->tools_socket(), "--inputs", "{}"});
+  EXPECT_EQ(checked.exit_code, 0) << checked.out;
+  const std::string decisions = files_->Join("decisions.jsonl");
+  ASSERT_TRUE(WaitFor(
+      [&] { return ReadFile(decisions).find("forbidden_tool") != std::string::npos; },
+      absl::Seconds(10)));
+  const std::string log = ReadFile(decisions);
+  const size_t at = log.rfind('\n', log.find("forbidden_tool"));
+  const std::string line = log.substr(at + 1, log.find('\n', at + 1) - at - 1);
+  EXPECT_THAT(line, HasSubstr("\"action\":\"block\""));
+  EXPECT_THAT(line, HasSubstr("\"enforced\":false"));
+
+  // Leaving audit tightens: unbinding takes no ack, and the same call is refused.
+  RunResult unbound = Leash({"unbind", "agent:leash-iris"});
+  ASSERT_EQ(unbound.exit_code, 0) << unbound.out;
+  RunResult enforced = Leash({"tool", "check", "forbidden_tool", "--account", "leash-iris",
+                              "--tools-socket", leashd_->tools_socket(), "--inputs", "{}"});
+  EXPECT_EQ(enforced.exit_code, 1) << enforced.out;
+  EXPECT_THAT(Leash({"status"}).out, ::testing::Not(HasSubstr("AUDIT")));
+}
+
 TEST_F(CliTest, StatusValidateAndCheckWorkOfflineAndSayTheyDid) {
   ASSERT_TRUE(leashd_->Stop().ok());
   RunResult status = Leash({"status"});
@@ -352,10 +402,11 @@ TEST_F(CliTest, StatusValidateAndCheckWorkOfflineAndSayTheyDid) {
 TEST_F(CliTest, LogsFollowSeesADecisionWrittenAfterItStarted) {
   const std::string log = files_->Join("follow.out");
   auto follow = Background::Start({RunfilePath("cli/leash"), "--config=" + leashd_->config_path(),
-                                   "logs", "--follow", "--tail", "0"},
+                                   "--socket=" + leashd_->admin_socket(), "logs", "--follow",
+                                   "--tail", "0"},
                                   log);
   ASSERT_TRUE(follow.ok());
-  absl::SleepFor(absl::Milliseconds(300));  // let it reach the end of the file
+  absl::SleepFor(absl::Milliseconds(300));  // let it subscribe
   RunResult checked = Leash({"tool", "check", "forbidden_tool", "--account", "leash-iris",
                              "--tools-socket", leashd_->tools_socket(), "--inputs", "{}"});
   EXPECT_EQ(checked.exit_code, 1) << checked.out;

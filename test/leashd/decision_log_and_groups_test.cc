@@ -250,7 +250,7 @@ TEST_F(DecisionLogAndGroupsTest, AnUpgradeMovesTheToolsSocketOffTheUsersGroupAnd
 // An agent that can write in the log's folder could plant a link there as the log and have
 // root append to any file; leashd refuses such a folder at start and says how to fix it.
 TEST_F(DecisionLogAndGroupsTest, ALogFolderAnyoneButRootCanWriteIsRefusedAtStartWithTheFix) {
-  ASSERT_EQ(chmod(log_dir_->path().c_str(), 0777), 0);
+  ASSERT_EQ(chmod(files_->path().c_str(), 0777), 0);
   const std::string victim = fs_->path() + "/root-owned-file";
   std::ofstream(victim) << "root's\n";
   ASSERT_TRUE(RunOk(agent_->AsUser({"ln", "-s", victim, decisions()})).ok());
@@ -259,13 +259,13 @@ TEST_F(DecisionLogAndGroupsTest, ALogFolderAnyoneButRootCanWriteIsRefusedAtStart
   ASSERT_FALSE(leashd.ok()) << "leashd started with its log in a folder everyone can write";
   const std::string said(leashd.status().message());
   EXPECT_THAT(said, HasSubstr(absl::StrCat("not starting: the decision log's folder ",
-                                           log_dir_->path(), " is writable by everyone")));
-  EXPECT_THAT(said, HasSubstr(absl::StrCat("chmod go-w ", log_dir_->path())));
+                                           files_->path(), " is writable by everyone")));
+  EXPECT_THAT(said, HasSubstr(absl::StrCat("chmod go-w ", files_->path())));
   EXPECT_EQ(ReadAll(victim), "root's\n");
 
   // Group-writable is refused the same way.
   ASSERT_EQ(unlink(decisions().c_str()), 0);
-  ASSERT_EQ(chmod(log_dir_->path().c_str(), 0775), 0);
+  ASSERT_EQ(chmod(files_->path().c_str(), 0775), 0);
   leashd = LeashdInstance::Start(Floor(user_->name(), fs_->path(), "info", decisions()), *ns_,
                                  fs_->path(), {"--tools-group=" + tools_group_});
   ASSERT_FALSE(leashd.ok());

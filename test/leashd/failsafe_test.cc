@@ -22,7 +22,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
@@ -140,10 +139,11 @@ class FailsafeTest : public RootTest {
                                                        "listening"); },
                         absl::Seconds(20)))
         << ReadAll(files_->Join("server.out"));
-    // Unique per run: other runs on this host make leash-* accounts of their own.
-    user_ = AddAccount("lfs-user" + RunTag());
+    // leashd sees this test's accounts only: other runs on this host make leash-* accounts of
+    // their own, which would otherwise be its agents too (and make the fallback refuse).
+    ASSERT_NE(MakeAccountView(), nullptr);
+    user_ = AddAccount(UniqueAccountName("lfs-user"));
     ASSERT_NE(user_, nullptr);
-    agent_name_ = "leash-fs" + RunTag() + "a";
   }
 
   void TearDown() override {
@@ -154,12 +154,25 @@ class FailsafeTest : public RootTest {
     }
   }
 
+  // An agent account with a host name unique to this run, shown to leashd as `name`; to a
+  // running leashd at once, as useradd on the host would be.
   void AddAgent(const std::string& name) {
-    const TestAccount* agent = AddAccount(name);
+    const TestAccount* agent = AddAccount(UniqueAccountName(name), name);
     ASSERT_NE(agent, nullptr);
     agents_.push_back(agent);
+    agent_names_.push_back(name);
+    if (leashd_ != nullptr) {
+      ASSERT_TRUE(leashd_->PublishAccounts().ok());
+    }
   }
   const TestAccount& agent() const { return *agents_.front(); }
+  // The name leashd knows the first agent by.
+  const std::string& agent_name() const { return agent_names_.front(); }
+
+  absl::StatusOr<std::unique_ptr<LeashdInstance>> Leashd(
+      const std::vector<std::string>& flags = {}) {
+    return LeashdInstance::Start(FloorYaml(), *ns_, fs_->path(), flags, view_.get());
+  }
 
   std::string FloorYaml() const {
     return absl::StrCat(
@@ -172,11 +185,11 @@ class FailsafeTest : public RootTest {
   }
 
   void StartLeashd() {
-    auto leashd = LeashdInstance::Start(FloorYaml(), *ns_, fs_->path());
+    auto leashd = Leashd();
     ASSERT_TRUE(leashd.ok()) << leashd.status();
     leashd_ = *std::move(leashd);
     // Enforced: the chain in, the proxy listening with the map acked.
-    ASSERT_TRUE(WaitFor([&] { return InForce(agent().name()); }, absl::Seconds(60)))
+    ASSERT_TRUE(WaitFor([&] { return InForce(agent_name()); }, absl::Seconds(60)))
         << leashd_->Log();
   }
 
@@ -275,8 +288,8 @@ class FailsafeTest : public RootTest {
   std::unique_ptr<NetNamespace> peer_;
   std::unique_ptr<Background> server_;
   const TestAccount* user_ = nullptr;
-  std::string agent_name_;
   std::vector<const TestAccount*> agents_;
+  std::vector<std::string> agent_names_;
   std::unique_ptr<LeashdInstance> leashd_;
 };
 
@@ -284,7 +297,7 @@ class FailsafeTest : public RootTest {
 // so the agent's connection out is refused (its redirect target, the proxy, is gone) rather
 // than let through.
 TEST_F(FailsafeTest, AnExitForFailureLeavesEveryChainInPlaceSoTheNetworkStaysClosed) {
-  ASSERT_NO_FATAL_FAILURE(AddAgent(agent_name_));
+  ASSERT_NO_FATAL_FAILURE(AddAgent("leash-fsa"));
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
   const uint32_t uid = agent().uid();
   // Enforced: the proxy refuses the name.
@@ -320,7 +333,7 @@ TEST_F(FailsafeTest, AnExitForFailureLeavesEveryChainInPlaceSoTheNetworkStaysClo
 
   // Until a new leashd is in force, which takes the chains over: judged by the proxy again.
   ASSERT_TRUE(leashd_->Relaunch().ok()) << leashd_->Log();
-  ASSERT_TRUE(WaitFor([&] { return InForce(agent().name()); }, absl::Seconds(60)))
+  ASSERT_TRUE(WaitFor([&] { return InForce(agent_name()); }, absl::Seconds(60)))
       << leashd_->Log();
   EXPECT_EQ(AgentConnectsOnce(), "CLOSED");
 }
@@ -328,7 +341,7 @@ TEST_F(FailsafeTest, AnExitForFailureLeavesEveryChainInPlaceSoTheNetworkStaysClo
 // ExecStopPost after a failure releases nothing; after a deliberate stop it releases, and the
 // agent's network really opens (which is what a stop is for).
 TEST_F(FailsafeTest, ExecStopPostReleasesTheChainsOnlyAfterADeliberateStop) {
-  ASSERT_NO_FATAL_FAILURE(AddAgent(agent_name_));
+  ASSERT_NO_FATAL_FAILURE(AddAgent("leash-fsa"));
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
   const uint32_t uid = agent().uid();
   ASSERT_NO_FATAL_FAILURE(Crash());
@@ -356,7 +369,7 @@ TEST_F(FailsafeTest, ExecStopPostReleasesTheChainsOnlyAfterADeliberateStop) {
 
 // SIGTERM is a deliberate stop: leashd's own stop path releases every chain and exits 0.
 TEST_F(FailsafeTest, ADeliberateStopReleasesEveryChain) {
-  ASSERT_NO_FATAL_FAILURE(AddAgent(agent_name_));
+  ASSERT_NO_FATAL_FAILURE(AddAgent("leash-fsa"));
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
   const uint32_t uid = agent().uid();
   auto stopped = leashd_->Stop();
@@ -372,7 +385,7 @@ TEST_F(FailsafeTest, ADeliberateStopReleasesEveryChain) {
 // attempt reaches the peer. The loop saw both sides of the restart (refused while no proxy
 // ran, closed by the new proxy after), so it spanned the takeover.
 TEST_F(FailsafeTest, ALeashdStartingOverLeftoverChainsTakesThemOverWithoutAWindow) {
-  ASSERT_NO_FATAL_FAILURE(AddAgent(agent_name_));
+  ASSERT_NO_FATAL_FAILURE(AddAgent("leash-fsa"));
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
   const std::string stop = files_->Join("stop-loop");
   auto loop = Background::Start(
@@ -383,7 +396,7 @@ TEST_F(FailsafeTest, ALeashdStartingOverLeftoverChainsTakesThemOverWithoutAWindo
   ASSERT_NO_FATAL_FAILURE(Crash());
   absl::SleepFor(absl::Seconds(1));
   ASSERT_TRUE(leashd_->Relaunch().ok()) << leashd_->Log();
-  ASSERT_TRUE(WaitFor([&] { return InForce(agent().name()); }, absl::Seconds(60)))
+  ASSERT_TRUE(WaitFor([&] { return InForce(agent_name()); }, absl::Seconds(60)))
       << leashd_->Log();
   absl::SleepFor(absl::Seconds(1));
   std::ofstream(stop) << "stop";
@@ -402,15 +415,15 @@ TEST_F(FailsafeTest, ALeashdStartingOverLeftoverChainsTakesThemOverWithoutAWindo
 // nft rather than quietly applying one user's policy to all of them." With the iptables
 // fallback and two agent accounts leashd does not start, says why, and adds no rule.
 TEST_F(FailsafeTest, EnforcingSeveralUidsRefusesToRunWithoutNft) {
-  ASSERT_NO_FATAL_FAILURE(AddAgent(agent_name_));
-  ASSERT_NO_FATAL_FAILURE(AddAgent(absl::StrCat(agent_name_, "b")));
-  auto leashd = LeashdInstance::Start(FloorYaml(), *ns_, fs_->path(), {"--netfilter=iptables"});
+  ASSERT_NO_FATAL_FAILURE(AddAgent("leash-fsa"));
+  ASSERT_NO_FATAL_FAILURE(AddAgent("leash-fsb"));
+  auto leashd = Leashd({"--netfilter=iptables"});
   ASSERT_FALSE(leashd.ok()) << "leashd started on the iptables fallback with two agents";
   const std::string log(leashd.status().message());
   EXPECT_THAT(log, HasSubstr("not starting: enforcing several UIDs needs nftables"));
   EXPECT_THAT(log, HasSubstr("the iptables fallback is configured (--netfilter=iptables)"));
-  EXPECT_THAT(log, HasSubstr(agents_[0]->name()));
-  EXPECT_THAT(log, HasSubstr(agents_[1]->name()));
+  EXPECT_THAT(log, HasSubstr(agent_names_[0]));
+  EXPECT_THAT(log, HasSubstr(agent_names_[1]));
   EXPECT_THAT(log, HasSubstr("besides the configured user " + user_->name()));
   EXPECT_THAT(log, HasSubstr("is closed (every connection refused) rather than left unconfined"));
   auto nat = ns_->Run({"iptables-legacy-save", "-t", "nat"});
@@ -425,10 +438,10 @@ TEST_F(FailsafeTest, EnforcingSeveralUidsRefusesToRunWithoutNft) {
 
   // Once nftables can be used, a leashd on it enforces the agents and lifts the closures: the
   // agent is judged by its proxy again rather than refused outright.
-  auto on_nft = LeashdInstance::Start(FloorYaml(), *ns_, fs_->path());
+  auto on_nft = Leashd();
   ASSERT_TRUE(on_nft.ok()) << on_nft.status();
   leashd_ = *std::move(on_nft);
-  ASSERT_TRUE(WaitFor([&] { return InForce(agent().name()); }, absl::Seconds(60)))
+  ASSERT_TRUE(WaitFor([&] { return InForce(agent_name()); }, absl::Seconds(60)))
       << leashd_->Log();
   // Lifted right after the first reconcile returns (the status may say in force just before).
   const std::string lifted =
@@ -443,24 +456,17 @@ TEST_F(FailsafeTest, EnforcingSeveralUidsRefusesToRunWithoutNft) {
 // configured user alone), an agent account that appears cannot be enforced, here or by a
 // restart. Its network is closed, loudly, and the configured user stays enforced.
 TEST_F(FailsafeTest, AnAgentAppearingOnTheIptablesFallbackIsClosedNotUnconfined) {
-  // leashd discovers every leash-* account of the host: this needs a host with none yet (other
-  // runs' accounts on a shared machine make it refuse at start, which the test above covers).
-  std::vector<std::string> foreign;
-  for (absl::string_view line : absl::StrSplit(ReadAll("/etc/passwd"), '\n')) {
-    if (absl::StartsWith(line, "leash-")) foreign.emplace_back(line.substr(0, line.find(':')));
-  }
-  ASSERT_TRUE(foreign.empty()) << "agent accounts of another run exist on this host: "
-                               << absl::StrJoin(foreign, ", ");
-  auto leashd = LeashdInstance::Start(FloorYaml(), *ns_, fs_->path(), {"--netfilter=iptables"});
+  // The account view shows leashd no agent yet, whatever other runs have made on this host.
+  auto leashd = Leashd({"--netfilter=iptables"});
   ASSERT_TRUE(leashd.ok()) << leashd.status();
   leashd_ = *std::move(leashd);
-  ASSERT_NO_FATAL_FAILURE(AddAgent(agent_name_));
+  ASSERT_NO_FATAL_FAILURE(AddAgent("leash-fsa"));
   ASSERT_TRUE(WaitFor(
       [&] { return absl::StrContains(leashd_->Log(), "CRITICAL: agent account(s) appeared"); },
       absl::Seconds(30)))
       << leashd_->Log();
   EXPECT_THAT(leashd_->Log(), HasSubstr("enforcing several UIDs needs nftables"));
-  EXPECT_THAT(leashd_->Log(), HasSubstr(absl::StrCat("the network of ", agent_name_, " (uid ",
+  EXPECT_THAT(leashd_->Log(), HasSubstr(absl::StrCat("the network of ", agent_name(), " (uid ",
                                                      agent().uid(), ") is closed")));
   EXPECT_EQ(AgentConnectsOnce(), "REFUSED");
   auto nat = ns_->Run({"iptables-legacy-save", "-t", "nat"});

@@ -254,7 +254,7 @@ TEST_F(LeashdTest, DanglingProfileDeniesOnlyItsSubject) {
   RunResult healthy = Cli({"status"});
   EXPECT_EQ(healthy.exit_code, 0) << "status is a health check: all in force\n" << healthy.out;
   EXPECT_THAT(healthy.out, Not(HasSubstr("DEGRADED")));
-  RunResult deleted = Cli({"profile", "delete", "pa"});
+  RunResult deleted = Cli({"profile", "delete", "pa", "--ack", "dangling:agent:leash-it-a"});
   ASSERT_EQ(deleted.exit_code, 0) << deleted.out;
   // A subject without its policy: status exits 4 and names it, in text and in --json.
   RunResult degraded = Cli({"status"});
@@ -356,7 +356,7 @@ TEST_F(LeashdTest, CheckToolFollowsAFailModeChangeForASubjectWithNoPolicy) {
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
   SaveProfile("pa", "network: { deny: [\"x.example\"] }\n");
   ASSERT_EQ(Cli({"bind", "agent:leash-it-a", "pa"}).exit_code, 0);
-  ASSERT_EQ(Cli({"profile", "delete", "pa"}).exit_code, 0);
+  ASSERT_EQ(Cli({"profile", "delete", "pa", "--ack", "dangling:agent:leash-it-a"}).exit_code, 0);
   ASSERT_EQ(Subjects()["leash-it-a"].state(), "no-policy");
   auto check = [&] {
     return Cli({"tool", "check", "read_file", "--account", "leash-it-a",

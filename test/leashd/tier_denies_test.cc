@@ -35,12 +35,12 @@ class TierDeniesTest : public RootTest {
     RootTest::SetUp();
     if (!Ready()) return;
     ASSERT_NE(MountTmpfs(), nullptr);
-    // Unique per run: other runs make accounts on this host at the same time.
-    const std::string suffix = RunTag();
-    for (const std::string& name : {"ltd-user" + suffix, "leash-td" + suffix + "a",
-                                    "leash-td" + suffix + "b"}) {
-      ASSERT_NE(AddAccount(name), nullptr);
-    }
+    // Host names unique to this run; leashd sees the agents under the names the test uses,
+    // and no other run's agent accounts.
+    ASSERT_NE(MakeAccountView(), nullptr);
+    ASSERT_NE(AddAccount(UniqueAccountName("ltd-user")), nullptr);
+    ASSERT_NE(AddAccount(UniqueAccountName(kAgentA), kAgentA), nullptr);
+    ASSERT_NE(AddAccount(UniqueAccountName(kAgentB), kAgentB), nullptr);
     ASSERT_NE(MakeFiles("ltd"), nullptr);
 
     for (const char* dir : {"/secret", "/new-secret", "/other-secret", "/bin"}) {
@@ -62,7 +62,7 @@ class TierDeniesTest : public RootTest {
         "commands: { mode: blacklist, allow: [], deny: [\"", Path("/bin/forbidden"), "\"] }\n",
         "tools: { mode: whitelist, allow: [\"read_file\"], deny: [] }\n",
         "logging: { level: info, decisions: ", files_->Join("decisions.jsonl"), " }\n");
-    auto leashd = LeashdInstance::Start(floor, *ns_, fs_->path());
+    auto leashd = LeashdInstance::Start(floor, *ns_, fs_->path(), {}, view_.get());
     ASSERT_TRUE(leashd.ok()) << leashd.status();
     leashd_ = *std::move(leashd);
   }
@@ -71,6 +71,9 @@ class TierDeniesTest : public RootTest {
   const TestAccount& user() const { return *accounts_[0]; }
   const TestAccount& agent_a() const { return *accounts_[1]; }
   const TestAccount& agent_b() const { return *accounts_[2]; }
+  // The names leashd knows the agents by.
+  inline static const std::string kAgentA = "leash-tda";
+  inline static const std::string kAgentB = "leash-tdb";
 
   RunResult Leash(const std::vector<std::string>& args) {
     auto result = leashd_->Cli(args);
@@ -91,10 +94,21 @@ class TierDeniesTest : public RootTest {
     return saved.exit_code;
   }
 
+  // `argv` in leashd's mount namespace, where its account view is mounted: the watcher judges
+  // an open made through a mount of another mount namespace as foreign and denies it, so an
+  // agent acting from the test's own namespace would be denied everything.
+  std::vector<std::string> InLeashdsMounts(const std::vector<std::string>& argv) const {
+    std::vector<std::string> out = {"nsenter",
+                                    absl::StrCat("--mount=/proc/", leashd_->pid(), "/ns/mnt"),
+                                    "--"};
+    out.insert(out.end(), argv.begin(), argv.end());
+    return out;
+  }
+
   // `account` runs the binary at `relative` on the watched tmpfs: true when the exec happened
   // (the copy of /bin/true exits 0), false when it was refused with EPERM.
   bool Runs(const TestAccount& account, const std::string& relative) {
-    auto run = leash::testing::Run(account.AsUser({Path(relative)}));
+    auto run = leash::testing::Run(InLeashdsMounts(account.AsUser({Path(relative)})));
     EXPECT_TRUE(run.ok()) << run.status();
     if (!run.ok()) return false;
     if (run->exit_code != 0) {
@@ -105,7 +119,7 @@ class TierDeniesTest : public RootTest {
 
   // `account` reads the file at `relative`: true when it could, false on EPERM.
   bool Reads(const TestAccount& account, const std::string& relative) {
-    auto read = leash::testing::Run(account.AsUser({"cat", Path(relative)}));
+    auto read = leash::testing::Run(InLeashdsMounts(account.AsUser({"cat", Path(relative)})));
     EXPECT_TRUE(read.ok()) << read.status();
     if (!read.ok()) return false;
     if (read->exit_code != 0) {
@@ -132,10 +146,10 @@ class TierDeniesTest : public RootTest {
 // the floor's `forbidden` deny, and once acked the agent could run `forbidden`.
 TEST_F(TierDeniesTest, AProfileMayTightenTheFloorFreelyAndTheFloorsDenyStillHolds) {
   ASSERT_EQ(SaveDenyProfile("extra", "commands", {"/bin/okay"}), 0);
-  RunResult bound = Leash({"bind", "agent:" + agent_a().name(), "extra"});
+  RunResult bound = Leash({"bind", "agent:" + kAgentA, "extra"});
   ASSERT_EQ(bound.exit_code, 0) << bound.out;
   EXPECT_THAT(bound.out, Not(HasSubstr("unset.deny")));
-  EXPECT_THAT(States()[agent_a().name()], ::testing::StartsWith("enforced"))
+  EXPECT_THAT(States()[kAgentA], ::testing::StartsWith("enforced"))
       << leashd_->Log();
 
   // The bound agent: the floor's deny and its own.
@@ -147,7 +161,7 @@ TEST_F(TierDeniesTest, AProfileMayTightenTheFloorFreelyAndTheFloorsDenyStillHold
   EXPECT_FALSE(Runs(agent_b(), "/bin/forbidden"));
   EXPECT_TRUE(Runs(agent_b(), "/bin/okay"));
   RunResult check =
-      Leash({"check", "cmd", Path("/bin/forbidden"), "--account", agent_a().name()});
+      Leash({"check", "cmd", Path("/bin/forbidden"), "--account", kAgentA});
   EXPECT_EQ(check.exit_code, 1) << check.out;
 }
 
@@ -173,13 +187,13 @@ TEST_F(TierDeniesTest, TighteningTheFloorNeverDeniesEverythingToAnAgentWhoseProf
   // The profile repeats the floor's deny, so it bound without consent under either rule; what
   // the floor gains afterwards is what it used to "drop".
   ASSERT_EQ(SaveDenyProfile("fsp", "filesystem", {"/secret", "/other-secret"}), 0);
-  ASSERT_EQ(Leash({"bind", "agent:" + agent_a().name(), "fsp"}).exit_code, 0);
+  ASSERT_EQ(Leash({"bind", "agent:" + kAgentA, "fsp"}).exit_code, 0);
   RunResult tightened = Leash({"fs", "deny", Path("/new-secret")});
   ASSERT_EQ(tightened.exit_code, 0) << tightened.out;
 
   std::map<std::string, std::string> states = States();
-  EXPECT_THAT(states[agent_a().name()], ::testing::StartsWith("enforced")) << leashd_->Log();
-  EXPECT_THAT(states[agent_b().name()], ::testing::StartsWith("enforced"));
+  EXPECT_THAT(states[kAgentA], ::testing::StartsWith("enforced")) << leashd_->Log();
+  EXPECT_THAT(states[kAgentB], ::testing::StartsWith("enforced"));
   EXPECT_FALSE(Reads(agent_a(), "/new-secret/x")) << "the new floor deny is not in force";
   EXPECT_FALSE(Reads(agent_a(), "/other-secret/x"));
   EXPECT_FALSE(Reads(agent_a(), "/secret/x"));
@@ -190,12 +204,12 @@ TEST_F(TierDeniesTest, TighteningTheFloorNeverDeniesEverythingToAnAgentWhoseProf
   // An inert deny (a relative command path never matches), as an operator may leave in a
   // profile file by hand: accepted on load and reported, and it drops no floor deny.
   ASSERT_EQ(SaveDenyProfile("inert", "commands", {"/bin/okay"}), 0);
-  ASSERT_EQ(Leash({"bind", "agent:" + agent_b().name(), "inert"}).exit_code, 0);
+  ASSERT_EQ(Leash({"bind", "agent:" + kAgentB, "inert"}).exit_code, 0);
   std::ofstream(leashd_->state_dir() + "/profiles/inert.yaml")
       << "commands: { deny: [\"bin/okay\"] }\n";
   RunResult reconciled = Leash({"reconcile"});
   EXPECT_EQ(reconciled.exit_code, 0) << reconciled.out;
-  EXPECT_THAT(States()[agent_b().name()], ::testing::StartsWith("enforced")) << leashd_->Log();
+  EXPECT_THAT(States()[kAgentB], ::testing::StartsWith("enforced")) << leashd_->Log();
   EXPECT_FALSE(Runs(agent_b(), "/bin/forbidden"));
   EXPECT_TRUE(Runs(agent_b(), "/bin/okay"));
   EXPECT_TRUE(Reads(agent_b(), "/open.txt"));
@@ -207,10 +221,10 @@ TEST_F(TierDeniesTest, TighteningTheFloorNeverDeniesEverythingToAnAgentWhoseProf
 // "a deny the removal drops is judged as the engine's own unset.deny".
 TEST_F(TierDeniesTest, UnbindingAProfileThatAddedADenyIsJudgedAsUnsetDeny) {
   ASSERT_EQ(SaveDenyProfile("extra", "commands", {"/bin/okay", "/bin/forbidden"}), 0);
-  ASSERT_EQ(Leash({"bind", "agent:" + agent_a().name(), "extra"}).exit_code, 0);
+  ASSERT_EQ(Leash({"bind", "agent:" + kAgentA, "extra"}).exit_code, 0);
   const std::string token = absl::StrCat("unset.deny:commands:", Path("/bin/okay"));
 
-  RunResult refused = Leash({"unbind", "agent:" + agent_a().name()});
+  RunResult refused = Leash({"unbind", "agent:" + kAgentA});
   EXPECT_EQ(refused.exit_code, 1) << refused.out;
   EXPECT_THAT(refused.out, HasSubstr("refused (loosening)"));
   EXPECT_THAT(refused.out, HasSubstr(absl::StrCat("--ack '", token, "'")));
@@ -218,7 +232,7 @@ TEST_F(TierDeniesTest, UnbindingAProfileThatAddedADenyIsJudgedAsUnsetDeny) {
   EXPECT_THAT(refused.out, Not(HasSubstr("unset.deny:commands:" + Path("/bin/forbidden"))));
   EXPECT_FALSE(Runs(agent_a(), "/bin/okay"));
 
-  RunResult removed = Leash({"unbind", "agent:" + agent_a().name(), "--ack", token});
+  RunResult removed = Leash({"unbind", "agent:" + kAgentA, "--ack", token});
   ASSERT_EQ(removed.exit_code, 0) << removed.out;
   EXPECT_THAT(ReadAll(leashd_->state_dir() + "/unbinds.jsonl"), HasSubstr(token));
   EXPECT_TRUE(Runs(agent_a(), "/bin/okay"));

@@ -114,7 +114,8 @@ std::vector<Scenario> Scenarios() {
        {[](auto& s, auto& h) { return Save(s, h, "strict", kStrict); },
         [](auto& s, auto& h) { return Bind(s, h, "agent:leash-iris", "strict"); }},
        [](auto& s, auto& h) {
-         absl::StatusOr<controlplane::WriteOutcome> o = s.DeleteProfile("strict", h);
+         absl::StatusOr<controlplane::WriteOutcome> o =
+             s.DeleteProfile("strict", {"dangling:agent:leash-iris"}, h);
          return o.ok() && o->written;
        },
        {"profiles/strict.yaml"}},

@@ -1,0 +1,61 @@
+// `leash logs`: the decisions as leashd streams them (Control.WatchDecisions) — the log file's
+// lines from a start point, then, with --follow, each new one as it happens. Nothing is
+// polled: the stream waits on leashd, which waits on its writers.
+#include <chrono>
+#include <memory>
+
+#include "absl/time/clock.h"
+#include "cli/client.h"
+#include "cli/commands.h"
+#include "cli/logs_render.h"
+#include "cli/offline.h"
+
+namespace leash::cli {
+
+int RunLogs(const Args& args, Io io) {
+  if (args.words.size() != 1) {
+    io.err << "usage: leash logs [--follow] [--account A] [--surface S] [--action block|allow] "
+              "[--since T] [--until T] [--ref R] [--tail N] [--json]\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<leash::v1::WatchDecisionsRequest> request = LogsRequest(args, absl::Now());
+  if (!request.ok()) {
+    io.err << "leash logs: " << request.status().message() << "\n";
+    return kExitUsage;
+  }
+  Client client(args.Option("socket", kDefaultAdminSocket));
+  grpc::ClientContext context;
+  // A replay has a deadline; a follow lasts until the operator stops it (or --until passes).
+  if (!request->follow()) {
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(10));
+  }
+  std::unique_ptr<grpc::ClientReader<leash::v1::WatchDecisionsEvent>> reader =
+      client.control().WatchDecisions(&context, *request);
+  leash::v1::WatchDecisionsEvent event;
+  while (reader->Read(&event)) {
+    if (event.live()) continue;  // the replay is done; nothing to print
+    if (args.json) {
+      if (event.line().empty()) {
+        // Notices go to stderr so stdout stays the log's own JSONL.
+        io.err << "leash logs: " << event.notice() << "\n";
+        continue;
+      }
+      io.out << event.line() << "\n";
+    } else if (event.line().empty()) {
+      io.err << HumanLine(event) << "\n";
+    } else {
+      io.out << HumanLine(event) << "\n";
+    }
+    io.out.flush();
+    if (!io.out) {  // the reader went away (a closed pipe)
+      context.TryCancel();
+      break;
+    }
+  }
+  const grpc::Status status = reader->Finish();
+  if (!io.out || status.error_code() == grpc::StatusCode::CANCELLED) return kExitOk;
+  if (!status.ok()) return ReportFailure(io, client.Explain(status));
+  return kExitOk;
+}
+
+}  // namespace leash::cli

@@ -1,0 +1,115 @@
+#include "controlplane/decision_feed.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace leash::controlplane {
+namespace {
+
+// A writer's batch is at most 64 KiB of whole lines plus one line (proto/sidecar/decision_log.cc).
+constexpr size_t kMaxDatagram = 256 * 1024;
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DecisionFeed>> DecisionFeed::Start(DecisionHub* hub) {
+  const int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd < 0) return absl::ErrnoToStatus(errno, "epoll_create1 for the decision feed");
+  const int stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop_fd < 0) {
+    const int error = errno;
+    close(epoll_fd);
+    return absl::ErrnoToStatus(error, "eventfd for the decision feed");
+  }
+  epoll_event event{};
+  event.events = EPOLLIN;
+  event.data.fd = stop_fd;
+  if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, stop_fd, &event) != 0) {
+    const int error = errno;
+    close(stop_fd);
+    close(epoll_fd);
+    return absl::ErrnoToStatus(error, "epoll_ctl for the decision feed");
+  }
+  return std::unique_ptr<DecisionFeed>(new DecisionFeed(hub, epoll_fd, stop_fd));
+}
+
+DecisionFeed::DecisionFeed(DecisionHub* hub, int epoll_fd, int stop_fd)
+    : hub_(hub), epoll_fd_(epoll_fd), stop_fd_(stop_fd) {
+  reader_ = std::thread([this] { ReadLoop(); });
+}
+
+DecisionFeed::~DecisionFeed() {
+  const uint64_t one = 1;
+  (void)!write(stop_fd_, &one, sizeof(one));
+  reader_.join();
+  close(stop_fd_);
+  close(epoll_fd_);
+  absl::MutexLock lock(&ends_mu_);
+  for (int fd : ends_) close(fd);
+}
+
+absl::StatusOr<int> DecisionFeed::NewWriterEnd() {
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) != 0) {
+    return absl::ErrnoToStatus(errno, "socketpair for the decision feed");
+  }
+  // Room for a burst while this thread is busy; refused is fine (the default still works).
+  const int bytes = 4 << 20;
+  setsockopt(pair[0], SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+  // Only leashd's end reads; the writer's end only sends.
+  shutdown(pair[0], SHUT_WR);
+  epoll_event event{};
+  event.events = EPOLLIN;
+  event.data.fd = pair[0];
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, pair[0], &event) != 0) {
+    const int error = errno;
+    close(pair[0]);
+    close(pair[1]);
+    return absl::ErrnoToStatus(error, "epoll_ctl for the decision feed");
+  }
+  absl::MutexLock lock(&ends_mu_);
+  ends_.push_back(pair[0]);
+  return pair[1];
+}
+
+void DecisionFeed::ReadLoop() {
+  std::string buffer(kMaxDatagram, '\0');
+  epoll_event events[16];
+  for (;;) {
+    const int n = epoll_wait(epoll_fd_, events, 16, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    bool stop = false;
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == stop_fd_) {
+        stop = true;
+        continue;
+      }
+      for (;;) {
+        const ssize_t got = recv(fd, buffer.data(), buffer.size(), MSG_DONTWAIT);
+        if (got < 0) break;  // EAGAIN: drained
+        datagrams_.fetch_add(1, std::memory_order_relaxed);
+        absl::string_view rest(buffer.data(), static_cast<size_t>(got));
+        while (!rest.empty()) {
+          const size_t newline = rest.find('\n');
+          const absl::string_view line = rest.substr(0, newline);
+          if (!line.empty()) hub_->Publish(line);
+          if (newline == absl::string_view::npos) break;
+          rest.remove_prefix(newline + 1);
+        }
+      }
+    }
+    if (stop) break;
+  }
+}
+
+}  // namespace leash::controlplane

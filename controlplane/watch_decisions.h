@@ -1,0 +1,34 @@
+// Control.WatchDecisions, apart from gRPC: the replay from the decision log file from the
+// watcher's start point, then (with follow) the live lines of the DecisionHub, each filtered,
+// each told to `write`. A line that arrives live while the file is replayed is sent once.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "controlplane/decision_hub.h"
+#include "leash/v1/control.pb.h"
+
+namespace leash::controlplane {
+
+struct WatchDecisionsDeps {
+  // The live stream; null when leashd has none (replay only).
+  DecisionHub* hub = nullptr;
+  // The decision log file; empty when the log goes to leashd's stdout (nothing to replay).
+  std::string log_path;
+  // Names the account of a uid, for replayed lines (live ones are named by the hub).
+  std::function<std::string(uint32_t)> account_of;
+};
+
+// Serves one watcher until the replay is done (without follow), its `until` has passed,
+// `cancelled` says so, or `write` returns false (the watcher went away). Returns
+// InvalidArgument for a filter that does not read; without follow, NotFound for a ref no line
+// carries and the file's error when it cannot be read (with follow these are notices and the
+// live stream still follows).
+absl::Status ServeWatchDecisions(const leash::v1::WatchDecisionsRequest& request,
+                                 const WatchDecisionsDeps& deps,
+                                 const std::function<bool()>& cancelled,
+                                 const std::function<bool(const leash::v1::WatchDecisionsEvent&)>& write);
+
+}  // namespace leash::controlplane

@@ -1,0 +1,246 @@
+// Audit mode for real: an agent bound to a profile that puts every surface of its whitelist
+// floor in audit opens a file, runs a program, connects to a port and calls a tool that the
+// policy would block. Each succeeds, and each is in the decision log once, as a block with
+// enforced: false. Unbound (audit off, which takes no ack), the same four are blocked.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test/fixtures/netns.h"
+#include "test/fixtures/root.h"
+#include "test/fixtures/subprocess.h"
+#include "test/fixtures/temp_dir.h"
+#include "test/fixtures/test_account.h"
+#include "test/fixtures/tmpfs.h"
+#include "test/leashd/leashd_fixture.h"
+
+namespace leash::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kServer[] = R"(
+import http.server, sys
+class Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"hello\n"
+        self.send_response(200); self.send_header("Content-Length", str(len(body)))
+        self.end_headers(); self.wfile.write(body)
+    def log_message(self, *args): pass
+http.server.HTTPServer(("192.0.2.11", int(sys.argv[1])), Hello).serve_forever()
+)";
+
+class AuditEndToEndTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LEASH_REQUIRE_ROOT();
+    auto ns = NetNamespace::Create();
+    ASSERT_TRUE(ns.ok()) << ns.status();
+    ns_ = *std::move(ns);
+    ASSERT_TRUE(ns_->AddVethPair({"192.0.2.10/24"}, {"192.0.2.11/24"}).ok());
+    auto fs = TmpfsMount::Create();
+    ASSERT_TRUE(fs.ok()) << fs.status();
+    fs_ = *std::move(fs);
+    const std::string suffix = absl::StrCat(getpid() % 100000);
+    auto user = TestAccount::Create("lau" + suffix);
+    ASSERT_TRUE(user.ok()) << user.status();
+    user_ = *std::move(user);
+    auto agent = TestAccount::Create("leash-laa" + suffix);
+    ASSERT_TRUE(agent.ok()) << agent.status();
+    agent_ = *std::move(agent);
+    auto files = TempDir::Create("laudit");
+    ASSERT_TRUE(files.ok());
+    files_ = *std::move(files);
+    chmod(files_->path().c_str(), 0755);
+
+    // On the watched tmpfs: a work tree the agent may read, a file beside it it may not, a
+    // program it may run and one it may not.
+    const std::string& root = fs_->path();
+    for (const char* dir : {"/work", "/bin"}) {
+      ASSERT_EQ(mkdir((root + dir).c_str(), 0755), 0) << dir;
+    }
+    for (const char* file : {"/work/a.txt", "/outside.txt"}) {
+      std::ofstream(root + file) << "text\n";
+      chmod((root + file).c_str(), 0644);
+    }
+    for (const char* program : {"/bin/tool-one", "/bin/tool-three"}) {
+      ASSERT_TRUE(RunOk({"cp", "/bin/true", root + program}).ok());
+      chmod((root + program).c_str(), 0755);
+    }
+    std::ofstream(files_->Join("server.py")) << kServer;
+    for (const char* port : {"8080", "8081"}) {
+      auto server = Background::Start(
+          ns_->ExecSharingMounts({"/usr/bin/python3", files_->Join("server.py"), port}));
+      ASSERT_TRUE(server.ok()) << server.status();
+      servers_.push_back(*std::move(server));
+    }
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          auto listening = ns_->Run({"ss", "-Hltn", "sport = :8080 or sport = :8081"});
+          return listening.ok() && absl::StrContains(listening->out, ":8080") &&
+                 absl::StrContains(listening->out, ":8081");
+        },
+        absl::Seconds(30)));
+
+    // A whitelist on every surface. The program files are readable (an exec also opens them),
+    // so the exec is judged by commands alone.
+    const std::string floor = absl::StrCat(
+        "user: ", user_->name(), "\nfail_mode: closed\n",
+        "network: { mode: whitelist, allow: [\"192.0.2.11/32:8080\"], deny: [] }\n",
+        "filesystem: { mode: whitelist, allow: [\"", root, "/work\", \"", root,
+        "/bin\"], deny: [] }\n",
+        "commands: { mode: whitelist, allow: [\"", root, "/bin/tool-one\"], deny: [] }\n",
+        "tools: { mode: whitelist, allow: [\"read_file\"], deny: [] }\n",
+        "logging: { level: info, decisions: ", decisions(), " }\n");
+    auto leashd = LeashdInstance::Start(floor, *ns_, fs_->path());
+    ASSERT_TRUE(leashd.ok()) << leashd.status();
+    leashd_ = *std::move(leashd);
+  }
+
+  std::string decisions() const { return files_->Join("decisions.jsonl"); }
+
+  RunResult Leash(const std::vector<std::string>& args) {
+    auto run = leashd_->Cli(args);
+    EXPECT_TRUE(run.ok()) << run.status();
+    return run.ok() ? *run : RunResult();
+  }
+
+  // The allowed action and the four the policy blocks, each reporting what happened.
+  RunResult Workload() {
+    const std::string& root = fs_->path();
+    const std::string script = absl::StrCat(
+        "import subprocess, urllib.request\n",
+        "open('", root, "/work/a.txt').read(); print('work read')\n",
+        "subprocess.run(['", root, "/bin/tool-one'], check=True); print('tool-one ran')\n",
+        "urllib.request.urlopen('http://192.0.2.11:8080/', timeout=10).read(); print('8080 ok')\n",
+        "try:\n  open('", root, "/outside.txt').read(); print('file allowed')\n",
+        "except PermissionError: print('file refused')\n",
+        "try:\n  subprocess.run(['", root, "/bin/tool-three'], check=True); print('exec allowed')\n",
+        "except PermissionError: print('exec refused')\n",
+        "try:\n  urllib.request.urlopen('http://192.0.2.11:8081/', timeout=10).read(); "
+        "print('port allowed')\n",
+        "except Exception: print('port refused')\n");
+    auto run = leash::testing::Run(
+        ns_->ExecSharingMounts(agent_->AsUser({"/usr/bin/python3", "-c", script})),
+        absl::Seconds(60));
+    EXPECT_TRUE(run.ok()) << run.status();
+    return run.ok() ? *run : RunResult();
+  }
+
+  int ToolCheck(const std::string& tool) {
+    return Leash({"tool", "check", tool, "--account", agent_->name(), "--tools-socket",
+                  leashd_->tools_socket(), "--inputs", "{}"})
+        .exit_code;
+  }
+
+  // The agent's lines of the decision log from byte `from` on that contain `needle`.
+  std::vector<std::string> AgentLines(size_t from, const std::string& needle) {
+    std::vector<std::string> out;
+    const std::string text = ReadAll(decisions());
+    for (absl::string_view line :
+         absl::StrSplit(absl::string_view(text).substr(std::min(from, text.size())), '\n',
+                        absl::SkipEmpty())) {
+      if (absl::StrContains(line, absl::StrCat("\"uid\":", agent_->uid(), ",")) &&
+          absl::StrContains(line, needle)) {
+        out.emplace_back(line);
+      }
+    }
+    return out;
+  }
+
+  // What the four would-be blocks are found by in their lines.
+  std::vector<std::string> Needles() const {
+    return {absl::StrCat("\"path\":\"", fs_->path(), "/outside.txt\""),
+            absl::StrCat("\"binary\":\"", fs_->path(), "/bin/tool-three\""), "\"port\":8081",
+            "\"name\":\"forbidden_tool\""};
+  }
+
+  std::unique_ptr<NetNamespace> ns_;
+  std::unique_ptr<TmpfsMount> fs_;
+  std::unique_ptr<TestAccount> user_, agent_;
+  std::unique_ptr<TempDir> files_;
+  std::vector<Background> servers_;
+  std::unique_ptr<LeashdInstance> leashd_;
+};
+
+TEST_F(AuditEndToEndTest, WouldBeBlocksAreAllowedAndLoggedOnceNotEnforcedThenBlockedWithoutAudit) {
+  std::ofstream(files_->Join("observe.yaml"))
+      << "network: { audit: true }\nfilesystem: { audit: true }\n"
+         "commands: { audit: true }\ntools: { audit: true }\n";
+  ASSERT_EQ(Leash({"profile", "save", "observe", "--from", files_->Join("observe.yaml")}).exit_code,
+            0);
+  RunResult bound = Leash({"bind", "agent:" + agent_->name(), "observe", "--ack",
+                           "network.audit:true", "--ack", "filesystem.audit:true", "--ack",
+                           "commands.audit:true", "--ack", "tools.audit:true"});
+  ASSERT_EQ(bound.exit_code, 0) << bound.out;
+
+  RunResult audited = Workload();
+  EXPECT_EQ(audited.exit_code, 0) << audited.out;
+  for (const char* said : {"work read", "tool-one ran", "8080 ok", "file allowed", "exec allowed",
+                           "port allowed"}) {
+    EXPECT_THAT(audited.out, HasSubstr(said));
+  }
+  EXPECT_EQ(ToolCheck("forbidden_tool"), 0);
+  EXPECT_EQ(ToolCheck("read_file"), 0);
+  // The log is written after the answers.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (const std::string& needle : Needles()) {
+          if (AgentLines(0, needle).empty()) return false;
+        }
+        return true;
+      },
+      absl::Seconds(20)))
+      << ReadAll(decisions());
+  absl::SleepFor(absl::Milliseconds(500));
+  for (const std::string& needle : Needles()) {
+    const std::vector<std::string> lines = AgentLines(0, needle);
+    ASSERT_EQ(lines.size(), 1u) << needle << "\n" << ReadAll(decisions());
+    EXPECT_THAT(lines[0], HasSubstr("\"action\":\"block\"")) << lines[0];
+    EXPECT_THAT(lines[0], HasSubstr("\"enforced\":false")) << lines[0];
+  }
+  // What the policy allows stays an allow, with no enforced field.
+  for (const std::string& line : AgentLines(0, "\"enforced\"")) {
+    EXPECT_THAT(line, HasSubstr("\"action\":\"block\"")) << line;
+  }
+  EXPECT_THAT(AgentLines(0, "\"name\":\"read_file\""),
+              ::testing::Each(HasSubstr("\"action\":\"allow\"")));
+
+  // Audit off: unbinding tightens, so it takes no ack; the same four are blocked, for real.
+  RunResult unbound = Leash({"unbind", "agent:" + agent_->name()});
+  ASSERT_EQ(unbound.exit_code, 0) << unbound.out;
+  const size_t mark = ReadAll(decisions()).size();
+  RunResult enforced = Workload();
+  EXPECT_EQ(enforced.exit_code, 0) << enforced.out;
+  for (const char* said : {"work read", "tool-one ran", "8080 ok", "file refused", "exec refused",
+                           "port refused"}) {
+    EXPECT_THAT(enforced.out, HasSubstr(said));
+  }
+  EXPECT_EQ(ToolCheck("forbidden_tool"), 1);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (const std::string& needle : Needles()) {
+          if (AgentLines(mark, needle).empty()) return false;
+        }
+        return true;
+      },
+      absl::Seconds(20)))
+      << ReadAll(decisions());
+  for (const std::string& needle : Needles()) {
+    for (const std::string& line : AgentLines(mark, needle)) {
+      EXPECT_THAT(line, HasSubstr("\"action\":\"block\"")) << line;
+      EXPECT_THAT(line, ::testing::Not(HasSubstr("enforced"))) << line;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace leash::testing
