@@ -356,9 +356,13 @@ TEST_F(CliTest, AuditTakesItsOwnAckShowsInStatusInCapitalsAndWarnsInValidate) {
 
   RunResult validate = Leash({"validate"});
   EXPECT_EQ(validate.exit_code, 0) << validate.out;
-  EXPECT_THAT(validate.out,
-              HasSubstr("warning  profile:observe network.audit: network is in audit"));
-  EXPECT_THAT(validate.out, HasSubstr("warning  profile:observe tools.audit: tools is in audit"));
+  // Each finding names where its key is written in the profile, as parse errors do.
+  EXPECT_THAT(validate.out, ::testing::ContainsRegex(
+                                "warning  profile:observe network.audit: [^\n]*/observe.yaml:1:"
+                                "[0-9]+: network is in audit"));
+  EXPECT_THAT(validate.out, ::testing::ContainsRegex(
+                                "warning  profile:observe tools.audit: [^\n]*/observe.yaml:2:"
+                                "[0-9]+: tools is in audit"));
 
   RunResult checked = Leash({"tool", "check", "forbidden_tool", "--account", "leash-iris",
                              "--tools-socket", leashd_->tools_socket(), "--inputs", "{}"});
