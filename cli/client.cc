@@ -4,13 +4,19 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
+#include "engine/config_yaml.h"
 
 namespace leash::cli {
 
 Client::Client(std::string admin_socket, std::string tools_socket)
     : admin_socket_(std::move(admin_socket)), tools_socket_(std::move(tools_socket)) {
-  channel_ = grpc::CreateChannel(absl::StrCat("unix:", admin_socket_),
-                                 grpc::InsecureChannelCredentials());
+  // Answers (a status with every subject's policy, a validate of many profiles) can outgrow
+  // gRPC's 4 MiB default on a large host; leashd is root's own daemon, so the CLI takes what it
+  // sends up to a bound it states rather than one it inherits.
+  grpc::ChannelArguments arguments;
+  arguments.SetMaxReceiveMessageSize(kMaxAnswerBytes);
+  channel_ = grpc::CreateCustomChannel(absl::StrCat("unix:", admin_socket_),
+                                       grpc::InsecureChannelCredentials(), arguments);
   control_ = leash::v1::Control::NewStub(channel_);
 }
 
@@ -56,6 +62,13 @@ absl::Status Client::Explain(const grpc::Status& status, bool tools_socket) cons
       return absl::NotFoundError(status.error_message());
     case grpc::StatusCode::FAILED_PRECONDITION:
       return absl::FailedPreconditionError(status.error_message());
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      // gRPC's own words ("Received message larger than max (N vs. M)") name neither what was
+      // too large nor the cap behind it.
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the request or its answer is larger than the admin socket carries (",
+          status.error_message(), "); a policy file may be at most ", engine::kMaxPolicyYamlBytes,
+          " bytes (1 MiB): split it, or move long lists to a named list file"));
     default:
       return absl::InternalError(
           absl::StrCat("leashd answered ", status.error_code(), ": ", status.error_message()));

@@ -15,6 +15,8 @@ namespace leash::cli {
 
 inline constexpr char kDefaultAdminSocket[] = "/run/leash/leash.sock";
 inline constexpr char kDefaultToolsSocket[] = "/run/leash/tools.sock";
+// The largest answer the CLI takes from leashd.
+inline constexpr int kMaxAnswerBytes = 64 << 20;
 
 class Client {
  public:

@@ -1,22 +1,25 @@
 #include "cli/offline.h"
 
+#include <pwd.h>
+
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
+#include "cli/policy_file.h"
 #include "cli/render.h"
 #include "proto/host/command_links.h"
-#include "proto/host/exec_routes.h"
 #include "engine/check_subject.h"
 #include "engine/compiled_policy.h"
 #include "engine/config_yaml.h"
-#include "proto/host/list_files.h"
 #include "engine/named_lists.h"
 #include "engine/validate.h"
 #include "leash/v1/control.pb.h"
+#include "proto/host/exec_routes.h"
+#include "proto/host/list_files.h"
 
 namespace leash::cli {
 
@@ -27,32 +30,70 @@ int ReportFailure(Io io, const absl::Status& status) {
   return kExitRefused;
 }
 
-absl::StatusOr<leash::v1::Config> LoadConfigFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    const int error = errno;
-    return absl::NotFoundError(absl::StrCat(
-        "cannot read ", path, ": ", std::strerror(error),
-        "; create it with `leash init --user <name>`, or pass --config <path>"));
+namespace {
+
+// The floor file's text and what it parses to.
+struct ConfigFile {
+  std::string text;
+  leash::v1::Config config;
+};
+
+absl::StatusOr<ConfigFile> LoadConfigText(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadPolicyFile(path);
+  if (absl::IsNotFound(text.status())) {
+    return absl::NotFoundError(
+        absl::StrCat(text.status().message(),
+                     "; create it with `leash init --user <name>`, or pass --config <path>"));
   }
-  std::stringstream text;
-  text << file.rdbuf();
-  return engine::ParseConfigYaml(text.str(), engine::ConfigKind::kFloor, path);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<leash::v1::Config> config =
+      engine::ParseConfigYaml(*text, engine::ConfigKind::kFloor, path);
+  if (!config.ok()) return config.status();
+  return ConfigFile{*std::move(text), *std::move(config)};
+}
+
+// Whether the account resolves in the system's account database, as leashd looks it up.
+absl::StatusOr<bool> UserExists(absl::string_view name) {
+  struct passwd entry;
+  struct passwd* found = nullptr;
+  std::vector<char> buffer(16384);
+  const int error =
+      getpwnam_r(std::string(name).c_str(), &entry, buffer.data(), buffer.size(), &found);
+  if (error != 0 && error != ENOENT && error != ESRCH) {
+    return absl::UnavailableError(absl::StrCat("getpwnam: ", std::strerror(error)));
+  }
+  return found != nullptr;
+}
+
+}  // namespace
+
+absl::StatusOr<leash::v1::Config> LoadConfigFile(const std::string& path) {
+  absl::StatusOr<ConfigFile> file = LoadConfigText(path);
+  if (!file.ok()) return file.status();
+  return std::move(file->config);
 }
 
 int ValidateOffline(const Args& args, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<leash::v1::Config> config = LoadConfigFile(args.config_path);
-  if (!config.ok()) {
-    err << "leash validate: " << config.status().message() << "\n";
+  absl::StatusOr<ConfigFile> file = LoadConfigText(args.config_path);
+  if (!file.ok()) {
+    err << "leash validate: " << file.status().message() << "\n";
     return kExitRefused;
   }
-  leash::v1::ValidateResponse response;
-  for (leash::v1::Finding& finding : engine::ValidateConfig(*config, "floor")) {
-    *response.add_findings() = std::move(finding);
+  const leash::v1::Config& config = file->config;
+  // What leashd would refuse to start on, then the floor's own findings: the judgement leashd
+  // makes of the same file (engine::ValidateStart, engine::ValidateConfig).
+  engine::StartFacts facts;
+  facts.user_exists = UserExists;
+  std::vector<leash::v1::Finding> findings = engine::ValidateStart(config, args.config_path, facts);
+  for (leash::v1::Finding& finding : engine::ValidateConfig(config, "floor")) {
+    findings.push_back(std::move(finding));
   }
+  engine::LocateFindings(file->text, args.config_path, "floor", findings);
+  leash::v1::ValidateResponse response;
+  for (leash::v1::Finding& finding : findings) *response.add_findings() = std::move(finding);
   const engine::ListTexts lists =
-      controlplane::ReadListFiles({&*config}, controlplane::ListFolderFor(args.config_path));
-  for (leash::v1::Finding& finding : engine::ValidateLists(*config, "floor", lists)) {
+      controlplane::ReadListFiles({&config}, controlplane::ListFolderFor(args.config_path));
+  for (leash::v1::Finding& finding : engine::ValidateLists(config, "floor", lists)) {
     *response.add_findings() = std::move(finding);
   }
   // The host's settings, as leashd would read them.

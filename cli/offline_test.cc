@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "cli/client.h"
 #include "cli/render.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -34,13 +35,17 @@ TEST(ValidateOffline, ExitsOneOnBlacklistAllowListAndInertDeny) {
       "bad.yaml", "network: { mode: blacklist, allow: [x.com], deny: ['http://evil.com'] }\n");
   std::ostringstream out, err;
   EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), kExitRefused);
-  EXPECT_THAT(out.str(), HasSubstr("error    network.allow: network is in blacklist mode"));
-  EXPECT_THAT(out.str(), HasSubstr("critical network.deny: deny entry 'http://evil.com'"));
+  // Each names the place in the file it is about, as a parse error would.
+  EXPECT_THAT(out.str(), HasSubstr(absl::StrCat("error    network.allow: ", path,
+                                                ":1:36: network is in blacklist mode")));
+  EXPECT_THAT(out.str(), HasSubstr(absl::StrCat("critical network.deny: ", path,
+                                                ":1:51: deny entry 'http://evil.com'")));
   EXPECT_THAT(out.str(), HasSubstr("(offline: judged"));
 }
 
 TEST(ValidateOffline, ExitsZeroWithWarningsOnly) {
-  const std::string path = WriteConfig("warn.yaml", "commands: { mode: blacklist, deny: [ssh] }\n");
+  const std::string path =
+      WriteConfig("warn.yaml", "user: root\ncommands: { mode: blacklist, deny: [ssh] }\n");
   std::ostringstream out, err;
   EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), kExitOk);
   EXPECT_THAT(out.str(), HasSubstr("warning  commands.mode"));
@@ -50,7 +55,8 @@ TEST(ValidateOffline, SaysEachOpenRouteToRunningProgramsUnseenWithTheSettingThat
   std::ifstream setting("/proc/sys/vm/memfd_noexec");
   int memfd_noexec = -1;
   setting >> memfd_noexec;
-  const std::string path = WriteConfig("routes.yaml", "commands: { mode: whitelist }\n");
+  const std::string path =
+      WriteConfig("routes.yaml", "user: root\ncommands: { mode: whitelist }\n");
   std::ostringstream out, err;
   EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), kExitOk);
   if (memfd_noexec < 0) {
@@ -92,6 +98,42 @@ TEST(ValidateOffline, UnreadableConfigSaysHowToFixIt) {
   EXPECT_EQ(ValidateOffline(ArgsFor("/nonexistent/leash.yaml", {"validate"}), out, err),
             kExitRefused);
   EXPECT_THAT(err.str(), HasSubstr("leash init --user"));
+}
+
+// "Writes and validate disagree": what leashd will not start on, validate calls an error.
+TEST(ValidateOffline, WritesAndValidateAgree_AConfigLeashdWillNotStartOnFails) {
+  for (const std::string& yaml : {std::string(""), std::string("network: { mode: whitelist }\n")}) {
+    const std::string path = WriteConfig("nouser.yaml", yaml);
+    std::ostringstream out, err;
+    EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), kExitRefused) << yaml;
+    EXPECT_THAT(out.str(), HasSubstr(absl::StrCat("error    user: ", path,
+                                                  " names no user, and leashd does not start")));
+  }
+  const std::string path = WriteConfig("ghost.yaml", "user: lt-no-such-account\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), kExitRefused);
+  EXPECT_THAT(out.str(), HasSubstr("the leashed user 'lt-no-such-account' does not exist"));
+}
+
+// "Raw gRPC failures leak out": a config over the cap is refused before it is read whole or
+// parsed, naming the file, its size and the cap.
+TEST(ValidateOffline, RawGrpcFailures_AConfigOverTheCapIsRefusedNamingSizeAndCap) {
+  const std::string path = WriteConfig("huge.yaml", std::string((1 << 20) + 1, '#'));
+  std::ostringstream out, err;
+  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), kExitRefused);
+  EXPECT_THAT(err.str(), HasSubstr(absl::StrCat(path,
+                                                " is 1048577 bytes, over the 1048576 "
+                                                "bytes (1 MiB) a policy file may be")));
+}
+
+TEST(Client, RawGrpcFailures_ResourceExhaustedIsASentenceNamingTheCap) {
+  Client client("/nonexistent/leash.sock");
+  absl::Status said = client.Explain(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                                  "Received message larger than max (5 vs. 4)"));
+  EXPECT_EQ(said.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(said.message(), HasSubstr("larger than the admin socket carries"));
+  EXPECT_THAT(said.message(), HasSubstr("a policy file may be at most 1048576 bytes (1 MiB)"));
+  EXPECT_THAT(said.message(), Not(HasSubstr("answered")));
 }
 
 TEST(CheckOffline, ReportsVerdictReasonAndExitCode) {

@@ -5,9 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -16,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/config_target.h"
 #include "cli/offline.h"
+#include "cli/policy_file.h"
 #include "cli/render.h"
 #include "engine/config_yaml.h"
 #include "engine/decision.h"
@@ -165,17 +164,17 @@ int RunProfile(const Args& args, Io io) {
   if (verb == "save") {
     const std::string from = args.Option("from");
     if (from.empty()) return Usage(io, kUsage);
-  if (std::optional<int> refused = RefuseWriteToAnotherConfig(args, client, io)) return *refused;
-
-    std::ifstream file(from, std::ios::binary);
-    if (!file) {
-      return ReportFailure(io, absl::NotFoundError(absl::StrCat("cannot read ", from)));
+    if (std::optional<int> refused = RefuseWriteToAnotherConfig(args, client, io)) return *refused;
+    // Over the cap or not UTF-8, the text is refused here with the file named, not sent for
+    // gRPC to refuse in its own words.
+    absl::StatusOr<std::string> yaml = ReadPolicyFile(from);
+    if (!yaml.ok()) {
+      io.err << "leash profile save: " << yaml.status().message() << "\n";
+      return kExitRefused;
     }
-    std::stringstream yaml;
-    yaml << file.rdbuf();
     leash::v1::SaveProfileRequest request;
     request.set_name(name);
-    request.set_yaml(yaml.str());
+    request.set_yaml(*std::move(yaml));
     request.set_from_path(from);
     for (const std::string& ack : args.acks) request.add_acks(ack);
     request.set_no_reconcile(args.no_reconcile);

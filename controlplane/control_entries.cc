@@ -50,6 +50,7 @@ grpc::Status ControlService::RemoveEntry(grpc::ServerContext*,
   std::vector<std::string> notices;
   std::vector<bool> removed_from;
   grpc::Status status = EditFloor(
+      absl::StrCat(surface, " remove ", r->entry()),
       [&](leash::v1::Config& floor, leash::v1::Refusal& refusal) -> absl::StatusOr<bool> {
         const leash::v1::Config before = floor;
         std::vector<std::string> fields;

@@ -4,15 +4,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/host/command_links.h"
-#include "proto/host/exec_routes.h"
 #include "controlplane/floor_file.h"
-#include "proto/host/list_files.h"
 #include "engine/check_subject.h"
 #include "engine/config_defaults.h"
 #include "engine/config_yaml.h"
+#include "engine/consent.h"
 #include "engine/decision.h"
 #include "engine/refusal.h"
 #include "engine/validate.h"
+#include "proto/host/exec_routes.h"
+#include "proto/host/list_files.h"
 
 namespace leash::controlplane {
 std::string DescribeUnbindCaller(const std::optional<ucred>& peer, absl::string_view claim) {
@@ -69,6 +70,8 @@ std::vector<leash::v1::Finding> SubordinateIdFindings(const SubjectState& state)
 
 }  // namespace
 
+using engine::LocateFindings;
+
 grpc::Status ToGrpc(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
@@ -83,7 +86,21 @@ HostInputs ControlService::Host() const {
   if (agents.ok()) {
     for (const Account& a : *agents) host.agent_accounts.push_back(a.name);
   }
+  host.read_lists = [folder = ListFolderFor(deps_.config_path)](
+                        const std::vector<const leash::v1::Config*>& configs) {
+    return ReadListFiles(configs, folder);
+  };
   return host;
+}
+
+engine::StartFacts ControlService::StartFacts() const {
+  engine::StartFacts facts;
+  facts.user_exists = [accounts = deps_.accounts](absl::string_view name) -> absl::StatusOr<bool> {
+    absl::StatusOr<std::optional<Account>> found = accounts->Lookup(name);
+    if (!found.ok()) return found.status();
+    return found->has_value();
+  };
+  return facts;
 }
 
 grpc::Status ControlService::Finish(const absl::StatusOr<WriteOutcome>& outcome,
@@ -98,6 +115,7 @@ grpc::Status ControlService::Finish(const absl::StatusOr<WriteOutcome>& outcome,
 }
 
 grpc::Status ControlService::EditFloor(
+    absl::string_view what,
     const std::function<absl::StatusOr<bool>(leash::v1::Config&, leash::v1::Refusal&)>& edit,
     const std::function<absl::StatusOr<std::string>(absl::string_view)>& edit_text,
     bool no_reconcile, leash::v1::PolicyWriteResponse* response) {
@@ -107,12 +125,35 @@ grpc::Status ControlService::EditFloor(
     absl::StatusOr<FloorText> floor = LoadFloorText(deps_.config_path);
     if (!floor.ok()) return ToGrpc(floor.status());
     leash::v1::Config& config = floor->config;
+    const leash::v1::Config floor_before = config;
     leash::v1::Refusal refusal;
     absl::StatusOr<bool> changed = edit(config, refusal);
     if (!changed.ok()) return ToGrpc(changed.status());
     if (!refusal.kind().empty()) {
       outcome.refusal = refusal;
     } else if (*changed) {
+      // Judged as validate judges it: the floor as read and as edited, with the tiers and named
+      // lists as they are, and what leashd needs to start on it.
+      HostInputs host = Host();
+      absl::StatusOr<Snapshot> snapshot = deps_.store->ReadSnapshot();
+      if (!snapshot.ok()) return ToGrpc(snapshot.status());
+      std::vector<leash::v1::Finding> before =
+          JudgePolicy(host, floor_before, snapshot->bindings, snapshot->profiles);
+      std::vector<leash::v1::Finding> after =
+          JudgePolicy(host, config, snapshot->bindings, snapshot->profiles);
+      for (leash::v1::Finding& finding :
+           engine::ValidateStart(floor_before, deps_.config_path, StartFacts())) {
+        before.push_back(std::move(finding));
+      }
+      for (leash::v1::Finding& finding :
+           engine::ValidateStart(config, deps_.config_path, StartFacts())) {
+        after.push_back(std::move(finding));
+      }
+      if (std::optional<leash::v1::Refusal> invalid =
+              engine::RefuseNewErrors(what, before, after)) {
+        outcome.refusal = *std::move(invalid);
+        return Finish(outcome, no_reconcile, response);
+      }
       absl::StatusOr<std::optional<Account>> user = deps_.accounts->Lookup(config.user());
       if (!user.ok()) return ToGrpc(user.status());
       if (!user->has_value()) {
@@ -137,6 +178,7 @@ grpc::Status ControlService::AddEntry(grpc::ServerContext*, const leash::v1::Add
   }
   const bool allow = r->list() == leash::v1::LIST_KIND_ALLOW;
   return EditFloor(
+      absl::StrCat(engine::SurfaceName(r->surface()), allow ? " allow " : " deny ", r->entry()),
       [&](leash::v1::Config& floor, leash::v1::Refusal& refusal) -> absl::StatusOr<bool> {
         leash::v1::InertEntry inert;
         absl::StatusOr<bool> added = AddFloorEntry(floor, r->surface(), allow, r->entry(), &inert);
@@ -149,7 +191,9 @@ grpc::Status ControlService::AddEntry(grpc::ServerContext*, const leash::v1::Add
         }
         return added;
       },
-      [&](absl::string_view text) { return PatchFloorEntry(text, r->surface(), allow, r->entry()); },
+      [&](absl::string_view text) {
+        return PatchFloorEntry(text, r->surface(), allow, r->entry());
+      },
       r->no_reconcile(), response);
 }
 
@@ -159,6 +203,7 @@ grpc::Status ControlService::SetMode(grpc::ServerContext*, const leash::v1::SetM
     return ToGrpc(absl::InvalidArgumentError("mode must be whitelist or blacklist"));
   }
   return EditFloor(
+      absl::StrCat(engine::SurfaceName(r->surface()), " mode ", engine::ModeName(r->mode())),
       [&](leash::v1::Config& floor, leash::v1::Refusal&) -> absl::StatusOr<bool> {
         return SetFloorMode(floor, r->surface(), r->mode());
       },
@@ -298,35 +343,36 @@ grpc::Status ControlService::GetStatus(grpc::ServerContext*, const leash::v1::St
 grpc::Status ControlService::Validate(grpc::ServerContext*, const leash::v1::ValidateRequest*,
                                       leash::v1::ValidateResponse* response) {
   HostInputs host = Host();
-  if (!host.floor.ok()) {
-    leash::v1::Finding* finding = response->add_findings();
-    finding->set_severity(leash::v1::SEVERITY_CRITICAL);
-    finding->set_source("floor");
-    finding->set_message(std::string(host.floor.status().message()));
+  absl::StatusOr<FloorText> floor = LoadFloorText(deps_.config_path);
+  std::vector<leash::v1::Finding> findings;
+  if (!floor.ok()) {
+    leash::v1::Finding& finding = findings.emplace_back();
+    finding.set_severity(leash::v1::SEVERITY_CRITICAL);
+    finding.set_source("floor");
+    finding.set_message(std::string(floor.status().message()));
+    host.floor = floor.status();
   } else {
-    for (leash::v1::Finding& finding : engine::ValidateConfig(*host.floor, "floor")) {
-      *response->add_findings() = std::move(finding);
+    host.floor = floor->config;
+    // What leashd would refuse to start on, were it started now.
+    findings = engine::ValidateStart(floor->config, deps_.config_path, StartFacts());
+  }
+  // The floor's, the tiers', the named lists' (JudgePolicy, what writes are judged by) and the
+  // unbind ledger's.
+  absl::StatusOr<std::vector<leash::v1::Finding>> policy = deps_.store->Validate(host);
+  if (!policy.ok()) return ToGrpc(policy.status());
+  for (leash::v1::Finding& finding : *policy) findings.push_back(std::move(finding));
+  // Each finding about a key of the floor or a profile says where the key is written.
+  if (floor.ok()) LocateFindings(floor->text, deps_.config_path, "floor", findings);
+  absl::StatusOr<std::vector<std::string>> names = deps_.store->profiles().List();
+  if (names.ok()) {
+    for (const std::string& name : *names) {
+      absl::StatusOr<ProfileStore::Loaded> loaded = deps_.store->profiles().Load(name);
+      if (!loaded.ok()) continue;
+      LocateFindings(loaded->yaml, deps_.store->profiles().PathFor(name),
+                     absl::StrCat("profile:", name), findings);
     }
   }
-  absl::StatusOr<std::vector<leash::v1::Finding>> tiers = deps_.store->Validate(host);
-  if (!tiers.ok()) return ToGrpc(tiers.status());
-  for (leash::v1::Finding& finding : *tiers) *response->add_findings() = std::move(finding);
-  // Each named list the floor or a profile uses: its size, or why it cannot be used.
-  absl::StatusOr<Snapshot> snapshot = deps_.store->ReadSnapshot();
-  if (!snapshot.ok()) return ToGrpc(snapshot.status());
-  std::vector<std::pair<std::string, const leash::v1::Config*>> uses;
-  if (host.floor.ok()) uses.emplace_back("floor", &*host.floor);
-  for (const auto& [name, profile] : snapshot->profiles) {
-    if (profile.ok()) uses.emplace_back(absl::StrCat("profile:", name), &*profile);
-  }
-  std::vector<const leash::v1::Config*> configs;
-  for (const auto& use : uses) configs.push_back(use.second);
-  const engine::ListTexts lists = ReadListFiles(configs, ListFolderFor(deps_.config_path));
-  for (const auto& [source, config] : uses) {
-    for (leash::v1::Finding& finding : engine::ValidateLists(*config, source, lists)) {
-      *response->add_findings() = std::move(finding);
-    }
-  }
+  for (leash::v1::Finding& finding : findings) *response->add_findings() = std::move(finding);
   for (leash::v1::Finding& finding : ExecRouteFindings(ReadExecRoutes())) {
     *response->add_findings() = std::move(finding);
   }

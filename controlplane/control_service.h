@@ -17,14 +17,21 @@
 #include "controlplane/account_source.h"
 #include "controlplane/netfilter.h"
 #include "controlplane/policy_store.h"
-#include "proto/policystream/policy_stream_service.h"
 #include "controlplane/reconcile_loop.h"
 #include "controlplane/sidecar_supervisor.h"
 #include "controlplane/subject_directory.h"
 #include "controlplane/watch_decisions.h"
+#include "engine/config_yaml.h"
+#include "engine/validate.h"
 #include "leash/v1/control.grpc.pb.h"
+#include "proto/policystream/policy_stream_service.h"
 
 namespace leash::controlplane {
+
+// The largest request the admin socket takes: a profile's text at its cap
+// (engine::kMaxPolicyYamlBytes, 1 MiB) with room for the request's other fields. Larger is
+// refused by gRPC (RESOURCE_EXHAUSTED), which the CLI says as a sentence.
+inline constexpr size_t kMaxAdminRequestBytes = 2 * engine::kMaxPolicyYamlBytes;
 
 struct ControlDeps {
   std::string config_path;
@@ -91,15 +98,22 @@ class ControlService final : public leash::v1::Control::Service {
                               grpc::ServerWriter<leash::v1::WatchDecisionsEvent>*) override;
 
  private:
-  // What the stores need from the host for one judgement: the floor and the agent accounts.
+  // What the stores need from the host for one judgement: the floor, the agent accounts, the
+  // named lists.
   HostInputs Host() const;
+  // What leashd needs of the host to start on a floor (the leashed user resolves), asked of
+  // the account source it runs with.
+  engine::StartFacts StartFacts() const;
   // Fills `response` from a store outcome and, when written and wanted, reconciles.
   grpc::Status Finish(const absl::StatusOr<WriteOutcome>& outcome, bool no_reconcile,
                       leash::v1::PolicyWriteResponse* response);
-  // Loads the floor, applies `edit`, writes it back (0640 root:<user>), then Finish.
+  // Loads the floor, applies `edit`, writes it back (0640 root:<user>), then Finish. An edit
+  // that would add an error to validate's judgement (JudgePolicy, engine::ValidateStart) is
+  // refused (kind "validate") naming it; `what` names the edit in that refusal.
   // `edit_text` makes the same edit in the file's text, which is what is written when it reads
   // back to the edited Config, so the operator's comments and layout stay.
   grpc::Status EditFloor(
+      absl::string_view what,
       const std::function<absl::StatusOr<bool>(leash::v1::Config&, leash::v1::Refusal&)>& edit,
       const std::function<absl::StatusOr<std::string>(absl::string_view)>& edit_text,
       bool no_reconcile, leash::v1::PolicyWriteResponse* response);

@@ -433,6 +433,72 @@ TEST_F(ControlServiceTest, ValidateWarnsOfAnAgentsSubordinateIdsWithTheFix) {
   EXPECT_FALSE(response.failed()) << response.DebugString();
 }
 
+// "Writes and validate disagree": `net mode blacklist` over the floor's allow list, and an
+// allow entry on a blacklist surface, are refused naming validate's finding; nothing is written
+// and nothing runs.
+TEST_F(ControlServiceTest, WritesAndValidateAgree_AFloorEditValidateWouldCallAnErrorIsRefused) {
+  leash::v1::SetModeRequest mode;
+  mode.set_surface(leash::v1::SURFACE_NETWORK);
+  mode.set_mode(leash::v1::MODE_BLACKLIST);
+  leash::v1::PolicyWriteResponse response;
+  ASSERT_TRUE(service_.SetMode(nullptr, &mode, &response).ok());
+  EXPECT_FALSE(response.written());
+  EXPECT_EQ(response.refusal().kind(), "validate");
+  ASSERT_EQ(response.refusal().findings_size(), 1) << response.DebugString();
+  EXPECT_EQ(response.refusal().findings(0).field(), "network.allow");
+  EXPECT_THAT(response.refusal().message(), HasSubstr("network mode blacklist would leave"));
+  EXPECT_EQ(Contents(Config()), kFloor);
+
+  std::ofstream(Config()) << "user: fido\ntools: {mode: blacklist, deny: [shell]}\n";
+  leash::v1::AddEntryRequest add;
+  add.set_surface(leash::v1::SURFACE_TOOLS);
+  add.set_list(leash::v1::LIST_KIND_ALLOW);
+  add.set_entry("search");
+  ASSERT_TRUE(service_.AddEntry(nullptr, &add, &response).ok());
+  EXPECT_FALSE(response.written());
+  EXPECT_EQ(response.refusal().kind(), "validate");
+  EXPECT_EQ(response.refusal().findings(0).field(), "tools.allow");
+  EXPECT_THAT(Contents(Config()), ::testing::Not(HasSubstr("search")));
+  EXPECT_EQ(loop_.passes(), 0u);
+
+  // What adds no error is written as before.
+  add.set_list(leash::v1::LIST_KIND_DENY);
+  ASSERT_TRUE(service_.AddEntry(nullptr, &add, &response).ok());
+  EXPECT_TRUE(response.written()) << response.DebugString();
+}
+
+// Every finding's message, one a line.
+std::string Messages(const leash::v1::ValidateResponse& response) {
+  std::string out;
+  for (const leash::v1::Finding& finding : response.findings()) {
+    out += finding.message() + "\n";
+  }
+  return out;
+}
+
+TEST_F(ControlServiceTest, WritesAndValidateAgree_ValidateSaysWhatLeashdWillNotStartOn) {
+  std::ofstream(Config()) << "network: {mode: whitelist}\n";
+  leash::v1::ValidateResponse response;
+  ASSERT_TRUE(service_.Validate(nullptr, nullptr, &response).ok());
+  EXPECT_TRUE(response.failed()) << response.DebugString();
+  EXPECT_THAT(Messages(response), HasSubstr("names no user"));
+
+  std::ofstream(Config()) << kFloor;
+  accounts_.Remove("fido");
+  response.Clear();
+  ASSERT_TRUE(service_.Validate(nullptr, nullptr, &response).ok());
+  EXPECT_TRUE(response.failed()) << response.DebugString();
+  EXPECT_THAT(Messages(response), HasSubstr("the leashed user 'fido' does not exist"));
+}
+
+TEST_F(ControlServiceTest, FailModeTyposCarryLineColumn) {
+  std::ofstream(Config()) << "user: fido\nfail_mode: clsoed\n";
+  leash::v1::ValidateResponse response;
+  ASSERT_TRUE(service_.Validate(nullptr, nullptr, &response).ok());
+  EXPECT_THAT(Messages(response),
+              HasSubstr(Config() + ":2:12: fail_mode 'clsoed' is neither closed nor open"));
+}
+
 // The unbind ledger recorded "who: unknown (uid 0)". leashd records the credentials it sees on
 // the socket as fact and the CLI's account of itself (sudo, login UID) as the client's claim.
 TEST(UnbindLedgerWho, PeerCredentialsThenTheClientsClaim) {

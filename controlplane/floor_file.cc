@@ -50,6 +50,14 @@ absl::StatusOr<leash::v1::Config> LoadFloor(const std::string& path) {
 }
 
 absl::StatusOr<FloorText> LoadFloorText(const std::string& path) {
+  // Over the cap it is not even read: its size is enough to refuse it.
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    if (absl::Status size = engine::CheckPolicyYamlSize(static_cast<size_t>(st.st_size), path);
+        !size.ok()) {
+      return size;
+    }
+  }
   absl::StatusOr<std::string> text = ReadFile(path);
   if (absl::IsNotFound(text.status())) {
     return absl::NotFoundError(absl::StrCat(

@@ -95,6 +95,36 @@ std::vector<std::string> BoundTo(const Bindings& bindings, absl::string_view pro
 
 }  // namespace
 
+std::vector<leash::v1::Finding> JudgePolicy(const HostInputs& host, const leash::v1::Config& floor,
+                                            const engine::Bindings& bindings,
+                                            const engine::ProfileLibrary& profiles) {
+  if (!host.read_lists) {
+    return engine::ValidatePolicy(floor, bindings, profiles, host.agent_accounts, nullptr);
+  }
+  std::vector<const leash::v1::Config*> configs = {&floor};
+  for (const auto& [name, profile] : profiles) {
+    if (profile.ok()) configs.push_back(&*profile);
+  }
+  const engine::ListTexts lists = host.read_lists(configs);
+  return engine::ValidatePolicy(floor, bindings, profiles, host.agent_accounts, &lists);
+}
+
+namespace {
+
+// The "validate" refusal of `what` when, written, it would add an error to validate's
+// judgement of the policy (JudgePolicy before and after); nullopt when it adds none.
+std::optional<Refusal> RefuseNewErrors(absl::string_view what, const HostInputs& host,
+                                       const Bindings& bindings_before,
+                                       const engine::ProfileLibrary& profiles_before,
+                                       const Bindings& bindings_after,
+                                       const engine::ProfileLibrary& profiles_after) {
+  return engine::RefuseNewErrors(what,
+                                 JudgePolicy(host, *host.floor, bindings_before, profiles_before),
+                                 JudgePolicy(host, *host.floor, bindings_after, profiles_after));
+}
+
+}  // namespace
+
 leash::v1::PolicyWriteResponse WriteOutcome::ToResponse() const {
   leash::v1::PolicyWriteResponse response;
   response.set_written(written);
@@ -295,6 +325,16 @@ absl::StatusOr<WriteOutcome> BindingStore::SaveProfile(const SaveProfileArgs& ar
     outcome.refusal = std::move(judgement.refusal);
     return outcome;
   }
+  {
+    engine::ProfileLibrary after = locked.library;
+    after.insert_or_assign(args.name, *fragment);
+    if (std::optional<Refusal> invalid =
+            RefuseNewErrors(absl::StrCat("saving profile '", args.name, "'"), host, locked.bindings,
+                            locked.library, judgement.bindings, after)) {
+      outcome.refusal = *std::move(invalid);
+      return outcome;
+    }
+  }
 
   // Bindings first: a crash between the two renames leaves consent to a loosening nothing
   // performs yet (inert, reported stale by validate), never a loosened profile beside agents
@@ -417,6 +457,15 @@ absl::StatusOr<WriteOutcome> BindingStore::Bind(absl::string_view scope_text,
   engine::BindJudgement judgement =
       engine::JudgeBind(resolver, check.scope, profile, *now->fragment, acks);
   if (judgement.refusal) return Refused(*std::move(judgement.refusal));
+  {
+    Bindings after = locked.bindings;
+    after.Put(judgement.binding);
+    if (std::optional<Refusal> invalid =
+            RefuseNewErrors(absl::StrCat("binding '", profile, "' to ", judgement.binding.scope),
+                            host, locked.bindings, locked.library, after, locked.library)) {
+      return Refused(*std::move(invalid));
+    }
+  }
   locked.bindings.Put(judgement.binding);
   RETURN_IF_ERROR(WriteFileAtomically(bindings_path(), engine::EmitBindingsYaml(locked.bindings),
                                       kFileMode));
@@ -437,6 +486,15 @@ absl::StatusOr<WriteOutcome> BindingStore::Unbind(absl::string_view scope,
   engine::UnbindJudgement judgement = engine::JudgeUnbind(
       host.floor, locked.bindings, locked.library, scope, host.agent_accounts, acks);
   if (judgement.refusal) return Refused(*std::move(judgement.refusal));
+  if (host.floor.ok()) {
+    Bindings after = locked.bindings;
+    after.Remove(judgement.binding.scope);
+    if (std::optional<Refusal> invalid =
+            RefuseNewErrors(absl::StrCat("unbinding ", judgement.binding.scope), host,
+                            locked.bindings, locked.library, after, locked.library)) {
+      return Refused(*std::move(invalid));
+    }
+  }
 
   // The record first: "an unbind whose record cannot be written does not happen".
   UnbindRecord record{options_.now(), std::string(who), judgement.binding.scope,
@@ -506,8 +564,7 @@ absl::StatusOr<std::vector<leash::v1::Finding>> BindingStore::Validate(
   ASSIGN_OR_RETURN(Snapshot snapshot, ReadSnapshot());
   std::vector<leash::v1::Finding> findings;
   if (host.floor.ok()) {
-    findings = engine::ValidateTiers(*host.floor, snapshot.bindings, snapshot.profiles,
-                                     host.agent_accounts);
+    findings = JudgePolicy(host, *host.floor, snapshot.bindings, snapshot.profiles);
   }
   ASSIGN_OR_RETURN(LedgerContents ledger, ledger_.Read());
   for (const LedgerProblem& problem : ledger.problems) {

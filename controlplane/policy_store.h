@@ -31,6 +31,7 @@
 #include "absl/time/time.h"
 #include "controlplane/parse_memo.h"
 #include "controlplane/unbind_ledger.h"
+#include "engine/named_lists.h"
 #include "engine/tiers.h"
 #include "leash/v1/control.pb.h"
 #include "leash/v1/judgement.pb.h"
@@ -57,7 +58,18 @@ struct HostInputs {
   absl::StatusOr<leash::v1::Config> floor = absl::UnavailableError("floor not given");
   // The discovered agent accounts (controlplane/account_source.h ListAgentAccounts names).
   std::vector<std::string> agent_accounts;
+  // The named lists the given policies use, read from the host (proto/host/list_files.h), for
+  // validate's judgement of them. Unset: lists are not judged (the stores' own tests).
+  std::function<engine::ListTexts(const std::vector<const leash::v1::Config*>&)> read_lists;
 };
+
+// validate's judgement of the policy `floor`, `bindings` and `profiles` make, with `host`'s
+// agents and named lists (engine::ValidatePolicy): what `leash validate` reports of the policy,
+// and what every policy write is judged by before and after (engine::RefuseNewErrors), so a
+// write cannot land what validate then calls an error.
+std::vector<leash::v1::Finding> JudgePolicy(const HostInputs& host, const leash::v1::Config& floor,
+                                            const engine::Bindings& bindings,
+                                            const engine::ProfileLibrary& profiles);
 
 // Profiles: <state>/profiles/<name>.yaml. Reads only; writes go through BindingStore, under the
 // bindings writer lock ("the profile library has none of its own").
@@ -175,8 +187,9 @@ class BindingStore {
   // resolved from it: a reconcile fails wholesale and changes nothing.
   absl::StatusOr<Snapshot> ReadSnapshot() const;
 
-  // validate's findings: engine::ValidateTiers (stale acks, dead scopes, dangling bindings,
-  // unresolvable subjects, each profile's own findings) and every ledger problem.
+  // validate's findings: JudgePolicy (the floor's own findings; stale acks, dead scopes,
+  // dangling bindings, unresolvable subjects, each profile's own findings; named lists) and
+  // every ledger problem. Nothing of the floor when host.floor does not load.
   absl::StatusOr<std::vector<leash::v1::Finding>> Validate(const HostInputs& host) const;
 
   absl::StatusOr<leash::v1::ListProfilesResponse> ListProfiles() const;

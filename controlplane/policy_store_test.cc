@@ -453,6 +453,31 @@ TEST_F(PolicyStoreTest, UnbindOfNoBindingIsRefused) {
   EXPECT_EQ(outcome.refusal->kind(), "scope");
 }
 
+// "Writes and validate disagree": a profile save, a bind or an unbind that would leave a policy
+// validate calls an error is refused (kind "validate") naming the finding, with nothing written.
+TEST_F(PolicyStoreTest, WritesAndValidateAgree_ASaveOrBindValidateWouldCallAnErrorIsRefused) {
+  BindingStore store = Store();
+  WriteOutcome saved = Save(store, "bad", "tools: {mode: blacklist, allow: [search]}\n");
+  ASSERT_TRUE(saved.refusal.has_value());
+  EXPECT_EQ(saved.refusal->kind(), "validate");
+  ASSERT_EQ(saved.refusal->findings_size(), 1);
+  EXPECT_EQ(saved.refusal->findings(0).source(), "profile:bad");
+  EXPECT_EQ(saved.refusal->findings(0).field(), "tools.allow");
+  EXPECT_EQ(Contents(ProfileFile("bad")), "<absent>");
+
+  // Blacklist alone is a valid profile; bound over the floor's allow list it is not.
+  ASSERT_TRUE(Save(store, "open-net", "network: {mode: blacklist}\n").written);
+  WriteOutcome bound = Bind(store, "agent:leash-iris", "open-net", {"network.mode:blacklist"});
+  ASSERT_TRUE(bound.refusal.has_value());
+  EXPECT_EQ(bound.refusal->kind(), "validate");
+  EXPECT_THAT(bound.refusal->findings(0).message(), HasSubstr("as resolved for agent:leash-iris"));
+  EXPECT_EQ(Contents(BindingsFile()), "<absent>");
+
+  // With its own empty allow list it is judged valid, and binds.
+  ASSERT_TRUE(Save(store, "open-net", "network: {mode: blacklist, allow: []}\n").written);
+  EXPECT_TRUE(Bind(store, "agent:leash-iris", "open-net", {"network.mode:blacklist"}).written);
+}
+
 // --- reads ----------------------------------------------------------------------------------
 
 TEST_F(PolicyStoreTest, SnapshotOfAnAbsentStateFolderIsEmptyAndCreatesNothing) {

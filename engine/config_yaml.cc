@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,8 +10,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "engine/config_defaults.h"
+#include "absl/strings/str_split.h"
 #include "base/status_macros.h"
+#include "engine/config_defaults.h"
+#include "engine/utf8.h"
 #include "yaml-cpp/yaml.h"
 
 namespace leash::engine {
@@ -374,8 +377,31 @@ absl::string_view InspectActionName(leash::v1::InspectAction action) {
   }
 }
 
+absl::Status CheckPolicyYamlSize(size_t size, absl::string_view source) {
+  if (size <= kMaxPolicyYamlBytes) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      source, " is ", size, " bytes, over the ", kMaxPolicyYamlBytes,
+      " bytes (1 MiB) a policy file may be; it was not parsed. A policy is a few KiB: keep long "
+      "network and filesystem lists in a named list file (@<name>, /etc/leash/lists/<name>)"));
+}
+
+absl::Status CheckPolicyYamlText(absl::string_view yaml, absl::string_view source) {
+  RETURN_IF_ERROR(CheckPolicyYamlSize(yaml.size(), source));
+  if (IsValidUtf8(yaml)) return absl::OkStatus();
+  int line = 1;
+  for (absl::string_view text : absl::StrSplit(yaml, '\n')) {
+    if (!IsValidUtf8(text)) break;
+    ++line;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(source, ":", line,
+                   ": not UTF-8 text; a policy file is UTF-8 (convert it, e.g. with "
+                   "iconv -t UTF-8)"));
+}
+
 absl::StatusOr<Config> ParseConfigYaml(absl::string_view yaml, ConfigKind kind,
                                        absl::string_view source) {
+  RETURN_IF_ERROR(CheckPolicyYamlText(yaml, source));
   Config config;
   try {
     const YAML::Node root = YAML::Load(std::string(yaml));
@@ -387,6 +413,45 @@ absl::StatusOr<Config> ParseConfigYaml(absl::string_view yaml, ConfigKind kind,
     return absl::InvalidArgumentError(absl::StrCat(where, ": not valid YAML: ", e.msg));
   }
   return config;
+}
+
+namespace {
+
+// Where the value at `keys` (from `i` on) under `node` is written. Copies of handles and the
+// const operator[] only: looking a key up must not add it to the document.
+std::optional<YAML::Mark> MarkOf(const YAML::Node& node, const std::vector<std::string>& keys,
+                                 size_t i) {
+  if (i == keys.size()) return node.Mark();
+  if (!node.IsMap()) return std::nullopt;
+  const YAML::Node child = node[keys[i]];
+  if (!child.IsDefined()) return std::nullopt;
+  return MarkOf(child, keys, i + 1);
+}
+
+}  // namespace
+
+void LocateFindings(absl::string_view yaml, absl::string_view file, absl::string_view source,
+                    std::vector<leash::v1::Finding>& findings) {
+  if (yaml.size() > kMaxPolicyYamlBytes) return;
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception&) {
+    return;
+  }
+  for (leash::v1::Finding& finding : findings) {
+    if (finding.source() != source || finding.field().empty()) continue;
+    const std::vector<std::string> keys = absl::StrSplit(finding.field(), '.');
+    std::optional<YAML::Mark> mark;
+    try {
+      mark = MarkOf(root, keys, 0);
+    } catch (const YAML::Exception&) {
+      continue;
+    }
+    if (!mark || mark->is_null()) continue;
+    finding.set_message(
+        absl::StrCat(file, ":", mark->line + 1, ":", mark->column + 1, ": ", finding.message()));
+  }
 }
 
 std::string EmitConfigYaml(const Config& config) {

@@ -1,7 +1,9 @@
 #include "engine/config_yaml.h"
 
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
@@ -195,6 +197,58 @@ TEST(EmitConfigYaml, FragmentEmitsOnlyItsKeys) {
   EXPECT_TRUE(again->commands().has_deny());
   EXPECT_FALSE(again->commands().has_mode());
   EXPECT_FALSE(again->has_network());
+}
+
+// "Raw gRPC failures leak out": a policy text over the cap is refused before it is parsed,
+// naming the file, its size and the cap.
+TEST(ParseConfigYaml, RawGrpcFailures_TextOverTheCapIsRefusedUnparsedNamingSizeAndCap) {
+  std::string yaml = "network: { allow: [";
+  while (yaml.size() <= kMaxPolicyYamlBytes) yaml += "\"a.example\", ";
+  yaml += "] }\n";
+  absl::StatusOr<Config> config = ParseConfigYaml(yaml, ConfigKind::kProfile, "big.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(config.status().message(),
+              HasSubstr(absl::StrCat("big.yaml is ", yaml.size(),
+                                     " bytes, over the 1048576 "
+                                     "bytes (1 MiB) a policy file may be")));
+  // At the cap it is parsed (and here refused for what it says, not for its size).
+  EXPECT_TRUE(CheckPolicyYamlSize(kMaxPolicyYamlBytes, "x").ok());
+}
+
+TEST(ParseConfigYaml, RawGrpcFailures_TextThatIsNotUtf8IsRefusedNamingTheLine) {
+  absl::StatusOr<Config> config =
+      ParseConfigYaml("network:\n  allow: [\"caf\xe9.example\"]\n", ConfigKind::kProfile, "p.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(config.status().message(), HasSubstr("p.yaml:2: not UTF-8 text"));
+  EXPECT_TRUE(ParseConfigYaml("network:\n  allow: [\"caf\xc3\xa9.example\"]\n",
+                              ConfigKind::kProfile, "p.yaml")
+                  .ok());
+}
+
+// "fail_mode typos carry line:column like every other finding".
+TEST(LocateFindings, FailModeTyposCarryLineColumn) {
+  const std::string yaml = "user: fido\nfail_mode:   clsoed\nnetwork:\n  mode: blacklist\n";
+  leash::v1::Finding typo;
+  typo.set_source("floor");
+  typo.set_field("fail_mode");
+  typo.set_message("fail_mode 'clsoed' is neither closed nor open and is treated as closed");
+  leash::v1::Finding nested = typo;
+  nested.set_field("network.mode");
+  nested.set_message("m");
+  leash::v1::Finding other_source = typo;
+  other_source.set_source("profile:web");
+  leash::v1::Finding absent = typo;
+  absent.set_field("tools.allow");
+  std::vector<leash::v1::Finding> findings = {typo, nested, other_source, absent};
+  LocateFindings(yaml, "/etc/leash/leash.yaml", "floor", findings);
+  EXPECT_EQ(findings[0].message(),
+            "/etc/leash/leash.yaml:2:14: fail_mode 'clsoed' is neither closed nor open and is "
+            "treated as closed");
+  EXPECT_EQ(findings[1].message(), "/etc/leash/leash.yaml:4:9: m");
+  EXPECT_EQ(findings[2].message(), typo.message());
+  EXPECT_EQ(findings[3].message(), typo.message());
 }
 
 }  // namespace

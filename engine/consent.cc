@@ -542,4 +542,41 @@ std::vector<Finding> ValidateTiers(const Config& floor, const Bindings& bindings
   return out;
 }
 
+std::vector<Finding> ValidatePolicy(const Config& floor, const Bindings& bindings,
+                                    const ProfileLibrary& profiles,
+                                    const std::vector<std::string>& agent_accounts,
+                                    const ListTexts* lists) {
+  std::vector<Finding> out = ValidateConfig(floor, "floor");
+  for (Finding& finding : ValidateTiers(floor, bindings, profiles, agent_accounts)) {
+    out.push_back(std::move(finding));
+  }
+  if (lists == nullptr) return out;
+  for (Finding& finding : ValidateLists(floor, "floor", *lists)) out.push_back(std::move(finding));
+  std::vector<std::string> names;
+  for (const auto& [name, profile] : profiles) {
+    if (profile.ok()) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    for (Finding& finding :
+         ValidateLists(*profiles.at(name), absl::StrCat("profile:", name), *lists)) {
+      out.push_back(std::move(finding));
+    }
+  }
+  return out;
+}
+
+std::optional<Refusal> RefuseNewErrors(absl::string_view what, const std::vector<Finding>& before,
+                                       const std::vector<Finding>& after) {
+  std::vector<Finding> added = NewBlockingFindings(before, after);
+  if (added.empty()) return std::nullopt;
+  Refusal refusal = MakeRefusal(
+      kRefusalValidate,
+      absl::StrCat(what, " would leave a policy that `leash validate` reports ", added.size(),
+                   added.size() == 1 ? " error" : " errors",
+                   " in (leashd judges writes and validate alike); nothing was written:"));
+  for (Finding& finding : added) *refusal.add_findings() = std::move(finding);
+  return refusal;
+}
+
 }  // namespace leash::engine

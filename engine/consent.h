@@ -11,6 +11,9 @@
 //   RefuseInertEntries()  the "entry" refusal for a fragment carrying entries that never match.
 //   ValidateTiers()       validate findings for the tiers: stale acks, dead scopes, dangling
 //                         bindings, subjects that do not resolve, profile findings.
+//   ValidatePolicy()      validate's judgement of the whole policy (floor, tiers, named lists):
+//                         what `leash validate` reports and what every write is judged by.
+//   RefuseNewErrors()     the "validate" refusal for a write that would add an error to it.
 //
 // What is judged against what (docs/ARCHITECTURE.md, rules P3 to P6, and "Where the rules left
 // a choice"):
@@ -29,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "engine/loosening.h"
+#include "engine/named_lists.h"
 #include "engine/scope.h"
 #include "engine/tiers.h"
 #include "leash/v1/judgement.pb.h"
@@ -123,5 +127,23 @@ std::vector<leash::v1::Finding> ValidateTiers(const leash::v1::Config& floor,
                                               const Bindings& bindings,
                                               const ProfileLibrary& profiles,
                                               const std::vector<std::string>& agent_accounts);
+
+// validate's judgement of the policy leashd resolves: the floor's own findings (source
+// "floor"), ValidateTiers, and each named list the floor or a profile uses (`lists`, read by the
+// caller; nullptr: lists are not judged). leashd's Validate reports it, and every policy write is
+// judged by it before and after (RefuseNewErrors): one judgement, so a write cannot land what
+// validate then calls an error.
+std::vector<leash::v1::Finding> ValidatePolicy(const leash::v1::Config& floor,
+                                               const Bindings& bindings,
+                                               const ProfileLibrary& profiles,
+                                               const std::vector<std::string>& agent_accounts,
+                                               const ListTexts* lists);
+
+// The refusal (kind "validate") of the write `what` (e.g. "network mode blacklist") when
+// `after` (validate's findings were it written) has an error or critical that `before` does not
+// (NewBlockingFindings); nullopt when it adds none. It names each finding, and carries them.
+std::optional<leash::v1::Refusal> RefuseNewErrors(absl::string_view what,
+                                                  const std::vector<leash::v1::Finding>& before,
+                                                  const std::vector<leash::v1::Finding>& after);
 
 }  // namespace leash::engine

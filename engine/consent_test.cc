@@ -880,5 +880,35 @@ TEST(ValidateTiers, AProfileDenyTheFloorAlreadyHasIsExplainedAsRedundant) {
   EXPECT_FALSE(HasBlockingFinding(findings));
 }
 
+// "Writes and validate disagree": the judgement a write is refused by is validate's own. A
+// profile that only switches the network to blacklist, bound over the floor's allow list, makes
+// the resolved policy one validate calls an error: the bind is refused naming it.
+TEST(RefuseNewErrors, WritesAndValidateAgree_ABindValidateWouldCallAnErrorIsRefused) {
+  World world;
+  world.profiles = Library({{"open-net", "network: {mode: blacklist}"}});
+  const std::vector<std::string> agents = {"leash-iris"};
+  const std::vector<leash::v1::Finding> before =
+      ValidatePolicy(world.floor, world.bindings, world.profiles, agents, nullptr);
+  Bindings after = world.bindings;
+  after.Put(Binding{"agent:leash-iris", "open-net", {"network.mode:blacklist"}});
+  const std::vector<leash::v1::Finding> judged =
+      ValidatePolicy(world.floor, after, world.profiles, agents, nullptr);
+  EXPECT_TRUE(HasBlockingFinding(judged));
+  std::optional<leash::v1::Refusal> refusal =
+      RefuseNewErrors("binding 'open-net' to agent:leash-iris", before, judged);
+  ASSERT_TRUE(refusal.has_value());
+  EXPECT_EQ(refusal->kind(), "validate");
+  ASSERT_EQ(refusal->findings_size(), 1);
+  EXPECT_EQ(refusal->findings(0).field(), "network.allow");
+  const std::string text = RenderRefusal(*refusal);
+  EXPECT_THAT(text, HasSubstr("refused (validate): binding 'open-net' to agent:leash-iris would "
+                              "leave a policy that `leash validate` reports 1 error in"));
+  EXPECT_THAT(text, HasSubstr("  - error: agent:leash-iris network.allow: as resolved for "
+                              "agent:leash-iris"));
+  EXPECT_THAT(text, HasSubstr("never consulted"));
+  // A write that adds no error is not refused, even over a policy that already has one.
+  EXPECT_FALSE(RefuseNewErrors("anything", judged, judged).has_value());
+}
+
 }  // namespace
 }  // namespace leash::engine

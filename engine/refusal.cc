@@ -66,6 +66,12 @@ std::string RenderRefusal(const leash::v1::Refusal& refusal) {
     absl::StrAppend(&out, "  - ", inert.field(), ": '", inert.entry(), "': ", inert.reason(),
                     "\n");
   }
+  for (const leash::v1::Finding& finding : refusal.findings()) {
+    absl::StrAppend(&out, "  - ",
+                    finding.severity() == leash::v1::SEVERITY_CRITICAL ? "critical: " : "error: ",
+                    finding.source().empty() ? "" : finding.source() + " ",
+                    finding.field().empty() ? "" : finding.field() + ": ", finding.message(), "\n");
+  }
   if (!refusal.rerun().empty()) {
     absl::StrAppend(&out, refusal.loosenings_size() > 0 ? "re-run with consent:\n" : "re-run:\n",
                     "  ", refusal.rerun(), "\n");

@@ -4,7 +4,7 @@
 //
 // API:
 //   kRefusal* kinds         "loosening", "entry", "scope", "profile", "ack", "changed",
-//                           "unjudgeable", "ledger", "dangling".
+//                           "unjudgeable", "ledger", "dangling", "validate".
 //   RenderCommand()         a re-run line: shell-quoted words, then --ack '<token>' each.
 //   MakeRefusal / AddLoosening / AddInertEntries   building one.
 //   RenderRefusal()         the text form (golden-tested in refusal_test.cc).
@@ -42,6 +42,8 @@ inline constexpr absl::string_view kRefusalLedger = "ledger";
 // A profile delete that would leave a binding naming it dangling (its subjects denied
 // everything), without --ack 'dangling:<scope>'.
 inline constexpr absl::string_view kRefusalDangling = "dangling";
+// The write would leave a policy `leash validate` reports an error in (with findings).
+inline constexpr absl::string_view kRefusalValidate = "validate";
 
 // `word` as one shell word: unchanged when it is only letters, digits and _ . / : = @ % + , -;
 // otherwise in single quotes (a ' inside written '\'').

@@ -160,6 +160,54 @@ std::vector<Finding> ValidateConfig(const leash::v1::Config& config, absl::strin
   return out;
 }
 
+std::vector<Finding> ValidateStart(const leash::v1::Config& floor, absl::string_view path,
+                                   const StartFacts& facts) {
+  std::vector<Finding> out;
+  const std::string& name = floor.user();
+  if (name.empty()) {
+    out.push_back(MakeFinding(
+        leash::v1::SEVERITY_ERROR, "floor", "user", "",
+        absl::StrCat(path,
+                     " names no user, and leashd does not start without one; run `leash "
+                     "init --user <name>`, or add `user: <name>` to it")));
+    return out;
+  }
+  if (!facts.user_exists) return out;
+  absl::StatusOr<bool> exists = facts.user_exists(name);
+  if (!exists.ok()) {
+    out.push_back(MakeFinding(
+        leash::v1::SEVERITY_ERROR, "floor", "user", name,
+        absl::StrCat("the leashed user '", name, "' cannot be looked up (",
+                     exists.status().message(), "), and leashd does not start without it")));
+  } else if (!*exists) {
+    out.push_back(MakeFinding(leash::v1::SEVERITY_ERROR, "floor", "user", name,
+                              absl::StrCat("the leashed user '", name,
+                                           "' does not exist, and leashd does not start "
+                                           "without it; run `leash init --user ",
+                                           name, "`")));
+  }
+  return out;
+}
+
+std::vector<Finding> NewBlockingFindings(const std::vector<Finding>& before,
+                                         const std::vector<Finding>& after) {
+  const auto key = [](const Finding& finding) {
+    return absl::StrCat(finding.severity(), "\x1f", finding.source(), "\x1f", finding.field(),
+                        "\x1f", finding.entry());
+  };
+  absl::flat_hash_set<std::string> had;
+  for (const Finding& finding : before) had.insert(key(finding));
+  std::vector<Finding> out;
+  for (const Finding& finding : after) {
+    if (finding.severity() != leash::v1::SEVERITY_ERROR &&
+        finding.severity() != leash::v1::SEVERITY_CRITICAL) {
+      continue;
+    }
+    if (had.insert(key(finding)).second) out.push_back(finding);
+  }
+  return out;
+}
+
 bool HasBlockingFinding(const std::vector<Finding>& findings) {
   for (const Finding& finding : findings) {
     if (finding.severity() == leash::v1::SEVERITY_ERROR ||

@@ -128,5 +128,60 @@ TEST(Validate, CleanPolicyHasNoFindings) {
   EXPECT_TRUE(ValidateConfig(c, "floor").empty());
 }
 
+// "Writes and validate disagree": a floor leashd will not start on is a validate error.
+TEST(ValidateStart, WritesAndValidateAgree_AFloorWithoutAUserIsAnError) {
+  StartFacts facts;
+  facts.user_exists = [](absl::string_view) -> absl::StatusOr<bool> { return true; };
+  std::vector<Finding> findings = ValidateStart(Config(), "/etc/leash/leash.yaml", facts);
+  const Finding* f = FindField(findings, "user");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity(), leash::v1::SEVERITY_ERROR);
+  EXPECT_THAT(f->message(), HasSubstr("/etc/leash/leash.yaml names no user"));
+  EXPECT_THAT(f->message(), HasSubstr("leash init --user <name>"));
+  EXPECT_TRUE(HasBlockingFinding(findings));
+}
+
+TEST(ValidateStart, WritesAndValidateAgree_AUserThatDoesNotResolveIsAnError) {
+  Config c;
+  c.set_user("fido");
+  StartFacts facts;
+  facts.user_exists = [](absl::string_view name) -> absl::StatusOr<bool> { return name != "fido"; };
+  std::vector<Finding> findings = ValidateStart(c, "leash.yaml", facts);
+  const Finding* f = FindField(findings, "user");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity(), leash::v1::SEVERITY_ERROR);
+  EXPECT_THAT(f->message(), HasSubstr("the leashed user 'fido' does not exist"));
+  facts.user_exists = [](absl::string_view) -> absl::StatusOr<bool> {
+    return absl::UnavailableError("nsswitch down");
+  };
+  findings = ValidateStart(c, "leash.yaml", facts);
+  ASSERT_NE(FindField(findings, "user"), nullptr);
+  EXPECT_THAT(FindField(findings, "user")->message(), HasSubstr("nsswitch down"));
+  facts.user_exists = [](absl::string_view) -> absl::StatusOr<bool> { return true; };
+  EXPECT_TRUE(ValidateStart(c, "leash.yaml", facts).empty());
+}
+
+Finding Blocking(absl::string_view field, absl::string_view message) {
+  Finding finding;
+  finding.set_severity(leash::v1::SEVERITY_ERROR);
+  finding.set_source("floor");
+  finding.set_field(std::string(field));
+  finding.set_message(std::string(message));
+  return finding;
+}
+
+TEST(NewBlockingFindings, WritesAndValidateAgree_OnlyErrorsTheWriteAddsCount) {
+  Finding warning = Blocking("fail_mode", "w");
+  warning.set_severity(leash::v1::SEVERITY_WARNING);
+  // An error already there (its count changed) is not the write's; a warning never blocks.
+  const std::vector<Finding> before = {Blocking("network.allow", "(1 entry)")};
+  const std::vector<Finding> after = {Blocking("network.allow", "(2 entries)"), warning,
+                                      Blocking("tools.allow", "never consulted")};
+  std::vector<Finding> added = NewBlockingFindings(before, after);
+  ASSERT_EQ(added.size(), 1u);
+  EXPECT_EQ(added[0].field(), "tools.allow");
+  EXPECT_TRUE(NewBlockingFindings(after, before).empty());
+}
+
 }  // namespace
 }  // namespace leash::engine

@@ -354,9 +354,17 @@ std::optional<int> Daemon::LoadFloorAndUser() {
   }
   effective_ = engine::WithDefaults(*floor_);
   const std::string& name = floor_->user();
-  if (name.empty()) {
-    return Refuse(absl::StrCat(options_.config_path,
-                               " names no user; run `leash init --user <name>`"));
+  // The same judgement `leash validate` reports as errors, so that a floor it passes is one
+  // leashd starts on.
+  engine::StartFacts facts;
+  facts.user_exists = [this](absl::string_view user) -> absl::StatusOr<bool> {
+    absl::StatusOr<std::optional<Account>> found = accounts_.Lookup(user);
+    if (!found.ok()) return found.status();
+    return found->has_value();
+  };
+  for (const leash::v1::Finding& finding :
+       engine::ValidateStart(*floor_, options_.config_path, facts)) {
+    if (engine::HasBlockingFinding({finding})) return Refuse(finding.message());
   }
   absl::StatusOr<std::optional<Account>> user = accounts_.Lookup(name);
   if (!user.ok()) return Refuse(std::string(user.status().message()));
@@ -593,8 +601,13 @@ std::optional<int> Daemon::StartAdminSocket() {
   admin_options.path = options_.admin_socket;
   admin_options.mode = 0600;
   admin_options.admit = [](const ucred& cred) { return cred.uid == 0; };
-  absl::StatusOr<std::unique_ptr<UnixGrpcServer>> admin =
-      UnixGrpcServer::Start(admin_options, {control_.get(), &stream_});
+  // The largest request the CLI sends is a profile's text, which the CLI and the store cap at
+  // engine::kMaxPolicyYamlBytes: room for one at the cap with its fields, set here rather than
+  // left to gRPC's default, so the two limits are stated together (docs/OPERATIONS.md).
+  absl::StatusOr<std::unique_ptr<UnixGrpcServer>> admin = UnixGrpcServer::Start(
+      admin_options, {control_.get(), &stream_}, [](grpc::ServerBuilder& builder) {
+        builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxAdminRequestBytes));
+      });
   if (!admin.ok()) return Refuse(std::string(admin.status().message()));
   admin_ = *std::move(admin);
   admin_raw_.store(admin_.get());

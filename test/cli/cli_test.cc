@@ -9,15 +9,18 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
-#include "re2/re2.h"
 #include "gtest/gtest.h"
+#include "re2/re2.h"
 #include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
 #include "test/leashd/leashd_fixture.h"
@@ -215,12 +218,118 @@ TEST_F(CliTest, ACheckSubjectThatIsNotUtf8IsRefusedNamingIt) {
 }
 
 TEST_F(CliTest, ValidateExitsNonZeroOnErrorsAndCriticalsZeroWithWarningsOnly) {
-  // The floor has commands in whitelist mode: no warning; add a blacklist-with-allow error.
+  // The floor has commands in whitelist mode: no warning.
   EXPECT_EQ(Leash({"validate"}).exit_code, 0);
-  ASSERT_EQ(Leash({"cmd", "mode", "blacklist"}).exit_code, 0);  // allow [git] now never consulted
+  // A blacklist-with-allow error, in the file leashd runs on (no write lands one: leashd
+  // refuses it, see WritesAndValidateAgree).
+  std::string floor = ReadFile(leashd_->config_path());
+  ASSERT_TRUE(absl::StrContains(floor, "commands: { mode: whitelist"));
+  absl::StrReplaceAll({{"commands: { mode: whitelist", "commands: { mode: blacklist"}}, &floor);
+  std::ofstream(leashd_->config_path()) << floor;
   RunResult invalid = Leash({"validate"});
   EXPECT_EQ(invalid.exit_code, 1) << invalid.out;
   EXPECT_THAT(invalid.out, HasSubstr("never consulted"));
+  EXPECT_THAT(invalid.out, Not(HasSubstr("(offline:")));
+}
+
+// "Writes and validate disagree": one judgement. A write that would make validate exit 1 is
+// refused naming the finding, and what leashd will not start on, validate calls an error.
+TEST_F(CliTest, WritesAndValidateAgree) {
+  const std::string floor = ReadFile(leashd_->config_path());
+  RunResult mode = Leash({"net", "mode", "blacklist"});
+  EXPECT_EQ(mode.exit_code, 1) << mode.out;
+  EXPECT_THAT(mode.out, HasSubstr("refused (validate): network mode blacklist would leave a "
+                                  "policy that `leash validate` reports 1 error in"));
+  EXPECT_THAT(mode.out, HasSubstr("  - error: floor network.allow: network is in blacklist mode"));
+  // An allow entry on a blacklist surface (the floor's filesystem).
+  RunResult allow = Leash({"fs", "allow", fs_->path() + "/work"});
+  EXPECT_EQ(allow.exit_code, 1) << allow.out;
+  EXPECT_THAT(allow.out, HasSubstr("  - error: floor filesystem.allow: filesystem is in blacklist "
+                                   "mode"));
+  EXPECT_EQ(ReadFile(leashd_->config_path()), floor) << "a refused write changed the floor";
+  EXPECT_EQ(Leash({"validate"}).exit_code, 0);
+
+  // A profile bound over the floor's allow list that makes the network blacklist.
+  const std::string open = WriteProfile("open-net", "network: { mode: blacklist }\n");
+  ASSERT_EQ(Leash({"profile", "save", "open-net", "--from", open}).exit_code, 0);
+  RunResult bound =
+      Leash({"bind", "agent:leash-iris", "open-net", "--ack", "network.mode:blacklist"});
+  EXPECT_EQ(bound.exit_code, 1) << bound.out;
+  EXPECT_THAT(bound.out, HasSubstr("refused (validate): binding 'open-net' to agent:leash-iris"));
+  EXPECT_THAT(Leash({"bindings"}).out, Not(HasSubstr("open-net")));
+
+  // What leashd refuses to start on is a validate error: an empty config, one without user:,
+  // one whose user does not exist.
+  for (const auto& [name, text, says] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"empty.yaml", "", "names no user"},
+           {"nouser.yaml", "network: { mode: whitelist }\n", "names no user"},
+           {"ghost.yaml", "user: lt-no-such-user\n", "'lt-no-such-user' does not exist"}}) {
+    const std::string path = files_->Join(name);
+    std::ofstream(path) << text;
+    RunResult validate = Leash({"validate", "--config", path});
+    EXPECT_EQ(validate.exit_code, 1) << name << "\n" << validate.out;
+    EXPECT_THAT(validate.out, HasSubstr(says)) << name;
+    EXPECT_THAT(validate.out, HasSubstr("leashd does not start")) << name;
+  }
+}
+
+// "Raw gRPC failures leak out": a profile that is not UTF-8, or over the size cap, is refused
+// by the CLI in a sentence naming the file (and the line, or the size and the cap), never with
+// protobuf's or gRPC's words. leashd holds the same cap and its own message size limit.
+TEST_F(CliTest, RawGrpcFailuresBecomeSentencesNamingTheFileAndTheLimit) {
+  const std::string latin1 = WriteProfile("latin1", "network:\n  allow: [\"caf\xe9.example\"]\n");
+  RunResult bad = Leash({"profile", "save", "latin1", "--from", latin1});
+  EXPECT_EQ(bad.exit_code, 1) << bad.out;
+  EXPECT_THAT(bad.out, HasSubstr(latin1 + ":2: not UTF-8 text; a policy file is UTF-8"));
+  EXPECT_THAT(bad.out, Not(HasSubstr("libprotobuf")));
+  EXPECT_THAT(bad.out, Not(HasSubstr("answered")));
+
+  std::string big = "network: { allow: [";
+  while (big.size() < (size_t{2} << 20)) big += "\"a.example\", ";
+  big += "] }\n";
+  const std::string large = WriteProfile("big", big);
+  const std::string said = absl::StrCat(large, " is ", big.size(),
+                                        " bytes, over the 1048576 bytes (1 MiB) a policy file "
+                                        "may be; it was not parsed");
+  RunResult save = Leash({"profile", "save", "big", "--from", large});
+  EXPECT_EQ(save.exit_code, 1) << save.out;
+  EXPECT_THAT(save.out, HasSubstr(said));
+  EXPECT_THAT(save.out, Not(HasSubstr("Received message larger than max")));
+  RunResult validate = Leash({"validate", "--config", large});
+  EXPECT_EQ(validate.exit_code, 1) << validate.out;
+  EXPECT_THAT(validate.out, HasSubstr(said));
+
+  // Straight to leashd, past the CLI: over the cap and under the socket's limit, the store
+  // refuses it unparsed; over the socket's limit (2 MiB, under gRPC's 4 MiB default), gRPC
+  // does, with RESOURCE_EXHAUSTED, which the CLI would say as a sentence.
+  leash::v1::SaveProfileRequest request;
+  request.set_name("big");
+  request.set_yaml(big.substr(0, 1536 << 10));
+  leash::v1::PolicyWriteResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(leashd_->control().SaveProfile(&context, request, &response).ok());
+  EXPECT_EQ(response.refusal().kind(), "profile");
+  EXPECT_THAT(response.refusal().message(), HasSubstr("bytes (1 MiB) a policy file may be"));
+  request.set_yaml(std::string(3 << 20, 'a'));
+  grpc::ClientContext again;
+  EXPECT_EQ(leashd_->control().SaveProfile(&again, request, &response).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+}
+
+// "fail_mode typos carry line:column like every other finding", from the file and from leashd.
+TEST_F(CliTest, FailModeTyposCarryLineColumn) {
+  const std::string typo = files_->Join("typo.yaml");
+  std::ofstream(typo) << "user: lcli-user\nfail_mode:  clsoed\n";
+  RunResult offline = Leash({"validate", "--config", typo});
+  EXPECT_EQ(offline.exit_code, 0) << "a typo is treated as closed: a warning\n" << offline.out;
+  EXPECT_THAT(offline.out, HasSubstr(typo + ":2:13: fail_mode 'clsoed' is neither closed nor "
+                                            "open and is treated as closed"));
+  std::string floor = ReadFile(leashd_->config_path());
+  absl::StrReplaceAll({{"fail_mode: closed", "fail_mode: clsoed"}}, &floor);
+  std::ofstream(leashd_->config_path()) << floor;
+  RunResult live = Leash({"validate"});
+  EXPECT_THAT(live.out, HasSubstr(leashd_->config_path() + ":2:12: fail_mode 'clsoed'"));
 }
 
 // Audit is a loosening with a token of its own per surface; once bound, `leash status` names
@@ -247,9 +356,13 @@ TEST_F(CliTest, AuditTakesItsOwnAckShowsInStatusInCapitalsAndWarnsInValidate) {
 
   RunResult validate = Leash({"validate"});
   EXPECT_EQ(validate.exit_code, 0) << validate.out;
-  EXPECT_THAT(validate.out,
-              HasSubstr("warning  profile:observe network.audit: network is in audit"));
-  EXPECT_THAT(validate.out, HasSubstr("warning  profile:observe tools.audit: tools is in audit"));
+  // Each finding names where its key is written in the profile, as parse errors do.
+  EXPECT_THAT(validate.out, ::testing::ContainsRegex(
+                                "warning  profile:observe network.audit: [^\n]*/observe.yaml:1:"
+                                "[0-9]+: network is in audit"));
+  EXPECT_THAT(validate.out, ::testing::ContainsRegex(
+                                "warning  profile:observe tools.audit: [^\n]*/observe.yaml:2:"
+                                "[0-9]+: tools is in audit"));
 
   RunResult checked = Leash({"tool", "check", "forbidden_tool", "--account", "leash-iris",
                              "--tools-socket", leashd_->tools_socket(), "--inputs", "{}"});
