@@ -183,4 +183,11 @@ absl::Status LeashdInstance::PublishAccounts() {
 std::string LeashdInstance::Log() const { return ReadAll(dir_->Join("leashd.log")); }
 std::string LeashdInstance::Decisions() const { return ReadAll(decisions_path()); }
 
+std::vector<std::string> LeashdInstance::InItsMounts(const std::vector<std::string>& argv) const {
+  std::vector<std::string> out = {"nsenter", absl::StrCat("--mount=/proc/", pid(), "/ns/mnt"),
+                                  "--"};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
 }  // namespace leash::testing

@@ -41,6 +41,8 @@ class LeashdInstance {
   absl::StatusOr<int> Stop(absl::Duration timeout = absl::Seconds(20));
   // Waits for leashd to end by itself (no signal sent); its wait status.
   absl::StatusOr<int> WaitForExit(absl::Duration timeout);
+  // True once Stop or WaitForExit saw the process end (until Relaunch).
+  bool stopped() const { return stopped_; }
   // Starts leashd again with the same command line (folders, config, namespace) once the
   // previous process has gone, however it went; returns once the admin socket answers.
   absl::Status Relaunch();
@@ -61,6 +63,11 @@ class LeashdInstance {
   std::string tools_socket() const { return run_ + "/tools.sock"; }
   std::string decisions_path() const { return dir_->Join("decisions.jsonl"); }
   pid_t pid() const { return process_.pid(); }
+  // `argv` in this leashd's mount namespace (nsenter). The watcher judges an open made through
+  // a mount of another mount namespace as foreign and denies it whatever the policy says, so a
+  // test whose leashd runs in a namespace of its own (an account view) acts as the agent from
+  // there, or it would see every open denied.
+  std::vector<std::string> InItsMounts(const std::vector<std::string>& argv) const;
 
  private:
   LeashdInstance(std::unique_ptr<TempDir> dir, std::vector<std::string> argv,

@@ -790,11 +790,23 @@ class WatcherFaultTest : public LeashdTest {
     chmod((fs_->path() + "/open.txt").c_str(), 0644);
     ASSERT_NE(WaitForStandby(), 0) << leashd_->Log();
   }
-  // The agent's read of the denied file: EPERM while the watcher enforces.
-  RunResult AgentReadsSecret() {
-    auto read = leash::testing::Run(agents_["leash-it-a"]->AsUser({"cat", fs_->path() + "/secret/x"}));
+  // The agent's read of `relative` on the tmpfs, from leashd's mount namespace while leashd
+  // runs (see InItsMounts).
+  RunResult AgentReads(const std::string& relative) {
+    std::vector<std::string> argv =
+        agents_["leash-it-a"]->AsUser({"cat", fs_->path() + "/" + relative});
+    if (leashd_ != nullptr && !leashd_->stopped()) argv = leashd_->InItsMounts(argv);
+    auto read = leash::testing::Run(argv);
     EXPECT_TRUE(read.ok());
     return read.ok() ? *read : RunResult();
+  }
+  // The agent's read of the denied file: EPERM while the watcher enforces.
+  RunResult AgentReadsSecret() { return AgentReads("secret/x"); }
+  // The agent's read of a file the policy allows: it succeeds while the watcher enforces, which
+  // shows the denial above comes from the policy and not from where the agent stands.
+  void ExpectAgentReadsAllowedFile() {
+    RunResult read = AgentReads("open.txt");
+    EXPECT_EQ(read.exit_code, 0) << read.out << leashd_->Log();
   }
   // The pid of the watcher's standby once leashd says it is ready (0 after 30 s without).
   pid_t WaitForStandby(pid_t not_this = 0) {
@@ -821,11 +833,11 @@ class WatcherFaultTest : public LeashdTest {
   // that succeeded prints OPENED into `out`, and DONE at the end.
   absl::StatusOr<Background> AgentStorm(int seconds, const std::string& out) {
     return Background::Start(
-        agents_["leash-it-a"]->AsUser(
+        leashd_->InItsMounts(agents_["leash-it-a"]->AsUser(
             {"sh", "-c",
              absl::StrCat("end=$(($(date +%s)+", seconds, ")); n=0; while [ $(date +%s) -lt $end ]; "
                           "do cat ", fs_->path(), "/secret/x >/dev/null 2>&1 && echo OPENED; "
-                          "n=$((n+1)); done; echo DONE $n")}),
+                          "n=$((n+1)); done; echo DONE $n")})),
         out);
   }
   // Waits for a watcher other than `old` to be running with the current map in force.
@@ -854,6 +866,7 @@ TEST_F(WatcherFaultTest, KilledWatcherIsTakenOverByItsStandbyAndNoDeniedReadGets
   RunResult before = AgentReadsSecret();
   ASSERT_NE(before.exit_code, 0);
   ASSERT_THAT(before.out, HasSubstr("Operation not permitted"));
+  ExpectAgentReadsAllowedFile();
   const uint32_t old = WatcherPid(Status());
   ASSERT_NE(old, 0u);
   const pid_t standby = WaitForStandby();
@@ -871,6 +884,7 @@ TEST_F(WatcherFaultTest, KilledWatcherIsTakenOverByItsStandbyAndNoDeniedReadGets
   RunResult after = AgentReadsSecret();
   EXPECT_NE(after.exit_code, 0);
   EXPECT_THAT(after.out, HasSubstr("Operation not permitted"));
+  ExpectAgentReadsAllowedFile();
   EXPECT_THAT(leashd_->Log(), HasSubstr("handed leash-fswatch to its standby"));
   // A new standby follows, spawned while the new watcher answers its exec.
   EXPECT_NE(WaitForStandby(standby), 0) << leashd_->Log();
@@ -906,6 +920,7 @@ TEST_F(WatcherFaultTest, StoppedWatcherIsKilledOnAMissedHeartbeatAndItsStandbyTa
   RunResult after = AgentReadsSecret();
   EXPECT_NE(after.exit_code, 0) << leashd_->Log();
   EXPECT_THAT(after.out, HasSubstr("Operation not permitted"));
+  ExpectAgentReadsAllowedFile();
 }
 
 // leashd's stop releases the host: the reading watcher and its standby both stop, and leashd
@@ -1143,12 +1158,26 @@ TEST_F(LeashdTest, AnAgentInsideItsOwnUserNamespaceIsConfinedOnEverySurfaceAndLo
   ASSERT_TRUE(status.ok());
   ASSERT_THAT(status->out, HasSubstr(absl::StrCat(inner_host_uid))) << status->out;
 
-  // Files and commands (the host's mount namespace: the watcher's marks cover the tmpfs).
-  auto read = leash::testing::Run(agent.InOwnUserNamespace({"cat", fs_->path() + "/secret/x"}));
+  // Files and commands, from leashd's mount namespace (see InItsMounts): a file the policy
+  // allows is read, so the denials are the policy's.
+  std::ofstream(fs_->path() + "/open.txt") << "o";
+  chmod((fs_->path() + "/open.txt").c_str(), 0644);
+  ASSERT_TRUE(leash::testing::RunOk({"cp", "/bin/true", fs_->path() + "/bin/allowed"}).ok());
+  auto allowed = leash::testing::Run(
+      leashd_->InItsMounts(agent.InOwnUserNamespace({"cat", fs_->path() + "/open.txt"})));
+  ASSERT_TRUE(allowed.ok());
+  EXPECT_EQ(allowed->exit_code, 0) << allowed->out;
+  auto allowed_exec = leash::testing::Run(
+      leashd_->InItsMounts(agent.InOwnUserNamespace({fs_->path() + "/bin/allowed"})));
+  ASSERT_TRUE(allowed_exec.ok());
+  EXPECT_EQ(allowed_exec->exit_code, 0) << allowed_exec->out;
+  auto read = leash::testing::Run(
+      leashd_->InItsMounts(agent.InOwnUserNamespace({"cat", fs_->path() + "/secret/x"})));
   ASSERT_TRUE(read.ok());
   EXPECT_NE(read->exit_code, 0);
   EXPECT_THAT(read->out, HasSubstr("Operation not permitted"));
-  auto exec = leash::testing::Run(agent.InOwnUserNamespace({fs_->path() + "/bin/forbidden"}));
+  auto exec = leash::testing::Run(
+      leashd_->InItsMounts(agent.InOwnUserNamespace({fs_->path() + "/bin/forbidden"})));
   ASSERT_TRUE(exec.ok());
   EXPECT_NE(exec->exit_code, 0);
   EXPECT_THAT(exec->out, HasSubstr("Operation not permitted"));

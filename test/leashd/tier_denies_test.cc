@@ -94,21 +94,10 @@ class TierDeniesTest : public RootTest {
     return saved.exit_code;
   }
 
-  // `argv` in leashd's mount namespace, where its account view is mounted: the watcher judges
-  // an open made through a mount of another mount namespace as foreign and denies it, so an
-  // agent acting from the test's own namespace would be denied everything.
-  std::vector<std::string> InLeashdsMounts(const std::vector<std::string>& argv) const {
-    std::vector<std::string> out = {"nsenter",
-                                    absl::StrCat("--mount=/proc/", leashd_->pid(), "/ns/mnt"),
-                                    "--"};
-    out.insert(out.end(), argv.begin(), argv.end());
-    return out;
-  }
-
   // `account` runs the binary at `relative` on the watched tmpfs: true when the exec happened
   // (the copy of /bin/true exits 0), false when it was refused with EPERM.
   bool Runs(const TestAccount& account, const std::string& relative) {
-    auto run = leash::testing::Run(InLeashdsMounts(account.AsUser({Path(relative)})));
+    auto run = leash::testing::Run(leashd_->InItsMounts(account.AsUser({Path(relative)})));
     EXPECT_TRUE(run.ok()) << run.status();
     if (!run.ok()) return false;
     if (run->exit_code != 0) {
@@ -119,7 +108,8 @@ class TierDeniesTest : public RootTest {
 
   // `account` reads the file at `relative`: true when it could, false on EPERM.
   bool Reads(const TestAccount& account, const std::string& relative) {
-    auto read = leash::testing::Run(InLeashdsMounts(account.AsUser({"cat", Path(relative)})));
+    auto read =
+        leash::testing::Run(leashd_->InItsMounts(account.AsUser({"cat", Path(relative)})));
     EXPECT_TRUE(read.ok()) << read.status();
     if (!read.ok()) return false;
     if (read->exit_code != 0) {
