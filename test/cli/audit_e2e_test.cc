@@ -14,12 +14,8 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "test/fixtures/netns.h"
-#include "test/fixtures/root.h"
+#include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
-#include "test/fixtures/temp_dir.h"
-#include "test/fixtures/test_account.h"
-#include "test/fixtures/tmpfs.h"
 #include "test/leashd/leashd_fixture.h"
 
 namespace leash::testing {
@@ -38,28 +34,18 @@ class Hello(http.server.BaseHTTPRequestHandler):
 http.server.HTTPServer(("192.0.2.11", int(sys.argv[1])), Hello).serve_forever()
 )";
 
-class AuditEndToEndTest : public ::testing::Test {
+class AuditEndToEndTest : public RootTest {
  protected:
   void SetUp() override {
-    LEASH_REQUIRE_ROOT();
-    auto ns = NetNamespace::Create();
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = *std::move(ns);
+    RootTest::SetUp();
+    if (!Ready()) return;
     ASSERT_TRUE(ns_->AddVethPair({"192.0.2.10/24"}, {"192.0.2.11/24"}).ok());
-    auto fs = TmpfsMount::Create();
-    ASSERT_TRUE(fs.ok()) << fs.status();
-    fs_ = *std::move(fs);
-    const std::string suffix = absl::StrCat(getpid() % 100000);
-    auto user = TestAccount::Create("lau" + suffix);
-    ASSERT_TRUE(user.ok()) << user.status();
-    user_ = *std::move(user);
-    auto agent = TestAccount::Create("leash-laa" + suffix);
-    ASSERT_TRUE(agent.ok()) << agent.status();
-    agent_ = *std::move(agent);
-    auto files = TempDir::Create("laudit");
-    ASSERT_TRUE(files.ok());
-    files_ = *std::move(files);
-    chmod(files_->path().c_str(), 0755);
+    ASSERT_NE(MountTmpfs(), nullptr);
+    user_ = AddAccount("lau" + RunTag());
+    ASSERT_NE(user_, nullptr);
+    agent_ = AddAccount("leash-laa" + RunTag());
+    ASSERT_NE(agent_, nullptr);
+    ASSERT_NE(MakeFiles("laudit"), nullptr);
 
     // On the watched tmpfs: a work tree the agent may read, a file beside it it may not, a
     // program it may run and one it may not.
@@ -163,10 +149,8 @@ class AuditEndToEndTest : public ::testing::Test {
             "\"name\":\"forbidden_tool\""};
   }
 
-  std::unique_ptr<NetNamespace> ns_;
-  std::unique_ptr<TmpfsMount> fs_;
-  std::unique_ptr<TestAccount> user_, agent_;
-  std::unique_ptr<TempDir> files_;
+  const TestAccount* user_ = nullptr;
+  const TestAccount* agent_ = nullptr;
   std::vector<Background> servers_;
   std::unique_ptr<LeashdInstance> leashd_;
 };

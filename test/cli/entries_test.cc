@@ -12,12 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "test/fixtures/account_view.h"
-#include "test/fixtures/netns.h"
-#include "test/fixtures/root.h"
+#include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
-#include "test/fixtures/test_account.h"
-#include "test/fixtures/tmpfs.h"
 #include "test/leashd/leashd_fixture.h"
 
 namespace leash::testing {
@@ -33,29 +29,17 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-class EntriesTest : public ::testing::Test {
+class EntriesTest : public RootTest {
  protected:
   void SetUp() override {
-    LEASH_REQUIRE_ROOT();
-    auto ns = NetNamespace::Create();
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = *std::move(ns);
-    auto fs = TmpfsMount::Create();
-    ASSERT_TRUE(fs.ok()) << fs.status();
-    fs_ = *std::move(fs);
-    auto view = AccountView::Create();
-    ASSERT_TRUE(view.ok()) << view.status();
-    view_ = *std::move(view);
+    RootTest::SetUp();
+    if (!Ready()) return;
+    ASSERT_NE(MountTmpfs(), nullptr);
+    ASSERT_NE(MakeAccountView(), nullptr);
     for (const char* name : {"lent-user", "leash-iris"}) {
-      auto account = TestAccount::Create(UniqueAccountName(name));
-      ASSERT_TRUE(account.ok()) << account.status();
-      view_->Show(**account, name);
-      accounts_.push_back(*std::move(account));
+      ASSERT_NE(AddAccount(UniqueAccountName(name), name), nullptr);
     }
-    auto files = TempDir::Create("lent");
-    ASSERT_TRUE(files.ok());
-    files_ = *std::move(files);
-    chmod(files_->path().c_str(), 0755);
+    ASSERT_NE(MakeFiles("lent"), nullptr);
     const std::string floor = absl::StrCat(
         "# the host's floor: ask before loosening\n"
         "user: lent-user\n"
@@ -86,11 +70,6 @@ class EntriesTest : public ::testing::Test {
     return path;
   }
 
-  std::unique_ptr<NetNamespace> ns_;
-  std::unique_ptr<TmpfsMount> fs_;
-  std::vector<std::unique_ptr<TestAccount>> accounts_;
-  std::unique_ptr<AccountView> view_;
-  std::unique_ptr<TempDir> files_;
   std::unique_ptr<LeashdInstance> leashd_;
 };
 

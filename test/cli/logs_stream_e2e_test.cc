@@ -18,12 +18,8 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "test/fixtures/netns.h"
-#include "test/fixtures/root.h"
+#include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
-#include "test/fixtures/temp_dir.h"
-#include "test/fixtures/test_account.h"
-#include "test/fixtures/tmpfs.h"
 #include "test/leashd/leashd_fixture.h"
 
 namespace leash::testing {
@@ -35,30 +31,20 @@ using ::testing::HasSubstr;
 // batching, the feed, the hub and one gRPC message, on a loaded shared test machine.
 constexpr absl::Duration kBound = absl::Seconds(5);
 
-class LogsStreamTest : public ::testing::Test {
+class LogsStreamTest : public RootTest {
  protected:
   void SetUp() override {
-    LEASH_REQUIRE_ROOT();
-    auto ns = NetNamespace::Create();
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = *std::move(ns);
+    RootTest::SetUp();
+    if (!Ready()) return;
     ASSERT_TRUE(ns_->AddVethPair({"192.0.2.10/24"}, {"192.0.2.11/24"}).ok());
-    auto fs = TmpfsMount::Create();
-    ASSERT_TRUE(fs.ok()) << fs.status();
-    fs_ = *std::move(fs);
-    const std::string suffix = absl::StrCat(getpid() % 100000);
-    auto user = TestAccount::Create("lls" + suffix);
-    ASSERT_TRUE(user.ok()) << user.status();
-    user_ = *std::move(user);
+    ASSERT_NE(MountTmpfs(), nullptr);
+    user_ = AddAccount("lls" + RunTag());
+    ASSERT_NE(user_, nullptr);
     for (const char* prefix : {"leash-lla", "leash-llb"}) {
-      auto agent = TestAccount::Create(prefix + suffix);
-      ASSERT_TRUE(agent.ok()) << agent.status();
-      agents_.push_back(*std::move(agent));
+      agents_.push_back(AddAccount(prefix + RunTag()));
+      ASSERT_NE(agents_.back(), nullptr);
     }
-    auto files = TempDir::Create("llogs");
-    ASSERT_TRUE(files.ok());
-    files_ = *std::move(files);
-    chmod(files_->path().c_str(), 0755);
+    ASSERT_NE(MakeFiles("llogs"), nullptr);
     const std::string& root = fs_->path();
     for (const char* dir : {"/secret", "/bin"}) {
       ASSERT_EQ(mkdir((root + dir).c_str(), 0755), 0) << dir;
@@ -81,7 +67,7 @@ class LogsStreamTest : public ::testing::Test {
   }
 
   std::string decisions() const { return files_->Join("decisions.jsonl"); }
-  TestAccount& agent() { return *agents_[0]; }
+  const TestAccount& agent() const { return *agents_[0]; }
 
   // `leash <args>` against this leashd.
   std::vector<std::string> LeashArgs(const std::vector<std::string>& args) {
@@ -99,7 +85,7 @@ class LogsStreamTest : public ::testing::Test {
     return run.ok() ? *run : RunResult();
   }
 
-  RunResult AsAgent(TestAccount& who, const std::string& script) {
+  RunResult AsAgent(const TestAccount& who, const std::string& script) {
     auto run = leash::testing::Run(ns_->ExecSharingMounts(who.AsUser({"/usr/bin/python3", "-c", script})),
                    absl::Seconds(60));
     EXPECT_TRUE(run.ok()) << run.status();
@@ -126,11 +112,8 @@ class LogsStreamTest : public ::testing::Test {
     return found;
   }
 
-  std::unique_ptr<NetNamespace> ns_;
-  std::unique_ptr<TmpfsMount> fs_;
-  std::unique_ptr<TestAccount> user_;
-  std::vector<std::unique_ptr<TestAccount>> agents_;
-  std::unique_ptr<TempDir> files_;
+  const TestAccount* user_ = nullptr;
+  std::vector<const TestAccount*> agents_;
   std::unique_ptr<LeashdInstance> leashd_;
 };
 

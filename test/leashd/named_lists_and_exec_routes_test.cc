@@ -19,12 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "test/fixtures/account_view.h"
-#include "test/fixtures/netns.h"
-#include "test/fixtures/root.h"
+#include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
-#include "test/fixtures/test_account.h"
-#include "test/fixtures/tmpfs.h"
 #include "test/leashd/leashd_fixture.h"
 
 namespace leash::testing {
@@ -36,31 +32,18 @@ using ::testing::Not;
 constexpr char kAgent[] = "leash-lists";
 constexpr char kEperm[] = "Operation not permitted";
 
-class NamedListsAndExecRoutesTest : public ::testing::Test {
+class NamedListsAndExecRoutesTest : public RootTest {
  protected:
   void SetUp() override {
-    LEASH_REQUIRE_ROOT();
-    auto ns = NetNamespace::Create();
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = *std::move(ns);
-    auto fs = TmpfsMount::Create();
-    ASSERT_TRUE(fs.ok()) << fs.status();
-    fs_ = *std::move(fs);
-    auto view = AccountView::Create();
-    ASSERT_TRUE(view.ok()) << view.status();
-    view_ = *std::move(view);
-    auto user = TestAccount::Create(UniqueAccountName("lnu"));
-    ASSERT_TRUE(user.ok()) << user.status();
-    user_ = *std::move(user);
-    view_->Show(*user_);
-    auto agent = TestAccount::Create(UniqueAccountName("lna"));
-    ASSERT_TRUE(agent.ok()) << agent.status();
-    agent_ = *std::move(agent);
-    view_->Show(*agent_, kAgent);
-    auto log_dir = TempDir::Create("lnl-log");
-    ASSERT_TRUE(log_dir.ok()) << log_dir.status();
-    log_dir_ = *std::move(log_dir);
-    chmod(log_dir_->path().c_str(), 0755);
+    RootTest::SetUp();
+    if (!Ready()) return;
+    ASSERT_NE(MountTmpfs(), nullptr);
+    ASSERT_NE(MakeAccountView(), nullptr);
+    user_ = AddAccount(UniqueAccountName("lnu"));
+    ASSERT_NE(user_, nullptr);
+    agent_ = AddAccount(UniqueAccountName("lna"), kAgent);
+    ASSERT_NE(agent_, nullptr);
+    ASSERT_NE(MakeFiles("lnl-log"), nullptr);
     for (const char* dir : {"/a", "/b"}) {
       ASSERT_EQ(mkdir(Path(dir).c_str(), 0755), 0) << dir;
       std::ofstream(Path(dir) + "/x") << "in " << dir << "\n";
@@ -75,7 +58,7 @@ class NamedListsAndExecRoutesTest : public ::testing::Test {
         "filesystem: { mode: whitelist, allow: [", filesystem_allow, "], deny: [] }\n",
         "commands: { mode: blacklist, allow: [], deny: [] }\n",
         "tools: { mode: whitelist, allow: [\"read_file\"], deny: [] }\n",
-        "logging: { level: info, decisions: ", log_dir_->Join("decisions.jsonl"), " }\n");
+        "logging: { level: info, decisions: ", files_->Join("decisions.jsonl"), " }\n");
     auto leashd = LeashdInstance::Start(floor, *ns_, fs_->path(), {}, view_.get());
     ASSERT_TRUE(leashd.ok()) << leashd.status();
     leashd_ = *std::move(leashd);
@@ -109,11 +92,7 @@ class NamedListsAndExecRoutesTest : public ::testing::Test {
   // runs in leashd's mount namespace (the account view's), as an agent on a host shares the
   // service's: an open through another namespace's copy of the mount is judged as such.
   bool Reads(const std::string& relative) {
-    std::vector<std::string> argv = {"nsenter", absl::StrCat("--mount=/proc/", leashd_->pid(),
-                                                             "/ns/mnt"),
-                                     "--"};
-    for (std::string& arg : agent_->AsUser({"cat", Path(relative)})) argv.push_back(arg);
-    auto read = leash::testing::Run(argv);
+    auto read = leash::testing::Run(leashd_->InItsMounts(agent_->AsUser({"cat", Path(relative)})));
     EXPECT_TRUE(read.ok()) << read.status();
     if (!read.ok()) return false;
     if (read->exit_code != 0) {
@@ -132,11 +111,8 @@ class NamedListsAndExecRoutesTest : public ::testing::Test {
     return "absent";
   }
 
-  std::unique_ptr<NetNamespace> ns_;
-  std::unique_ptr<TmpfsMount> fs_;
-  std::unique_ptr<AccountView> view_;
-  std::unique_ptr<TestAccount> user_, agent_;
-  std::unique_ptr<TempDir> log_dir_;
+  const TestAccount* user_ = nullptr;
+  const TestAccount* agent_ = nullptr;
   std::unique_ptr<LeashdInstance> leashd_;
 };
 
@@ -151,7 +127,7 @@ TEST_F(NamedListsAndExecRoutesTest, AListIsEnforcedAndAnEditOfItIsPickedUpByTheN
   RunResult reconciled = Leash({"reconcile"});
   EXPECT_EQ(reconciled.exit_code, 0) << reconciled.out << leashd_->Log();
   EXPECT_THAT(AgentState(), HasSubstr("enforced"));
-  EXPECT_TRUE(Reads("/a/x")) << ReadAll(log_dir_->Join("decisions.jsonl"));
+  EXPECT_TRUE(Reads("/a/x")) << ReadAll(files_->Join("decisions.jsonl"));
   EXPECT_FALSE(Reads("/b/x"));
 
   // The operator edits the list and nothing else: the next reconcile enforces it and says how
@@ -190,7 +166,7 @@ TEST_F(NamedListsAndExecRoutesTest, AListThatCannotBeTrustedOrReadFailsItsSubjec
 
   // A link in its place is not followed, and a missing list is no list.
   ASSERT_EQ(unlink((Lists() + "/work").c_str()), 0);
-  const std::string elsewhere = log_dir_->Join("work");
+  const std::string elsewhere = files_->Join("work");
   std::ofstream(elsewhere) << Path("/a") << "\n";
   ASSERT_EQ(symlink(elsewhere.c_str(), (Lists() + "/work").c_str()), 0);
   Leash({"reconcile"});
@@ -205,7 +181,7 @@ TEST_F(NamedListsAndExecRoutesTest, AListThatCannotBeTrustedOrReadFailsItsSubjec
   WriteList("work", absl::StrCat(Path("/a"), "\n"));
   EXPECT_EQ(Leash({"reconcile"}).exit_code, 0);
   EXPECT_THAT(AgentState(), HasSubstr("enforced"));
-  EXPECT_TRUE(Reads("/a/x")) << ReadAll(log_dir_->Join("decisions.jsonl"));
+  EXPECT_TRUE(Reads("/a/x")) << ReadAll(files_->Join("decisions.jsonl"));
 }
 
 // What the kernel says about vm.memfd_noexec here: -1 when the setting is absent.
