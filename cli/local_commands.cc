@@ -14,11 +14,6 @@
 #include "engine/config_defaults.h"
 
 namespace leash::cli {
-namespace {
-
-
-}  // namespace
-
 int RunInit(const Args& args, Io io) {
   const std::string user = args.Option("user");
   if (user.empty() || args.words.size() != 1) {

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "absl/time/clock.h"
+#include "base/json_line.h"
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/logs_render.h"
@@ -36,11 +37,14 @@ int RunLogs(const Args& args, Io io) {
     if (event.live()) continue;  // the replay is done; nothing to print
     if (args.json) {
       if (event.line().empty()) {
-        // Notices go to stderr so stdout stays the log's own JSONL.
-        io.err << "leash logs: " << event.notice() << "\n";
-        continue;
+        // A notice (lines lost, a ref not found) is a JSON line of its own beside the log's
+        // lines, which all carry "ts".
+        std::string notice = "{\"notice\":";
+        base::AppendJsonString(event.notice(), &notice);
+        io.out << notice << "}\n";
+      } else {
+        io.out << event.line() << "\n";
       }
-      io.out << event.line() << "\n";
     } else if (event.line().empty()) {
       io.err << HumanLine(event) << "\n";
     } else {

@@ -5,9 +5,9 @@
 #include <map>
 #include <sstream>
 
+#include "base/json_outcome.h"
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "cli/json_outcome.h"
 #include "cli/offline.h"
 #include "cli/usage.h"
 #include "engine/decision.h"
@@ -75,12 +75,18 @@ int Run(const absl::StatusOr<Args>& args, Io io) {
   return leash::kExitUsage;
 }
 
-// The commands whose --json output is not one result: the service and the host commands
-// exec leashd, which prints its own line; logs prints the decision log's lines as they come.
-bool PrintsItsOwnJson(const Args& args) {
-  if (args.words.empty()) return !args.help;
+// Under --json, the host commands (`init`, `teardown`) exec leashd, which prints the one
+// object itself; what they print without getting that far (a usage error, leashd not found)
+// is put in the envelope here. `logs --json` streams the log's own lines (and notices as
+// {"notice": ...} lines); a failure ends the stream with the envelope as its last line.
+enum class JsonShape { kOneObject, kHandedToLeashd, kStream };
+
+JsonShape ShapeOf(const Args& args) {
+  if (args.help || args.words.empty()) return JsonShape::kOneObject;
   const std::string& command = args.words[0];
-  return !args.help && (command == "init" || command == "teardown" || command == "logs");
+  if (command == "init" || command == "teardown") return JsonShape::kHandedToLeashd;
+  if (command == "logs") return JsonShape::kStream;
+  return JsonShape::kOneObject;
 }
 
 }  // namespace
@@ -88,13 +94,22 @@ bool PrintsItsOwnJson(const Args& args) {
 int main(int argc, char** argv) {
   const absl::StatusOr<Args> args =
       leash::cli::ParseArgs(argc, argv, std::getenv("LEASH_CONFIG"));
-  const bool json = args.ok() ? args->json : leash::cli::WantsJson(argc, argv);
-  if (!json || (args.ok() && PrintsItsOwnJson(*args))) {
-    return Run(args, Io{std::cout, std::cerr});
-  }
+  const bool json = args.ok() ? args->json : leash::base::WantsJson(argc, argv);
+  if (!json) return Run(args, Io{std::cout, std::cerr});
+  const JsonShape shape = args.ok() ? ShapeOf(*args) : JsonShape::kOneObject;
   std::ostringstream out;
   std::ostringstream err;
+  if (shape == JsonShape::kStream) {
+    const int exit_code = Run(args, Io{std::cout, err});
+    if (exit_code != 0) {
+      std::cout << leash::base::JsonOutcome("", err.str(), exit_code) << "\n";
+    } else {
+      std::cerr << err.str();
+    }
+    return exit_code;
+  }
+  // Returns here only when no exec happened (kHandedToLeashd) or for every other command.
   const int exit_code = Run(args, Io{out, err});
-  std::cout << leash::cli::JsonOutcome(out.str(), err.str(), exit_code) << "\n";
+  std::cout << leash::base::JsonOutcome(out.str(), err.str(), exit_code) << "\n";
   return exit_code;
 }

@@ -32,7 +32,7 @@ int Usage(Io io, absl::string_view usage) {
 int ReportWrite(const leash::v1::PolicyWriteResponse& response, const Args& args, Io io) {
   if (args.json) {
     io.out << ToJson(response) << "\n";
-    // The envelope's "error" (cli/json_outcome.h); the refusal itself is in the object.
+    // The envelope's "error" (base/json_outcome.h); the refusal itself is in the object.
     if (response.has_refusal()) {
       io.err << "refused (" << response.refusal().kind() << "): " << response.refusal().message()
              << "\n";

@@ -10,10 +10,12 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/json_line.h"
+#include "base/json_outcome.h"
 #include "controlplane/floor_file.h"
 #include "controlplane/inbound_routing.h"
 #include "controlplane/instance_lock.h"
@@ -226,6 +228,14 @@ int RunTeardownCommand(const HostCommandOptions& options, std::ostream& out, std
   return kExitOk;
 }
 
+namespace {
+
+int RunOne(bool init, const HostCommandOptions& options, std::ostream& out, std::ostream& err) {
+  return init ? RunInitCommand(options, out, err) : RunTeardownCommand(options, out, err);
+}
+
+}  // namespace
+
 std::optional<int> RunHostCommand(int argc, const char* const* argv) {
   bool init = false;
   bool teardown = false;
@@ -255,12 +265,23 @@ std::optional<int> RunHostCommand(int argc, const char* const* argv) {
     }
   }
   if (init && teardown) {
-    std::cerr << "leashd: --init and --teardown are two commands; give one\n";
+    const char kBoth[] = "leashd: --init and --teardown are two commands; give one";
+    if (options.json) {
+      std::cout << base::JsonOutcome("", kBoth, kExitUsage) << "\n";
+    } else {
+      std::cerr << kBoth << "\n";
+    }
     return kExitUsage;
   }
-  if (init) return RunInitCommand(options, std::cout, std::cerr);
-  if (teardown) return RunTeardownCommand(options, std::cout, std::cerr);
-  return std::nullopt;
+  if (!init && !teardown) return std::nullopt;
+  if (!options.json) return RunOne(init, options, std::cout, std::cerr);
+  // --json: one object for every outcome, a refusal or an error included (what `leash` gives
+  // every command; `leash init` and `leash teardown` hand over to this).
+  std::ostringstream out;
+  std::ostringstream err;
+  const int exit_code = RunOne(init, options, out, err);
+  std::cout << base::JsonOutcome(out.str(), err.str(), exit_code) << "\n";
+  return exit_code;
 }
 
 }  // namespace leash::controlplane

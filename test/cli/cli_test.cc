@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -545,6 +546,39 @@ TEST_F(CliTest, JsonIsOneObjectForEveryOutcomeErrorsAndRefusalsIncluded) {
   EXPECT_EQ(away.exit_code, 3) << away.out;
   EXPECT_THAT(OneJsonObject(away).fields().at("error").string_value(),
               HasSubstr("leashd is not answering on /tmp/no-leashd.sock"));
+
+  // The host commands, which hand over to leashd: an error before the hand-over, and one
+  // leashd itself gives, are each one object.
+  RunResult init_usage = Leash({"--json", "init"});
+  EXPECT_EQ(init_usage.exit_code, 2) << init_usage.out;
+  EXPECT_THAT(OneJsonObject(init_usage).fields().at("error").string_value(),
+              HasSubstr("usage: leash init --user"));
+  RunResult leashd_both = leash::testing::Run({RunfilePath("controlplane/main/leashd"), "--init",
+                                               "--teardown", "--json"})
+                              .value();
+  EXPECT_EQ(leashd_both.exit_code, 2) << leashd_both.out;
+  EXPECT_THAT(OneJsonObject(leashd_both).fields().at("error").string_value(),
+              HasSubstr("two commands"));
+  RunResult init_refused = leash::testing::Run({RunfilePath("controlplane/main/leashd"), "--init",
+                                                "--user=no'user", "--json",
+                                                "--config=" + files_->Join("init.yaml")})
+                               .value();
+  // (a name with a quote is refused before any account is made)
+  EXPECT_NE(init_refused.exit_code, 0) << init_refused.out;
+  EXPECT_FALSE(OneJsonObject(init_refused).fields().at("ok").bool_value());
+  EXPECT_THAT(OneJsonObject(init_refused).fields().at("error").string_value(),
+              HasSubstr("could not create the account"));
+
+  // `logs --json` streams the log's lines; a failure ends the stream with the envelope.
+  RunResult logs_missing = Leash({"--json", "logs", "--ref", "zzzzzzzz"});
+  EXPECT_NE(logs_missing.exit_code, 0) << logs_missing.out;
+  const std::string last_line(absl::StripTrailingAsciiWhitespace(
+      logs_missing.out.substr(logs_missing.out.rfind('{'))));
+  google::protobuf::Struct envelope;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(last_line, &envelope).ok())
+      << logs_missing.out;
+  EXPECT_FALSE(envelope.fields().at("ok").bool_value());
+  EXPECT_THAT(envelope.fields().at("error").string_value(), HasSubstr("zzzzzzzz"));
 }
 
 // `leash check commands nc` said allow while an exec of /usr/bin/nc was blocked: a bare name is

@@ -1,4 +1,4 @@
-#include "cli/json_outcome.h"
+#include "base/json_outcome.h"
 
 #include <optional>
 #include <vector>
@@ -12,7 +12,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 
-namespace leash::cli {
+namespace leash::base {
 namespace {
 
 // The inside of `text` when it is exactly one JSON object ("" for {}), else nullopt.
@@ -44,12 +44,12 @@ std::string JsonOutcome(absl::string_view out, absl::string_view err, int exit_c
   const std::vector<std::string> lines = Lines(err);
   if (exit_code != 0 && !lines.empty()) {
     json.append(",\"error\":");
-    base::AppendJsonString(absl::StrJoin(lines, "\n"), &json);
+    AppendJsonString(absl::StrJoin(lines, "\n"), &json);
   } else if (!lines.empty()) {
     json.append(",\"notes\":[");
     for (size_t i = 0; i < lines.size(); ++i) {
       if (i > 0) json.push_back(',');
-      base::AppendJsonString(lines[i], &json);
+      AppendJsonString(lines[i], &json);
     }
     json.push_back(']');
   }
@@ -57,7 +57,7 @@ std::string JsonOutcome(absl::string_view out, absl::string_view err, int exit_c
     if (!body->empty()) absl::StrAppend(&json, ",", *body);
   } else if (!absl::StripAsciiWhitespace(out).empty()) {
     json.append(",\"output\":");
-    base::AppendJsonString(out, &json);
+    AppendJsonString(out, &json);
   }
   json.push_back('}');
   return json;
@@ -72,4 +72,4 @@ bool WantsJson(int argc, const char* const* argv) {
   return false;
 }
 
-}  // namespace leash::cli
+}  // namespace leash::base

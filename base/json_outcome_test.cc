@@ -1,13 +1,13 @@
 // --json is one JSON object on stdout for every outcome: what a command printed, wrapped with
 // ok, exit_code and its error, whichever way it ended.
-#include "cli/json_outcome.h"
+#include "base/json_outcome.h"
 
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace leash::cli {
+namespace leash::base {
 namespace {
 
 google::protobuf::Struct ParseObject(const std::string& json) {
@@ -71,4 +71,4 @@ TEST(JsonOutcome, WantsJsonStopsAtDoubleDash) {
 }
 
 }  // namespace
-}  // namespace leash::cli
+}  // namespace leash::base

@@ -1,6 +1,7 @@
 // --json: one JSON object on stdout for every outcome of a command, its errors and refusals
 // included, so a script reads one shape whether the command succeeded or not. The commands
-// print as they always do; main() gives them buffers under --json and hands what they printed
+// print as they always do; `leash` (and leashd's --init / --teardown, which `leash init` and
+// `leash teardown` hand over to) give them buffers under --json and hand what they printed
 // here, which is the one place the envelope is made.
 #pragma once
 
@@ -8,7 +9,7 @@
 
 #include "absl/strings/string_view.h"
 
-namespace leash::cli {
+namespace leash::base {
 
 // One line of JSON (no newline) for a command that printed `out` and `err` and returns
 // `exit_code`: {"ok": <exit_code == 0>, "exit_code": N, "error": "<what went wrong>", ...}
@@ -22,4 +23,4 @@ std::string JsonOutcome(absl::string_view out, absl::string_view err, int exit_c
 // before the arguments are parsed.
 bool WantsJson(int argc, const char* const* argv);
 
-}  // namespace leash::cli
+}  // namespace leash::base
