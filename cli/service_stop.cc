@@ -28,9 +28,14 @@ ServiceStop JudgeServiceStop(const std::optional<std::string>& service_result,
     }
   }
   if (service_result == "timeout") {
-    stop.release = true;
-    stop.why = absl::StrCat("leash.service was stopped and leashd outlived TimeoutStopSec (",
-                            seen, ")");
+    // A stop that outlived TimeoutStopSec and a start that never told systemd it was ready
+    // (Type=notify, TimeoutStartSec) both end as "timeout", and nothing else systemd passes
+    // tells them apart: kept, as every failure is.
+    stop.why = absl::StrCat(
+        "leash.service timed out (", seen, "), starting or stopping, which systemd does not "
+        "say: every chain is left in place, so the agents' network stays closed until leashd "
+        "runs again. `systemctl start leash` takes the chains over; after a stop you meant, "
+        "`leash teardown` releases them by hand");
     return stop;
   }
   stop.why = absl::StrCat(

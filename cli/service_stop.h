@@ -18,11 +18,12 @@ struct ServiceStop {
 };
 
 // Judges one stop. Deliberate: SERVICE_RESULT=success with leashd's own exit 0 (its SIGTERM stop
-// path ran) or a death by SIGTERM/SIGINT (a stop before it could handle the signal); or
-// SERVICE_RESULT=timeout, which for this Type=simple unit only a stop that outlived
-// TimeoutStopSec gives (systemd SIGKILLed it). Every other result (exit-code, signal,
-// core-dump, watchdog, oom-kill, start-limit-hit, resources, ...), any other exit, and a
-// missing SERVICE_RESULT (not run by systemd, or a systemd too old to say) keeps the chains.
+// path ran) or a death by SIGTERM/SIGINT (a stop before it could handle the signal). Every
+// other result keeps the chains: exit-code, signal, core-dump, watchdog, oom-kill,
+// start-limit-hit, resources, ...; timeout too, which this Type=notify unit gets both from a
+// stop that outlived TimeoutStopSec and from a start that never became ready, with nothing
+// to tell the two apart; any other exit; and a missing SERVICE_RESULT (not run by systemd,
+// or a systemd too old to say).
 ServiceStop JudgeServiceStop(const std::optional<std::string>& service_result,
                              const std::optional<std::string>& exit_code,
                              const std::optional<std::string>& exit_status);

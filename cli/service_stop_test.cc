@@ -27,8 +27,11 @@ TEST(JudgeServiceStop, ReleasesOnlyAfterADeliberateStop) {
       // SIGTERM/SIGINT before leashd blocked them: systemd counts the death as clean.
       {"success", "killed", "TERM", true, "stopped while starting"},
       {"success", "killed", "INT", true, "interrupted"},
-      // A stop that outlived TimeoutStopSec and was SIGKILLed.
-      {"timeout", "killed", "KILL", true, "stop timed out"},
+      // A timeout: a stop that outlived TimeoutStopSec and a start that never became ready
+      // look the same to ExecStopPost, so the chains stay (fail closed).
+      {"timeout", "killed", "KILL", false, "stop or start timed out, SIGKILLed"},
+      {"timeout", "killed", "TERM", false, "start timed out, SIGTERMed"},
+      {"timeout", "exited", "0", false, "start timed out, leashd's stop path ran"},
       // Failure: leashd gave up on a sidecar, or refused to start.
       {"exit-code", "exited", "1", false, "gave up on the watcher"},
       {"exit-code", "exited", "2", false, "bad flag"},
