@@ -188,6 +188,12 @@ void AppendJsonString(absl::string_view text, std::string* out) {
       case '\r':
         out->append("\\r");
         break;
+      case '\b':
+        out->append("\\b");
+        break;
+      case '\f':
+        out->append("\\f");
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char escaped[8];

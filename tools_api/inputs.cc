@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/json_line.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/wire_format_lite.h"
@@ -17,6 +18,8 @@
 
 namespace leash::tools {
 namespace {
+
+using base::AppendJsonString;
 
 using google::protobuf::ListValue;
 using google::protobuf::Struct;
@@ -33,42 +36,6 @@ constexpr size_t kMaxJoinedArgvBytes = 64 * 1024;
 // protobuf's recursion budget for parsing a Value: one JSON level is up to three nested
 // messages (Value > Struct > map entry > Value), and the walk refuses past kMaxInputDepth.
 constexpr int kValueRecursionLimit = 3 * (kMaxInputDepth + 1) + 3;
-
-void AppendJsonString(absl::string_view s, std::string* out) {
-  out->push_back('"');
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      case '\b':
-        out->append("\\b");
-        break;
-      case '\f':
-        out->append("\\f");
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppendFormat(out, "\\u%04x", static_cast<unsigned char>(c));
-        } else {
-          out->push_back(c);
-        }
-    }
-  }
-  out->push_back('"');
-}
 
 void AppendJsonNumber(double d, std::string* out) {
   if (std::isnan(d) || std::isinf(d)) {
