@@ -15,7 +15,7 @@ namespace leash::cli {
 // duration before now (10m, 2h). InvalidArgument names the flag that does not read.
 absl::StatusOr<leash::v1::WatchDecisionsRequest> LogsRequest(const Args& args, absl::Time now);
 
-// "2026-12-02 10:30:01  leash-iris  network  BLOCK  evil.example:443  <reason>  ref=k3x9q2mw".
+// "<YYYY-MM-DD hh:mm:ss>  leash-iris  network  BLOCK  evil.example:443  <reason>  ref=<ref>".
 // An audited would-be block reads "block (audit)"; an account leashd does not know reads
 // "uid N". A notice reads "-- <notice>".
 std::string HumanLine(const leash::v1::WatchDecisionsEvent& event);
