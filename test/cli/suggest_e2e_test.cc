@@ -16,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/cli/hello_server.h"
 #include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
 #include "test/leashd/leashd_fixture.h"
@@ -24,17 +25,6 @@ namespace leash::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-constexpr char kServer[] = R"(
-import http.server, sys
-class Hello(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b"hello\n"
-        self.send_response(200); self.send_header("Content-Length", str(len(body)))
-        self.end_headers(); self.wfile.write(body)
-    def log_message(self, *args): pass
-http.server.HTTPServer(("192.0.2.11", int(sys.argv[1])), Hello).serve_forever()
-)";
 
 class SuggestEndToEndTest : public RootTest {
  protected:
@@ -63,7 +53,7 @@ class SuggestEndToEndTest : public RootTest {
       ASSERT_TRUE(RunOk({"cp", "/bin/true", root + tool}).ok());
       chmod((root + tool).c_str(), 0755);
     }
-    std::ofstream(files_->Join("server.py")) << kServer;
+    std::ofstream(files_->Join("server.py")) << kHelloServerPy;
     for (const char* port : {"8080", "8081"}) {
       auto server = Background::Start(
           ns_->ExecSharingMounts({"/usr/bin/python3", files_->Join("server.py"), port}));
