@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace leash::controlplane {
+namespace leash::base {
 namespace {
 
 WriteFaultHook& Hook() {
@@ -124,28 +124,4 @@ absl::Status RemoveFileDurably(const std::string& path) {
   return SyncDirectory(DirName(path));
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int error = errno;
-    if (error == ENOENT) return absl::NotFoundError(absl::StrCat(path, " does not exist"));
-    return ErrnoError(error, "open", path);
-  }
-  std::string content;
-  char buffer[16384];
-  while (true) {
-    const ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int error = errno;
-      close(fd);
-      return ErrnoError(error, "read", path);
-    }
-    if (n == 0) break;
-    content.append(buffer, static_cast<size_t>(n));
-  }
-  close(fd);
-  return content;
-}
-
-}  // namespace leash::controlplane
+}  // namespace leash::base

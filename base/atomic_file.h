@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace leash::controlplane {
+namespace leash::base {
 
 // Atomically replaces `path` with `content` (mode `mode`, owner unchanged: the writer's).
 // Errors carry the errno text and the path. On error the target is untouched and the temp
@@ -29,9 +29,6 @@ absl::Status AppendAndSync(const std::string& path, absl::string_view line, mode
 // not exist; other errors carry errno and path.
 absl::Status RemoveFileDurably(const std::string& path);
 
-// Reads a whole file. NotFound when it does not exist; other errors carry errno and path.
-absl::StatusOr<std::string> ReadFile(const std::string& path);
-
 // fsyncs a directory (after a rename or unlink in it).
 absl::Status SyncDirectory(const std::string& dir);
 
@@ -43,4 +40,4 @@ using WriteFaultHook = std::function<void(absl::string_view step, const std::str
 void SetWriteFaultHookForTesting(WriteFaultHook hook);
 void CallWriteFaultHook(absl::string_view step, const std::string& path);
 
-}  // namespace leash::controlplane
+}  // namespace leash::base

@@ -15,7 +15,7 @@
 #include "absl/time/time.h"
 #include "base/exit_codes.h"
 
-namespace leash {
+namespace leash::base {
 namespace {
 
 std::string Dashed(absl::string_view name) { return absl::StrReplaceAll(name, {{"_", "-"}}); }
@@ -152,7 +152,7 @@ int ParseCommandLineForMain(int argc, char** argv, absl::string_view program,
       ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc));
   if (parsed.ok() && parsed->help) {
     std::cout << FlagsHelp(usage);
-    return kExitOk;
+    return base::kExitOk;
   }
   if (parsed.ok() && positional == nullptr && !parsed->positional.empty()) {
     parsed = absl::InvalidArgumentError(
@@ -161,10 +161,10 @@ int ParseCommandLineForMain(int argc, char** argv, absl::string_view program,
   if (!parsed.ok()) {
     std::cerr << program << ": " << parsed.status().message() << "\n"
               << "`" << program << " --help` lists the flags\n";
-    return kExitUsage;
+    return base::kExitUsage;
   }
   if (positional != nullptr) *positional = std::move(parsed->positional);
   return -1;
 }
 
-}  // namespace leash
+}  // namespace leash::base

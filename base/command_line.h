@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace leash {
+namespace leash::base {
 
 struct CommandLine {
   // The arguments that are not flags, in order (everything after "--" included).
@@ -35,4 +35,4 @@ std::string FlagsHelp(absl::string_view usage);
 int ParseCommandLineForMain(int argc, char** argv, absl::string_view program,
                             absl::string_view usage, std::vector<std::string>* positional);
 
-}  // namespace leash
+}  // namespace leash::base

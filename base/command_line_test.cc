@@ -12,7 +12,7 @@ ABSL_FLAG(std::string, test_path, "/run/x", "a path");
 ABSL_FLAG(bool, test_switch, false, "a switch");
 ABSL_FLAG(absl::Duration, test_timeout, absl::Seconds(1), "a timeout");
 
-namespace leash {
+namespace leash::base {
 namespace {
 
 using ::testing::ElementsAre;
@@ -68,4 +68,4 @@ TEST(ParseCommandLine, EveryBadFlagIsAnErrorNamingIt) {
 }
 
 }  // namespace
-}  // namespace leash
+}  // namespace leash::base

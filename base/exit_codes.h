@@ -5,7 +5,7 @@
 // supervisor names a sidecar's code in its log; scripts and tests read the CLI's.
 #pragma once
 
-namespace leash {
+namespace leash::base {
 
 // Done; a daemon stopped on purpose (SIGTERM, SIGINT).
 inline constexpr int kExitOk = 0;
@@ -32,4 +32,4 @@ inline constexpr int kExitLoopFailed = 6;
 // so nothing was judged (as root with no --account: root is never a leashed subject).
 inline constexpr int kExitNotSubject = 7;
 
-}  // namespace leash
+}  // namespace leash::base

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace leash::controlplane {
+namespace leash::base {
 namespace {
 
 // Returns the descriptor holding the lock, -1 when `operation` has LOCK_NB and another
@@ -69,4 +69,4 @@ FileLock::~FileLock() {
   if (fd_ >= 0) close(fd_);
 }
 
-}  // namespace leash::controlplane
+}  // namespace leash::base

@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace leash::controlplane {
+namespace leash::base {
 
 class FileLock {
  public:
@@ -36,4 +36,4 @@ class FileLock {
   int fd_ = -1;
 };
 
-}  // namespace leash::controlplane
+}  // namespace leash::base

@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace leash::controlplane {
+namespace leash::base {
 namespace {
 
 using ::testing::HasSubstr;
@@ -104,4 +104,4 @@ TEST(FileLockTest, AMissingFolderIsAnErrorNamingThePath) {
 }
 
 }  // namespace
-}  // namespace leash::controlplane
+}  // namespace leash::base

@@ -6,7 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
-namespace leash::controlplane {
+namespace leash::base {
 
 std::string ExecutableDirectory() {
   char path[PATH_MAX];
@@ -42,4 +42,4 @@ std::string FindLeashProgram(const std::string& name, const std::string& bazel_p
   return absl::StrCat(kInstalledProgramDir, "/", name);
 }
 
-}  // namespace leash::controlplane
+}  // namespace leash::base

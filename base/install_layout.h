@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace leash::controlplane {
+namespace leash::base {
 
 inline constexpr char kInstalledProgramDir[] = "/usr/lib/leash";
 
@@ -27,4 +27,4 @@ std::vector<std::string> LeashProgramCandidates(const std::string& self_dir,
 std::string FindLeashProgram(const std::string& name, const std::string& bazel_package,
                              const std::string& own_package);
 
-}  // namespace leash::controlplane
+}  // namespace leash::base

@@ -3,7 +3,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace leash::controlplane {
+namespace leash::base {
 namespace {
 
 using ::testing::ElementsAre;
@@ -29,4 +29,4 @@ TEST(LeashProgramCandidatesTest, AnInstalledProgramLooksBesideItselfAndInTheInst
 }
 
 }  // namespace
-}  // namespace leash::controlplane
+}  // namespace leash::base

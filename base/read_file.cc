@@ -7,11 +7,15 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace leash::fswatch {
+namespace leash::base {
 
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("open ", path));
+  if (fd < 0) {
+    const int error = errno;
+    if (error == ENOENT) return absl::NotFoundError(absl::StrCat(path, " does not exist"));
+    return absl::ErrnoToStatus(error, absl::StrCat("open ", path));
+  }
   std::string text;
   char buffer[16384];
   for (;;) {
@@ -29,4 +33,4 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   return text;
 }
 
-}  // namespace leash::fswatch
+}  // namespace leash::base

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <ctime>
 
-namespace leash::sidecar {
+namespace leash::base {
 namespace {
 
 // A real-time signal nothing else in Leash uses.
@@ -95,4 +95,4 @@ void DumpAllThreadStacks(int fd, absl::Duration per_thread) {
   g_dump_fd.store(-1);
 }
 
-}  // namespace leash::sidecar
+}  // namespace leash::base

@@ -6,7 +6,7 @@
 
 #include "absl/time/time.h"
 
-namespace leash::sidecar {
+namespace leash::base {
 
 // Installs the handler and primes backtrace(3) (whose first call loads libgcc_s) so the dump
 // itself loads nothing. Call once at startup, before any thread that may need dumping exists
@@ -18,4 +18,4 @@ void InstallStackDumpHandler();
 // wait) is named and skipped. Not reentrant: call from one watchdog at a time.
 void DumpAllThreadStacks(int fd, absl::Duration per_thread = absl::Milliseconds(100));
 
-}  // namespace leash::sidecar
+}  // namespace leash::base

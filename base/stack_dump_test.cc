@@ -17,7 +17,7 @@ __attribute__((noinline)) void LeashParkedForDump(std::atomic<bool>* parked,
   while (!stop->load()) usleep(1000);
 }
 
-namespace leash::sidecar {
+namespace leash::base {
 namespace {
 
 TEST(StackDump, WritesEveryThreadsStack) {
@@ -46,4 +46,4 @@ TEST(StackDump, WritesEveryThreadsStack) {
 }
 
 }  // namespace
-}  // namespace leash::sidecar
+}  // namespace leash::base

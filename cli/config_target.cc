@@ -35,7 +35,7 @@ std::optional<int> RefuseWriteToAnotherConfig(const Args& args, Client& client, 
          << "; nothing was written. To change the live policy, leave out --config (and "
             "LEASH_CONFIG); to change "
          << args.config_path << ", edit the file itself\n";
-  return kExitUsage;
+  return base::kExitUsage;
 }
 
 }  // namespace leash::cli

@@ -14,7 +14,7 @@ namespace leash::cli {
 int ExecLeashd(const std::vector<std::string>& flags, Io io) {
   std::vector<std::string> candidates;
   if (const char* env = std::getenv("LEASH_LEASHD")) candidates.push_back(env);
-  candidates.push_back(controlplane::FindLeashProgram("leashd", "controlplane/main", "cli"));
+  candidates.push_back(base::FindLeashProgram("leashd", "controlplane/main", "cli"));
   for (const std::string& path : candidates) {
     if (access(path.c_str(), X_OK) != 0) continue;
     std::vector<std::string> argv = {path};
@@ -27,12 +27,12 @@ int ExecLeashd(const std::vector<std::string>& flags, Io io) {
     io.err.flush();
     execv(path.c_str(), raw.data());
     io.err << "leash: exec " << path << ": " << std::strerror(errno) << "\n";
-    return kExitRefused;
+    return base::kExitRefused;
   }
   io.err << "leash: cannot find leashd (looked in $LEASH_LEASHD, next to "
             "leash, and "
             "/usr/lib/leash/leashd); is Leash installed? (scripts/install)\n";
-  return kExitRefused;
+  return base::kExitRefused;
 }
 
 }  // namespace leash::cli

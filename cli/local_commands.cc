@@ -18,7 +18,7 @@ int RunInit(const Args& args, Io io) {
   const std::string user = args.Option("user");
   if (user.empty() || args.words.size() != 1) {
     io.err << "usage: leash init --user <name>\n";
-    return kExitUsage;
+    return base::kExitUsage;
   }
   // The floor file is leashd's: leashd writes it (controlplane/host_commands.h).
   std::vector<std::string> flags = {"--init", "--user=" + user, "--config=" + args.config_path};
@@ -33,18 +33,18 @@ int RunRestart(const Args& args, Io io) {
     if (rc != 0) {
       io.err << "leash restart: systemctl restart leash.service failed; see "
                 "systemctl status leash.service\n";
-      return kExitRefused;
+      return base::kExitRefused;
     }
     io.out << (args.json ? JsonObject({{"restarted", "leash.service"}}) : "restarted leash.service")
            << "\n";
-    return kExitOk;
+    return base::kExitOk;
   }
   io.err << "leash restart: systemd is not running here, so there is no leash.service to "
             "restart. Stop leashd with `kill $(cat /run/leash/leashd.pid)` (its stop path "
             "releases every chain) and start it again with `leash`.\n"
             "To pick up a policy change, a restart is the wrong instrument: `leash reconcile` "
             "changes only what differs without un-confining anybody.\n";
-  return kExitRefused;
+  return base::kExitRefused;
 }
 
 int RunService(const Args& args, Io io) {

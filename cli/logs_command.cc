@@ -17,12 +17,12 @@ int RunLogs(const Args& args, Io io) {
   if (args.words.size() != 1) {
     io.err << "usage: leash logs [--follow] [--account A] [--surface S] [--action block|allow] "
               "[--since T] [--until T] [--ref R] [--tail N] [--json]\n";
-    return kExitUsage;
+    return base::kExitUsage;
   }
   absl::StatusOr<leash::v1::WatchDecisionsRequest> request = LogsRequest(args, absl::Now());
   if (!request.ok()) {
     io.err << "leash logs: " << request.status().message() << "\n";
-    return kExitUsage;
+    return base::kExitUsage;
   }
   Client client(args.Option("socket", kDefaultAdminSocket));
   grpc::ClientContext context;
@@ -57,9 +57,9 @@ int RunLogs(const Args& args, Io io) {
     }
   }
   const grpc::Status status = reader->Finish();
-  if (!io.out || status.error_code() == grpc::StatusCode::CANCELLED) return kExitOk;
+  if (!io.out || status.error_code() == grpc::StatusCode::CANCELLED) return base::kExitOk;
   if (!status.ok()) return ReportFailure(io, client.Explain(status));
-  return kExitOk;
+  return base::kExitOk;
 }
 
 }  // namespace leash::cli

@@ -42,12 +42,12 @@ const std::map<std::string, Command>& Commands() {
 int Run(const absl::StatusOr<Args>& args, Io io) {
   if (!args.ok()) {
     io.err << "leash: " << args.status().message() << "\n";
-    return leash::kExitUsage;
+    return leash::base::kExitUsage;
   }
   if (args->words.empty()) {
     if (args->help) {
       io.out << leash::cli::Usage("");
-      return leash::kExitOk;
+      return leash::base::kExitOk;
     }
     return leash::cli::RunService(*args, io);
   }
@@ -56,7 +56,7 @@ int Run(const absl::StatusOr<Args>& args, Io io) {
     io.out << leash::cli::Usage(command == "help" && args->words.size() > 1 ? args->words[1]
                                 : command == "help" ? ""
                                                     : command);
-    return leash::kExitOk;
+    return leash::base::kExitOk;
   }
   if ((command == "tool" || command == "tools") && args->words.size() > 1 &&
       args->words[1] == "check") {
@@ -72,7 +72,7 @@ int Run(const absl::StatusOr<Args>& args, Io io) {
     return leash::cli::RunListEdit(*args, io);
   }
   io.err << "leash: unknown command '" << command << "'; see `leash --help`\n";
-  return leash::kExitUsage;
+  return leash::base::kExitUsage;
 }
 
 // Under --json, the host commands (`init`, `teardown`) exec leashd, which prints the one

@@ -25,9 +25,9 @@ namespace leash::cli {
 
 int ReportFailure(Io io, const absl::Status& status) {
   io.err << "leash: " << status.message() << "\n";
-  if (absl::IsUnavailable(status)) return kExitUnreachable;
-  if (absl::IsInvalidArgument(status)) return kExitUsage;
-  return kExitRefused;
+  if (absl::IsUnavailable(status)) return base::kExitUnreachable;
+  if (absl::IsInvalidArgument(status)) return base::kExitUsage;
+  return base::kExitRefused;
 }
 
 namespace {
@@ -77,7 +77,7 @@ int ValidateOffline(const Args& args, std::ostream& out, std::ostream& err) {
   absl::StatusOr<ConfigFile> file = LoadConfigText(args.config_path);
   if (!file.ok()) {
     err << "leash validate: " << file.status().message() << "\n";
-    return kExitRefused;
+    return base::kExitRefused;
   }
   const leash::v1::Config& config = file->config;
   // What leashd would refuse to start on, then the floor's own findings: the judgement leashd
@@ -92,12 +92,12 @@ int ValidateOffline(const Args& args, std::ostream& out, std::ostream& err) {
   leash::v1::ValidateResponse response;
   for (leash::v1::Finding& finding : findings) *response.add_findings() = std::move(finding);
   const engine::ListTexts lists =
-      controlplane::ReadListFiles({&config}, controlplane::ListFolderFor(args.config_path));
+      host::ReadListFiles({&config}, host::ListFolderFor(args.config_path));
   for (leash::v1::Finding& finding : engine::ValidateLists(config, "floor", lists)) {
     *response.add_findings() = std::move(finding);
   }
   // The host's settings, as leashd would read them.
-  for (leash::v1::Finding& finding : controlplane::ExecRouteFindings(controlplane::ReadExecRoutes())) {
+  for (leash::v1::Finding& finding : host::ExecRouteFindings(host::ReadExecRoutes())) {
     *response.add_findings() = std::move(finding);
   }
   response.set_failed(engine::HasBlockingFinding(
@@ -109,43 +109,43 @@ int ValidateOffline(const Args& args, std::ostream& out, std::ostream& err) {
   } else {
     out << RenderValidate(response, args.config_path);
   }
-  return response.failed() ? kExitRefused : kExitOk;
+  return response.failed() ? base::kExitRefused : base::kExitOk;
 }
 
 int CheckOffline(const Args& args, std::ostream& out, std::ostream& err) {
   if (args.words.size() != 3) {
     err << "usage: leash check <network|filesystem|commands|tools> <subject>\n"
            "  e.g. leash check network github.com:443\n";
-    return kExitUsage;
+    return base::kExitUsage;
   }
   absl::StatusOr<engine::Surface> surface = engine::ParseSurfaceName(args.words[1]);
   if (!surface.ok()) {
     err << "leash check: " << surface.status().message() << "\n";
-    return kExitUsage;
+    return base::kExitUsage;
   }
   absl::StatusOr<leash::v1::Config> config = LoadConfigFile(args.config_path);
   if (!config.ok()) {
     err << "leash check: " << config.status().message() << "\n";
-    return kExitRefused;
+    return base::kExitRefused;
   }
   // Judged as leashd would: with the named lists it uses expanded, and not at all when one
   // cannot be (the subject would be denied everything).
   absl::StatusOr<leash::v1::Config> expanded = engine::ExpandLists(
       *config,
-      controlplane::ReadListFiles({&*config}, controlplane::ListFolderFor(args.config_path)));
+      host::ReadListFiles({&*config}, host::ListFolderFor(args.config_path)));
   if (!expanded.ok()) {
     err << "leash check: " << expanded.status().message() << "\n";
-    return kExitRefused;
+    return base::kExitRefused;
   }
   // With the links leashd would hand the watcher, so a name entry covers what it covers there.
   const engine::CompiledPolicy policy = engine::CompiledPolicy::Compile(
-      *expanded, controlplane::ResolveCommandLinks(*expanded, controlplane::SystemCommandPath()));
+      *expanded, host::ResolveCommandLinks(*expanded, host::SystemCommandPath()));
   std::string resolved;
   absl::StatusOr<engine::Decision> decision =
-      controlplane::DecideCheckSubject(policy, *surface, args.words[2], resolved);
+      host::DecideCheckSubject(policy, *surface, args.words[2], resolved);
   if (!decision.ok()) {
     err << "leash check: " << decision.status().message() << "\n";
-    return kExitUsage;
+    return base::kExitUsage;
   }
   leash::v1::CheckResponse response;
   *response.mutable_decision() = decision->ToProto();
@@ -157,7 +157,7 @@ int CheckOffline(const Args& args, std::ostream& out, std::ostream& err) {
   } else {
     out << RenderCheck(response, args.config_path);
   }
-  return decision->allowed() ? kExitOk : kExitRefused;
+  return decision->allowed() ? base::kExitOk : base::kExitRefused;
 }
 
 }  // namespace leash::cli

@@ -34,7 +34,7 @@ TEST(ValidateOffline, ExitsOneOnBlacklistAllowListAndInertDeny) {
   const std::string path = WriteConfig(
       "bad.yaml", "network: { mode: blacklist, allow: [x.com], deny: ['http://evil.com'] }\n");
   std::ostringstream out, err;
-  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), kExitRefused);
+  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), base::kExitRefused);
   // Each names the place in the file it is about, as a parse error would.
   EXPECT_THAT(out.str(), HasSubstr(absl::StrCat("error    network.allow: ", path,
                                                 ":1:36: network is in blacklist mode")));
@@ -47,7 +47,7 @@ TEST(ValidateOffline, ExitsZeroWithWarningsOnly) {
   const std::string path =
       WriteConfig("warn.yaml", "user: root\ncommands: { mode: blacklist, deny: [ssh] }\n");
   std::ostringstream out, err;
-  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), kExitOk);
+  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), base::kExitOk);
   EXPECT_THAT(out.str(), HasSubstr("warning  commands.mode"));
 }
 
@@ -58,7 +58,7 @@ TEST(ValidateOffline, SaysEachOpenRouteToRunningProgramsUnseenWithTheSettingThat
   const std::string path =
       WriteConfig("routes.yaml", "user: root\ncommands: { mode: whitelist }\n");
   std::ostringstream out, err;
-  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), kExitOk);
+  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), base::kExitOk);
   if (memfd_noexec < 0) {
     EXPECT_THAT(out.str(), HasSubstr("open: memfd exec (vm.memfd_noexec absent"));
   } else if (memfd_noexec < 2) {
@@ -88,7 +88,7 @@ TEST(RenderStatus, ShowsTheExecRoutesTheLastPassRead) {
 TEST(ValidateOffline, JsonCarriesFindingsAndProvenance) {
   const std::string path = WriteConfig("j.yaml", "network: { deny: ['a b'] }\n");
   std::ostringstream out, err;
-  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}, true), out, err), kExitRefused);
+  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}, true), out, err), base::kExitRefused);
   EXPECT_THAT(out.str(), HasSubstr("\"severity\":\"critical\""));
   EXPECT_THAT(out.str(), HasSubstr("\"evaluated_by\":\"offline\""));
 }
@@ -96,7 +96,7 @@ TEST(ValidateOffline, JsonCarriesFindingsAndProvenance) {
 TEST(ValidateOffline, UnreadableConfigSaysHowToFixIt) {
   std::ostringstream out, err;
   EXPECT_EQ(ValidateOffline(ArgsFor("/nonexistent/leash.yaml", {"validate"}), out, err),
-            kExitRefused);
+            base::kExitRefused);
   EXPECT_THAT(err.str(), HasSubstr("leash init --user"));
 }
 
@@ -105,13 +105,13 @@ TEST(ValidateOffline, WritesAndValidateAgree_AConfigLeashdWillNotStartOnFails) {
   for (const std::string& yaml : {std::string(""), std::string("network: { mode: whitelist }\n")}) {
     const std::string path = WriteConfig("nouser.yaml", yaml);
     std::ostringstream out, err;
-    EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), kExitRefused) << yaml;
+    EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), base::kExitRefused) << yaml;
     EXPECT_THAT(out.str(), HasSubstr(absl::StrCat("error    user: ", path,
                                                   " names no user, and leashd does not start")));
   }
   const std::string path = WriteConfig("ghost.yaml", "user: lt-no-such-account\n");
   std::ostringstream out, err;
-  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), kExitRefused);
+  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), base::kExitRefused);
   EXPECT_THAT(out.str(), HasSubstr("the leashed user 'lt-no-such-account' does not exist"));
 }
 
@@ -120,7 +120,7 @@ TEST(ValidateOffline, WritesAndValidateAgree_AConfigLeashdWillNotStartOnFails) {
 TEST(ValidateOffline, RawGrpcFailures_AConfigOverTheCapIsRefusedNamingSizeAndCap) {
   const std::string path = WriteConfig("huge.yaml", std::string((1 << 20) + 1, '#'));
   std::ostringstream out, err;
-  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), kExitRefused);
+  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), base::kExitRefused);
   EXPECT_THAT(err.str(), HasSubstr(absl::StrCat(path,
                                                 " is 1048577 bytes, over the 1048576 "
                                                 "bytes (1 MiB) a policy file may be")));
@@ -141,12 +141,12 @@ TEST(CheckOffline, ReportsVerdictReasonAndExitCode) {
       WriteConfig("ok.yaml", "user: fido\nnetwork: { mode: whitelist, allow: [github.com] }\n");
   std::ostringstream out, err;
   EXPECT_EQ(CheckOffline(ArgsFor(path, {"check", "net", "api.github.com:443"}), out, err),
-            kExitOk);
+            base::kExitOk);
   EXPECT_THAT(out.str(),
               HasSubstr("allow  network: api.github.com:443 matches allow entry 'github.com'  [fido]"));
   std::ostringstream out2;
   EXPECT_EQ(CheckOffline(ArgsFor(path, {"check", "network", "evil.com:443"}), out2, err),
-            kExitRefused);
+            base::kExitRefused);
   EXPECT_THAT(out2.str(), HasSubstr("block  network: evil.com:443 not in allow list (whitelist)"));
 }
 
@@ -154,7 +154,7 @@ TEST(ValidateOffline, AListThatCannotBeReadIsCriticalAndNamed) {
   const std::string path = WriteConfig(
       "lists.yaml", "user: fido\nfilesystem: { mode: whitelist, allow: ['@no-such-list'] }\n");
   std::stringstream out, err;
-  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), kExitRefused);
+  EXPECT_EQ(ValidateOffline(ArgsFor(path, {"validate"}), out, err), base::kExitRefused);
   EXPECT_THAT(out.str(), ::testing::HasSubstr("/etc/leash/lists/no-such-list"));
 }
 
@@ -162,16 +162,16 @@ TEST(CheckOffline, AListThatCannotBeReadDecidesNothing) {
   const std::string path = WriteConfig(
       "lists2.yaml", "user: fido\nfilesystem: { mode: whitelist, allow: ['@no-such-list'] }\n");
   std::stringstream out, err;
-  EXPECT_EQ(CheckOffline(ArgsFor(path, {"check", "fs", "/usr/bin/git"}), out, err), kExitRefused);
+  EXPECT_EQ(CheckOffline(ArgsFor(path, {"check", "fs", "/usr/bin/git"}), out, err), base::kExitRefused);
   EXPECT_THAT(err.str(), ::testing::HasSubstr("no-such-list"));
 }
 
 TEST(CheckOffline, BadSubjectIsAUsageError) {
   const std::string path = WriteConfig("u.yaml", "user: fido\n");
   std::ostringstream out, err;
-  EXPECT_EQ(CheckOffline(ArgsFor(path, {"check", "network", "github.com"}), out, err), kExitUsage);
+  EXPECT_EQ(CheckOffline(ArgsFor(path, {"check", "network", "github.com"}), out, err), base::kExitUsage);
   EXPECT_THAT(err.str(), HasSubstr("host:port"));
-  EXPECT_EQ(CheckOffline(ArgsFor(path, {"check", "disk", "/x"}), out, err), kExitUsage);
+  EXPECT_EQ(CheckOffline(ArgsFor(path, {"check", "disk", "/x"}), out, err), base::kExitUsage);
   EXPECT_THAT(err.str(), HasSubstr("unknown surface 'disk'"));
 }
 

@@ -85,7 +85,7 @@ int RunStatus(const Args& args, Io io) {
              << "(offline: " << *why
              << "; this is the config file, and nothing is known about what is enforced)\n";
     }
-    return kExitUnreachable;
+    return base::kExitUnreachable;
   }
   leash::v1::StatusResponse response;
   grpc::Status status = client.control().GetStatus(client.Context().get(), {}, &response);
@@ -96,8 +96,8 @@ int RunStatus(const Args& args, Io io) {
     io.out << "DEGRADED: " << absl::StrJoin(response.degraded(), "; ") << "\n";
   }
   // A floor that does not load is a fault to fix, not a state to report as fine.
-  if (!response.floor_error().empty()) return kExitRefused;
-  return response.degraded_size() > 0 ? kExitDegraded : kExitOk;
+  if (!response.floor_error().empty()) return base::kExitRefused;
+  return response.degraded_size() > 0 ? base::kExitDegraded : base::kExitOk;
 }
 
 int RunValidate(const Args& args, Io io) {
@@ -111,21 +111,21 @@ int RunValidate(const Args& args, Io io) {
                        : RenderValidate(response, response.config_path().empty()
                                                       ? args.config_path
                                                       : response.config_path()));
-  return response.failed() ? kExitRefused : kExitOk;
+  return response.failed() ? base::kExitRefused : base::kExitOk;
 }
 
 int RunCheck(const Args& args, Io io) {
   if (args.words.size() != 3) {
     io.err << "usage: leash check <network|filesystem|commands|tools> <subject> "
               "[--account <account>]\n  e.g. leash check network github.com:443\n";
-    return kExitUsage;
+    return base::kExitUsage;
   }
   Client client(args.Option("socket", kDefaultAdminSocket));
   if (WhyOffline(args, client, io)) {
     if (args.HasOption("account")) {
       io.err << "leash check: --account needs leashd (each agent's policy is resolved there); "
                 "offline, only the floor's user can be checked\n";
-      return kExitUnreachable;
+      return base::kExitUnreachable;
     }
     return CheckOffline(args, io.out, io.err);
   }
@@ -139,7 +139,7 @@ int RunCheck(const Args& args, Io io) {
   grpc::Status status = client.control().Check(client.Context().get(), request, &response);
   if (!status.ok()) return ReportFailure(io, client.Explain(status));
   io.out << (args.json ? ToJson(response) + "\n" : RenderCheck(response, args.config_path));
-  return response.decision().action() == leash::v1::ACTION_ALLOW ? kExitOk : kExitRefused;
+  return response.decision().action() == leash::v1::ACTION_ALLOW ? base::kExitOk : base::kExitRefused;
 }
 
 }  // namespace leash::cli

@@ -151,7 +151,7 @@ std::string RenderSubjectsAndSidecars(const leash::v1::StatusResponse& response)
     if (!last.exec_routes().empty()) {
       out += "routes to running a program that raise no fanotify event (no rule sees them):\n";
       for (const leash::v1::ExecRoute& route : last.exec_routes()) {
-        absl::StrAppend(&out, "  ", controlplane::DescribeExecRoute(route), "\n");
+        absl::StrAppend(&out, "  ", host::DescribeExecRoute(route), "\n");
       }
     }
   }

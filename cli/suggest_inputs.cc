@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/read_file.h"
 #include "engine/bindings_yaml.h"
 #include "engine/config_yaml.h"
 
@@ -22,19 +23,6 @@ namespace {
 
 absl::Status ErrnoStatus(int error, absl::string_view what, absl::string_view path) {
   return absl::ErrnoToStatus(error, absl::StrCat(what, " ", path));
-}
-
-// The whole file; NotFound when it does not exist.
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    const int error = errno;
-    if (error == ENOENT) return absl::NotFoundError(absl::StrCat(path, " does not exist"));
-    return ErrnoStatus(error, "cannot read", path);
-  }
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
 }
 
 // Streams `path`'s lines to `on_line` in large reads: the log can hold millions of lines.
@@ -88,7 +76,7 @@ absl::StatusOr<std::vector<engine::UidRange>> AccountUids(const std::string& acc
   }
   const uint32_t uid = found->pw_uid;
   std::vector<engine::UidRange> ranges = {{uid, uid}};
-  absl::StatusOr<std::string> subuid = ReadWholeFile(subuid_path);
+  absl::StatusOr<std::string> subuid = base::ReadFile(subuid_path);
   if (!subuid.ok() && !absl::IsNotFound(subuid.status())) return subuid.status();
   if (subuid.ok()) {
     // subuid(5): "owner:first:count", the owner a login name or a numeric UID.
@@ -131,7 +119,7 @@ absl::StatusOr<std::vector<std::string>> ReadDecisionLog(
 absl::StatusOr<HostPolicy> ReadHostPolicy(const std::string& config_path,
                                           const std::string& state_dir) {
   HostPolicy host;
-  absl::StatusOr<std::string> floor_text = ReadWholeFile(config_path);
+  absl::StatusOr<std::string> floor_text = base::ReadFile(config_path);
   if (!floor_text.ok()) return floor_text.status();
   absl::StatusOr<leash::v1::Config> floor =
       engine::ParseConfigYaml(*floor_text, engine::ConfigKind::kFloor, config_path);
@@ -139,7 +127,7 @@ absl::StatusOr<HostPolicy> ReadHostPolicy(const std::string& config_path,
   host.floor = *std::move(floor);
 
   const std::string bindings_path = absl::StrCat(state_dir, "/bindings.yaml");
-  absl::StatusOr<std::string> bindings_text = ReadWholeFile(bindings_path);
+  absl::StatusOr<std::string> bindings_text = base::ReadFile(bindings_path);
   if (bindings_text.ok()) {
     absl::StatusOr<engine::Bindings> bindings =
         engine::ParseBindingsYaml(*bindings_text, bindings_path);
@@ -165,7 +153,7 @@ absl::StatusOr<HostPolicy> ReadHostPolicy(const std::string& config_path,
   closedir(dir);
   for (const std::string& name : names) {
     const std::string path = absl::StrCat(profiles_dir, "/", name, ".yaml");
-    absl::StatusOr<std::string> text = ReadWholeFile(path);
+    absl::StatusOr<std::string> text = base::ReadFile(path);
     if (absl::IsNotFound(text.status())) continue;  // deleted since the listing
     host.profiles.insert_or_assign(
         name, text.ok() ? engine::ParseConfigYaml(*text, engine::ConfigKind::kProfile, path)

@@ -34,7 +34,7 @@ int RunTeardown(const Args& args, Io io) {
         JudgeServiceStop(Env("SERVICE_RESULT"), Env("EXIT_CODE"), Env("EXIT_STATUS"));
     if (!stop.release) {
       io.err << "leash teardown: nothing released: " << stop.why << "\n";
-      return kExitOk;
+      return base::kExitOk;
     }
     io.err << "leash teardown: " << stop.why << "; releasing every chain\n";
   }

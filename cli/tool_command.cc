@@ -18,7 +18,7 @@ namespace leash::cli {
 int RunToolCheck(const Args& args, Io io) {
   if (args.words.size() != 3 || args.words[1] != "check") {
     io.err << "usage: leash tool check <name> [--inputs '<json>'|-] [--account <account>]\n";
-    return kExitUsage;
+    return base::kExitUsage;
   }
   std::string inputs = args.Option("inputs", isatty(STDIN_FILENO) ? "" : "-");
   if (inputs == "-") {
@@ -43,7 +43,7 @@ int RunToolCheck(const Args& args, Io io) {
              << (geteuid() == 0 ? " (you are root, which is no leashed subject)" : "")
              << "; `leash status` lists the subjects\n";
     }
-    return kExitNotSubject;
+    return base::kExitNotSubject;
   }
   if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
     // A block is an error to the caller; its full answer rides in the trailers (and, for
@@ -59,7 +59,7 @@ int RunToolCheck(const Args& args, Io io) {
   } else if (!status.ok()) {
     absl::Status explained = client.Explain(status, /*tools_socket=*/true);
     io.err << "leash tool check: " << explained.message() << "\n";
-    return absl::IsUnavailable(explained) ? kExitUnreachable : kExitRefused;
+    return absl::IsUnavailable(explained) ? base::kExitUnreachable : base::kExitRefused;
   }
   if (args.json) {
     io.out << ToJson(response) << "\n";
@@ -72,7 +72,7 @@ int RunToolCheck(const Args& args, Io io) {
              << f.masked() << "\n";
     }
   }
-  return response.action() == leash::v1::ACTION_ALLOW ? kExitOk : kExitRefused;
+  return response.action() == leash::v1::ACTION_ALLOW ? base::kExitOk : base::kExitRefused;
 }
 
 }  // namespace leash::cli

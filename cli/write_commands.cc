@@ -25,7 +25,7 @@ namespace {
 
 int Usage(Io io, absl::string_view usage) {
   io.err << "usage: " << usage << "\n";
-  return kExitUsage;
+  return base::kExitUsage;
 }
 
 // Prints what a write did and returns its exit code.
@@ -45,30 +45,30 @@ int ReportWrite(const leash::v1::PolicyWriteResponse& response, const Args& args
   if (!args.json) {
     for (const std::string& notice : response.notices()) io.out << "note: " << notice << "\n";
   }
-  if (response.has_refusal()) return kExitRefused;
-  if (!response.written()) return kExitOk;
+  if (response.has_refusal()) return base::kExitRefused;
+  if (!response.written()) return base::kExitOk;
   if (args.no_reconcile) {
     if (!args.json) {
       io.out << "not reconciled (--no-reconcile): the change is on disk and takes effect at "
                 "the next reconcile; run `sudo leash reconcile` to put it in force now\n";
     }
-    return kExitOk;
+    return base::kExitOk;
   }
   const leash::v1::ReconcileReport& report = response.reconcile();
   if (!report.error().empty() || !report.ran()) {
     io.err << "leash: the policy is on disk and is NOT in force: the reconcile failed: "
            << (report.error().empty() ? "it did not run" : report.error())
            << "\nfix the cause, then run by hand: sudo leash reconcile\n";
-    return kExitRefused;
+    return base::kExitRefused;
   }
   if (!args.json) io.out << RenderReconcile(report);
   if (report.not_in_force_size() > 0) {
     io.err << "leash: the policy is on disk and is NOT in force:\n"
            << RenderNotInForce(report)
            << "fix the cause, then run by hand: sudo leash reconcile\n";
-    return kExitRefused;
+    return base::kExitRefused;
   }
-  return kExitOk;
+  return base::kExitOk;
 }
 
 }  // namespace
@@ -129,7 +129,7 @@ int RunProfile(const Args& args, Io io) {
                << "\n";
       }
     }
-    return kExitOk;
+    return base::kExitOk;
   }
   if (args.words.size() != 3) return Usage(io, kUsage);
   const std::string& name = args.words[2];
@@ -147,7 +147,7 @@ int RunProfile(const Args& args, Io io) {
              << "\n"
              << response.yaml();
     }
-    return kExitOk;
+    return base::kExitOk;
   }
   if (verb == "delete") {
   if (std::optional<int> refused = RefuseWriteToAnotherConfig(args, client, io)) return *refused;
@@ -170,7 +170,7 @@ int RunProfile(const Args& args, Io io) {
     absl::StatusOr<std::string> yaml = ReadPolicyFile(from);
     if (!yaml.ok()) {
       io.err << "leash profile save: " << yaml.status().message() << "\n";
-      return kExitRefused;
+      return base::kExitRefused;
     }
     leash::v1::SaveProfileRequest request;
     request.set_name(name);
@@ -231,10 +231,10 @@ int RunBindings(const Args& args, Io io) {
   if (!status.ok()) return ReportFailure(io, client.Explain(status));
   if (args.json) {
     io.out << ToJson(response) << "\n";
-    return kExitOk;
+    return base::kExitOk;
   }
   io.out << RenderBindings(response);
-  return kExitOk;
+  return base::kExitOk;
 }
 
 int RunEntries(const Args& args, Io io) {
@@ -253,7 +253,7 @@ int RunEntries(const Args& args, Io io) {
         client.control().ListEntries(client.Context().get(), request, &response);
     if (!status.ok()) return ReportFailure(io, client.Explain(status));
     io.out << (args.json ? ToJson(response) + "\n" : RenderEntries(response));
-    return kExitOk;
+    return base::kExitOk;
   }
   if (verb != "remove" || args.words.size() != 3) return Usage(io, kUsage);
   if (std::optional<int> refused = RefuseWriteToAnotherConfig(args, client, io)) return *refused;
@@ -282,14 +282,14 @@ int RunReconcile(const Args& args, Io io) {
   if (!response.report().error().empty()) {
     io.err << "leash: the reconcile failed and changed nothing: " << response.report().error()
            << "\n";
-    return kExitRefused;
+    return base::kExitRefused;
   }
   if (response.report().not_in_force_size() > 0) {
     io.err << "leash: the reconcile ran, but the policy on disk is NOT in force:\n"
            << RenderNotInForce(response.report());
-    return kExitRefused;
+    return base::kExitRefused;
   }
-  return kExitOk;
+  return base::kExitOk;
 }
 
 }  // namespace leash::cli

@@ -4,8 +4,8 @@
 
 namespace leash::controlplane {
 
-absl::StatusOr<FileLock> AcquireBindingsLock(const std::string& state_dir, FileLock::Mode mode) {
-  return FileLock::Acquire(absl::StrCat(state_dir, "/", kBindingsLockName), mode);
+absl::StatusOr<base::FileLock> AcquireBindingsLock(const std::string& state_dir, base::FileLock::Mode mode) {
+  return base::FileLock::Acquire(absl::StrCat(state_dir, "/", kBindingsLockName), mode);
 }
 
 }  // namespace leash::controlplane

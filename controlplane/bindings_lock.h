@@ -16,6 +16,6 @@ inline constexpr char kBindingsLockName[] = "bindings.lock";
 
 // Opens (creating, mode 0600) <state_dir>/bindings.lock and waits for the lock. The state
 // folder must exist. Errors carry errno and the path.
-absl::StatusOr<FileLock> AcquireBindingsLock(const std::string& state_dir, FileLock::Mode mode);
+absl::StatusOr<base::FileLock> AcquireBindingsLock(const std::string& state_dir, base::FileLock::Mode mode);
 
 }  // namespace leash::controlplane

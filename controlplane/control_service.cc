@@ -86,9 +86,9 @@ HostInputs ControlService::Host() const {
   if (agents.ok()) {
     for (const Account& a : *agents) host.agent_accounts.push_back(a.name);
   }
-  host.read_lists = [folder = ListFolderFor(deps_.config_path)](
+  host.read_lists = [folder = host::ListFolderFor(deps_.config_path)](
                         const std::vector<const leash::v1::Config*>& configs) {
-    return ReadListFiles(configs, folder);
+    return host::ReadListFiles(configs, folder);
   };
   return host;
 }
@@ -373,7 +373,7 @@ grpc::Status ControlService::Validate(grpc::ServerContext*, const leash::v1::Val
     }
   }
   for (leash::v1::Finding& finding : findings) *response->add_findings() = std::move(finding);
-  for (leash::v1::Finding& finding : ExecRouteFindings(ReadExecRoutes())) {
+  for (leash::v1::Finding& finding : host::ExecRouteFindings(host::ReadExecRoutes())) {
     *response->add_findings() = std::move(finding);
   }
   for (const auto& [uid, view] : deps_.subjects->All()) {
@@ -410,7 +410,7 @@ grpc::Status ControlService::Check(grpc::ServerContext*, const leash::v1::CheckR
   }
   std::string resolved;
   absl::StatusOr<engine::Decision> decision =
-      DecideCheckSubject(*subject->policy, r->surface(), r->subject(), resolved);
+      host::DecideCheckSubject(*subject->policy, r->surface(), r->subject(), resolved);
   if (!decision.ok()) return ToGrpc(decision.status());
   *response->mutable_decision() = decision->ToProto();
   response->set_resolved(resolved);

@@ -39,7 +39,7 @@ struct ControlDeps {
   AccountSource* accounts = nullptr;
   SubjectDirectory* subjects = nullptr;
   ReconcileLoop* loop = nullptr;
-  PolicyStreamService* stream = nullptr;
+  policystream::PolicyStreamService* stream = nullptr;
   // Null when no sidecar runs.
   SidecarSupervisor* supervisor = nullptr;
   bool single_subject = false;

@@ -78,7 +78,7 @@ class ControlServiceTest : public ::testing::Test {
   FakeAccounts accounts_;
   BindingStore store_{BindingStore::Options{dir_.state()}};
   SubjectDirectory subjects_;
-  PolicyStreamService stream_;
+  policystream::PolicyStreamService stream_;
   FakeNetfilter netfilter_;
   std::atomic<int> passes_{0};
   ReconcileLoop loop_{[this] {

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/atomic_file.h"
+#include "base/read_file.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "engine/config_yaml.h"
 #include "engine/decision.h"
@@ -58,7 +59,7 @@ absl::StatusOr<FloorText> LoadFloorText(const std::string& path) {
       return size;
     }
   }
-  absl::StatusOr<std::string> text = ReadFile(path);
+  absl::StatusOr<std::string> text = base::ReadFile(path);
   if (absl::IsNotFound(text.status())) {
     return absl::NotFoundError(absl::StrCat(
         "the config ", path, " does not exist; create it with `leash init --user <name>`"));
@@ -109,7 +110,7 @@ absl::StatusOr<FloorWrite> WriteEditedFloor(const std::string& path, const std::
     }
   }
   if (why_not.empty()) {
-    if (absl::Status written = WriteFileAtomically(path, *patched, 0640); !written.ok()) {
+    if (absl::Status written = base::WriteFileAtomically(path, *patched, 0640); !written.ok()) {
       return written;
     }
     if (absl::Status owned = RestateFloorPermissions(path, gid); !owned.ok()) return owned;
@@ -117,7 +118,7 @@ absl::StatusOr<FloorWrite> WriteEditedFloor(const std::string& path, const std::
   }
   // Rewritten whole: the text as it was goes aside first, comments and all.
   const std::string aside = path + ".before-edit";
-  if (absl::Status saved = WriteFileAtomically(aside, original, 0640); !saved.ok()) return saved;
+  if (absl::Status saved = base::WriteFileAtomically(aside, original, 0640); !saved.ok()) return saved;
   if (absl::Status owned = RestateFloorPermissions(aside, gid); !owned.ok()) return owned;
   if (absl::Status written = WriteFloor(path, edited, gid); !written.ok()) return written;
   return FloorWrite{false, absl::StrCat(path, " was rewritten whole, without its comments and "
@@ -138,7 +139,7 @@ absl::Status WriteFloor(const std::string& path, const leash::v1::Config& config
       "# Leash floor policy. Written by leash; edit with `leash <surface> allow|deny|mode` or by\n"
       "# hand, then `leash validate`. Mode 0640 root:<leashed user> is re-stated on every write.\n",
       engine::EmitConfigYaml(config));
-  absl::Status written = WriteFileAtomically(path, text, 0640);
+  absl::Status written = base::WriteFileAtomically(path, text, 0640);
   if (!written.ok()) return written;
   return RestateFloorPermissions(path, gid);
 }

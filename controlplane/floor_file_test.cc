@@ -1,3 +1,4 @@
+#include "base/read_file.h"
 #include "controlplane/floor_file.h"
 
 #include <sys/stat.h>
@@ -54,7 +55,7 @@ constexpr char kHandWritten[] =
     "  deny: []\n"
     "commands: { mode: blacklist, deny: [curl] }  # see runbook\n";
 
-std::string Slurp(const std::string& path) { return ReadFile(path).value_or(""); }
+std::string Slurp(const std::string& path) { return base::ReadFile(path).value_or(""); }
 
 TEST(FloorFile, AnEditKeepsTheOperatorsCommentsAndLayout) {
   auto dir = *leash::testing::TempDir::Create("floor");

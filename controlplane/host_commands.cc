@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/exit_codes.h"
 #include "base/json_line.h"
 #include "base/json_outcome.h"
 #include "controlplane/floor_file.h"
@@ -29,10 +30,6 @@ namespace leash::controlplane {
 namespace {
 
 using base::JsonObject;
-
-constexpr int kExitOk = 0;
-constexpr int kExitRefused = 1;
-constexpr int kExitUsage = 2;
 
 }  // namespace
 
@@ -75,12 +72,12 @@ int RunInitCommand(const HostCommandOptions& options, std::ostream& out, std::os
   const std::string& user = options.user;
   if (user.empty()) {
     err << "usage: leash init --user <name>\n";
-    return kExitUsage;
+    return base::kExitUsage;
   }
   if (geteuid() != 0) {
     err << "leash init: must run as root (it may create the account and writes "
         << options.config_path << " as root:" << user << " 0640)\n";
-    return kExitRefused;
+    return base::kExitRefused;
   }
   bool created = false;
   if (getpwnam(user.c_str()) == nullptr) {
@@ -88,14 +85,14 @@ int RunInitCommand(const HostCommandOptions& options, std::ostream& out, std::os
         absl::StrCat("useradd --create-home --user-group --shell /bin/bash '", user, "'");
     if (user.find('\'') != std::string::npos || std::system(command.c_str()) != 0) {
       err << "leash init: could not create the account '" << user << "' (" << command << ")\n";
-      return kExitRefused;
+      return base::kExitRefused;
     }
     created = true;
   }
   const passwd* pw = getpwnam(user.c_str());
   if (pw == nullptr) {
     err << "leash init: account '" << user << "' not found after creating it\n";
-    return kExitRefused;
+    return base::kExitRefused;
   }
   leash::v1::Config config;
   bool existed = false;
@@ -109,12 +106,12 @@ int RunInitCommand(const HostCommandOptions& options, std::ostream& out, std::os
   } else {
     err << "leash init: " << current.status().message()
         << "\nfix the config (or move it aside) and run leash init again\n";
-    return kExitRefused;
+    return base::kExitRefused;
   }
   const std::string dir = options.config_path.substr(0, options.config_path.rfind('/'));
   if (!dir.empty() && mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     err << "leash init: mkdir " << dir << ": " << std::strerror(errno) << "\n";
-    return kExitRefused;
+    return base::kExitRefused;
   }
   // Re-running init for the user the config already names (the installer does,
   // on every upgrade) keeps the operator's file byte for byte — comments and
@@ -125,7 +122,7 @@ int RunInitCommand(const HostCommandOptions& options, std::ostream& out, std::os
                               : WriteFloor(options.config_path, config, pw->pw_gid);
   if (!written.ok()) {
     err << "leash init: " << written.message() << "\n";
-    return kExitRefused;
+    return base::kExitRefused;
   }
   if (options.json) {
     out << JsonObject({{"user", user},
@@ -138,7 +135,7 @@ int RunInitCommand(const HostCommandOptions& options, std::ostream& out, std::os
                        {"mode", "0640"},
                        {"owner", "root:" + user}})
         << "\n";
-    return kExitOk;
+    return base::kExitOk;
   }
   out << "leashed user: " << user << " (uid " << pw->pw_uid << ")"
       << (created ? ", account created" : "") << "\n"
@@ -151,13 +148,13 @@ int RunInitCommand(const HostCommandOptions& options, std::ostream& out, std::os
       << "next: review it, `leash validate`, then start the service "
          "(systemctl enable --now leash.service); if it is already running, "
          "`leash restart`\n";
-  return kExitOk;
+  return base::kExitOk;
 }
 
 int RunTeardownCommand(const HostCommandOptions& options, std::ostream& out, std::ostream& err) {
   if (geteuid() != 0) {
     err << "leash teardown: must run as root (it removes nftables rules)\n";
-    return kExitRefused;
+    return base::kExitRefused;
   }
   // Under a running leashd, releasing its chains would un-confine every agent
   // while leashd believes them applied: teardown takes leashd's own locks (its
@@ -172,7 +169,7 @@ int RunTeardownCommand(const HostCommandOptions& options, std::ostream& out, std
   if (!locked.ok()) {
     err << "leash teardown: cannot tell whether a leashd runs on " << run_dir
         << " or in this network namespace: " << locked.status().message() << "; nothing released\n";
-    return kExitRefused;
+    return base::kExitRefused;
   }
   if (!locked->acquired()) {
     err << "leash teardown: " << locked->held_by
@@ -180,7 +177,7 @@ int RunTeardownCommand(const HostCommandOptions& options, std::ostream& out, std
            "its pid): its "
            "stop path releases every chain itself, and teardown is for after "
            "it has ended\n";
-    return kExitRefused;
+    return base::kExitRefused;
   }
   std::vector<uint32_t> uids;
   const std::string& state_dir = options.state_dir;
@@ -199,7 +196,7 @@ int RunTeardownCommand(const HostCommandOptions& options, std::ostream& out, std
   absl::StatusOr<NetfilterChoice> choice = ChooseNetfilter();
   if (!choice.ok()) {
     err << "leash teardown: " << choice.status().message() << "\n";
-    return kExitRefused;
+    return base::kExitRefused;
   }
   if (absl::StatusOr<std::vector<uint32_t>> listed = choice->netfilter->ListSubjects();
       listed.ok()) {
@@ -215,17 +212,17 @@ int RunTeardownCommand(const HostCommandOptions& options, std::ostream& out, std
   const absl::Status failed = !released.chains.ok() ? released.chains : released.routing;
   if (!failed.ok()) {
     err << "leash teardown: " << failed.message() << "\n";
-    return kExitRefused;
+    return base::kExitRefused;
   }
   if (options.json) {
     out << JsonObject({{"released_subjects", "", static_cast<double>(released.subjects), true},
                        {"netfilter", choice->netfilter->Describe()}})
         << "\n";
-    return kExitOk;
+    return base::kExitOk;
   }
   out << "released " << released.subjects << " subject(s)' chains ("
       << choice->netfilter->Describe() << ")\n";
-  return kExitOk;
+  return base::kExitOk;
 }
 
 namespace {
@@ -267,11 +264,11 @@ std::optional<int> RunHostCommand(int argc, const char* const* argv) {
   if (init && teardown) {
     const char kBoth[] = "leashd: --init and --teardown are two commands; give one";
     if (options.json) {
-      std::cout << base::JsonOutcome("", kBoth, kExitUsage) << "\n";
+      std::cout << base::JsonOutcome("", kBoth, base::kExitUsage) << "\n";
     } else {
       std::cerr << kBoth << "\n";
     }
-    return kExitUsage;
+    return base::kExitUsage;
   }
   if (!init && !teardown) return std::nullopt;
   if (!options.json) return RunOne(init, options, std::cout, std::cerr);

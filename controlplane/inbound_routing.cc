@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "base/atomic_file.h"
+#include "base/read_file.h"
 #include "base/status_macros.h"
 
 namespace leash::controlplane {
@@ -173,7 +174,7 @@ absl::StatusOr<std::vector<std::string>> InboundRouting::Prepare() {
     if (!dir.empty() && mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
       return absl::ErrnoToStatus(errno, absl::StrCat("mkdir ", dir));
     }
-    RETURN_IF_ERROR(WriteFileAtomically(saved_sysctl_path_, absl::StrCat(host_value, "\n")));
+    RETURN_IF_ERROR(base::WriteFileAtomically(saved_sysctl_path_, absl::StrCat(host_value, "\n")));
   }
   RETURN_IF_ERROR(kernel_->WriteFwmarkAccept(1));
   std::vector<std::string> lines;
@@ -306,12 +307,12 @@ absl::Status InboundRouting::ReleaseHost() {
   if (absl::Status s = kernel_->DeleteRefusalDevice(); !s.ok()) {
     failures.push_back(std::string(s.message()));
   }
-  absl::StatusOr<std::string> saved = ReadFile(saved_sysctl_path_);
+  absl::StatusOr<std::string> saved = base::ReadFile(saved_sysctl_path_);
   int host_value = 0;
   if (saved.ok() && absl::SimpleAtoi(absl::StripAsciiWhitespace(*saved), &host_value)) {
     if (absl::Status s = kernel_->WriteFwmarkAccept(host_value); !s.ok()) {
       failures.push_back(std::string(s.message()));
-    } else if (absl::Status r = RemoveFileDurably(saved_sysctl_path_); !r.ok()) {
+    } else if (absl::Status r = base::RemoveFileDurably(saved_sysctl_path_); !r.ok()) {
       failures.push_back(std::string(r.message()));
     }
   } else if (saved.ok()) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/atomic_file.h"
+#include "base/read_file.h"
 
 namespace leash::controlplane {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 // Who holds the lock at `path`: "pid N", or that it is still starting.
 std::string DescribeHolder(const std::string& path) {
   std::string pid;
-  if (absl::StatusOr<std::string> text = ReadFile(path); text.ok()) {
+  if (absl::StatusOr<std::string> text = base::ReadFile(path); text.ok()) {
     pid = std::string(absl::StripAsciiWhitespace(*text));
   }
   if (pid.empty()) return absl::StrCat("its pid is not in ", path, " yet: it is still starting");
@@ -24,11 +25,11 @@ std::string DescribeHolder(const std::string& path) {
 }
 
 // The lock at `path` with this process's pid in it; nullopt when it is still held after `wait`.
-absl::StatusOr<std::optional<FileLock>> LockWithPid(const std::string& path,
+absl::StatusOr<std::optional<base::FileLock>> LockWithPid(const std::string& path,
                                                     absl::Duration wait) {
   const absl::Time deadline = absl::Now() + wait;
   for (;;) {
-    absl::StatusOr<std::optional<FileLock>> lock = FileLock::TryExclusive(path);
+    absl::StatusOr<std::optional<base::FileLock>> lock = base::FileLock::TryExclusive(path);
     if (!lock.ok()) return lock.status();
     if (lock->has_value()) {
       // Read by whoever finds it locked: unlike the pidfile, never left naming a dead process.
@@ -68,7 +69,7 @@ absl::StatusOr<InstanceLock> LockNetworkNamespace(absl::Duration wait,
                                                   const std::string& netns_lock_dir) {
   absl::StatusOr<std::string> path = NetnsLockPath(netns_lock_dir);
   if (!path.ok()) return path.status();
-  absl::StatusOr<std::optional<FileLock>> lock = LockWithPid(*path, wait);
+  absl::StatusOr<std::optional<base::FileLock>> lock = LockWithPid(*path, wait);
   if (!lock.ok()) return lock.status();
   InstanceLock out;
   if (!lock->has_value()) {
@@ -84,7 +85,7 @@ absl::StatusOr<InstanceLock> LockNetworkNamespace(absl::Duration wait,
 absl::StatusOr<InstanceLock> LockInstance(const std::string& run_dir, absl::Duration wait,
                                           const std::string& netns_lock_dir) {
   const std::string path = absl::StrCat(run_dir, "/", kInstanceLockName);
-  absl::StatusOr<std::optional<FileLock>> run = LockWithPid(path, wait);
+  absl::StatusOr<std::optional<base::FileLock>> run = LockWithPid(path, wait);
   if (!run.ok()) return run.status();
   if (!run->has_value()) {
     InstanceLock out;

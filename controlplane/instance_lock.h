@@ -38,8 +38,8 @@ inline constexpr char kNetnsLockDir[] = "/run/leash-netns";
 // An error (the StatusOr's) means it could not tell: a folder that is not one, a lock folder
 // others can write, an unreadable namespace.
 struct InstanceLock {
-  std::optional<FileLock> run_dir;            // absent from LockNetworkNamespace
-  std::optional<FileLock> network_namespace;
+  std::optional<base::FileLock> run_dir;            // absent from LockNetworkNamespace
+  std::optional<base::FileLock> network_namespace;
   std::string held_by;
   bool acquired() const { return held_by.empty(); }
 };

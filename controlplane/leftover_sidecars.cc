@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/atomic_file.h"
+#include "base/read_file.h"
 
 namespace leash::controlplane {
 namespace {
@@ -144,7 +145,7 @@ std::vector<std::string> StopLeftoverSidecars(const std::vector<std::string>& bi
       }
       continue;
     }
-    const absl::StatusOr<std::string> cmdline = ReadFile(absl::StrCat("/proc/", pid, "/cmdline"));
+    const absl::StatusOr<std::string> cmdline = base::ReadFile(absl::StrCat("/proc/", pid, "/cmdline"));
     if (cmdline.ok() && IsSidecarOf(*cmdline, binaries, admin_socket) &&
         RunsAsRootFrom(pid, *cmdline) && PidfdSignal(static_cast<int>(pidfd), 0) == 0) {
       found.push_back(Leftover{static_cast<int>(pidfd), pid, NameOf(*cmdline)});

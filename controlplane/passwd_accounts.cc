@@ -22,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "base/atomic_file.h"
+#include "base/read_file.h"
 #include "engine/utf8.h"
 
 namespace leash::controlplane {
@@ -109,7 +110,7 @@ absl::Status PasswdAccounts::AddSubordinateIds(std::vector<Account>& accounts) {
   if (!subgid.ok()) return subgid.status();
   // Ranges newuidmap takes from an NSS module (sssd, LDAP) are not in the two files.
   std::vector<std::string> nss_sources;
-  if (absl::StatusOr<std::string> nsswitch = ReadFile(nsswitch_path_); nsswitch.ok()) {
+  if (absl::StatusOr<std::string> nsswitch = base::ReadFile(nsswitch_path_); nsswitch.ok()) {
     nss_sources = NonFileSubidSources(*nsswitch);
   } else if (!absl::IsNotFound(nsswitch.status())) {
     return nsswitch.status();

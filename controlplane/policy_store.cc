@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "base/atomic_file.h"
+#include "base/read_file.h"
 #include "controlplane/bindings_lock.h"
 #include "engine/bindings_yaml.h"
 #include "engine/config_yaml.h"
@@ -165,7 +166,7 @@ std::string ProfileStore::PathFor(absl::string_view name) const {
 absl::StatusOr<ProfileStore::Loaded> ProfileStore::Load(absl::string_view name) const {
   RETURN_IF_ERROR(ValidateName(name));
   const std::string path = PathFor(name);
-  absl::StatusOr<std::string> yaml = ReadFile(path);
+  absl::StatusOr<std::string> yaml = base::ReadFile(path);
   if (absl::IsNotFound(yaml.status())) {
     return absl::NotFoundError(absl::StrCat("no profile named '", name, "' (", path,
                                             " does not exist); leash profile list shows them"));
@@ -245,7 +246,7 @@ absl::Status BindingStore::EnsureFolders() const {
 }
 
 struct BindingStore::Locked {
-  FileLock lock;
+  base::FileLock lock;
   // bindings.yaml's text as read (nullopt: absent), to put back if a later write fails.
   std::optional<std::string> text;
   Bindings bindings;
@@ -253,8 +254,8 @@ struct BindingStore::Locked {
 };
 
 absl::StatusOr<BindingStore::Locked> BindingStore::LockForWrite() const {
-  ASSIGN_OR_RETURN(FileLock lock,
-                   AcquireBindingsLock(options_.state_dir, FileLock::Mode::kExclusive));
+  ASSIGN_OR_RETURN(base::FileLock lock,
+                   AcquireBindingsLock(options_.state_dir, base::FileLock::Mode::kExclusive));
   SweepTempFiles();
   Locked locked{std::move(lock), std::nullopt, Bindings(), {}};
   RETURN_IF_ERROR(ReadBindingsLocked(locked.text, locked.bindings));
@@ -264,7 +265,7 @@ absl::StatusOr<BindingStore::Locked> BindingStore::LockForWrite() const {
 
 absl::Status BindingStore::ReadBindingsLocked(std::optional<std::string>& text,
                                               Bindings& bindings) const {
-  absl::StatusOr<std::string> content = ReadFile(bindings_path());
+  absl::StatusOr<std::string> content = base::ReadFile(bindings_path());
   if (absl::IsNotFound(content.status())) {
     text.reset();
     bindings = Bindings();
@@ -286,8 +287,8 @@ absl::Status BindingStore::ReadBindingsLocked(std::optional<std::string>& text,
 }
 
 absl::Status BindingStore::RestoreBindings(const std::optional<std::string>& text) const {
-  if (text) return WriteFileAtomically(bindings_path(), *text, kFileMode);
-  absl::Status removed = RemoveFileDurably(bindings_path());
+  if (text) return base::WriteFileAtomically(bindings_path(), *text, kFileMode);
+  absl::Status removed = base::RemoveFileDurably(bindings_path());
   return absl::IsNotFound(removed) ? absl::OkStatus() : removed;
 }
 
@@ -341,10 +342,10 @@ absl::StatusOr<WriteOutcome> BindingStore::SaveProfile(const SaveProfileArgs& ar
   // that have not consented.
   const bool bindings_changed = !judgement.gained.empty();
   if (bindings_changed) {
-    RETURN_IF_ERROR(WriteFileAtomically(bindings_path(),
+    RETURN_IF_ERROR(base::WriteFileAtomically(bindings_path(),
                                         engine::EmitBindingsYaml(judgement.bindings), kFileMode));
   }
-  absl::Status written = WriteFileAtomically(profiles_.PathFor(args.name), args.yaml, kFileMode);
+  absl::Status written = base::WriteFileAtomically(profiles_.PathFor(args.name), args.yaml, kFileMode);
   if (!written.ok()) {
     if (bindings_changed) {
       // "a failed profile write puts the bindings back before the lock is released".
@@ -389,7 +390,7 @@ absl::StatusOr<WriteOutcome> BindingStore::DeleteProfile(absl::string_view name,
   engine::ProfileDeleteJudgement judgement =
       engine::JudgeProfileDelete(locked.bindings, name, acks);
   if (judgement.refusal) return Refused(*std::move(judgement.refusal));
-  absl::Status removed = RemoveFileDurably(profiles_.PathFor(name));
+  absl::Status removed = base::RemoveFileDurably(profiles_.PathFor(name));
   if (absl::IsNotFound(removed)) {
     return Refused(engine::MakeRefusal(
         engine::kRefusalProfile,
@@ -467,7 +468,7 @@ absl::StatusOr<WriteOutcome> BindingStore::Bind(absl::string_view scope_text,
     }
   }
   locked.bindings.Put(judgement.binding);
-  RETURN_IF_ERROR(WriteFileAtomically(bindings_path(), engine::EmitBindingsYaml(locked.bindings),
+  RETURN_IF_ERROR(base::WriteFileAtomically(bindings_path(), engine::EmitBindingsYaml(locked.bindings),
                                       kFileMode));
   WriteOutcome outcome;
   outcome.written = true;
@@ -508,7 +509,7 @@ absl::StatusOr<WriteOutcome> BindingStore::Unbind(absl::string_view scope,
                      " is still bound to '", judgement.binding.profile, "'")));
   }
   locked.bindings.Remove(scope);
-  absl::Status written = WriteFileAtomically(
+  absl::Status written = base::WriteFileAtomically(
       bindings_path(), engine::EmitBindingsYaml(locked.bindings), kFileMode);
   if (!written.ok()) {
     return absl::Status(
@@ -527,8 +528,8 @@ absl::StatusOr<WriteOutcome> BindingStore::Unbind(absl::string_view scope,
 absl::StatusOr<Snapshot> BindingStore::ReadSnapshot() const {
   Snapshot snapshot;
   if (!DirExists(options_.state_dir)) return snapshot;
-  ASSIGN_OR_RETURN(FileLock lock,
-                   AcquireBindingsLock(options_.state_dir, FileLock::Mode::kShared));
+  ASSIGN_OR_RETURN(base::FileLock lock,
+                   AcquireBindingsLock(options_.state_dir, base::FileLock::Mode::kShared));
   std::optional<std::string> text;
   RETURN_IF_ERROR(ReadBindingsLocked(text, snapshot.bindings));
   ASSIGN_OR_RETURN(std::vector<std::string> names, profiles_.List());

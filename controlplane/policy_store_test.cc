@@ -38,7 +38,7 @@ const std::vector<std::string> kAgents = {"leash-iris", "leash-ops", "leash-vade
 
 class PolicyStoreTest : public ::testing::Test {
  protected:
-  void TearDown() override { SetWriteFaultHookForTesting(nullptr); }
+  void TearDown() override { base::SetWriteFaultHookForTesting(nullptr); }
 
   BindingStore Store() { return BindingStore(BindingStore::Options{dir_.state()}); }
 
@@ -90,7 +90,7 @@ TEST_F(PolicyStoreTest, SaveProfileWritesBindingsBeforeProfile) {
   ASSERT_TRUE(Bind(store, "agent:leash-iris", "web-research").written);
 
   std::vector<std::string> renamed;
-  SetWriteFaultHookForTesting([&](absl::string_view step, const std::string& path) {
+  base::SetWriteFaultHookForTesting([&](absl::string_view step, const std::string& path) {
     if (step == "rename") renamed.push_back(path);
   });
   WriteOutcome outcome =
@@ -148,7 +148,7 @@ TEST_F(PolicyStoreTest, SaveProfileFailedProfileWritePutsBindingsBack) {
   const std::string bindings_before = Contents(BindingsFile());
 
   // The profile's rename fails for real: its path is a non-empty folder.
-  ASSERT_TRUE(RemoveFileDurably(ProfileFile("web-research")).ok());
+  ASSERT_TRUE(base::RemoveFileDurably(ProfileFile("web-research")).ok());
   WriteRaw(ProfileFile("web-research") + "/blocker", "x");
   absl::StatusOr<WriteOutcome> outcome = store.SaveProfile(
       {"web-research", kWider, {"agent:leash-iris=network.allow:openai.com"}, ""}, host_);
@@ -345,7 +345,7 @@ TEST_F(PolicyStoreTest, UnbindWritesTheLedgerRecordBeforeRemovingTheBinding) {
   ASSERT_TRUE(Bind(store, "agent:leash-iris", "strict").written);
 
   std::vector<std::string> steps;
-  SetWriteFaultHookForTesting([&](absl::string_view step, const std::string& path) {
+  base::SetWriteFaultHookForTesting([&](absl::string_view step, const std::string& path) {
     if (step == "fsync-append" || step == "rename") steps.push_back(absl::StrCat(step, " ", path));
   });
   WriteOutcome outcome = Unbind(store, "agent:leash-iris", {"unset.deny:commands:curl"});

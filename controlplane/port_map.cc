@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/atomic_file.h"
+#include "base/read_file.h"
 #include "controlplane/netfilter.h"
 #include "google/protobuf/util/json_util.h"
 #include "leash/v1/state.pb.h"
@@ -28,7 +29,7 @@ absl::Status Corrupt(const std::string& path, absl::string_view problem) {
 }  // namespace
 
 absl::StatusOr<PortMap> PortMap::Load(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadFile(path);
+  absl::StatusOr<std::string> text = base::ReadFile(path);
   if (absl::IsNotFound(text.status())) return PortMap();
   if (!text.ok()) {
     return absl::FailedPreconditionError(
@@ -147,7 +148,7 @@ std::string PortMap::Serialize() const {
 }
 
 absl::Status PortMap::Save(const std::string& path) {
-  absl::Status saved = WriteFileAtomically(path, Serialize(), 0644);
+  absl::Status saved = base::WriteFileAtomically(path, Serialize(), 0644);
   if (saved.ok()) dirty_ = false;
   return saved;
 }

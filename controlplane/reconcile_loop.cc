@@ -20,7 +20,7 @@ ReconcileLoop::ReconcileLoop(PassFn pass, ReportFn on_report, absl::Duration wat
                      "leashd: a reconcile has been running for %s (limit exceeded); every "
                      "thread's stack follows\n",
                      absl::FormatDuration(running).c_str());
-        sidecar::DumpAllThreadStacks(STDERR_FILENO);
+        base::DumpAllThreadStacks(STDERR_FILENO);
       }),
       retry_(retry),
       clock_(clock) {}

@@ -1,5 +1,6 @@
 #include "controlplane/reconciler.h"
 
+#include "base/read_file.h"
 #include "proto/host/exec_routes.h"
 
 #include <sys/stat.h>
@@ -90,7 +91,7 @@ std::string Fingerprint(const leash::v1::SubjectPolicy& policy) {
 
 Reconciler::Reconciler(ReconcilerOptions options, AccountSource* accounts,
                        PolicySource* policies, Netfilter* netfilter,
-                       PolicyStreamService* stream)
+                       policystream::PolicyStreamService* stream)
     : options_(std::move(options)),
       accounts_(accounts),
       policies_(policies),
@@ -144,7 +145,7 @@ void Reconciler::AddNotInForce(leash::v1::ReconcileReport& report, const std::st
 
 std::set<uint32_t> Reconciler::UnboundListeners() const {
   if (!options_.network_enforced) return {};
-  const SidecarState proxy = stream_->State(leash::v1::SIDECAR_KIND_PROXY);
+  const policystream::SidecarState proxy = stream_->State(leash::v1::SIDECAR_KIND_PROXY);
   return std::set<uint32_t>(proxy.failed_uids.begin(), proxy.failed_uids.end());
 }
 
@@ -153,7 +154,7 @@ void Reconciler::CheckSidecarsInForce(leash::v1::ReconcileReport& report) {
   if (latest == 0) return;
   auto check = [&](bool enforced, leash::v1::SidecarKind kind, const char* name) {
     if (!enforced) return;
-    const SidecarState state = stream_->State(kind);
+    const policystream::SidecarState state = stream_->State(kind);
     if (!state.connected || state.acked_version < latest) {
       AddNotInForce(report, absl::StrCat(name, " has not put map version ", latest, " in force"));
       return;
@@ -187,7 +188,7 @@ bool Reconciler::ApplyChain(const Desired& desired, leash::v1::ReconcileReport& 
 }
 
 absl::StatusOr<PortMap> Reconciler::LoadPorts() {
-  absl::StatusOr<std::string> text = ReadFile(options_.ports_path);
+  absl::StatusOr<std::string> text = base::ReadFile(options_.ports_path);
   if (absl::IsNotFound(text.status())) return PortMap();
   if (!text.ok()) {
     return absl::FailedPreconditionError(
@@ -245,7 +246,7 @@ bool Reconciler::Look(Pass& pass) {
   leash::v1::ReconcileReport& report = pass.report;
   // Checked at start (the first pass) and on every pass after: a setting changed since shows.
   if (options_.filesystem_enforced) {
-    for (leash::v1::ExecRoute& route : ReadExecRoutes(options_.exec_routes_root)) {
+    for (leash::v1::ExecRoute& route : host::ReadExecRoutes(options_.exec_routes_root)) {
       *report.add_exec_routes() = std::move(route);
     }
   }
@@ -443,7 +444,7 @@ leash::v1::SubjectPolicy Reconciler::PlanPolicy(Pass& pass, Desired& d,
   *out.mutable_policy() = *policy;
   SetSubordinateIds(d, out);
   // Re-resolved every pass: a link retargeted by an upgrade is picked up by the next one.
-  for (engine::CommandLink& link : ResolveCommandLinks(*policy, options_.command_search_path)) {
+  for (engine::CommandLink& link : host::ResolveCommandLinks(*policy, options_.command_search_path)) {
     leash::v1::CommandLink* wire = out.add_command_links();
     wire->set_name(std::move(link.name));
     wire->set_target(std::move(link.target));

@@ -56,7 +56,7 @@ struct ReconcilerOptions {
   absl::Duration ack_timeout = absl::Seconds(10);
   std::string resolv_conf_path = "/etc/resolv.conf";
   // Where command name entries are looked up for same-named links (ResolveCommandLinks).
-  std::vector<std::string> command_search_path = SystemCommandPath();
+  std::vector<std::string> command_search_path = host::SystemCommandPath();
   // Where the kernel settings behind the exec routes are read ("": the host's /proc, /dev).
   std::string exec_routes_root;
   // The tools socket's request cap (leashd --tools-max-request-bytes); 0: no tools socket. A
@@ -100,7 +100,7 @@ class Reconciler {
  public:
   // `netfilter` may be null when the network enforcer is off. None are owned.
   Reconciler(ReconcilerOptions options, AccountSource* accounts, PolicySource* policies,
-             Netfilter* netfilter, PolicyStreamService* stream);
+             Netfilter* netfilter, policystream::PolicyStreamService* stream);
 
   // Runs one pass and reports what it changed. Never throws; a wholesale failure is
   // report.error with nothing changed.
@@ -186,7 +186,7 @@ class Reconciler {
   AccountSource* const accounts_;
   PolicySource* const policies_;
   Netfilter* const netfilter_;
-  PolicyStreamService* const stream_;
+  policystream::PolicyStreamService* const stream_;
   std::map<uint32_t, SubjectState> subjects_;
   bool warned_first_agent_ = false;
   ParseMemo<absl::StatusOr<PortMap>> ports_memo_;

@@ -77,11 +77,11 @@ class Host {
     builder.RegisterService(&stream_);
     server_ = builder.BuildAndStart();
     for (auto kind : {leash::v1::SIDECAR_KIND_FSWATCH, leash::v1::SIDECAR_KIND_PROXY}) {
-      sidecar::SubscriberOptions options;
+      policystream::SubscriberOptions options;
       options.socket_path = root_ + "/s";
       options.kind = kind;
-      sidecars_.push_back(std::make_unique<sidecar::PolicySubscriber>(
-          options, [](sidecar::SubjectMapPtr, uint64_t) { return leash::v1::PolicyAck(); },
+      sidecars_.push_back(std::make_unique<policystream::PolicySubscriber>(
+          options, [](policystream::SubjectMapPtr, uint64_t) { return leash::v1::PolicyAck(); },
           nullptr));
       sidecars_.back()->Start();
     }
@@ -121,9 +121,9 @@ class Host {
   std::string root_, state_;
   testing::FakeAccounts accounts_;
   engine::Bindings bindings_;
-  PolicyStreamService stream_;
+  policystream::PolicyStreamService stream_;
   std::unique_ptr<grpc::Server> server_;
-  std::vector<std::unique_ptr<sidecar::PolicySubscriber>> sidecars_;
+  std::vector<std::unique_ptr<policystream::PolicySubscriber>> sidecars_;
   testing::FakeNetfilter netfilter_;
   std::unique_ptr<BindingStore> store_;
   std::unique_ptr<TieredPolicySource> source_;

@@ -26,8 +26,8 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using leash::sidecar::PolicySubscriber;
-using leash::sidecar::SubjectMapPtr;
+using policystream::PolicySubscriber;
+using policystream::SubjectMapPtr;
 
 // Resolves each account to a fixed policy or error.
 class FakePolicies : public PolicySource {
@@ -85,12 +85,12 @@ class FakePolicies : public PolicySource {
 class FakeSidecar {
  public:
   FakeSidecar(const std::string& socket, leash::v1::SidecarKind kind) {
-    leash::sidecar::SubscriberOptions options;
+    policystream::SubscriberOptions options;
     options.socket_path = socket;
     options.kind = kind;
-    subscriber_ = std::make_unique<PolicySubscriber>(
+    subscriber_ = std::make_unique<policystream::PolicySubscriber>(
         options,
-        [this](SubjectMapPtr map, uint64_t) {
+        [this](policystream::SubjectMapPtr map, uint64_t) {
           leash::v1::PolicyAck ack;
           absl::MutexLock lock(&mu_);
           map_ = map;
@@ -103,7 +103,7 @@ class FakeSidecar {
         nullptr);
     subscriber_->Start();
   }
-  SubjectMapPtr map() {
+  policystream::SubjectMapPtr map() {
     absl::MutexLock lock(&mu_);
     return map_;
   }
@@ -123,10 +123,10 @@ class FakeSidecar {
 
  private:
   absl::Mutex mu_;
-  SubjectMapPtr map_;
+  policystream::SubjectMapPtr map_;
   std::set<uint32_t> unbindable_;
   std::string ack_error_;
-  std::unique_ptr<PolicySubscriber> subscriber_;
+  std::unique_ptr<policystream::PolicySubscriber> subscriber_;
 };
 
 // The netfilter calls as "apply <uid>:<port>", "apply-all <uid> ...", "release <uid>".
@@ -188,7 +188,7 @@ class ReconcilerTest : public ::testing::Test {
 
   std::unique_ptr<leash::testing::TempDir> dir_;
   std::vector<std::string> command_search_path_;
-  PolicyStreamService stream_;
+  policystream::PolicyStreamService stream_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<FakeSidecar> fswatch_;
   std::unique_ptr<FakeSidecar> proxy_;
@@ -206,7 +206,7 @@ TEST_F(ReconcilerTest, DiscoversTwoAgentsEachResolvedSeparately) {
   leash::v1::ReconcileReport report = r->RunPass();
   ASSERT_TRUE(report.error().empty()) << report.error();
   ASSERT_EQ(r->subjects().size(), 3u);  // fido stays a subject
-  SubjectMapPtr map = fswatch_->map();
+  policystream::SubjectMapPtr map = fswatch_->map();
   ASSERT_NE(map, nullptr);
   EXPECT_TRUE(map->at(1001).policy->DecideNetwork({"openai.com", std::nullopt, 443}).allowed());
   EXPECT_FALSE(map->at(1001).policy->DecideNetwork({"github.com", std::nullopt, 443}).allowed());
@@ -264,7 +264,7 @@ TEST_F(ReconcilerTest, NewSubjectDeniedInWatcherBeforeItsChainGoesIn) {
   bool checked = false;
   netfilter_.SetBeforeApply([&](const NetfilterSubject& s) {
     if (s.uid != 1001) return;
-    SubjectMapPtr map = fswatch_->map();
+    policystream::SubjectMapPtr map = fswatch_->map();
     ASSERT_TRUE(map->count(1001)) << "the watcher had not acked a map holding the subject";
     EXPECT_EQ(map->at(1001).policy, nullptr) << "the subject must be denied, not yet allowed";
     checked = true;
@@ -315,7 +315,7 @@ TEST_F(ReconcilerTest, ARangeMovingToANewSubjectIsReleasedByItsOldHolderFirst) {
   netfilter_.SetBeforeApply([&](const NetfilterSubject& s) {
     if (s.uid != 1003) return;
     // The watcher never holds one UID for two subjects, even for a moment.
-    SubjectMapPtr map = fswatch_->map();
+    policystream::SubjectMapPtr map = fswatch_->map();
     EXPECT_TRUE(map->at(1001).subordinate_uids.empty());
     checked = true;
   });
@@ -432,7 +432,7 @@ TEST_F(ReconcilerTest, ChangedBindingReappliesOnlyThatSubject) {
   policies_.Set("leash-vader", "github.com");
   auto r = Make();
   r->RunPass();
-  SubjectMapPtr before = fswatch_->map();
+  policystream::SubjectMapPtr before = fswatch_->map();
   netfilter_.ClearCalls();
   const uint64_t version_before = stream_.version();
 
@@ -445,7 +445,7 @@ TEST_F(ReconcilerTest, ChangedBindingReappliesOnlyThatSubject) {
   EXPECT_EQ(report.unchanged(), 2u);
   // One delta carrying only that subject: the others keep the very same compiled policy.
   EXPECT_EQ(stream_.version(), version_before + 1);
-  SubjectMapPtr after = fswatch_->map();
+  policystream::SubjectMapPtr after = fswatch_->map();
   EXPECT_EQ(after->at(1002).policy, before->at(1002).policy);
   EXPECT_EQ(after->at(1000).policy, before->at(1000).policy);
   EXPECT_NE(after->at(1001).policy, before->at(1001).policy);
@@ -512,7 +512,7 @@ TEST_F(ReconcilerTest, DanglingProfileDeniesOnlyItsSubject) {
   policies_.Set("leash-vader", "github.com");
   auto r = Make();
   leash::v1::ReconcileReport report = r->RunPass();
-  SubjectMapPtr map = fswatch_->map();
+  policystream::SubjectMapPtr map = fswatch_->map();
   EXPECT_EQ(map->at(1001).policy, nullptr);
   EXPECT_THAT(map->at(1001).no_policy_reason, HasSubstr("profile 'gone'"));
   EXPECT_NE(map->at(1002).policy, nullptr);

@@ -3,6 +3,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "base/atomic_file.h"
+#include "base/read_file.h"
 
 namespace leash::controlplane {
 
@@ -22,7 +23,7 @@ std::vector<engine::IpAddress> ParseResolvConf(absl::string_view text) {
 }
 
 absl::StatusOr<std::vector<engine::IpAddress>> HostResolvers(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadFile(path);
+  absl::StatusOr<std::string> text = base::ReadFile(path);
   if (absl::IsNotFound(text.status())) return std::vector<engine::IpAddress>();
   if (!text.ok()) return text.status();
   return ParseResolvConf(*text);

@@ -31,7 +31,7 @@ std::string DescribeExit(int status) {
 
 int SidecarInheritedFd(size_t index) { return kChildLogFd + 1 + static_cast<int>(index); }
 
-SidecarSupervisor::SidecarSupervisor(PolicyStreamService* stream, SupervisorPolicy policy,
+SidecarSupervisor::SidecarSupervisor(policystream::PolicyStreamService* stream, SupervisorPolicy policy,
                                      std::function<void(const std::string&)> give_up,
                                      Clock& clock)
     : stream_(stream), policy_(policy), give_up_(std::move(give_up)), clock_(clock) {
@@ -138,7 +138,7 @@ absl::Status SidecarSupervisor::Start(SidecarSpec spec) {
 }
 
 bool SidecarSupervisor::Silent(Child& child, absl::Time now, const char*& why) {
-  const SidecarState state = stream_->State(child.spec.kind);
+  const policystream::SidecarState state = stream_->State(child.spec.kind);
   if (state.pid != static_cast<uint32_t>(child.pid)) {
     why = "never connected to PolicyStream";
     return now - child.started > child.spec.startup_grace;
@@ -243,7 +243,7 @@ std::string SidecarSupervisor::TendWithStandby(Child& child, absl::Time now,
   // A new standby once the running one has a map in force, so that its exec and loading are
   // answered (an exec nobody answers would hold this thread in posix_spawn).
   if (child.standby_pid == 0 && now >= child.next_standby) {
-    const SidecarState state = stream_->State(spec.kind);
+    const policystream::SidecarState state = stream_->State(spec.kind);
     spawn_standby = state.connected && state.pid == static_cast<uint32_t>(child.pid) &&
                     state.acked_version > 0;
   }
@@ -417,7 +417,7 @@ std::vector<leash::v1::SidecarStatus> SidecarSupervisor::Status() const {
     status.set_running(child.pid > 0);
     status.set_pid(static_cast<uint32_t>(child.pid));
     // Only what this very process acked on a live stream counts.
-    const SidecarState state = stream_->State(child.spec.kind);
+    const policystream::SidecarState state = stream_->State(child.spec.kind);
     const bool live = state.connected && state.pid == static_cast<uint32_t>(child.pid);
     status.set_acked_version(live ? state.acked_version : 0);
     status.set_restarts(child.restarts);

@@ -76,7 +76,7 @@ class SidecarSupervisor {
   // often; leashd then exits non-zero for systemd to restart it. `clock` times the polls,
   // backoffs, the death window, start-up grace and heartbeat silence; it outlives the
   // supervisor.
-  SidecarSupervisor(PolicyStreamService* stream, SupervisorPolicy policy,
+  SidecarSupervisor(policystream::PolicyStreamService* stream, SupervisorPolicy policy,
                     std::function<void(const std::string& reason)> give_up,
                     Clock& clock = Clock::Real());
   ~SidecarSupervisor();  // Stop()s
@@ -128,7 +128,7 @@ class SidecarSupervisor {
   // why in `why`.
   bool Silent(Child& child, absl::Time now, const char*& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  PolicyStreamService* const stream_;
+  policystream::PolicyStreamService* const stream_;
   const SupervisorPolicy policy_;
   const std::function<void(const std::string&)> give_up_;
   Clock& clock_;

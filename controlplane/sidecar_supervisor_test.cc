@@ -128,7 +128,7 @@ class SupervisorTest : public ::testing::Test {
   }
 
   std::unique_ptr<leash::testing::TempDir> dir_;
-  PolicyStreamService stream_;
+  policystream::PolicyStreamService stream_;
   std::unique_ptr<grpc::Server> server_;
   int log_fd_ = -1;
   bool fake_time_ = false;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/atomic_file.h"
+#include "base/read_file.h"
 
 namespace leash::controlplane {
 namespace {
@@ -115,7 +116,7 @@ std::vector<std::string> NonFileSubidSources(absl::string_view nsswitch_text) {
 }
 
 absl::StatusOr<SubordinateIdFile> ReadSubordinateIds(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadFile(path);
+  absl::StatusOr<std::string> text = base::ReadFile(path);
   if (absl::IsNotFound(text.status())) return ParseSubordinateIds("", path);
   if (!text.ok()) return text.status();
   return ParseSubordinateIds(*text, path);

@@ -70,11 +70,11 @@ absl::StatusOr<std::unique_ptr<PolicySnapshot>> TieredPolicySource::Load() {
   for (const auto& [name, profile] : tiers->profiles) {
     if (profile.ok()) configs.push_back(&*profile);
   }
-  engine::ListTexts lists = ReadListFiles(configs, ListFolderFor(config_path_));
-  ListEntries entries = EntriesOfLists(lists);
+  engine::ListTexts lists = host::ReadListFiles(configs, host::ListFolderFor(config_path_));
+  host::ListEntries entries = host::EntriesOfLists(lists);
   std::vector<std::string> notes;
   if (loaded_once_) {
-    for (std::string& edit : DescribeListEdits(last_lists_, entries)) {
+    for (std::string& edit : host::DescribeListEdits(last_lists_, entries)) {
       notes.push_back(absl::StrCat("warning: ", edit));
     }
   }

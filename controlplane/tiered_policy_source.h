@@ -26,7 +26,7 @@ class TieredPolicySource : public PolicySource {
   const std::string config_path_;
   const BindingStore* const store_;
   // The lists as the previous Load read them (only Load touches it; one pass at a time).
-  ListEntries last_lists_;
+  host::ListEntries last_lists_;
   bool loaded_once_ = false;
 };
 

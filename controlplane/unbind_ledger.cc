@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/atomic_file.h"
+#include "base/read_file.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -124,7 +125,7 @@ LedgerContents ParseLedger(absl::string_view content) {
 }
 
 absl::StatusOr<LedgerContents> UnbindLedger::Read() const {
-  absl::StatusOr<std::string> content = ReadFile(path_);
+  absl::StatusOr<std::string> content = base::ReadFile(path_);
   if (absl::IsNotFound(content.status())) return LedgerContents();
   if (!content.ok()) return content.status();
   return ParseLedger(*content);
@@ -144,7 +145,7 @@ absl::StatusOr<UnbindLedger::Appended> UnbindLedger::Append(const UnbindRecord& 
         "): left as it is; this record starts on the next line");
     line.insert(0, "\n");
   }
-  absl::Status status = AppendAndSync(path_, line, 0640);
+  absl::Status status = base::AppendAndSync(path_, line, 0640);
   if (!status.ok()) return status;
   return appended;
 }

@@ -1,3 +1,4 @@
+#include "base/read_file.h"
 #include "controlplane/unix_grpc_server.h"
 
 #include <signal.h>
@@ -176,7 +177,7 @@ TEST_F(UnixGrpcServerTest, AnAccountHoldsNoMoreConnectionsThanItsLimit) {
   auto held = leash::testing::Background::Start(
       (*first)->AsUser({holder, socket, "2", "--hold-ms=20000"}), held_log);
   ASSERT_TRUE(held.ok());
-  auto held_out = [&] { return ReadFile(held_log).value_or(""); };
+  auto held_out = [&] { return base::ReadFile(held_log).value_or(""); };
   ASSERT_TRUE(leash::testing::WaitFor([&] { return !held_out().empty(); }, absl::Seconds(10)));
   EXPECT_EQ(held_out(), "kept=2 closed=0\n");
   auto other = leash::testing::Run((*second)->AsUser({holder, socket, "2"}));

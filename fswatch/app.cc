@@ -84,7 +84,7 @@ constexpr char kTestTmpfsSource[] = "leash-test";
 // stderr, for the operator (the journal under leashd). Never called by the event loop.
 void Say(const std::string& text) { dprintf(2, "leash-fswatch: %s\n", text.c_str()); }
 
-absl::StatusOr<std::string> ReadProcFile(const char* path) { return ReadWholeFile(path); }
+absl::StatusOr<std::string> ReadProcFile(const char* path) { return base::ReadFile(path); }
 
 uint64_t RandomBits() {
   uint64_t bits = 0;
@@ -196,7 +196,7 @@ std::string Usage() {
 }
 
 absl::StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
-  absl::StatusOr<CommandLine> line = ParseCommandLine(args);
+  absl::StatusOr<base::CommandLine> line = base::ParseCommandLine(args);
   if (!line.ok()) return line.status();
   if (!line->positional.empty()) {
     return absl::InvalidArgumentError(
@@ -321,12 +321,12 @@ class FswatchProcess {
   void StopLoop();
   std::string AnswerAbandoned();
   void ReportMarks(const absl::StatusOr<MarkReport>& report, bool verbose);
-  leash::v1::PolicyAck Apply(sidecar::SubjectMapPtr map, uint64_t version);
+  leash::v1::PolicyAck Apply(policystream::SubjectMapPtr map, uint64_t version);
   void Stats(leash::v1::Heartbeat& heartbeat);
   void Rescan();
   std::optional<int> StartFailed(const std::string& why) {
     Say(absl::StrCat("cannot start: ", why));
-    return kExitStartFailed;
+    return base::kExitStartFailed;
   }
 
   const Flags flags_;
@@ -334,7 +334,7 @@ class FswatchProcess {
   WatcherOptions options_;
   int log_fd_ = -1;
   int feed_fd_ = -1;
-  sidecar::SubjectMapPtr initial_map_;
+  policystream::SubjectMapPtr initial_map_;
   uint64_t initial_version_ = 0;
   sigset_t stop_signals_;
   std::unique_ptr<FanotifyLinux> group_;
@@ -345,7 +345,7 @@ class FswatchProcess {
   std::unique_ptr<Watchdog> watchdog_;
   std::mutex apply_mu_;
   std::shared_ptr<grpc::Channel> warm_channel_;
-  std::unique_ptr<sidecar::PolicySubscriber> subscriber_;
+  std::unique_ptr<policystream::PolicySubscriber> subscriber_;
   std::mutex rescan_mu_;
   std::condition_variable rescan_cv_;
   bool rescan_stop_ = false;
@@ -358,17 +358,17 @@ std::optional<int> FswatchProcess::Refusals() {
   uname(&uts);
   if (absl::Status kernel = CheckKernelRelease(uts.release); !kernel.ok()) {
     Say(absl::StrCat("refusing to start: ", kernel.message()));
-    return kExitRefused;
+    return base::kExitRefused;
   }
   if (!HasCapSysAdmin()) {
     Say("refusing to start: CAP_SYS_ADMIN is not in this process's effective set; fanotify "
         "permission events need it. Run leash-fswatch as root (leashd spawns it so)");
-    return kExitRefused;
+    return base::kExitRefused;
   }
   if (!flags_.initial_map.empty()) {
     if (absl::Status guard = CheckTestMountGuard(flags_.mark_only_under); !guard.ok()) {
       Say(absl::StrCat("refusing to start: ", guard.message()));
-      return kExitUsage;
+      return base::kExitUsage;
     }
   }
   return std::nullopt;
@@ -389,7 +389,7 @@ std::optional<int> FswatchProcess::ReadOptions() {
       Say("TEST FAULT: the event loop will stall at the first event of a mapped subject");
     } else {
       Say(absl::StrCat("unknown ", kFaultEnv, "=", fault, " (known: stall-loop)"));
-      return kExitUsage;
+      return base::kExitUsage;
     }
   }
 #endif
@@ -451,7 +451,7 @@ std::optional<int> FswatchProcess::ReadInitialMap() {
   if (flags_.initial_map.empty()) return std::nullopt;
   absl::StatusOr<leash::v1::PolicyUpdate> update = ReadPolicyUpdateFile(flags_.initial_map);
   if (!update.ok()) return StartFailed(std::string(update.status().message()));
-  absl::StatusOr<sidecar::SubjectMapPtr> map = SubjectMapFromUpdate(*update);
+  absl::StatusOr<policystream::SubjectMapPtr> map = SubjectMapFromUpdate(*update);
   if (!map.ok()) {
     return StartFailed(absl::StrCat(flags_.initial_map, ": ", map.status().message()));
   }
@@ -515,8 +515,8 @@ std::optional<int> FswatchProcess::OpenGroup() {
   if (!opened.ok()) {
     Say(absl::StrCat("refusing to start: ", opened.status().message()));
     return absl::IsPermissionDenied(opened.status()) || absl::IsUnimplemented(opened.status())
-               ? kExitRefused
-               : kExitStartFailed;
+               ? base::kExitRefused
+               : base::kExitStartFailed;
   }
   group_ = *std::move(opened);
   return std::nullopt;
@@ -582,7 +582,7 @@ void FswatchProcess::StartLoop() {
   });
   while (loop_.tid.load() == 0) std::this_thread::yield();
   watchdog_ = std::make_unique<Watchdog>([w = watcher_.get()] { return w->last_pass_ns(); },
-                                         loop_.tid.load(), kWatchdogSeconds, kExitWatchdog);
+                                         loop_.tid.load(), kWatchdogSeconds, base::kExitWatchdog);
 }
 
 void FswatchProcess::StopLoop() {
@@ -645,7 +645,7 @@ void FswatchProcess::ReportMarks(const absl::StatusOr<MarkReport>& report, bool 
 }
 
 // The map in force first, then the marks it needs; the ack after both.
-leash::v1::PolicyAck FswatchProcess::Apply(sidecar::SubjectMapPtr map, uint64_t version) {
+leash::v1::PolicyAck FswatchProcess::Apply(policystream::SubjectMapPtr map, uint64_t version) {
   std::lock_guard<std::mutex> lock(apply_mu_);
   for (const auto& [uid, entry] : *map) {
     log_->SetLevel(uid, sidecar::LevelOf(entry.policy.get()));
@@ -680,19 +680,19 @@ std::optional<int> FswatchProcess::ReceiveFirstMap() {
     if (initial_map_ == nullptr) warm_channel_ = WarmUpPolicyStream(flags_.socket_path);
     if (!WaitForTakeOver(stop_signals_, flags_.ready_fd)) {
       Say("stopped while standing by; the group was never read by this process");
-      return kExitOk;
+      return base::kExitOk;
     }
   }
   if (initial_map_ != nullptr) {
     Apply(initial_map_, initial_version_);
   } else {
-    sidecar::SubscriberOptions subscriber_options;
+    policystream::SubscriberOptions subscriber_options;
     subscriber_options.socket_path = flags_.socket_path;
     subscriber_options.kind = leash::v1::SIDECAR_KIND_FSWATCH;
     subscriber_options.heartbeat_period = absl::Milliseconds(kHeartbeatMillis);
-    subscriber_ = std::make_unique<sidecar::PolicySubscriber>(
+    subscriber_ = std::make_unique<policystream::PolicySubscriber>(
         subscriber_options,
-        [this](sidecar::SubjectMapPtr map, uint64_t version) { return Apply(map, version); },
+        [this](policystream::SubjectMapPtr map, uint64_t version) { return Apply(map, version); },
         [this](leash::v1::Heartbeat& heartbeat) { Stats(heartbeat); });
     subscriber_->Start();
     if (absl::Status first = subscriber_->WaitForFirstMap(absl::Seconds(30)); !first.ok()) {
@@ -725,7 +725,7 @@ void FswatchProcess::Rescan() {
     lock.unlock();
     {
       std::lock_guard<std::mutex> apply_lock(apply_mu_);
-      if (sidecar::SubjectMapPtr map = watcher_->map(); map != nullptr) {
+      if (policystream::SubjectMapPtr map = watcher_->map(); map != nullptr) {
         ReportMarks(marker_->Reconcile(*map), /*verbose=*/false);
       }
     }
@@ -746,7 +746,7 @@ int FswatchProcess::WaitForStop() {
     }
     if (signal_number > 0) {
       Say(absl::StrCat("stopping on signal ", signal_number));
-      return kExitOk;
+      return base::kExitOk;
     }
     if (const int error = loop_.failed_errno.load(); error != 0) {
       Say(error == EMFILE
@@ -757,7 +757,7 @@ int FswatchProcess::WaitForStop() {
                              "watcher with a fresh one")
               : absl::StrCat("the event loop failed reading the fanotify group (errno ", error,
                              "); exiting so leashd respawns the watcher"));
-      return kExitLoopFailed;
+      return base::kExitLoopFailed;
     }
   }
 }
@@ -789,11 +789,11 @@ int FswatchMain(int argc, char** argv) {
   absl::StatusOr<Flags> parsed = ParseFlags(args);
   if (!parsed.ok()) {
     Say(absl::StrCat(parsed.status().message(), "; `leash-fswatch --help` lists the flags"));
-    return kExitUsage;
+    return base::kExitUsage;
   }
   if (parsed->help) {
-    dprintf(1, "%s", FlagsHelp(Usage()).c_str());
-    return kExitOk;
+    dprintf(1, "%s", base::FlagsHelp(Usage()).c_str());
+    return base::kExitOk;
   }
   // Heap-allocated: the process outlives nothing, and its threads reach it until Shutdown.
   auto process = std::make_unique<FswatchProcess>(*std::move(parsed));

@@ -42,7 +42,7 @@ bool PathIsAtOrUnder(const std::string& path, const std::string& dir) {
   return path.size() == dir.size() || path[dir.size()] == '/';
 }
 
-MarkPlan PlanMarks(const sidecar::SubjectMap& map, const std::vector<MountEntry>& mounts,
+MarkPlan PlanMarks(const policystream::SubjectMap& map, const std::vector<MountEntry>& mounts,
                    const MarkOptions& options) {
   MarkPlan plan;
   std::set<std::string> wanted_paths;

@@ -48,7 +48,7 @@ struct MarkPlan {
   bool every_filesystem = false;
 };
 
-MarkPlan PlanMarks(const sidecar::SubjectMap& map, const std::vector<MountEntry>& mounts,
+MarkPlan PlanMarks(const policystream::SubjectMap& map, const std::vector<MountEntry>& mounts,
                    const MarkOptions& options);
 
 // Whether `path` is `dir` or lies below it, on component boundaries. Both normalized.

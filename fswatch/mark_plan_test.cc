@@ -31,9 +31,9 @@ constexpr char kMountInfo[] =
 
 std::vector<MountEntry> Mounts() { return ParseMountInfo(kMountInfo).value(); }
 
-sidecar::SubjectMap MapOf(const leash::v1::Config& config) {
-  sidecar::SubjectMap map;
-  sidecar::SubjectEntry entry;
+policystream::SubjectMap MapOf(const leash::v1::Config& config) {
+  policystream::SubjectMap map;
+  policystream::SubjectEntry entry;
   entry.uid = 2001;
   entry.policy =
       std::make_shared<const engine::CompiledPolicy>(engine::CompiledPolicy::Compile(config));
@@ -69,8 +69,8 @@ TEST(PlanMarks, CommandWhitelistAloneAlsoNeedsEveryFilesystem) {
 }
 
 TEST(PlanMarks, NoPolicyNeedsEveryFilesystem) {
-  sidecar::SubjectMap map;
-  map[2001] = sidecar::SubjectEntry{};
+  policystream::SubjectMap map;
+  map[2001] = policystream::SubjectEntry{};
   const MarkPlan plan = PlanMarks(map, Mounts(), MarkOptions{});
   EXPECT_TRUE(plan.every_filesystem);
   EXPECT_EQ(plan.marks.size(), 4u);

@@ -9,7 +9,7 @@ namespace leash::fswatch {
 Marker::Marker(FanotifySource& source, ReadMountInfo read_mountinfo, MarkOptions options)
     : source_(source), read_mountinfo_(std::move(read_mountinfo)), options_(std::move(options)) {}
 
-absl::StatusOr<MarkReport> Marker::Reconcile(const sidecar::SubjectMap& map) {
+absl::StatusOr<MarkReport> Marker::Reconcile(const policystream::SubjectMap& map) {
   std::lock_guard<std::mutex> lock(mu_);
   absl::StatusOr<std::string> text = read_mountinfo_();
   if (!text.ok()) return text.status();

@@ -40,7 +40,7 @@ class Marker {
   // Plans from `map` and the mount table as it is now, and applies the difference. When the
   // mount table cannot be read or parsed nothing changes ("I could not look" must never
   // become "nothing to watch") and the error is returned. Thread-safe.
-  absl::StatusOr<MarkReport> Reconcile(const sidecar::SubjectMap& map);
+  absl::StatusOr<MarkReport> Reconcile(const policystream::SubjectMap& map);
 
   // Device -> mount point, as marked now.
   std::map<std::string, std::string> marked() const;

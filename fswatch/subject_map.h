@@ -12,7 +12,7 @@
 namespace leash::fswatch {
 
 // InvalidArgument for a delta (full: false) or a UID listed twice.
-absl::StatusOr<sidecar::SubjectMapPtr> SubjectMapFromUpdate(const leash::v1::PolicyUpdate& update);
+absl::StatusOr<policystream::SubjectMapPtr> SubjectMapFromUpdate(const leash::v1::PolicyUpdate& update);
 
 // Reads a serialized PolicyUpdate (binary protobuf) from `path`. The error names the file.
 absl::StatusOr<leash::v1::PolicyUpdate> ReadPolicyUpdateFile(const std::string& path);

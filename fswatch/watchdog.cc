@@ -36,7 +36,7 @@ int Watchdog::KickSignal() { return SIGRTMIN + 5; }
 
 absl::Status Watchdog::Prepare() {
   // Loads what a stack dump needs (libgcc_s) now, while an open cannot wait on the loop.
-  sidecar::InstallStackDumpHandler();
+  base::InstallStackDumpHandler();
   struct sigaction kick {};
   kick.sa_handler = KickHandler;
   kick.sa_flags = 0;  // no SA_RESTART: the read must return
@@ -58,7 +58,7 @@ void Watchdog::Fire(const char* why, int exit_code) {
           why);
   // A thread parked in a killable kernel wait (an open held for this very group) never runs
   // its handler; it gets half a second.
-  sidecar::DumpAllThreadStacks(STDERR_FILENO, absl::Milliseconds(500));
+  base::DumpAllThreadStacks(STDERR_FILENO, absl::Milliseconds(500));
   _exit(exit_code);
 }
 

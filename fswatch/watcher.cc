@@ -80,7 +80,7 @@ size_t FormatTimestamp(char (&out)[kTimestampSize]) {
 // it owns, or one it may both read and write. Group access is counted whatever the file's group,
 // since the subject's supplementary groups are not known here: closed, not open.
 bool SubjectCouldHaveLinked(const FileFacts& facts, const Creds& creds,
-                            const sidecar::SubjectEntry& subject, bool protected_hardlinks) {
+                            const policystream::SubjectEntry& subject, bool protected_hardlinks) {
   if (!protected_hardlinks) return true;
   if (facts.uid == creds.ruid || facts.uid == subject.uid) return true;
   // A file one of its subordinate UIDs owns: the agent links it from inside its namespace.
@@ -136,12 +136,12 @@ Watcher::Watcher(FanotifySource& source, engine::DecisionSink& log, WatcherOptio
 
 Watcher::~Watcher() { delete state_.load(std::memory_order_acquire); }
 
-sidecar::SubjectMapPtr Watcher::map() const {
+policystream::SubjectMapPtr Watcher::map() const {
   std::lock_guard<std::mutex> lock(publish_mu_);
   return published_;
 }
 
-void Watcher::Publish(sidecar::SubjectMapPtr map, uint64_t version) {
+void Watcher::Publish(policystream::SubjectMapPtr map, uint64_t version) {
   std::lock_guard<std::mutex> lock(publish_mu_);
   auto* next = new State;
   next->map = map;
@@ -219,7 +219,7 @@ bool Watcher::JudgeAbandoned(uint64_t noted) {
     });
   }
   if (it == published_->end()) return true;  // not a subject
-  const sidecar::SubjectEntry& entry = it->second;
+  const policystream::SubjectEntry& entry = it->second;
   if (entry.policy != nullptr && !entry.policy->config().enforcers().filesystem()) return true;
   const FailMode mode =
       entry.policy == nullptr ? entry.no_policy_fail_mode : entry.policy->fail_mode();
@@ -351,7 +351,7 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
     return;
   }
 
-  const sidecar::SubjectEntry* const subject = SubjectOf(state, creds.ruid);
+  const policystream::SubjectEntry* const subject = SubjectOf(state, creds.ruid);
   // The subject's own UID (a subordinate UID is recorded as its subject's), so a watcher taking
   // over an event this one read finds the subject by it.
   source_.NoteSubject(event, subject != nullptr ? subject->uid : creds.ruid);
@@ -359,7 +359,7 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
     Answer(event, true);  // not a subject: the fast path
     return;
   }
-  const sidecar::SubjectEntry& entry = *subject;
+  const policystream::SubjectEntry& entry = *subject;
 
   if (entry.policy == nullptr) {
     const Decision decision =
@@ -398,7 +398,7 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
   Log(entry.uid, surface, judgement, path.view());
 }
 
-const sidecar::SubjectEntry* Watcher::SubjectOf(const State& state, uint32_t uid) {
+const policystream::SubjectEntry* Watcher::SubjectOf(const State& state, uint32_t uid) {
   auto it = state.map->find(uid);
   if (it != state.map->end()) return &it->second;
   if (state.subordinate.empty()) return nullptr;
@@ -408,7 +408,7 @@ const sidecar::SubjectEntry* Watcher::SubjectOf(const State& state, uint32_t uid
   return it == state.map->end() ? nullptr : &it->second;
 }
 
-Watcher::Judgement Watcher::Judge(const FanEvent& event, const sidecar::SubjectEntry& entry,
+Watcher::Judgement Watcher::Judge(const FanEvent& event, const policystream::SubjectEntry& entry,
                                   const Creds& creds, EventPath& event_path) {
   const engine::CompiledPolicy& policy = *entry.policy;
   const bool exec = event.kind() == FanEvent::Kind::kExec;

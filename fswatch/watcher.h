@@ -80,12 +80,12 @@ class Watcher {
 
   // Puts `map` in force. Returns once no event will be judged by the previous map. Writes a
   // critical record for each UID that newly has no policy. Thread-safe; not for the loop.
-  void Publish(sidecar::SubjectMapPtr map, uint64_t version);
+  void Publish(policystream::SubjectMapPtr map, uint64_t version);
 
   // The version in force (0: none).
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
   // The map in force (null before the first Publish). Not for the loop.
-  sidecar::SubjectMapPtr map() const;
+  policystream::SubjectMapPtr map() const;
 
   // A takeover's verdict on an event the previous watcher read and never answered, from what
   // that watcher noted in the pending table (sidecar::PendingTable's values): a subject's event
@@ -115,7 +115,7 @@ class Watcher {
 
  private:
   struct State {
-    sidecar::SubjectMapPtr map;
+    policystream::SubjectMapPtr map;
     uint64_t version = 0;
     // Whether every subject is under fail_mode open (then an event whose process cannot be
     // identified is allowed; otherwise it is denied).
@@ -165,10 +165,10 @@ class Watcher {
   bool IsPendingInterpreter(const FanEvent& event, const PendingInterpreter& pending,
                             const FileFacts& facts, absl::string_view path);
   // The subject `uid` belongs to: its own, or the one whose subordinate range holds it.
-  static const sidecar::SubjectEntry* SubjectOf(const State& state, uint32_t uid);
+  static const policystream::SubjectEntry* SubjectOf(const State& state, uint32_t uid);
   // Judges a mapped subject's event. Sets `path` to the path the record shows (empty when it
   // could not be read).
-  Judgement Judge(const FanEvent& event, const sidecar::SubjectEntry& entry, const Creds& creds,
+  Judgement Judge(const FanEvent& event, const policystream::SubjectEntry& entry, const Creds& creds,
                   EventPath& path);
   void Answer(const FanEvent& event, bool allow);
   // `path` goes to the record's subject as its path, or its binary for an exec.
@@ -192,7 +192,7 @@ class Watcher {
   std::atomic<uint64_t> loop_epoch_{0};
   std::atomic<uint64_t> version_{0};
   mutable std::mutex publish_mu_;  // serializes publishers; the loop never takes it
-  sidecar::SubjectMapPtr published_ ABSL_GUARDED_BY(publish_mu_);
+  policystream::SubjectMapPtr published_ ABSL_GUARDED_BY(publish_mu_);
 
   std::atomic<int64_t> last_pass_ns_{0};
   std::atomic<uint64_t> events_{0};

@@ -82,8 +82,8 @@ leash::v1::Config BlacklistConfig() {
   return config;
 }
 
-sidecar::SubjectEntry WithPolicy(uint32_t uid, const leash::v1::Config& config) {
-  sidecar::SubjectEntry entry;
+policystream::SubjectEntry WithPolicy(uint32_t uid, const leash::v1::Config& config) {
+  policystream::SubjectEntry entry;
   entry.uid = uid;
   entry.account = "lfs-" + std::to_string(uid);
   entry.policy =
@@ -91,8 +91,8 @@ sidecar::SubjectEntry WithPolicy(uint32_t uid, const leash::v1::Config& config) 
   return entry;
 }
 
-sidecar::SubjectEntry WithoutPolicy(uint32_t uid, engine::FailMode mode) {
-  sidecar::SubjectEntry entry;
+policystream::SubjectEntry WithoutPolicy(uint32_t uid, engine::FailMode mode) {
+  policystream::SubjectEntry entry;
   entry.uid = uid;
   entry.account = "lfs-" + std::to_string(uid);
   entry.no_policy_reason = "dangling profile 'gone'";
@@ -100,8 +100,8 @@ sidecar::SubjectEntry WithoutPolicy(uint32_t uid, engine::FailMode mode) {
   return entry;
 }
 
-sidecar::SubjectMapPtr StandardMap() {
-  auto map = std::make_shared<sidecar::SubjectMap>();
+policystream::SubjectMapPtr StandardMap() {
+  auto map = std::make_shared<policystream::SubjectMap>();
   (*map)[kWhite] = WithPolicy(kWhite, WhitelistConfig());
   (*map)[kWhite].subordinate_uids = {{kWhiteSubordinateFirst, kWhiteSubordinateLast}};
   (*map)[kBlack] = WithPolicy(kBlack, BlacklistConfig());
@@ -319,7 +319,7 @@ TEST_F(WatcherTest, UnderAuditABlockIsAnsweredAllowAndLoggedNotEnforced) {
   leash::v1::Config audited = WhitelistConfig();
   audited.mutable_filesystem()->set_audit(true);
   audited.mutable_commands()->set_audit(true);
-  auto map = std::make_shared<sidecar::SubjectMap>(*StandardMap());
+  auto map = std::make_shared<policystream::SubjectMap>(*StandardMap());
   (*map)[kWhite] = WithPolicy(kWhite, audited);
   watcher_.Publish(map, 2);
   sink_.Clear();
@@ -500,7 +500,7 @@ TEST_F(WatcherTest, UnidentifiableProcessIsDeniedUnlessEveryoneIsOpen) {
   EXPECT_EQ(records[0].severity(), "critical");
   EXPECT_THAT(records[0].reason(), HasSubstr("cannot identify the process"));
 
-  auto open_only = std::make_shared<sidecar::SubjectMap>();
+  auto open_only = std::make_shared<policystream::SubjectMap>();
   (*open_only)[kNoPolicyOpen] = WithoutPolicy(kNoPolicyOpen, engine::FailMode::kOpen);
   watcher_.Publish(open_only, 2);
   const int fd2 = source_.Push(event);
@@ -537,7 +537,7 @@ TEST_F(WatcherTest, AnEventADeadWatcherLeftIsJudgedByTheSubjectsFailMode) {
   EXPECT_EQ(records[1].uid(), kUnknownUid);
   EXPECT_EQ(records[1].severity(), "critical");
 
-  auto open_only = std::make_shared<sidecar::SubjectMap>();
+  auto open_only = std::make_shared<policystream::SubjectMap>();
   (*open_only)[kNoPolicyOpen] = WithoutPolicy(kNoPolicyOpen, engine::FailMode::kOpen);
   watcher_.Publish(open_only, 2);
   EXPECT_TRUE(watcher_.JudgeAbandoned(kReadUnknown));
@@ -729,7 +729,7 @@ TEST(WatcherStarvationTest, EventsWithoutADescriptorForTheLimitEndTheLoop) {
   options.self_pid = kSelf;
   options.descriptor_starvation_limit = absl::Milliseconds(50);
   Watcher watcher(source, sink, options);
-  watcher.Publish(std::make_shared<sidecar::SubjectMap>(), 1);
+  watcher.Publish(std::make_shared<policystream::SubjectMap>(), 1);
   source.PushUnopenable(EMFILE);
   EXPECT_EQ(watcher.RunOnce(0), 0);
   // One event with a descriptor in between: healed, the clock starts again.
@@ -744,7 +744,7 @@ TEST(WatcherStarvationTest, EventsWithoutADescriptorForTheLimitEndTheLoop) {
   // Other errors (a 0:0 device node's ENXIO) are the opener's file, not the watcher's state.
   FakeFanotifySource other_source;
   Watcher other(other_source, sink, options);
-  other.Publish(std::make_shared<sidecar::SubjectMap>(), 1);
+  other.Publish(std::make_shared<policystream::SubjectMap>(), 1);
   other_source.PushUnopenable(ENXIO);
   EXPECT_EQ(other.RunOnce(0), 0);
   absl::SleepFor(absl::Milliseconds(60));
@@ -791,7 +791,7 @@ TEST(WatcherPublish, NoPolicySubjectIsAnnouncedCriticalOnceNotOnEveryMap) {
   watcher.Publish(StandardMap(), 2);
   EXPECT_EQ(critical(), 2);
   // kWhite loses its policy: announced; the others are not repeated.
-  auto map = std::make_shared<sidecar::SubjectMap>(*StandardMap());
+  auto map = std::make_shared<policystream::SubjectMap>(*StandardMap());
   (*map)[kWhite] = WithoutPolicy(kWhite, engine::FailMode::kClosed);
   watcher.Publish(map, 3);
   EXPECT_EQ(critical(), 3);
@@ -802,9 +802,9 @@ TEST(WatcherPublish, NoPolicySubjectIsAnnouncedCriticalOnceNotOnEveryMap) {
 // A watcher holding a map that allows kWhite /t/ok, and a second map denying it everything.
 struct SwapFixture {
   SwapFixture() : watcher(source, sink, Options()) {
-    auto allow = std::make_shared<sidecar::SubjectMap>();
+    auto allow = std::make_shared<policystream::SubjectMap>();
     (*allow)[kWhite] = WithPolicy(kWhite, WhitelistConfig());
-    auto deny = std::make_shared<sidecar::SubjectMap>();
+    auto deny = std::make_shared<policystream::SubjectMap>();
     (*deny)[kWhite] = WithoutPolicy(kWhite, engine::FailMode::kClosed);
     allowing = allow;
     denying = deny;
@@ -818,7 +818,7 @@ struct SwapFixture {
   FakeFanotifySource source;
   RecordingSink sink;
   Watcher watcher;
-  sidecar::SubjectMapPtr allowing, denying;
+  policystream::SubjectMapPtr allowing, denying;
 };
 
 TEST(WatcherPublish, AMapIsInForceWhenPublishReturns) {
@@ -827,8 +827,8 @@ TEST(WatcherPublish, AMapIsInForceWhenPublishReturns) {
   SwapFixture f;
   FakeFanotifySource& source = f.source;
   Watcher& watcher = f.watcher;
-  const sidecar::SubjectMapPtr allowing = f.allowing;
-  const sidecar::SubjectMapPtr denying = f.denying;
+  const policystream::SubjectMapPtr allowing = f.allowing;
+  const policystream::SubjectMapPtr denying = f.denying;
 
   std::atomic<bool> stop{false};
   std::thread loop([&] {
@@ -860,8 +860,8 @@ TEST(WatcherPublish, PublishWaitsForTheBatchThatMayStillUseTheOldMap) {
   SwapFixture f;
   FakeFanotifySource& source = f.source;
   Watcher& watcher = f.watcher;
-  const sidecar::SubjectMapPtr allowing = f.allowing;
-  const sidecar::SubjectMapPtr denying = f.denying;
+  const policystream::SubjectMapPtr allowing = f.allowing;
+  const policystream::SubjectMapPtr denying = f.denying;
 
   std::mutex mu;
   std::condition_variable cv;

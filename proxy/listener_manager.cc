@@ -138,8 +138,8 @@ struct ListenerManager::Listener final : public EventLoop::Handler, public Event
   std::shared_ptr<int> reply_fd[2] = {std::make_shared<int>(-1), std::make_shared<int>(-1)};
   bool v6_unavailable = false;
   // The map in force and this UID's entry in it (null: not in the map).
-  sidecar::SubjectMapPtr map;
-  const sidecar::SubjectEntry* entry = nullptr;
+  policystream::SubjectMapPtr map;
+  const policystream::SubjectEntry* entry = nullptr;
   // Non-empty: the listener could not be put fully in force; every connection is refused.
   std::string failure;
 
@@ -186,13 +186,13 @@ ListenerManager::~ListenerManager() {
   if (context_.reserve_fd >= 0) close(context_.reserve_fd);
 }
 
-leash::v1::PolicyAck ListenerManager::Apply(sidecar::SubjectMapPtr map, uint64_t version) {
+leash::v1::PolicyAck ListenerManager::Apply(policystream::SubjectMapPtr map, uint64_t version) {
   leash::v1::PolicyAck ack;
   context_.loop->RunSync([&] { ApplyOnLoop(map, version, &ack); });
   return ack;
 }
 
-void ListenerManager::ApplyOnLoop(const sidecar::SubjectMapPtr& map, uint64_t version,
+void ListenerManager::ApplyOnLoop(const policystream::SubjectMapPtr& map, uint64_t version,
                                   leash::v1::PolicyAck* ack) {
   ack->set_version(version);
   std::vector<std::pair<uint32_t, std::string>> failures;
@@ -305,7 +305,7 @@ void ListenerManager::ApplyOnLoop(const sidecar::SubjectMapPtr& map, uint64_t ve
   std::vector<std::string> messages;
   for (const auto& [uid, message] : failures) {
     ack->add_failed_uids(uid);
-    const sidecar::SubjectEntry& entry = map->at(uid);
+    const policystream::SubjectEntry& entry = map->at(uid);
     messages.push_back(absl::StrCat("uid ", uid, entry.account.empty() ? "" : " (" + entry.account + ")",
                                     ": ", message));
   }
@@ -514,7 +514,7 @@ void ListenerManager::Handle(Listener* listener, unsigned tag, int fd) {
   Connection::Start(&context_, fd, uid, listener->entry->policy, *original);
 }
 
-bool ListenerManager::IsDnsFilterResolver(const sidecar::SubjectEntry& entry,
+bool ListenerManager::IsDnsFilterResolver(const policystream::SubjectEntry& entry,
                                           const engine::IpAddress& ip) {
   if (entry.policy == nullptr ||
       entry.policy->config().network().dns() == leash::v1::DNS_MODE_RESOLVERS) {

@@ -57,7 +57,7 @@ class ListenerManager {
   // Puts `map` in force and returns the ack for `version`: failed_uids and error name each UID
   // whose listener would not bind (that UID is refused until a later map binds it). Runs on
   // the event loop (it must be running); returns once the map is in force. Thread-safe.
-  leash::v1::PolicyAck Apply(sidecar::SubjectMapPtr map, uint64_t version);
+  leash::v1::PolicyAck Apply(policystream::SubjectMapPtr map, uint64_t version);
 
   // Closes every listener and connection. Thread-safe; the loop must be running.
   void Shutdown();
@@ -69,7 +69,7 @@ class ListenerManager {
 
  private:
   struct Listener;
-  void ApplyOnLoop(const sidecar::SubjectMapPtr& map, uint64_t version,
+  void ApplyOnLoop(const policystream::SubjectMapPtr& map, uint64_t version,
                    leash::v1::PolicyAck* ack);
   void Accept(Listener* listener, unsigned tag);
   // The DNS filter's datagrams on `listener`'s UDP socket of `family_tag` (0: IPv4, 1: IPv6).
@@ -79,7 +79,7 @@ class ListenerManager {
   static DnsAsker AskerOf(const Listener& listener);
   // Whether a TCP connection to `ip`:53 is DNS for the subject's filter: network.dns is filter
   // and `ip` is one of its resolvers.
-  static bool IsDnsFilterResolver(const sidecar::SubjectEntry& entry, const engine::IpAddress& ip);
+  static bool IsDnsFilterResolver(const policystream::SubjectEntry& entry, const engine::IpAddress& ip);
   void Handle(Listener* listener, unsigned tag, int fd);
   void RefuseCritical(int fd, uint32_t uid, const std::string& reason,
                       const SocketAddress* original_dst);

@@ -38,9 +38,9 @@
 namespace leash::proxy {
 namespace {
 
-using sidecar::SubjectEntry;
-using sidecar::SubjectMap;
-using sidecar::SubjectMapPtr;
+using policystream::SubjectEntry;
+using policystream::SubjectMap;
+using policystream::SubjectMapPtr;
 
 constexpr uint32_t kUidA = 61001;
 constexpr uint32_t kUidB = 61002;
@@ -150,8 +150,8 @@ class ListenerManagerTest : public ::testing::Test {
     return looked_up_;
   }
 
-  static SubjectEntry Subject(uint32_t uid, const std::string& config_text, uint16_t port = 0) {
-    SubjectEntry entry;
+  static policystream::SubjectEntry Subject(uint32_t uid, const std::string& config_text, uint16_t port = 0) {
+    policystream::SubjectEntry entry;
     entry.uid = uid;
     entry.account = absl::StrCat("lpx-", uid);
     entry.port = port;
@@ -160,19 +160,19 @@ class ListenerManagerTest : public ::testing::Test {
     entry.policy = std::make_shared<const engine::CompiledPolicy>(engine::CompiledPolicy::Compile(config));
     return entry;
   }
-  static SubjectEntry NoPolicy(uint32_t uid, const std::string& reason) {
-    SubjectEntry entry;
+  static policystream::SubjectEntry NoPolicy(uint32_t uid, const std::string& reason) {
+    policystream::SubjectEntry entry;
     entry.uid = uid;
     entry.no_policy_reason = reason;
     return entry;
   }
-  static SubjectMapPtr Map(const std::vector<SubjectEntry>& entries) {
-    auto map = std::make_shared<SubjectMap>();
-    for (const SubjectEntry& entry : entries) (*map)[entry.uid] = entry;
+  static policystream::SubjectMapPtr Map(const std::vector<policystream::SubjectEntry>& entries) {
+    auto map = std::make_shared<policystream::SubjectMap>();
+    for (const policystream::SubjectEntry& entry : entries) (*map)[entry.uid] = entry;
     return map;
   }
 
-  leash::v1::PolicyAck Apply(const std::vector<SubjectEntry>& entries, uint64_t version = 1) {
+  leash::v1::PolicyAck Apply(const std::vector<policystream::SubjectEntry>& entries, uint64_t version = 1) {
     return manager_->Apply(Map(entries), version);
   }
 

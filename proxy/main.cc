@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
     leash::sidecar::AsyncDecisionLog* raw = log.get();
     return leash::proxy::SinkHandle{
         std::move(log), [raw] { return raw->lost(); },
-        [raw](const leash::sidecar::SubjectMap& map) {
+        [raw](const leash::policystream::SubjectMap& map) {
           for (const auto& [uid, entry] : map) {
             raw->SetLevel(uid, leash::sidecar::LevelOf(entry.policy.get()));
           }

@@ -124,8 +124,8 @@ std::string ProxyUsage() {
 }
 
 absl::StatusOr<ProxyFlags> ParseProxyFlags(int argc, char** argv) {
-  absl::StatusOr<CommandLine> line =
-      ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc));
+  absl::StatusOr<base::CommandLine> line =
+      base::ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc));
   if (!line.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(line.status().message(), "\n", ProxyUsage()));
   }
@@ -203,16 +203,16 @@ int RunProxyMain(int argc, char** argv, const SinkFactory& make_sink) {
   absl::StatusOr<ProxyFlags> flags = ParseProxyFlags(argc, argv);
   if (!flags.ok()) {
     std::cerr << "leash-proxy: " << flags.status().message() << "\n";
-    return kExitUsage;
+    return base::kExitUsage;
   }
   if (flags->help) {
-    std::cout << FlagsHelp(ProxyUsage());
-    return kExitOk;
+    std::cout << base::FlagsHelp(ProxyUsage());
+    return base::kExitOk;
   }
   RaiseDescriptorLimit();
   if (absl::Status adopted = AdoptPortSockets(*flags); !adopted.ok()) {
     std::cerr << "leash-proxy: --port-sockets: " << adopted.message() << "\n";
-    return kExitStartFailed;
+    return base::kExitStartFailed;
   }
   const sigset_t signals = BlockStopSignals();
 
@@ -220,14 +220,14 @@ int RunProxyMain(int argc, char** argv, const SinkFactory& make_sink) {
   absl::StatusOr<std::unique_ptr<EventLoop>> loop = EventLoop::Create();
   if (!loop.ok()) {
     std::cerr << "leash-proxy: " << loop.status().message() << "\n";
-    return kExitStartFailed;
+    return base::kExitStartFailed;
   }
   // Read in this process's network namespace, where the proxy's own connections are made.
   absl::StatusOr<std::unique_ptr<HostAddresses>> host_addresses = HostAddresses::Open();
   if (!host_addresses.ok()) {
     std::cerr << "leash-proxy: the destination guard cannot read this host's addresses: "
               << host_addresses.status().message() << "\n";
-    return kExitStartFailed;
+    return base::kExitStartFailed;
   }
   flags->options.host_addresses = std::move(*host_addresses);
   KernelOriginalDst original_dst;
@@ -240,13 +240,13 @@ int RunProxyMain(int argc, char** argv, const SinkFactory& make_sink) {
                                                    resolver.get(), sink.sink.get(), flags->options);
   std::thread loop_thread([&] { (*loop)->Run(); });
 
-  sidecar::SubscriberOptions subscriber_options;
+  policystream::SubscriberOptions subscriber_options;
   subscriber_options.socket_path = flags->admin_socket;
   subscriber_options.kind = leash::v1::SIDECAR_KIND_PROXY;
   ListenerManager* const manager_ptr = manager.get();
-  sidecar::PolicySubscriber subscriber(
+  policystream::PolicySubscriber subscriber(
       subscriber_options,
-      [manager_ptr, &sink](sidecar::SubjectMapPtr map, uint64_t version) {
+      [manager_ptr, &sink](policystream::SubjectMapPtr map, uint64_t version) {
         if (sink.apply_levels) sink.apply_levels(*map);
         leash::v1::PolicyAck ack = manager_ptr->Apply(std::move(map), version);
         if (!ack.error().empty()) std::cerr << "leash-proxy: map " << version << ": " << ack.error() << "\n";
@@ -274,7 +274,7 @@ int RunProxyMain(int argc, char** argv, const SinkFactory& make_sink) {
   resolver.reset();
   manager.reset();
   sink.sink.reset();  // flushes what is queued
-  return kExitOk;
+  return base::kExitOk;
 }
 
 }  // namespace leash::proxy

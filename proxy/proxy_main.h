@@ -46,7 +46,7 @@ struct SinkHandle {
   std::unique_ptr<engine::DecisionSink> sink;
   std::function<uint64_t()> lost;
   // Applies each subject's logging.level from a new map (unset: every decision is written).
-  std::function<void(const sidecar::SubjectMap&)> apply_levels;
+  std::function<void(const policystream::SubjectMap&)> apply_levels;
 };
 // `feed_fd`: the live stream's socket (taking ownership), or -1.
 using SinkFactory = std::function<SinkHandle(int fd, int feed_fd)>;

@@ -62,7 +62,7 @@ void Say(const std::string& line) { std::fprintf(stderr, "leashd: %s\n", line.c_
 
 int Refuse(const std::string& why) {
   Say(absl::StrCat("not starting: ", why));
-  return kExitRefused;
+  return base::kExitRefused;
 }
 
 void LogReport(const leash::v1::ReconcileReport& report) {
@@ -81,7 +81,7 @@ void LogReport(const leash::v1::ReconcileReport& report) {
   static std::string said_routes;
   std::string routes;
   for (const leash::v1::ExecRoute& route : report.exec_routes()) {
-    absl::StrAppend(&routes, "  exec route ", DescribeExecRoute(route), "\n");
+    absl::StrAppend(&routes, "  exec route ", host::DescribeExecRoute(route), "\n");
   }
   if (!routes.empty() && routes != said_routes) {
     Say(absl::StrCat("the routes to running a program that raise no fanotify event:\n", routes));
@@ -279,7 +279,7 @@ class Daemon {
   int log_fd_ = -1;
   std::optional<InstanceLock> instance_;
   ProxyPortHold port_hold_;
-  PolicyStreamService stream_;
+  policystream::PolicyStreamService stream_;
   std::unique_ptr<BindingStore> store_;
   std::unique_ptr<TieredPolicySource> policies_;
   SubjectDirectory subjects_;
@@ -330,10 +330,10 @@ Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {
   if (options_.admin_socket.empty()) options_.admin_socket = options_.run_dir + "/leash.sock";
   if (options_.tools_socket.empty()) options_.tools_socket = options_.run_dir + "/tools.sock";
   if (options_.proxy_binary.empty()) {
-    options_.proxy_binary = FindLeashProgram("leash-proxy", "proxy", "controlplane/main");
+    options_.proxy_binary = base::FindLeashProgram("leash-proxy", "proxy", "controlplane/main");
   }
   if (options_.fswatch_binary.empty()) {
-    options_.fswatch_binary = FindLeashProgram("leash-fswatch", "fswatch", "controlplane/main");
+    options_.fswatch_binary = base::FindLeashProgram("leash-fswatch", "fswatch", "controlplane/main");
   }
 }
 
@@ -342,7 +342,7 @@ void Daemon::BlockSignals() {
   sigemptyset(&signals_);
   for (int s : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&signals_, s);
   pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
-  sidecar::InstallStackDumpHandler();
+  base::InstallStackDumpHandler();
 }
 
 std::optional<int> Daemon::LoadFloorAndUser() {
@@ -791,7 +791,7 @@ std::optional<int> Daemon::StartToolsSocket() {
 // written atomically with its mode stated.
 void Daemon::WritePidfile() {
   pidfile_ = absl::StrCat(options_.run_dir, "/", kPidfileName);
-  if (absl::Status written = WriteFileAtomically(pidfile_, absl::StrCat(getpid(), "\n"), 0644);
+  if (absl::Status written = base::WriteFileAtomically(pidfile_, absl::StrCat(getpid(), "\n"), 0644);
       !written.ok()) {
     Say(absl::StrCat("warning: ", written.message()));
   }
@@ -867,7 +867,7 @@ int Daemon::Stop() {
   close(log_fd_);
   // A stop for failure is a refusal to go on: systemd restarts leash, and `leash teardown
   // --unless-failed` keeps the chains (cli/service_stop.cc).
-  return failed_.load() ? kExitRefused : kExitOk;
+  return failed_.load() ? base::kExitRefused : base::kExitOk;
 }
 
 void Daemon::ReleaseEveryChain() {

@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
   }
   std::vector<char*> args_argv;
   for (std::string& arg : args) args_argv.push_back(arg.data());
-  if (const int exit_code = leash::ParseCommandLineForMain(
+  if (const int exit_code = leash::base::ParseCommandLineForMain(
           static_cast<int>(args_argv.size()), args_argv.data(), "leashd", kUsage, nullptr);
       exit_code >= 0) {
     return exit_code;
@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<leash::controlplane::DaemonOptions> options = OptionsFromFlags();
   if (!options.ok()) {
     std::cerr << "leashd: " << options.status().message() << "\n";
-    return leash::kExitUsage;
+    return leash::base::kExitUsage;
   }
   return leash::controlplane::RunDaemon(*options);
 }

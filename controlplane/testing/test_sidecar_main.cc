@@ -41,12 +41,12 @@ int main(int argc, char** argv) {
     int signal_number = 0;
     sigwait(&takeover, &signal_number);
   }
-  leash::sidecar::SubscriberOptions options;
+  leash::policystream::SubscriberOptions options;
   options.socket_path = socket;
   options.kind = kind == "proxy" ? leash::v1::SIDECAR_KIND_PROXY : leash::v1::SIDECAR_KIND_FSWATCH;
   options.heartbeat_period = absl::Milliseconds(50);
-  leash::sidecar::PolicySubscriber subscriber(
-      options, [](leash::sidecar::SubjectMapPtr, uint64_t) { return leash::v1::PolicyAck(); },
+  leash::policystream::PolicySubscriber subscriber(
+      options, [](leash::policystream::SubjectMapPtr, uint64_t) { return leash::v1::PolicyAck(); },
       nullptr);
   subscriber.Start();
   while (true) pause();

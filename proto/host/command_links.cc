@@ -15,7 +15,7 @@
 #include "engine/check_subject.h"
 #include "engine/path_entry.h"
 
-namespace leash::controlplane {
+namespace leash::host {
 namespace {
 
 std::string FolderOf(const std::string& path) {
@@ -146,4 +146,4 @@ absl::StatusOr<engine::Decision> DecideCheckSubject(const engine::CompiledPolicy
   return policy.DecideCommand(found->program, found->origin);
 }
 
-}  // namespace leash::controlplane
+}  // namespace leash::host

@@ -16,7 +16,7 @@
 #include "engine/decision.h"
 #include "leash/v1/policy.pb.h"
 
-namespace leash::controlplane {
+namespace leash::host {
 
 // The PATH leashd resolves names on: the system's folders, never an agent's own.
 inline const std::vector<std::string>& SystemCommandPath() {
@@ -60,4 +60,4 @@ absl::StatusOr<engine::Decision> DecideCheckSubject(
     const engine::CompiledPolicy& policy, engine::Surface surface, absl::string_view subject,
     std::string& resolved, absl::Span<const std::string> search_path = SystemCommandPath());
 
-}  // namespace leash::controlplane
+}  // namespace leash::host

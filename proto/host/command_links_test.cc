@@ -12,7 +12,7 @@
 #include "test/fixtures/root.h"
 #include "test/fixtures/temp_dir.h"
 
-namespace leash::controlplane {
+namespace leash::host {
 namespace {
 
 namespace testing = ::leash::testing;
@@ -163,4 +163,4 @@ TEST(SystemCommandLinks, Python3OnThisHost) {
 }
 
 }  // namespace
-}  // namespace leash::controlplane
+}  // namespace leash::host

@@ -12,7 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 
-namespace leash::controlplane {
+namespace leash::host {
 namespace {
 
 std::optional<long> ReadSetting(const std::string& root, const std::string& sysctl) {
@@ -152,4 +152,4 @@ std::vector<leash::v1::Finding> ExecRouteFindings(
   return out;
 }
 
-}  // namespace leash::controlplane
+}  // namespace leash::host

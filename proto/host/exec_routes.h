@@ -12,7 +12,7 @@
 #include "leash/v1/control.pb.h"
 #include "leash/v1/judgement.pb.h"
 
-namespace leash::controlplane {
+namespace leash::host {
 
 // Reads the settings under `root` ("" for the host: /proc/sys/..., /dev/fuse). A setting that
 // cannot be read counts as the kernel's default (the route open), and says so.
@@ -24,4 +24,4 @@ std::vector<leash::v1::Finding> ExecRouteFindings(const std::vector<leash::v1::E
 // "open: memfd exec (vm.memfd_noexec = 0) ...; closed by ...; breaks ..." — one line per route.
 std::string DescribeExecRoute(const leash::v1::ExecRoute& route);
 
-}  // namespace leash::controlplane
+}  // namespace leash::host

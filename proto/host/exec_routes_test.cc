@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "test/fixtures/temp_dir.h"
 
-namespace leash::controlplane {
+namespace leash::host {
 namespace {
 
 using ::testing::HasSubstr;
@@ -112,4 +112,4 @@ TEST(ExecRoutesOnThisHost, MemfdNoexecIsReadAsTheKernelSaysIt) {
 }
 
 }  // namespace
-}  // namespace leash::controlplane
+}  // namespace leash::host

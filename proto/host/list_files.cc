@@ -13,7 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 
-namespace leash::controlplane {
+namespace leash::host {
 namespace {
 
 constexpr off_t kMaxListBytes = 1 << 20;
@@ -159,4 +159,4 @@ std::vector<std::string> DescribeListEdits(const ListEntries& before, const List
   return out;
 }
 
-}  // namespace leash::controlplane
+}  // namespace leash::host

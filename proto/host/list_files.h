@@ -16,7 +16,7 @@
 #include "engine/named_lists.h"
 #include "leash/v1/policy.pb.h"
 
-namespace leash::controlplane {
+namespace leash::host {
 
 // <dir of config_path>/lists.
 std::string ListFolderFor(const std::string& config_path);
@@ -34,4 +34,4 @@ ListEntries EntriesOfLists(const engine::ListTexts& texts);
 // list uses it ..."). Lists absent from either side are not compared.
 std::vector<std::string> DescribeListEdits(const ListEntries& before, const ListEntries& after);
 
-}  // namespace leash::controlplane
+}  // namespace leash::host

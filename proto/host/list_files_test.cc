@@ -12,7 +12,7 @@
 #include "test/fixtures/root.h"
 #include "test/fixtures/temp_dir.h"
 
-namespace leash::controlplane {
+namespace leash::host {
 namespace {
 
 using ::testing::ElementsAre;
@@ -112,4 +112,4 @@ TEST(ListEdits, AnEditIsDescribedByWhatItGainedAndLost) {
 }
 
 }  // namespace
-}  // namespace leash::controlplane
+}  // namespace leash::host

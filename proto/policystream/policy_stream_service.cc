@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace leash::controlplane {
+namespace leash::policystream {
 
 using leash::v1::PolicyUpdate;
 using leash::v1::SidecarMessage;
@@ -152,4 +152,4 @@ grpc::Status PolicyStreamService::Watch(
   return grpc::Status::OK;
 }
 
-}  // namespace leash::controlplane
+}  // namespace leash::policystream

@@ -16,7 +16,7 @@
 #include "absl/time/time.h"
 #include "leash/v1/policy_stream.grpc.pb.h"
 
-namespace leash::controlplane {
+namespace leash::policystream {
 
 // What leashd knows of one sidecar kind.
 struct SidecarState {
@@ -83,4 +83,4 @@ class PolicyStreamService final : public leash::v1::PolicyStream::Service {
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-}  // namespace leash::controlplane
+}  // namespace leash::policystream

@@ -15,9 +15,9 @@
 namespace leash::controlplane {
 namespace {
 
-using leash::sidecar::PolicySubscriber;
-using leash::sidecar::SubjectMapPtr;
-using leash::sidecar::SubscriberOptions;
+using policystream::PolicySubscriber;
+using policystream::SubjectMapPtr;
+using policystream::SubscriberOptions;
 using leash::testing::WaitFor;
 
 leash::v1::SubjectPolicy WithPolicy(uint32_t uid, const std::string& allow) {
@@ -49,7 +49,7 @@ class PolicyStreamTest : public ::testing::Test {
     StopServer();
   }
   void StartServer() {
-    service_ = std::make_unique<PolicyStreamService>();
+    service_ = std::make_unique<policystream::PolicyStreamService>();
     grpc::ServerBuilder builder;
     builder.AddListeningPort("unix:" + socket_, grpc::InsecureServerCredentials());
     builder.RegisterService(service_.get());
@@ -63,13 +63,13 @@ class PolicyStreamTest : public ::testing::Test {
     service_.reset();
   }
   void Subscribe() {
-    SubscriberOptions options;
+    policystream::SubscriberOptions options;
     options.socket_path = socket_;
     options.kind = leash::v1::SIDECAR_KIND_FSWATCH;
     options.heartbeat_period = absl::Milliseconds(20);
-    subscriber_ = std::make_unique<PolicySubscriber>(
+    subscriber_ = std::make_unique<policystream::PolicySubscriber>(
         options,
-        [this](SubjectMapPtr map, uint64_t version) {
+        [this](policystream::SubjectMapPtr map, uint64_t version) {
           absl::MutexLock lock(&mu_);
           maps_.push_back(map);
           versions_.push_back(version);
@@ -83,18 +83,18 @@ class PolicyStreamTest : public ::testing::Test {
         [](leash::v1::Heartbeat& beat) { beat.set_events(42); });
     subscriber_->Start();
   }
-  SubjectMapPtr LastMap() {
+  policystream::SubjectMapPtr LastMap() {
     absl::MutexLock lock(&mu_);
     return maps_.empty() ? nullptr : maps_.back();
   }
 
   std::unique_ptr<leash::testing::TempDir> dir_;
   std::string socket_;
-  std::unique_ptr<PolicyStreamService> service_;
+  std::unique_ptr<policystream::PolicyStreamService> service_;
   std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<PolicySubscriber> subscriber_;
+  std::unique_ptr<policystream::PolicySubscriber> subscriber_;
   absl::Mutex mu_;
-  std::vector<SubjectMapPtr> maps_;
+  std::vector<policystream::SubjectMapPtr> maps_;
   std::vector<uint64_t> versions_;
 };
 
@@ -103,7 +103,7 @@ TEST_F(PolicyStreamTest, SidecarGetsFullMapThenDeltasAndAcksEach) {
   Subscribe();
   ASSERT_TRUE(subscriber_->WaitForFirstMap(absl::Seconds(10)).ok());
   ASSERT_TRUE(service_->WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, v1, absl::Seconds(10)).ok());
-  SubjectMapPtr first = LastMap();
+  policystream::SubjectMapPtr first = LastMap();
   ASSERT_EQ(first->size(), 2u);
   ASSERT_NE(first->at(1001).policy, nullptr);
   EXPECT_TRUE(first->at(1001)
@@ -113,7 +113,7 @@ TEST_F(PolicyStreamTest, SidecarGetsFullMapThenDeltasAndAcksEach) {
   // A delta changes one subject; the other keeps its compiled policy object.
   const uint64_t v2 = service_->Publish({WithoutPolicy(1001, "closed")});
   ASSERT_TRUE(service_->WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, v2, absl::Seconds(10)).ok());
-  SubjectMapPtr second = LastMap();
+  policystream::SubjectMapPtr second = LastMap();
   ASSERT_EQ(second->size(), 2u);
   EXPECT_EQ(second->at(1001).policy, nullptr);
   EXPECT_EQ(second->at(1001).no_policy_reason, "left discovery");
@@ -133,7 +133,7 @@ TEST_F(PolicyStreamTest, AckErrorsAndHeartbeatsReachTheService) {
   const uint64_t v = service_->Publish({WithPolicy(13, "x.com")});
   Subscribe();
   ASSERT_TRUE(service_->WaitForAck(leash::v1::SIDECAR_KIND_FSWATCH, v, absl::Seconds(10)).ok());
-  SidecarState state = service_->State(leash::v1::SIDECAR_KIND_FSWATCH);
+  policystream::SidecarState state = service_->State(leash::v1::SIDECAR_KIND_FSWATCH);
   EXPECT_TRUE(state.connected);
   EXPECT_EQ(state.failed_uids, std::vector<uint32_t>{13});
   EXPECT_THAT(state.last_ack_error, ::testing::HasSubstr("would not bind"));
@@ -172,7 +172,7 @@ TEST_F(PolicyStreamTest, SidecarKeepsItsMapWhileLeashdIsGoneAndResyncsAfter) {
   service_->Publish({WithPolicy(1001, "github.com")});
   Subscribe();
   ASSERT_TRUE(subscriber_->WaitForFirstMap(absl::Seconds(10)).ok());
-  SubjectMapPtr before = LastMap();
+  policystream::SubjectMapPtr before = LastMap();
   StopServer();
   // The sidecar still holds the last map it put in force.
   EXPECT_EQ(LastMap(), before);

@@ -6,7 +6,7 @@
 #include "grpcpp/grpcpp.h"
 #include "leash/v1/policy_stream.grpc.pb.h"
 
-namespace leash::sidecar {
+namespace leash::policystream {
 
 class PolicySubscriber::Impl {
  public:
@@ -109,7 +109,7 @@ class PolicySubscriber::Impl {
     leash::v1::PolicyUpdate update;
     while (open && stream->Read(&update)) {
       got_updates = true;
-      SubjectMapPtr snapshot = Merge(update);
+      policystream::SubjectMapPtr snapshot = Merge(update);
       leash::v1::PolicyAck ack = apply_(snapshot, update.version());
       ack.set_version(update.version());
       {
@@ -138,14 +138,14 @@ class PolicySubscriber::Impl {
 
   // The complete map after `update`: a full update replaces the map; a delta replaces the
   // subjects it carries and keeps the compiled policies of the rest.
-  SubjectMapPtr Merge(const leash::v1::PolicyUpdate& update) {
-    auto next = std::make_shared<SubjectMap>();
+  policystream::SubjectMapPtr Merge(const leash::v1::PolicyUpdate& update) {
+    auto next = std::make_shared<policystream::SubjectMap>();
     if (!update.full()) {
       absl::MutexLock lock(&mu_);
       if (map_ != nullptr) *next = *map_;
     }
     for (const leash::v1::SubjectPolicy& wire : update.subjects()) {
-      (*next)[wire.uid()] = MakeSubjectEntry(wire);
+      (*next)[wire.uid()] = policystream::MakeSubjectEntry(wire);
     }
     return next;
   }
@@ -158,7 +158,7 @@ class PolicySubscriber::Impl {
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
-  SubjectMapPtr map_ ABSL_GUARDED_BY(mu_);
+  policystream::SubjectMapPtr map_ ABSL_GUARDED_BY(mu_);
   uint64_t applied_version_ ABSL_GUARDED_BY(mu_) = 0;
   std::string last_error_ ABSL_GUARDED_BY(mu_);
 };
@@ -177,4 +177,4 @@ absl::Status PolicySubscriber::WaitForFirstMap(absl::Duration timeout) {
 
 uint64_t PolicySubscriber::applied_version() const { return impl_->applied_version(); }
 
-}  // namespace leash::sidecar
+}  // namespace leash::policystream

@@ -20,7 +20,7 @@
 #include "leash/v1/policy_stream.pb.h"
 #include "proto/policystream/subject_map.h"
 
-namespace leash::sidecar {
+namespace leash::policystream {
 
 struct SubscriberOptions {
   // leashd's admin socket.
@@ -35,7 +35,7 @@ class PolicySubscriber {
   // Called on the subscriber's thread with each new complete map and its version. Returns the
   // ack to send: version set, and error/failed_uids for parts that could not be put in force.
   // The snapshot is the sidecar's to keep.
-  using ApplyFn = std::function<leash::v1::PolicyAck(SubjectMapPtr map, uint64_t version)>;
+  using ApplyFn = std::function<leash::v1::PolicyAck(policystream::SubjectMapPtr map, uint64_t version)>;
   // Fills the counters of each heartbeat (events answered, records lost, queue overflows).
   using StatsFn = std::function<void(leash::v1::Heartbeat& heartbeat)>;
 
@@ -59,4 +59,4 @@ class PolicySubscriber {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace leash::sidecar
+}  // namespace leash::policystream

@@ -3,7 +3,7 @@
 #include <optional>
 #include <utility>
 
-namespace leash::sidecar {
+namespace leash::policystream {
 
 SubjectEntry MakeSubjectEntry(const leash::v1::SubjectPolicy& wire) {
   SubjectEntry entry;
@@ -36,4 +36,4 @@ SubjectEntry MakeSubjectEntry(const leash::v1::SubjectPolicy& wire) {
   return entry;
 }
 
-}  // namespace leash::sidecar
+}  // namespace leash::policystream

@@ -15,7 +15,7 @@
 #include "engine/uid_ranges.h"
 #include "leash/v1/policy_stream.pb.h"
 
-namespace leash::sidecar {
+namespace leash::policystream {
 
 // One subject as a sidecar holds it.
 struct SubjectEntry {
@@ -42,4 +42,4 @@ using SubjectMapPtr = std::shared_ptr<const SubjectMap>;
 // Builds a SubjectMap entry from the wire form, compiling its policy.
 SubjectEntry MakeSubjectEntry(const leash::v1::SubjectPolicy& wire);
 
-}  // namespace leash::sidecar
+}  // namespace leash::policystream

@@ -721,7 +721,7 @@ TEST_F(FswatchRootTest, StalledLoopIsEndedByTheWatchdogWhichReleasesTheHost) {
   absl::StatusOr<int> status = w->process->Wait(absl::Seconds(20));
   ASSERT_TRUE(status.ok()) << "the watchdog never fired";
   ASSERT_TRUE(WIFEXITED(*status));
-  EXPECT_EQ(WEXITSTATUS(*status), kExitWatchdog);
+  EXPECT_EQ(WEXITSTATUS(*status), base::kExitWatchdog);
   const absl::Duration took = absl::Now() - start;
   EXPECT_GE(took, absl::Seconds(9));
   const std::string err = w->Stderr();
@@ -948,7 +948,7 @@ TEST_F(FswatchRootTest, MapsFromLeashdOverPolicyStreamAreAckedOnlyOnceInForce) {
   absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create("fsw");
   ASSERT_TRUE(dir.ok());
   const std::string socket = (*dir)->Join("s");
-  controlplane::PolicyStreamService service;
+  policystream::PolicyStreamService service;
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
   builder.RegisterService(&service);
@@ -1011,7 +1011,7 @@ TEST_F(FswatchRootTest, RefusesWithoutCapSysAdmin) {
       {"setpriv", "--inh-caps=-sys_admin", "--bounding-set=-sys_admin", "--", kFswatchBinary,
        absl::StrCat("--initial-map=", map), absl::StrCat("--mark-only-under=", tmpfs_->path())});
   ASSERT_TRUE(result.ok());
-  EXPECT_EQ(result->exit_code, kExitRefused) << result->out;
+  EXPECT_EQ(result->exit_code, base::kExitRefused) << result->out;
   EXPECT_THAT(result->out, HasSubstr("refusing to start: CAP_SYS_ADMIN"));
 }
 

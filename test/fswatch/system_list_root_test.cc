@@ -300,9 +300,9 @@ TEST_F(SystemListRootTest, TheExamplePolicyLetsAnAgentWorkAndRefusesCurlACopyThe
   // The links leashd resolves on every reconcile, found the way it finds them: its system
   // PATH, here under the copied root (`python3` -> the copy's python3.11).
   std::vector<std::string> path;
-  for (const std::string& folder : controlplane::SystemCommandPath()) path.push_back(R(folder));
+  for (const std::string& folder : host::SystemCommandPath()) path.push_back(R(folder));
   bool python3_linked = false;
-  for (const engine::CommandLink& link : controlplane::ResolveCommandLinks(*expanded, path)) {
+  for (const engine::CommandLink& link : host::ResolveCommandLinks(*expanded, path)) {
     leash::v1::CommandLink* wire = subject.add_command_links();
     wire->set_name(link.name);
     wire->set_target(link.target);

@@ -432,7 +432,7 @@ TEST_F(ProxyNetnsTest, APolicyChangeOverPolicyStreamTakesEffectInPlace) {
     return moved;
   }()});
   ASSERT_TRUE(version.ok()) << version.status();
-  const controlplane::SidecarState state = bed_->ProxyState();
+  const policystream::SidecarState state = bed_->ProxyState();
   ASSERT_EQ(state.failed_uids.size(), 1u);
   EXPECT_EQ(state.failed_uids[0], bed_->uid(kC));
   EXPECT_TRUE(absl::StrContains(state.last_ack_error, "127.0.0.1:9000")) << state.last_ack_error;

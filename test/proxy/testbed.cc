@@ -91,7 +91,7 @@ absl::StatusOr<std::unique_ptr<ProxyTestbed>> ProxyTestbed::Create(const Testbed
     bed->helper_paths_.push_back(target);
   }
 
-  bed->service_ = std::make_unique<controlplane::PolicyStreamService>();
+  bed->service_ = std::make_unique<policystream::PolicyStreamService>();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(absl::StrCat("unix:", bed->dir_->Join("leash.sock")),
                            grpc::InsecureServerCredentials());
@@ -152,7 +152,7 @@ absl::StatusOr<uint64_t> ProxyTestbed::PublishAndWait(
   return version;
 }
 
-controlplane::SidecarState ProxyTestbed::ProxyState() const {
+policystream::SidecarState ProxyTestbed::ProxyState() const {
   return service_->State(leash::v1::SIDECAR_KIND_PROXY);
 }
 

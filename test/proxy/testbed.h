@@ -64,7 +64,7 @@ class ProxyTestbed {
 
   // Publishes these subjects (leashd's side), then waits until the proxy acked the version.
   absl::StatusOr<uint64_t> PublishAndWait(const std::vector<leash::v1::SubjectPolicy>& subjects);
-  controlplane::SidecarState ProxyState() const;
+  policystream::SidecarState ProxyState() const;
 
   // Starts the proxy (after a first Publish, so its first map is complete).
   absl::Status StartProxy();
@@ -98,7 +98,7 @@ class ProxyTestbed {
   std::unique_ptr<TempDir> dir_;  // sockets, helpers, the decision log
   std::string decision_log_;
   std::string proxy_stderr_;
-  std::unique_ptr<controlplane::PolicyStreamService> service_;
+  std::unique_ptr<policystream::PolicyStreamService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<Background> proxy_;
   std::vector<std::string> helper_paths_;

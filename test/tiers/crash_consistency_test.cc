@@ -137,7 +137,7 @@ std::map<std::string, std::string> Capture(const std::string& state,
 
 class CrashConsistency : public ::testing::TestWithParam<Scenario> {
  protected:
-  void TearDown() override { controlplane::SetWriteFaultHookForTesting(nullptr); }
+  void TearDown() override { base::SetWriteFaultHookForTesting(nullptr); }
   HostInputs host_ = Host(kFloor, {"leash-iris", "leash-vader"});
 };
 
@@ -151,10 +151,10 @@ TEST_P(CrashConsistency, KilledAtEveryWriteStepLeavesBeforeOrAfterAndNeverUncons
   {
     BindingStore store = MakeStore(reference.state());
     for (const Step& step : scenario.setup) ASSERT_TRUE(step(store, host_));
-    controlplane::SetWriteFaultHookForTesting(
+    base::SetWriteFaultHookForTesting(
         [&](absl::string_view, const std::string&) { ++steps; });
     ASSERT_TRUE(scenario.write(store, host_));
-    controlplane::SetWriteFaultHookForTesting(nullptr);
+    base::SetWriteFaultHookForTesting(nullptr);
     after = Capture(reference.state(), scenario.write_order);
   }
   // A removal passes unlink and fsync-dir; a replacement open-temp ... fsync-dir.
@@ -173,7 +173,7 @@ TEST_P(CrashConsistency, KilledAtEveryWriteStepLeavesBeforeOrAfterAndNeverUncons
     ASSERT_GE(child, 0);
     if (child == 0) {
       int calls = 0;
-      controlplane::SetWriteFaultHookForTesting([&](absl::string_view, const std::string&) {
+      base::SetWriteFaultHookForTesting([&](absl::string_view, const std::string&) {
         if (++calls == kill_at) raise(SIGKILL);
       });
       BindingStore store = MakeStore(dir.state());
