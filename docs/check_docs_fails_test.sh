@@ -7,7 +7,8 @@ work=${TEST_TMPDIR:-$(mktemp -d)}/trees
 failures=0
 
 # A clean tree: a README linking into docs, an ARCHITECTURE.md stating two rules, a comment
-# citing one, a doc naming a path and a section that exist.
+# citing one, a doc naming a path and a section that exist; comments with what is not history
+# (a time format's example, a limit) and a script whose "#" are not comments.
 make_tree() {
   local t=$1
   rm -rf "$t"
@@ -38,6 +39,16 @@ MD
 struct Overlay {};
 const char* kStamp = "issue 7 of the format";  // a string, not a comment's issue number
 CC
+  cat >"$t/engine/format.h" <<'CC'
+// A log time looks like "2026-12-02T06:00:00Z" or "2026-12-02 10:30:01"; a wait is 2 s at most.
+#include "engine/generated.pb.h"
+CC
+  mkdir -p "$t/scripts"
+  cat >"$t/scripts/count.sh" <<'SH'
+#!/usr/bin/env bash
+# Counts what engine/tiers.cc declares.
+list=(a b); echo "${#list[@]}"  # how many
+SH
 }
 
 # expect_fail NAME PATTERN: the checker fails on tree NAME and its output matches PATTERN.
@@ -102,6 +113,30 @@ make_tree "$work/name"
 echo '| N3 | One listener per UID. | `ListenerManager::Handle` in `engine/tiers.cc` |' \
   >>"$work/name/docs/ARCHITECTURE.md"
 expect_fail name 'names `ListenerManager::Handle`, which no C\+\+ source declares'
+
+make_tree "$work/date"
+echo '// Added on 2026-11-30, after the review.' >>"$work/date/engine/tiers.cc"
+expect_fail date 'engine/tiers.cc:4: carries a date'
+
+make_tree "$work/month"
+echo '// Since November 2026 the writer batches.' >>"$work/month/engine/tiers.cc"
+expect_fail month 'engine/tiers.cc:4: carries a date'
+
+make_tree "$work/hash"
+echo '# Fixes #21.' >>"$work/hash/scripts/count.sh"
+expect_fail hash 'scripts/count.sh:4: carries an issue or PR number'
+
+make_tree "$work/figure"
+echo '// Measured on this machine: the peak rose by 112 MiB.' >>"$work/figure/engine/tiers.cc"
+expect_fail figure 'engine/tiers.cc:4: carries a measured figure'
+
+make_tree "$work/spec"
+echo '// Spec: "one listener per UID".' >>"$work/spec/engine/tiers.cc"
+expect_fail spec 'engine/tiers.cc:4: cites the spec'
+
+make_tree "$work/missing"
+echo '# A root test fails rather than skips (see test/root.h).' >>"$work/missing/scripts/count.sh"
+expect_fail missing 'scripts/count.sh:4: names a missing file: test/root.h'
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures case(s) failed"
