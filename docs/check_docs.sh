@@ -15,7 +15,9 @@
 #      measurement (figures live in docs/PERFORMANCE.md, with the command that printed them);
 #   9. no comment cites the spec the project started from (it lives outside the repository):
 #      a comment states the rule in the project's words or cites docs/ARCHITECTURE.md's label;
-#  10. every repository source file a comment names by its path (test/fixtures/root.h) exists.
+#  10. every repository source file a comment names by its path (test/fixtures/root.h) exists;
+#  11. docs/PERFORMANCE.md is one table whose every row has its six cells (what, target,
+#      current, ratio, command, commit), so a row added later fits it.
 # Usage: check_docs.sh ROOT   (ROOT: the repository's source tree). Prints one line per
 # problem, "file:line: what", and exits 1 when there is any.
 set -uo pipefail
@@ -191,6 +193,17 @@ grep -P -o "^[^:]+:[0-9]+:|(?<![A-Za-z0-9_./-])$top/([A-Za-z0-9_-]+/)*[A-Za-z0-9
   path=$(cut -d: -f3- <<<"$hit")
   [ -f "$path" ] || say "${hit%%:*}:$(cut -d: -f2 <<<"$hit"): names a missing file: $path"
 done
+
+# 11. The performance page's one table, six cells a row (an escaped \| is inside a cell).
+perf=docs/PERFORMANCE.md
+if [ -f "$perf" ]; then
+  awk '/^```/ { fence = !fence; next }
+       !fence && /^\|/ { line = $0; gsub(/\\\|/, "", line); cells = gsub(/\|/, "|", line) - 1
+                         if (cells != 6) print FNR ": a table row with " cells " cells, not 6"
+                         if ($0 ~ /^\|[ :-]*-[ :|-]*$/) heads++ }
+       END { if (heads != 1) print "1: " heads + 0 " tables, not one" }' "$perf" |
+    while IFS= read -r hit; do say "$perf:$hit"; done
+fi
 
 if [ -s "$problems" ]; then
   sort -u "$problems"

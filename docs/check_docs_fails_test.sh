@@ -29,6 +29,12 @@ MD
 # not a heading
 ```
 MD
+  cat >"$t/docs/PERFORMANCE.md" <<'MD'
+# Performance
+| what | target | current | ratio | command | commit |
+|---|---|---|---|---|---|
+| One decision | ≤ 1 µs | 458 ns | 0.46 | `//engine:engine_benchmark` (a \| b) | 04008ac |
+MD
   cat >"$t/docs/OPERATIONS.md" <<'MD'
 # Operating
 ## When leashd gives up: a failure never un-confines
@@ -122,8 +128,10 @@ expect_fail name 'names `ListenerManager::Handle`, which no C\+\+ source declare
 
 # History in comments, one defect a line, all in one tree (each run of the checker is costly
 # on a loaded machine): a date, bare and in words; a "#N"; a pasted figure; the spec quoted; a
-# source file that does not exist.
+# source file that does not exist. And a performance row that lost a cell.
 make_tree "$work/history"
+echo '| Policy compile | none | 324 ms | `//engine:engine_benchmark` | 04008ac |' \
+  >>"$work/history/docs/PERFORMANCE.md"
 cat >>"$work/history/engine/tiers.cc" <<'CC'
 // Added on 2026-11-30, after the review.
 // Since November 2026 the writer batches.
@@ -137,7 +145,8 @@ SH
 expect_fail history 'engine/tiers.cc:4: carries a date' 'engine/tiers.cc:5: carries a date' \
   'engine/tiers.cc:6: carries a measured figure' 'engine/tiers.cc:7: cites the spec' \
   'scripts/count.sh:4: carries an issue or PR number' \
-  'scripts/count.sh:5: names a missing file: test/root.h'
+  'scripts/count.sh:5: names a missing file: test/root.h' \
+  'docs/PERFORMANCE.md:5: a table row with 5 cells, not 6'
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures case(s) failed"
