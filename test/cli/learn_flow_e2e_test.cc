@@ -1,11 +1,13 @@
 // The whole learning flow in one run, as an operator adopting Leash for an agent meets it: the
-// agent works under a whitelist floor with every surface of its profile in audit, while
-// `leash logs --follow --json` watches; its workload (HTTP to a test host, a file tree read in,
-// two commands, a tool call) succeeds, and each would-be block is in the stream and in the log
-// once, with enforced: false. `leash suggest` turns the log into a profile; the `leash profile
-// save` and `leash bind` lines it prints are run as printed, which also drops the audit
-// profile. Then the same workload runs with no block at all, and what lies outside the
-// suggestion (another file, command, port and tool) is blocked and logged as enforced.
+// agent works under a whitelist with every surface in audit (two by the floor, two by its
+// profile), while `leash logs --follow --json` watches; its workload (HTTP to a test host, a
+// file tree read in, two commands, a tool call) succeeds, and each would-be block is in the
+// stream and in the log once, with enforced: false. `leash suggest` turns the log into a
+// profile; the `leash profile save` and `leash bind` lines it prints are run as printed, which
+// turns audit off (the profile's own `audit: false` over the floor's, the new binding in place
+// of the audit profile). Then the same workload runs with no block at all, and what lies
+// outside the suggestion (another file, command, port and tool) is blocked and logged as
+// enforced.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -301,7 +303,8 @@ TEST_F(LearnFlowTest, ObserveSuggestBindThenTheWorkloadRunsUnblockedAndTheRestIs
   }
   EXPECT_EQ(log_refs.size(), WouldBeBlocked().size()) << ReadAll(decisions());
   // What the floor allows stays a plain allow.
-  EXPECT_TRUE(Covers(LogLines(log_start), {absl::StrCat("commands ", root, "/bin/tool-one")}, IsAllow));
+  EXPECT_TRUE(
+      Covers(LogLines(log_start), {absl::StrCat("commands ", root, "/bin/tool-one")}, IsAllow));
 
   // 5. Suggest, as the operator does, into the file its printed lines name; then run those
   // lines as printed, with only `leash` pointed at this test's leashd.
