@@ -188,7 +188,9 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
       return absl::InvalidArgumentError(absl::StrCat("$", variable, "=", env, ": ", error));
     }
     out.given.insert(name);
-    absl_args.push_back(absl::StrCat("--", name, "=", env));
+    absl_args.push_back(absl::StrCat(
+        "--", name, "=",
+        flag->IsOfType<RepeatedFlag>() ? AbslUnparseFlag(RepeatedFlag{{env}}) : env));
   }
   // Every name and value was checked above, so this parse cannot fail (and exit).
   std::vector<char*> argv;

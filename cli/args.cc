@@ -11,14 +11,11 @@
 // Global and every command's flags. The help is one line each; usage.cc says more.
 ABSL_FLAG(std::string, config, std::string(leash::engine::kDefaultConfigPath), "config file");
 ABSL_FLAG(bool, json, false, "every outcome as one JSON object on stdout");
-ABSL_FLAG(leash::RepeatedFlag, ack, {},
-          "consent to a loosening: '<field>:<value>' (bind, unbind, <surface> remove), "
-          "'agent:<account>=<field>:<value>' (profile save), 'dangling:<scope>' (profile delete)");
+ABSL_FLAG(leash::RepeatedFlag, ack, {}, "consent to a loosening: the token its refusal names");
 ABSL_FLAG(bool, offline, false, "status, validate, check: from the config file, not leashd");
 ABSL_FLAG(bool, no_reconcile, false, "write the policy but do not reconcile");
 ABSL_FLAG(bool, follow, false, "logs: then each new decision as it happens");
-ABSL_FLAG(bool, unless_failed, false,
-          "teardown: release only if systemd says leash.service was stopped on purpose");
+ABSL_FLAG(bool, unless_failed, false, "teardown: release only after a deliberate stop");
 ABSL_FLAG(std::string, from, "", "profile save: the profile's file");
 ABSL_FLAG(std::string, user, "", "init: the user to leash");
 ABSL_FLAG(std::string, tail, "", "logs: the last N decisions (default 20)");
