@@ -132,6 +132,11 @@ TEST(ParseCommandLine, AnEnvironmentDefaultCountsAsGivenAndYieldsToTheFlag) {
   EXPECT_FALSE(parsed->Given("test_path"));
   EXPECT_THAT(FlagsHelp("usage", rules),
               HasSubstr("--test-path  a path (default: $TEST_PATH, else /run/x)"));
+  // A repeated flag's environment default is one value, commas and all.
+  path_var = "/a,b";
+  rules.env_defaults = {{"test_list", "TEST_PATH"}};
+  ASSERT_TRUE(ParseCommandLine({}, rules).ok());
+  EXPECT_THAT(absl::GetFlag(FLAGS_test_list).values, ElementsAre("/a,b"));
 }
 
 TEST(ParseCommandLine, EveryValueIsCheckedInOrderAndARefusalEndsTheParse) {
