@@ -217,6 +217,9 @@ struct Reconciler::Pass {
   // Onboard and Diff.
   std::vector<uint32_t> added, moved, changed;
   std::map<uint32_t, std::string> fingerprints;
+  // What Onboard's publish already put in the sidecars, by UID (its Fingerprint): Publish does
+  // not send it again when the chains left it as it was.
+  std::map<uint32_t, std::string> onboarded_as;
   std::map<uint32_t, NetfilterSubject> applied_early;
 
   // Sets report.error; the step that calls it returns false and nothing is changed.
@@ -226,17 +229,31 @@ struct Reconciler::Pass {
   }
 };
 
+// The pass as the list of its steps. It publishes to the sidecars at most twice: Onboard's
+// publish only when a subject must be in the sidecars before its chain goes in, Publish's only
+// when the chains leave something the sidecars do not hold yet. A new subject needs both, one on
+// each side of its chain (docs/ARCHITECTURE.md, rule C6, and "Where the rules left a choice").
 leash::v1::ReconcileReport Reconciler::RunPass() {
   Pass pass;
   pass.report.set_ran(true);
-  // Every read happens before anything changes; a failure there changes nothing at all.
-  if (!Look(pass) || !Plan(pass) || !SavePorts(pass)) return pass.report;
+  // Every read and every decision comes before anything changes: a failure in these three
+  // changes nothing at all (rule C2).
+  if (!Look(pass)) return pass.report;       // accounts, policies, ports, resolvers, listeners
+  if (!Plan(pass)) return pass.report;       // each subject's policy, port, ranges and chain
+  if (!SavePorts(pass)) return pass.report;  // new ports on disk before a chain relies on them
+  // Publish 1 (when needed), acked: new subjects denied, moved subjects, listeners to retry.
   Onboard(pass);
+  // The proxy's answer: a listener that would not bind resets its chain and denies its subject.
   SettleListeners(pass);
+  // Who changed; an unchanged subject is not touched (rule C1).
   Diff(pass);
+  // The onboarded subjects' chains, then the changed ones'; a chain that fails denies its own.
   ApplyChains(pass);
+  // Publish 2 (when needed), acked: what the chains left that the sidecars do not hold yet.
   Publish(pass);
+  // Who is denied, which entries can never match, which sidecar lags.
   Report(pass);
+  // What is in force now, and the changes said.
   Record(pass);
   return pass.report;
 }
@@ -504,6 +521,9 @@ void Reconciler::Onboard(Pass& pass) {
     }
   }
   if (onboarding.empty()) return;
+  for (const leash::v1::SubjectPolicy& sent : onboarding) {
+    pass.onboarded_as[sent.uid()] = Fingerprint(sent);
+  }
   PublishAndWait(onboarding, pass.report);
   pass.unbound = UnboundListeners();
 }
@@ -602,12 +622,21 @@ void Reconciler::ApplyChangedChains(Pass& pass) {
   }
 }
 
-// The one publish of policies: every new and changed subject as the chains and listeners
-// left it.
+// The publish of policies: every new and changed subject as the chains and listeners left it,
+// except what Onboard's publish already put in the sidecars unchanged (a moved subject whose
+// chain went in), so a pass that only moves a subject publishes once. A new subject is always
+// sent here: Onboard sent its denial, and this is its policy.
 void Reconciler::Publish(Pass& pass) {
   std::vector<leash::v1::SubjectPolicy> publish;
   for (const std::vector<uint32_t>* uids : {&pass.added, &pass.changed}) {
-    for (uint32_t uid : *uids) publish.push_back(pass.desired[uid].policy);
+    for (uint32_t uid : *uids) {
+      const leash::v1::SubjectPolicy& policy = pass.desired[uid].policy;
+      auto onboarded = pass.onboarded_as.find(uid);
+      if (onboarded != pass.onboarded_as.end() && onboarded->second == Fingerprint(policy)) {
+        continue;
+      }
+      publish.push_back(policy);
+    }
   }
   PublishAndWait(publish, pass.report);
 }

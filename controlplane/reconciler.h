@@ -5,9 +5,11 @@
 //    watcher (and the proxy, whose listener must exist) BEFORE its chain goes in, then gets its
 //    policy;
 //  - the policies go out once per pass, after every chain: what a chain or a listener that
-//    failed denies is known by then. Only a pass that onboards (new subjects, moved ranges or
-//    ports, listeners to retry) publishes once more, before its chains; why one publish cannot
-//    serve a new subject is in docs/ARCHITECTURE.md ("Where the rules left a choice");
+//    failed denies is known by then. A pass that onboards (new subjects, moved ranges or
+//    ports, listeners to retry) publishes once before its chains too; after them it sends only
+//    what that first publish did not already put in the sidecars, so a pass that only moves a
+//    subject publishes once and a pass that brings in a new subject twice. Why one publish
+//    cannot serve a new subject is in docs/ARCHITECTURE.md ("Where the rules left a choice");
 //  - a changed subject is re-published and its chain alone re-applied;
 //  - an unchanged subject is not touched at all;
 //  - a subject that left discovery loses its policy (published as no-policy: every connection
