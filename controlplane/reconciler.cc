@@ -385,60 +385,79 @@ Reconciler::Desired Reconciler::PlanSubject(Pass& pass, const Account& account) 
       it != pass.subordinate.conflicts.end()) {
     id_problems.insert(id_problems.end(), it->second.begin(), it->second.end());
   }
-  if (options_.single_subject) {
-    d.port = kSingleSubjectPort;
-  } else {
-    const std::optional<uint16_t> before = pass.ports->PortOf(account.name);
-    absl::StatusOr<uint16_t> port = pass.ports->Assign(account, options_.port_usable);
-    if (port.ok() && before && *before != *port) {
-      pass.report.add_warnings(absl::StrCat(
-          "critical: ", account.name, " moved from proxy port ", *before, " to ", *port,
-          ": another process holds ", *before, " (bound while leashd was not running)"));
-    }
-    if (port.ok()) {
-      d.port = *port;
-    } else {
-      d.problem = std::string(port.status().message());
-      d.runtime_problem = true;
-    }
-  }
+  PlanPort(pass, d);
   leash::v1::SubjectPolicy policy = PlanPolicy(pass, d, id_problems);
   std::vector<engine::IpAddress> resolvers;
-  if (d.problem.empty()) {
-    const leash::v1::NetworkPolicy& network = policy.policy().network();
-    if (network.dns_resolvers().entries().empty()) {
-      resolvers = pass.host_resolvers;
-    } else {
-      for (const std::string& entry : network.dns_resolvers().entries()) {
-        absl::StatusOr<engine::IpAddress> address = engine::ParseResolverEntry(entry);
-        if (address.ok()) resolvers.push_back(*address);
-      }
-    }
-    // The proxy's DNS filter forwards to these.
-    for (const engine::IpAddress& resolver : resolvers) {
-      policy.add_dns_resolvers(engine::FormatIpAddress(resolver));
+  if (d.problem.empty()) resolvers = PlanResolvers(pass.host_resolvers, policy);
+  d.chain = PlanChain(pass, d, policy, resolvers);
+  d.policy = std::move(policy);
+  return d;
+}
+
+// The subject's proxy port: kept for the account's life, moved (and said) only when another
+// process holds it. None is a problem of the host: the subject is denied.
+void Reconciler::PlanPort(Pass& pass, Desired& d) {
+  if (options_.single_subject) {
+    d.port = kSingleSubjectPort;
+    return;
+  }
+  const Account& account = d.account;
+  const std::optional<uint16_t> before = pass.ports->PortOf(account.name);
+  absl::StatusOr<uint16_t> port = pass.ports->Assign(account, options_.port_usable);
+  if (!port.ok()) {
+    d.problem = std::string(port.status().message());
+    d.runtime_problem = true;
+    return;
+  }
+  if (before && *before != *port) {
+    pass.report.add_warnings(absl::StrCat(
+        "critical: ", account.name, " moved from proxy port ", *before, " to ", *port,
+        ": another process holds ", *before, " (bound while leashd was not running)"));
+  }
+  d.port = *port;
+}
+
+// Where the subject's DNS goes: its policy's resolvers, or the host's. Written into what the
+// proxy is sent (its DNS filter forwards there) and returned for the chain's DNS redirect.
+std::vector<engine::IpAddress> Reconciler::PlanResolvers(
+    const std::vector<engine::IpAddress>& host_resolvers, leash::v1::SubjectPolicy& policy) {
+  std::vector<engine::IpAddress> resolvers;
+  const leash::v1::NetworkPolicy& network = policy.policy().network();
+  if (network.dns_resolvers().entries().empty()) {
+    resolvers = host_resolvers;
+  } else {
+    for (const std::string& entry : network.dns_resolvers().entries()) {
+      absl::StatusOr<engine::IpAddress> address = engine::ParseResolverEntry(entry);
+      if (address.ok()) resolvers.push_back(*address);
     }
   }
+  for (const engine::IpAddress& resolver : resolvers) {
+    policy.add_dns_resolvers(engine::FormatIpAddress(resolver));
+  }
+  return resolvers;
+}
+
+// The subject's chain, or none when the network enforcer is off (for the host or for it).
+std::optional<NetfilterSubject> Reconciler::PlanChain(
+    const Pass& pass, const Desired& d, const leash::v1::SubjectPolicy& policy,
+    const std::vector<engine::IpAddress>& resolvers) const {
   // A subject with no policy keeps its chain (and its listener refuses): without one its
   // processes would reach the network unfiltered.
   const bool network_on = !d.problem.empty() || policy.policy().enforcers().network();
-  if (options_.network_enforced && d.port != 0 && network_on) {
-    NetfilterSubject chain;
-    chain.uid = account.uid;
-    chain.subordinate_uids = d.subordinate_uids;
-    chain.port = d.port;
-    chain.refuse_tcp = pass.unbound.count(account.uid) > 0;
-    if (d.problem.empty()) {
-      const leash::v1::NetworkPolicy& network = policy.policy().network();
-      chain.udp_allowed = network.udp() == leash::v1::UDP_MODE_ALLOW;
-      chain.inbound_allowed = network.inbound() == leash::v1::INBOUND_MODE_ALLOW;
-      chain.dns_filter = network.dns() != leash::v1::DNS_MODE_RESOLVERS;
-      chain.dns_resolvers = resolvers;
-    }
-    d.chain = chain;
+  if (!options_.network_enforced || d.port == 0 || !network_on) return std::nullopt;
+  NetfilterSubject chain;
+  chain.uid = d.account.uid;
+  chain.subordinate_uids = d.subordinate_uids;
+  chain.port = d.port;
+  chain.refuse_tcp = pass.unbound.count(d.account.uid) > 0;
+  if (d.problem.empty()) {
+    const leash::v1::NetworkPolicy& network = policy.policy().network();
+    chain.udp_allowed = network.udp() == leash::v1::UDP_MODE_ALLOW;
+    chain.inbound_allowed = network.inbound() == leash::v1::INBOUND_MODE_ALLOW;
+    chain.dns_filter = network.dns() != leash::v1::DNS_MODE_RESOLVERS;
+    chain.dns_resolvers = resolvers;
   }
-  d.policy = policy;
-  return d;
+  return chain;
 }
 
 // The subject's policy as resolved, or its denial (setting d.problem) when it has none.

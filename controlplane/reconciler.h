@@ -154,8 +154,16 @@ class Reconciler {
   void PlanWanted(Pass& pass);
   bool PlanSubordinateIds(Pass& pass);
   Desired PlanSubject(Pass& pass, const Account& account);
+  // PlanSubject's parts, in order: the port, the policy (or the denial), the DNS resolvers,
+  // the chain.
+  void PlanPort(Pass& pass, Desired& d);
   leash::v1::SubjectPolicy PlanPolicy(Pass& pass, Desired& d,
                                       const std::vector<std::string>& id_problems);
+  static std::vector<engine::IpAddress> PlanResolvers(
+      const std::vector<engine::IpAddress>& host_resolvers, leash::v1::SubjectPolicy& policy);
+  std::optional<NetfilterSubject> PlanChain(const Pass& pass, const Desired& d,
+                                            const leash::v1::SubjectPolicy& policy,
+                                            const std::vector<engine::IpAddress>& resolvers) const;
   void PlanDeparted(Pass& pass);
   // ApplyChains' parts: the onboarded subjects' chains, then the changed subjects'.
   void ApplyOnboardingChains(Pass& pass);
