@@ -80,16 +80,20 @@ int RunSuggestRequest(const SuggestRequest& request, std::ostream& out, std::ost
   filter.uids = *uids;
 
   const absl::StatusOr<HostPolicy> host = ReadHostPolicy(request.config_path, request.state_dir);
+  const std::set<leash::v1::Surface> audited_beneath =
+      host.ok() ? AuditedBeneath(*host) : std::set<leash::v1::Surface>{};
   const std::string log_path = request.log_path.empty() ? DefaultLogPath(host) : request.log_path;
   Observations observations(filter);
   absl::StatusOr<std::vector<std::string>> read =
-      ReadDecisionLog(log_path, [&](absl::string_view line) { observations.AddLine(line); });
+      ReadDecisionLog(log_path, filter.since,
+                      [&](absl::string_view line) { observations.AddLine(line); });
   if (!read.ok()) return Fail(err, read.status());
 
   const std::string profile =
       request.profile.empty() ? absl::StrCat(request.account, "-observed") : request.profile;
   absl::StatusOr<Fragment> fragment =
-      BuildFragment(observations, filter.surfaces, absl::StrCat("profile:", profile));
+      BuildFragment(observations, filter.surfaces, absl::StrCat("profile:", profile),
+                    audited_beneath);
   if (!fragment.ok()) return Fail(err, fragment.status());
 
   const ObservationCounts& counts = observations.counts();
