@@ -94,6 +94,48 @@ std::string AuditedSurfaces(const leash::v1::Config& policy) {
   return absl::StrJoin(out, ", ");
 }
 
+std::string WouldBeBlocks(uint64_t count) {
+  return absl::StrCat(count, count == 1 ? " would-be block" : " would-be blocks");
+}
+
+// A subject's audit lines: its audited surfaces in capitals, each with the blocks it let
+// through ("NETWORK (12 would-be blocks)"), then the surfaces no longer in audit that let some
+// through earlier. Empty when the subject audits nothing and let nothing through.
+std::string RenderSubjectAudit(const leash::v1::SubjectStatus& subject) {
+  const leash::v1::Config& policy = subject.policy();
+  const leash::v1::WouldBeBlockCounts& counts = subject.would_be_blocks();
+  struct Surface {
+    const char* name;
+    const char* capitals;
+    bool audited;
+    uint64_t count;
+  };
+  const Surface surfaces[] = {
+      {"network", "NETWORK", policy.network().audit(), counts.network()},
+      {"filesystem", "FILESYSTEM", policy.filesystem().audit(), counts.filesystem()},
+      {"commands", "COMMANDS", policy.commands().audit(), counts.commands()},
+      {"tools", "TOOLS", policy.tools().audit(), counts.tools()},
+  };
+  std::vector<std::string> audited, earlier;
+  for (const Surface& s : surfaces) {
+    if (s.audited) {
+      audited.push_back(absl::StrCat(s.capitals, " (", WouldBeBlocks(s.count), ")"));
+    } else if (s.count > 0) {
+      earlier.push_back(absl::StrCat(s.name, " ", s.count));
+    }
+  }
+  std::string out;
+  if (!audited.empty()) {
+    absl::StrAppend(&out, "    AUDIT (blocks logged with enforced: false, not made): ",
+                    absl::StrJoin(audited, ", "), " since leashd started\n");
+  }
+  if (!earlier.empty()) {
+    absl::StrAppend(&out, "    would-be blocks while in audit earlier, since leashd started: ",
+                    absl::StrJoin(earlier, ", "), "\n");
+  }
+  return out;
+}
+
 // What leashd has in force: its subjects, its sidecars and its last reconcile.
 std::string RenderSubjectsAndSidecars(const leash::v1::StatusResponse& response) {
   std::string out;
@@ -109,11 +151,7 @@ std::string RenderSubjectsAndSidecars(const leash::v1::StatusResponse& response)
       }
       if (!subject.detail().empty()) absl::StrAppend(&out, " (", subject.detail(), ")");
       absl::StrAppend(&out, "\n");
-      if (const std::string audited = AuditedSurfaces(subject.policy()); !audited.empty()) {
-        absl::StrAppend(&out, "    AUDIT (blocks logged with enforced: false, not made): ",
-                        audited, "\n");
-      }
-      absl::StrAppend(&out, RenderCounters(subject));
+      absl::StrAppend(&out, RenderSubjectAudit(subject), RenderCounters(subject));
       // The host UIDs a process of the subject can run under inside a user namespace it makes:
       // confined as this subject too.
       auto ranges = [](const auto& list) {

@@ -123,22 +123,33 @@ TEST(RenderStatus, InboundAllowShowsWhatWasServed) {
                         "0 packets dropped"));
 }
 
-// Audited surfaces are named in capitals: under the subject whose policy audits them, and
-// under the floor's table when the floor does; a policy that audits nothing adds no line.
-TEST(RenderStatus, AuditedSurfacesAreNamedInCapitals) {
+// Audited surfaces are named in capitals: under the subject whose policy audits them, each
+// with the blocks it let through, and under the floor's table when the floor does; a surface
+// no longer audited that let some through says so in lower case, and a policy that audits
+// nothing and let nothing through adds no line.
+TEST(RenderStatus, AuditedSurfacesAreNamedInCapitalsWithTheirWouldBeBlocks) {
   leash::v1::StatusResponse status = Parse<leash::v1::StatusResponse>(R"pb(
     subjects {
       account: "leash-iris" uid: 1001 port: 18001 state: "enforced"
       policy { network { audit: true } filesystem { audit: false } tools { audit: true } }
+      would_be_blocks { network: 12 filesystem: 3 tools: 1 }
     }
-    subjects { account: "leash-vader" uid: 1002 port: 18002 state: "enforced" policy {} }
+    subjects {
+      account: "leash-vader" uid: 1002 port: 18002 state: "enforced" policy {}
+      would_be_blocks {}
+    }
+    subjects { account: "leash-zed" uid: 1003 port: 18003 state: "enforced" policy {} }
   )pb");
   *status.mutable_floor() = Parse<leash::v1::Config>(kFloor);
   std::string text = RenderStatus(status);
   EXPECT_THAT(text, HasSubstr("leash-iris       uid 1001   port 18001 enforced      \n"
-                              "    AUDIT (blocks logged with enforced: false, not made): NETWORK, "
-                              "TOOLS\n"
-                              "  leash-vader"));
+                              "    AUDIT (blocks logged with enforced: false, not made): NETWORK "
+                              "(12 would-be blocks), TOOLS (1 would-be block) since leashd "
+                              "started\n"
+                              "    would-be blocks while in audit earlier, since leashd started: "
+                              "filesystem 3\n"
+                              "  leash-vader      uid 1002   port 18002 enforced      \n"
+                              "  leash-zed"));
   EXPECT_THAT(text, Not(HasSubstr("\nAUDIT")));
   status.mutable_floor()->mutable_commands()->set_audit(true);
   text = RenderStatus(status);

@@ -2,6 +2,8 @@
 
 #include <pwd.h>
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "proto/host/command_links.h"
 #include "controlplane/floor_file.h"
@@ -310,6 +312,33 @@ grpc::Status ControlService::WatchDecisions(
       }));
 }
 
+namespace {
+
+void AddWouldBeBlocks(const std::vector<leash::v1::WouldBeBlocks>& counts,
+                      std::map<uint32_t, leash::v1::WouldBeBlockCounts>& by_uid) {
+  for (const leash::v1::WouldBeBlocks& count : counts) {
+    leash::v1::WouldBeBlockCounts& to = by_uid[count.uid()];
+    switch (count.surface()) {
+      case leash::v1::SURFACE_NETWORK:
+        to.set_network(to.network() + count.count());
+        break;
+      case leash::v1::SURFACE_FILESYSTEM:
+        to.set_filesystem(to.filesystem() + count.count());
+        break;
+      case leash::v1::SURFACE_COMMANDS:
+        to.set_commands(to.commands() + count.count());
+        break;
+      case leash::v1::SURFACE_TOOLS:
+        to.set_tools(to.tools() + count.count());
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+}  // namespace
+
 grpc::Status ControlService::GetStatus(grpc::ServerContext*, const leash::v1::StatusRequest*,
                                        leash::v1::StatusResponse* response) {
   response->set_config_path(deps_.config_path);
@@ -321,6 +350,12 @@ grpc::Status ControlService::GetStatus(grpc::ServerContext*, const leash::v1::St
   } else {
     response->set_floor_error(std::string(floor.status().message()));
   }
+  // Each enforcer counts its own surfaces: the proxy network, the watcher filesystem and
+  // commands, the tools service tools.
+  std::map<uint32_t, leash::v1::WouldBeBlockCounts> would_be_blocks;
+  AddWouldBeBlocks(deps_.stream->WouldBeBlocks(leash::v1::SIDECAR_KIND_PROXY), would_be_blocks);
+  AddWouldBeBlocks(deps_.stream->WouldBeBlocks(leash::v1::SIDECAR_KIND_FSWATCH), would_be_blocks);
+  if (deps_.tools_would_be_blocks) AddWouldBeBlocks(deps_.tools_would_be_blocks(), would_be_blocks);
   for (const auto& [uid, view] : deps_.subjects->All()) {
     const SubjectState& state = view.state;
     if (state.configured_user) response->set_uid(uid);
@@ -338,6 +373,7 @@ grpc::Status ControlService::GetStatus(grpc::ServerContext*, const leash::v1::St
     // in a conflict the two differ, and the detail says why.
     AppendIdRanges(state.account.subordinate_uids, subject->mutable_subordinate_uids());
     AppendIdRanges(state.account.subordinate_gids, subject->mutable_subordinate_gids());
+    *subject->mutable_would_be_blocks() = would_be_blocks[uid];
     if (deps_.netfilter != nullptr && state.chain.has_value()) {
       absl::StatusOr<NetfilterCounters> counters = deps_.netfilter->ReadCounters(uid);
       if (counters.ok()) {

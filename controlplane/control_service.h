@@ -48,6 +48,9 @@ struct ControlDeps {
   std::string netfilter_description = "off";
   // Where status reads each subject's counters. Null when the network enforcer is off.
   Netfilter* netfilter = nullptr;
+  // The tools service's would-be blocks (per subject UID; leashd counts them itself), for
+  // status beside the sidecars' (from their heartbeats). Unset or empty: none.
+  std::function<std::vector<leash::v1::WouldBeBlocks>()> tools_would_be_blocks;
   // The decision stream (WatchDecisions): the hub and the log file to replay.
   WatchDecisionsDeps decisions;
   // How long a write waits for its reconcile.

@@ -134,6 +134,39 @@ TEST_F(ControlServiceTest, StatusListsEachSubjectWithItsStateProfilesAndCounters
   EXPECT_EQ(status.subjects(2).state(), "left-discovery");
 }
 
+// Each subject's would-be blocks, per surface, from every enforcer's counts (the sidecars' from
+// their heartbeats, none here, and the tools service's): summed per subject and surface, and
+// set (as zeros) for a subject with none.
+TEST_F(ControlServiceTest, StatusShowsEachSubjectsWouldBeBlocksPerSurface) {
+  subjects_.Update({{1001, Subject("leash-iris", 1001, true)},
+                    {1002, Subject("leash-vader", 1002, true)}});
+  auto count = [](uint32_t uid, leash::v1::Surface surface, uint64_t n) {
+    leash::v1::WouldBeBlocks out;
+    out.set_uid(uid);
+    out.set_surface(surface);
+    out.set_count(n);
+    return out;
+  };
+  ControlDeps deps = Deps();
+  deps.tools_would_be_blocks = [&] {
+    return std::vector<leash::v1::WouldBeBlocks>{
+        count(1001, leash::v1::SURFACE_NETWORK, 2), count(1001, leash::v1::SURFACE_TOOLS, 3),
+        count(1001, leash::v1::SURFACE_TOOLS, 1), count(1001, leash::v1::SURFACE_COMMANDS, 5),
+        count(4242, leash::v1::SURFACE_FILESYSTEM, 9)};
+  };
+  ControlService service(deps);
+  leash::v1::StatusResponse status;
+  ASSERT_TRUE(service.GetStatus(nullptr, nullptr, &status).ok());
+  ASSERT_EQ(status.subjects_size(), 2);
+  const leash::v1::WouldBeBlockCounts& iris = status.subjects(0).would_be_blocks();
+  EXPECT_EQ(iris.network(), 2u);
+  EXPECT_EQ(iris.filesystem(), 0u);
+  EXPECT_EQ(iris.commands(), 5u);
+  EXPECT_EQ(iris.tools(), 4u);
+  EXPECT_TRUE(status.subjects(1).has_would_be_blocks());
+  EXPECT_EQ(status.subjects(1).would_be_blocks().ShortDebugString(), "");
+}
+
 // A chain whose counters cannot be read says so, rather than showing zeros.
 TEST_F(ControlServiceTest, StatusSaysWhyCountersAreMissing) {
   SubjectState iris = Subject("leash-iris", 1001, true);

@@ -670,6 +670,7 @@ void FswatchProcess::Stats(leash::v1::Heartbeat& heartbeat) {
   heartbeat.set_events(watcher_->events_answered());
   heartbeat.set_records_lost(log_->lost());
   heartbeat.set_queue_overflows(watcher_->overflows());
+  watcher_->would_be_blocks().Fill(heartbeat.mutable_would_be_blocks());
 }
 
 // The map: leashd's over PolicyStream (applied and acked on the subscriber's thread, with

@@ -393,6 +393,9 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
     // Audit: decided as the policy says, logged as the block it would be, and let through.
     judgement.enforced = false;
     audited_blocks_.fetch_add(1, std::memory_order_relaxed);
+    // Counted as decided, under the subject's UID its line carries: the line itself may be
+    // lost on a full log queue.
+    would_be_blocks_.Add(entry.uid, surface);
   }
   Answer(event, judgement.verdict() == Verdict::kAllow || !judgement.enforced);
   Log(entry.uid, surface, judgement, path.view());

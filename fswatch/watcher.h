@@ -40,6 +40,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "proto/policystream/subject_map.h"
+#include "proto/sidecar/would_be_blocks.h"
 #include "engine/uid_ranges.h"
 #include "engine/compiled_policy.h"
 #include "engine/decision.h"
@@ -112,6 +113,8 @@ class Watcher {
   uint64_t unopenable() const { return unopenable_.load(std::memory_order_relaxed); }
   // Blocks on an audited surface, answered allow (each logged with enforced: false).
   uint64_t audited_blocks() const { return audited_blocks_.load(std::memory_order_relaxed); }
+  // The same per subject UID and surface (filesystem, commands), for `leash status`.
+  const sidecar::WouldBeBlockCounter& would_be_blocks() const { return would_be_blocks_; }
 
  private:
   struct State {
@@ -199,6 +202,7 @@ class Watcher {
   std::atomic<uint64_t> overflows_{0};
   std::atomic<uint64_t> unopenable_{0};
   std::atomic<uint64_t> audited_blocks_{0};
+  sidecar::WouldBeBlockCounter would_be_blocks_;
   // Loop thread only: CLOCK_MONOTONIC ns of the first EMFILE event since an event last had a
   // descriptor (0: none).
   int64_t starved_since_ns_ = 0;

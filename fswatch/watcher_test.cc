@@ -321,6 +321,7 @@ TEST_F(WatcherTest, UnderAuditABlockIsAnsweredAllowAndLoggedNotEnforced) {
   audited.mutable_commands()->set_audit(true);
   auto map = std::make_shared<policystream::SubjectMap>(*StandardMap());
   (*map)[kWhite] = WithPolicy(kWhite, audited);
+  (*map)[kWhite].subordinate_uids = {{kWhiteSubordinateFirst, kWhiteSubordinateLast}};
   watcher_.Publish(map, 2);
   sink_.Clear();
   source_.SetIdentity(kLoaderInterp, 8, 777);
@@ -361,13 +362,33 @@ TEST_F(WatcherTest, UnderAuditABlockIsAnsweredAllowAndLoggedNotEnforced) {
   }
   EXPECT_THAT(records[4].reason(), HasSubstr("is the ELF interpreter of /usr/bin/curl"));
 
-  // Audit off again: the same deny is enforced.
+  // Counted per subject and surface, as `leash status` shows them; a subordinate UID's would-be
+  // block is its subject's, as its line is.
+  FakeEvent inner = open;
+  inner.creds = Creds{kWhiteSubordinateFirst + 3, kWhiteSubordinateFirst + 3,
+                      kWhiteSubordinateFirst + 3, kWhiteSubordinateFirst + 3};
+  inner.path = "/t/elsewhere";
+  const int subordinate = source_.Push(inner);
+  Drain();
+  EXPECT_TRUE(Allowed(subordinate));
+  ASSERT_EQ(sink_.records().size(), 6u);
+  EXPECT_EQ(sink_.records()[5].uid(), kWhite);
+  EXPECT_FALSE(sink_.records()[5].enforced());
+  EXPECT_EQ(watcher_.would_be_blocks().Count(kWhite, leash::v1::SURFACE_FILESYSTEM), 3u);
+  EXPECT_EQ(watcher_.would_be_blocks().Count(kWhite, leash::v1::SURFACE_COMMANDS), 1u);
+  EXPECT_EQ(watcher_.would_be_blocks().Count(kWhiteSubordinateFirst + 3, leash::v1::SURFACE_FILESYSTEM), 0u);
+
+  // Audit off again: the same deny is enforced, and not counted.
   watcher_.Publish(StandardMap(), 3);
   open.path = "/t/ok/secret";
   const int enforced = source_.Push(open);
   Drain();
   EXPECT_FALSE(Allowed(enforced));
-  EXPECT_EQ(watcher_.audited_blocks(), 3u);
+  EXPECT_EQ(watcher_.audited_blocks(), 4u);
+  EXPECT_EQ(watcher_.would_be_blocks().Count(kWhite, leash::v1::SURFACE_FILESYSTEM), 3u);
+  google::protobuf::RepeatedPtrField<leash::v1::WouldBeBlocks> beat;
+  watcher_.would_be_blocks().Fill(&beat);
+  EXPECT_EQ(beat.size(), 2);
 }
 
 TEST_F(WatcherTest, RunningTheLoaderDirectlyIsACommandOfItsOwn) {

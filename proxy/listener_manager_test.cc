@@ -763,6 +763,10 @@ TEST_F(ListenerManagerTest, UnderAuditABlockedConnectionGoesThroughAndIsLoggedNo
                                allow { entries: "allowed.test" }
                                deny { entries: "127.0.0.2" }
                                audit: true
+                             })pb"),
+         Subject(kUidB, R"pb(network {
+                               mode: MODE_WHITELIST
+                               allow { entries: "allowed.test" }
                              })pb")});
   EXPECT_EQ(Exchange(kUidA, aimed.address(), Http("blocked.test")).line,
             absl::StrCat("SERVER ", FormatSocketAddress(aimed.address())));
@@ -786,6 +790,19 @@ TEST_F(ListenerManagerTest, UnderAuditABlockedConnectionGoesThroughAndIsLoggedNo
   EXPECT_EQ(record.severity(), "critical");
   EXPECT_FALSE(record.has_enforced());
   EXPECT_EQ(manager_->counters().audited.load(), 2u);
+
+  // The would-be blocks `leash status` shows are the subject's own: another subject's block,
+  // enforced, is not one, nor is the boundary's refusal above.
+  EXPECT_TRUE(Exchange(kUidB, aimed.address(), Http("blocked.test")).reset);
+  EXPECT_EQ(NthRecord(3).action(), "block");
+  EXPECT_FALSE(NthRecord(3).has_enforced());
+  EXPECT_EQ(manager_->counters().would_be_blocks.Count(kUidA, leash::v1::SURFACE_NETWORK), 2u);
+  EXPECT_EQ(manager_->counters().would_be_blocks.Count(kUidB, leash::v1::SURFACE_NETWORK), 0u);
+  google::protobuf::RepeatedPtrField<leash::v1::WouldBeBlocks> beat;
+  manager_->counters().would_be_blocks.Fill(&beat);
+  ASSERT_EQ(beat.size(), 1);
+  EXPECT_EQ(beat[0].uid(), kUidA);
+  EXPECT_EQ(beat[0].count(), 2u);
 }
 
 // An allowed connection the upstream fails is reset for the client, and the log says so: the

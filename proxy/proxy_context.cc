@@ -14,6 +14,11 @@ void LogDecision(ProxyContext* context, uint32_t uid, const engine::Decision& de
    : decision.enforced ? context->counters.refused
                        : context->counters.audited)
       .fetch_add(1, std::memory_order_relaxed);
+  // Every network decision passes here, so each would-be block is counted once, as decided:
+  // the log's lines may be lost or held back by logging.level, the count is not.
+  if (!decision.allowed() && !decision.enforced) {
+    context->counters.would_be_blocks.Add(uid, leash::v1::SURFACE_NETWORK);
+  }
   if (context->sink == nullptr) return;
   leash::v1::DecisionRecord record = engine::MakeDecisionRecord(
       absl::Now(), ref, uid, leash::v1::SURFACE_NETWORK, decision, std::move(subject));

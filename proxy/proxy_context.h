@@ -15,6 +15,7 @@
 #include "absl/random/random.h"
 #include "absl/time/time.h"
 #include "engine/decision_record.h"
+#include "proto/sidecar/would_be_blocks.h"
 #include "proxy/event_loop.h"
 #include "proxy/held_port_sockets.h"
 #include "proxy/host_addresses.h"
@@ -70,6 +71,8 @@ struct ProxyCounters {
   std::atomic<uint64_t> audited{0};   // blocks on an audited network, let through (not refused)
   std::atomic<uint64_t> active{0};    // connections held now
   std::atomic<uint64_t> outcomes{0};  // outcome records: allowed connections the upstream failed
+  // `audited` per subject UID, for `leash status` (carried on the heartbeat).
+  sidecar::WouldBeBlockCounter would_be_blocks;
 };
 
 struct ProxyContext {

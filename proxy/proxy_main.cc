@@ -255,6 +255,7 @@ int RunProxyMain(int argc, char** argv, const SinkFactory& make_sink) {
       [manager_ptr, &sink](leash::v1::Heartbeat& heartbeat) {
         heartbeat.set_events(manager_ptr->counters().decided.load());
         if (sink.lost) heartbeat.set_records_lost(sink.lost());
+        manager_ptr->counters().would_be_blocks.Fill(heartbeat.mutable_would_be_blocks());
       });
   subscriber.Start();
   std::cerr << "leash-proxy: running (pid " << getpid() << "), policy from " << flags->admin_socket

@@ -119,7 +119,10 @@ class ToolsService::CheckToolReactor final
       context_->AddTrailingMetadata(kResponseTrailer, answer.response.SerializeAsString());
       Finish(answer.status);
     }
-    // Answered; now log ("never block an answer on logging").
+    // Answered; now count and log ("never block an answer on logging").
+    if (record.action() == "block" && record.has_enforced() && !record.enforced()) {
+      service->would_be_blocks_.Add(record.uid(), leash::v1::SURFACE_TOOLS);
+    }
     service->options_.sink->Record(std::move(record));
   }
 

@@ -53,6 +53,7 @@
 #include "grpcpp/grpcpp.h"
 #include "leash/v1/decision.pb.h"
 #include "leash/v1/tools.grpc.pb.h"
+#include "proto/sidecar/would_be_blocks.h"
 #include "tools_api/call_admission.h"
 #include "tools_api/check_tool_request_view.pb.h"
 #include "tools_api/tool_checker.h"
@@ -174,6 +175,10 @@ class ToolsService final : public leash::v1::Tools::Service {
   // logging anything. For in-process hosts and tests.
   Answer Judge(const grpc::ServerContextBase& context, absl::string_view request) const;
 
+  // The calls CheckTool answered allow under audit that the policy blocks (each logged with
+  // enforced: false), per subject UID, since the service was created; Judge counts none.
+  const sidecar::WouldBeBlockCounter& would_be_blocks() const { return would_be_blocks_; }
+
  private:
   class CheckToolReactor;
   ToolsService(ToolsServiceOptions options, ToolChecker checker);
@@ -193,6 +198,7 @@ class ToolsService final : public leash::v1::Tools::Service {
   ToolsServiceOptions options_;
   ToolChecker checker_;
   CallAdmission admission_;
+  sidecar::WouldBeBlockCounter would_be_blocks_;
 };
 
 // Registers `service` on `builder` (which must outlive neither), caps incoming

@@ -235,16 +235,25 @@ TEST_F(ToolsServiceTest, UnderAuditABlockIsAnsweredAllowAndLoggedNotEnforced) {
   EXPECT_TRUE(records[0].has_enforced());
   EXPECT_FALSE(records[0].enforced());
   EXPECT_THAT(engine::DecisionLine(records[0]), HasSubstr("\"enforced\":false"));
+  // Counted for `leash status` (before its line is handed to the sink), under the subject's
+  // UID; a block enforced on another subject is not a would-be block.
+  EXPECT_EQ(harness_->service().would_be_blocks().Count(1004, leash::v1::SURFACE_TOOLS), 1u);
+  leash::v1::CheckToolRequest enforced = Request("web_fetch", "{}");
+  EXPECT_EQ(Call(enforced, &response).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  records = Records(2);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(harness_->service().would_be_blocks().Count(1000, leash::v1::SURFACE_TOOLS), 0u);
 
   // An allowed call under audit is a plain allow.
   request = Request("read_file", "{}");
   request.set_account("leash-audited");
   status = Call(request, &response);
   ASSERT_TRUE(status.ok()) << status.error_message();
-  records = Records(2);
-  ASSERT_EQ(records.size(), 2u);
-  EXPECT_EQ(records[1].action(), "allow");
-  EXPECT_FALSE(records[1].has_enforced());
+  records = Records(3);
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[2].action(), "allow");
+  EXPECT_FALSE(records[2].has_enforced());
+  EXPECT_EQ(harness_->service().would_be_blocks().Count(1004, leash::v1::SURFACE_TOOLS), 1u);
 }
 
 TEST_F(ToolsServiceTest, EveryCallIsLoggedOnceMaskedWithFindings) {

@@ -321,6 +321,8 @@ class Daemon {
   // The tools socket.
   std::unique_ptr<sidecar::AsyncDecisionLog> tools_log_;
   std::unique_ptr<tools::ToolsService> tools_service_;
+  // The tools service for status, which the admin socket serves before it is made.
+  std::atomic<const tools::ToolsService*> tools_service_raw_{nullptr};
   std::unique_ptr<UnixGrpcServer> tools_server_;
   ToolsServerRef tools_server_raw_{nullptr};
   std::string pidfile_;
@@ -594,6 +596,11 @@ std::optional<int> Daemon::StartAdminSocket() {
     if (started == nullptr) return std::nullopt;
     return started->PeerOf(context);
   };
+  deps.tools_would_be_blocks = [this]() -> std::vector<leash::v1::WouldBeBlocks> {
+    const tools::ToolsService* const tools = tools_service_raw_.load();
+    return tools == nullptr ? std::vector<leash::v1::WouldBeBlocks>()
+                            : tools->would_be_blocks().Snapshot();
+  };
   control_ = std::make_unique<ControlService>(deps);
 
   UnixSocketOptions admin_options;
@@ -765,6 +772,7 @@ std::optional<int> Daemon::StartToolsSocket() {
       tools::ToolsService::Create(std::move(tools_options));
   if (!service.ok()) return Refuse(std::string(service.status().message()));
   tools_service_ = *std::move(service);
+  tools_service_raw_.store(tools_service_.get());
   UnixSocketOptions socket;
   socket.name = "tools";
   socket.path = options_.tools_socket;

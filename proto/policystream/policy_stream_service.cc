@@ -62,6 +62,29 @@ SidecarState PolicyStreamService::State(leash::v1::SidecarKind kind) const {
   return it == sidecars_.end() ? SidecarState() : it->second;
 }
 
+std::vector<leash::v1::WouldBeBlocks> PolicyStreamService::WouldBeBlocks(
+    leash::v1::SidecarKind kind) const {
+  std::map<std::pair<uint32_t, int>, uint64_t> totals;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = sidecars_.find(kind);
+    if (it == sidecars_.end()) return {};
+    totals = it->second.earlier_would_be_blocks;
+    for (const leash::v1::WouldBeBlocks& count : it->second.heartbeat.would_be_blocks()) {
+      totals[{count.uid(), count.surface()}] += count.count();
+    }
+  }
+  std::vector<leash::v1::WouldBeBlocks> out;
+  out.reserve(totals.size());
+  for (const auto& [key, count] : totals) {
+    leash::v1::WouldBeBlocks& entry = out.emplace_back();
+    entry.set_uid(key.first);
+    entry.set_surface(static_cast<leash::v1::Surface>(key.second));
+    entry.set_count(count);
+  }
+  return out;
+}
+
 void PolicyStreamService::Shutdown() {
   absl::MutexLock lock(&mu_);
   shutdown_ = true;
@@ -81,6 +104,14 @@ grpc::Status PolicyStreamService::Watch(
     absl::MutexLock lock(&mu_);
     generation = ++generation_[kind];
     SidecarState& state = sidecars_[kind];
+    if (state.pid != first.hello().pid()) {
+      // Another process: what the one before it counted stays counted. (The same process
+      // reconnecting goes on from its own totals.)
+      for (const leash::v1::WouldBeBlocks& count : state.heartbeat.would_be_blocks()) {
+        state.earlier_would_be_blocks[{count.uid(), count.surface()}] += count.count();
+      }
+      state.heartbeat.clear_would_be_blocks();
+    }
     state.connected = true;
     state.pid = first.hello().pid();
     state.sent_version = 0;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -29,6 +30,10 @@ struct SidecarState {
   absl::Time last_heartbeat = absl::InfinitePast();
   leash::v1::Heartbeat heartbeat;
   uint64_t connections = 0;
+  // The would-be blocks the earlier processes of this kind reported in their last heartbeats
+  // (uid, surface -> count): a heartbeat counts since its process started, and status counts
+  // since leashd started.
+  std::map<std::pair<uint32_t, int>, uint64_t> earlier_would_be_blocks;
 };
 
 class PolicyStreamService final : public leash::v1::PolicyStream::Service {
@@ -49,6 +54,12 @@ class PolicyStreamService final : public leash::v1::PolicyStream::Service {
   absl::Status WaitForAck(leash::v1::SidecarKind kind, uint64_t version, absl::Duration timeout);
 
   SidecarState State(leash::v1::SidecarKind kind) const;
+
+  // The would-be blocks sidecars of `kind` have reported since this service started, per
+  // subject UID and surface, ordered by both: every earlier process's last heartbeat plus the
+  // latest of the one connected now (or last connected). What a process decided after its
+  // last heartbeat and before it died is not in it.
+  std::vector<leash::v1::WouldBeBlocks> WouldBeBlocks(leash::v1::SidecarKind kind) const;
 
   // Called (on a stream's reader thread, without the service's lock) when a sidecar's ack
   // names other failed UIDs or another error than its previous one: a respawned proxy that

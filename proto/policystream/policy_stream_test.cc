@@ -1,5 +1,6 @@
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "proto/policystream/policy_stream_service.h"
@@ -203,6 +204,91 @@ TEST_F(PolicyStreamTest, ARespawnedSidecarHasNothingAckedUntilItAcks) {
   EXPECT_EQ(service_->State(leash::v1::SIDECAR_KIND_FSWATCH).pid, 4242u);
   EXPECT_EQ(service_->State(leash::v1::SIDECAR_KIND_FSWATCH).acked_version, 0u);
   context.TryCancel();
+}
+
+// One sidecar process on a raw stream: says hello under `pid`, takes the map, and sends
+// heartbeats carrying what it counted.
+class RawSidecar {
+ public:
+  RawSidecar(const std::string& socket, uint32_t pid)
+      : stub_(leash::v1::PolicyStream::NewStub(
+            grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials()))),
+        stream_(stub_->Watch(&context_)) {
+    leash::v1::SidecarMessage hello;
+    hello.mutable_hello()->set_kind(leash::v1::SIDECAR_KIND_FSWATCH);
+    hello.mutable_hello()->set_pid(pid);
+    EXPECT_TRUE(stream_->Write(hello));
+    leash::v1::PolicyUpdate update;
+    EXPECT_TRUE(stream_->Read(&update));
+  }
+  ~RawSidecar() { context_.TryCancel(); }
+
+  // A heartbeat whose counts are {uid, surface, count} each.
+  void Beat(const std::vector<std::tuple<uint32_t, leash::v1::Surface, uint64_t>>& counts) {
+    leash::v1::SidecarMessage beat;
+    beat.mutable_heartbeat()->set_sequence(++sequence_);
+    for (const auto& [uid, surface, count] : counts) {
+      leash::v1::WouldBeBlocks* entry = beat.mutable_heartbeat()->add_would_be_blocks();
+      entry->set_uid(uid);
+      entry->set_surface(surface);
+      entry->set_count(count);
+    }
+    EXPECT_TRUE(stream_->Write(beat));
+  }
+
+ private:
+  std::unique_ptr<leash::v1::PolicyStream::Stub> stub_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<leash::v1::SidecarMessage, leash::v1::PolicyUpdate>>
+      stream_;
+  uint64_t sequence_ = 0;
+};
+
+// "uid/surface:count ..." of what the service holds for a kind.
+std::string WouldBeBlocksOf(const PolicyStreamService& service, leash::v1::SidecarKind kind) {
+  std::string out;
+  for (const leash::v1::WouldBeBlocks& count : service.WouldBeBlocks(kind)) {
+    out += std::to_string(count.uid()) + "/" + leash::v1::Surface_Name(count.surface()) + ":" +
+           std::to_string(count.count()) + " ";
+  }
+  return out;
+}
+
+// A heartbeat's would-be blocks count since its process started, and status counts them since
+// leashd started: a respawned sidecar's counts are added to its predecessor's last ones, and a
+// process that reconnects is not counted twice.
+TEST_F(PolicyStreamTest, WouldBeBlocksAddUpAcrossSidecarProcessesAndNotAcrossReconnects) {
+  using leash::v1::SURFACE_COMMANDS;
+  using leash::v1::SURFACE_FILESYSTEM;
+  service_->Publish({WithPolicy(1001, "github.com")});
+  auto holds = [&](const std::string& expected) {
+    const bool held = WaitFor(
+        [&] {
+          return WouldBeBlocksOf(*service_, leash::v1::SIDECAR_KIND_FSWATCH) == expected;
+        },
+        absl::Seconds(10));
+    EXPECT_TRUE(held) << "expected \"" << expected << "\", holds \""
+                      << WouldBeBlocksOf(*service_, leash::v1::SIDECAR_KIND_FSWATCH) << "\"";
+  };
+  {
+    RawSidecar first(socket_, 4241);
+    first.Beat({{1001, SURFACE_FILESYSTEM, 3}, {1001, SURFACE_COMMANDS, 1}});
+    holds("1001/SURFACE_FILESYSTEM:3 1001/SURFACE_COMMANDS:1 ");
+    first.Beat({{1001, SURFACE_FILESYSTEM, 5}, {1001, SURFACE_COMMANDS, 1}});
+    holds("1001/SURFACE_FILESYSTEM:5 1001/SURFACE_COMMANDS:1 ");
+  }
+  {
+    RawSidecar reconnected(socket_, 4241);
+    reconnected.Beat({{1001, SURFACE_FILESYSTEM, 6}, {1001, SURFACE_COMMANDS, 1}});
+    holds("1001/SURFACE_FILESYSTEM:6 1001/SURFACE_COMMANDS:1 ");
+  }
+  {
+    RawSidecar respawned(socket_, 4242);
+    holds("1001/SURFACE_FILESYSTEM:6 1001/SURFACE_COMMANDS:1 ");
+    respawned.Beat({{1001, SURFACE_FILESYSTEM, 2}, {1002, SURFACE_FILESYSTEM, 1}});
+    holds("1001/SURFACE_FILESYSTEM:8 1001/SURFACE_COMMANDS:1 1002/SURFACE_FILESYSTEM:1 ");
+  }
+  EXPECT_TRUE(service_->WouldBeBlocks(leash::v1::SIDECAR_KIND_PROXY).empty());
 }
 
 TEST_F(PolicyStreamTest, UnreachableLeashdIsReportedByWaitForFirstMap) {

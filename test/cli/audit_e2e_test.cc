@@ -1,17 +1,23 @@
 // Audit mode for real: an agent bound to a profile that puts every surface of its whitelist
 // floor in audit opens a file, runs a program, connects to a port and calls a tool that the
 // policy would block. Each succeeds, and each is in the decision log once, as a block with
-// enforced: false. Unbound (audit off, which takes no ack), the same four are blocked.
+// enforced: false; `leash status` counts the subject's would-be blocks per surface exactly as
+// its enforced: false lines do. Unbound (audit off, which takes no ack), the same four are
+// blocked, and the counts do not move.
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/cli/hello_server.h"
@@ -132,6 +138,61 @@ class AuditEndToEndTest : public RootTest {
     return out;
   }
 
+  // The agent's enforced: false lines of `surface` in the whole log.
+  size_t NotEnforcedLines(const std::string& surface) {
+    size_t n = 0;
+    for (const std::string& line : AgentLines(0, "\"enforced\":false")) {
+      n += absl::StrContains(line, absl::StrCat("\"surface\":\"", surface, "\""));
+    }
+    return n;
+  }
+
+  // The agent's would-be blocks per surface as `leash status --json` counts them ("network" ->
+  // 12, ...); empty when its subject or its counts are not in the answer.
+  std::map<std::string, uint64_t> StatusCounts() {
+    std::map<std::string, uint64_t> out;
+    const std::string json = Leash({"status", "--json"}).out;
+    const size_t subject = json.find(absl::StrCat("\"account\":\"", agent_->name(), "\""));
+    if (subject == std::string::npos) return out;
+    const std::string key = "\"would_be_blocks\":{";
+    const size_t at = json.find(key, subject);
+    if (at == std::string::npos) return out;
+    const size_t end = json.find('}', at);
+    for (absl::string_view pair : absl::StrSplit(
+             absl::string_view(json).substr(at + key.size(), end - at - key.size()), ',')) {
+      std::vector<std::string> parts = absl::StrSplit(pair, ':');
+      uint64_t count = 0;
+      if (parts.size() == 2 && absl::SimpleAtoi(parts[1], &count)) {
+        out[std::string(absl::StripPrefix(absl::StripSuffix(parts[0], "\""), "\""))] = count;
+      }
+    }
+    return out;
+  }
+
+  // What the log's enforced: false lines of the agent count, per surface.
+  std::map<std::string, uint64_t> LogCounts() {
+    std::map<std::string, uint64_t> out;
+    for (const char* surface : {"network", "filesystem", "commands", "tools"}) {
+      out[surface] = NotEnforcedLines(surface);
+    }
+    return out;
+  }
+
+  // Waits (the sidecars' counts travel on their heartbeats) until `leash status --json` counts
+  // the agent's would-be blocks as its log lines do, surface by surface, and says where not.
+  void ExpectStatusCountsTheLog() {
+    WaitFor([&] { return StatusCounts() == LogCounts(); }, absl::Seconds(10));
+    const std::map<std::string, uint64_t> status = StatusCounts();
+    const std::map<std::string, uint64_t> log = LogCounts();
+    ASSERT_EQ(status.size(), 4u) << Leash({"status", "--json"}).out;
+    for (const auto& [surface, count] : log) {
+      EXPECT_EQ(status.at(surface), count)
+          << surface << ": leash status counts " << status.at(surface) << ", the log has "
+          << count << " enforced: false lines\n"
+          << ReadAll(decisions());
+    }
+  }
+
   // What the four would-be blocks are found by in their lines.
   std::vector<std::string> Needles() const {
     return {absl::StrCat("\"path\":\"", fs_->path(), "/outside.txt\""),
@@ -188,6 +249,22 @@ TEST_F(AuditEndToEndTest, WouldBeBlocksAreAllowedAndLoggedOnceNotEnforcedThenBlo
   EXPECT_THAT(AgentLines(0, "\"name\":\"read_file\""),
               ::testing::Each(HasSubstr("\"action\":\"allow\"")));
 
+  // `leash status` counts what audit let through exactly as the log's enforced: false lines
+  // of the subject do, surface by surface, each at least the one block above, and says it
+  // beside each audited surface.
+  ExpectStatusCountsTheLog();
+  const std::map<std::string, uint64_t> audited_counts = LogCounts();
+  for (const auto& [surface, count] : audited_counts) EXPECT_GE(count, 1u) << surface;
+  const std::string human = Leash({"status"}).out;
+  for (const auto& [surface, capitals] : std::vector<std::pair<std::string, std::string>>{
+           {"network", "NETWORK"}, {"filesystem", "FILESYSTEM"}, {"commands", "COMMANDS"},
+           {"tools", "TOOLS"}}) {
+    const uint64_t n = audited_counts.at(surface);
+    EXPECT_THAT(human, HasSubstr(absl::StrCat(capitals, " (", n,
+                                              n == 1 ? " would-be block)" : " would-be blocks)")))
+        << human;
+  }
+
   // Audit off: unbinding tightens, so it takes no ack; the same four are blocked, for real.
   RunResult unbound = Leash({"unbind", "agent:" + agent_->name()});
   ASSERT_EQ(unbound.exit_code, 0) << unbound.out;
@@ -214,6 +291,11 @@ TEST_F(AuditEndToEndTest, WouldBeBlocksAreAllowedAndLoggedOnceNotEnforcedThenBlo
       EXPECT_THAT(line, ::testing::Not(HasSubstr("enforced"))) << line;
     }
   }
+  // The blocks made are not would-be blocks: the counts stay those of the audited run once the
+  // sidecars' next heartbeats (every second at most) are in.
+  absl::SleepFor(absl::Milliseconds(1500));
+  EXPECT_EQ(LogCounts(), audited_counts);
+  ExpectStatusCountsTheLog();
 }
 
 }  // namespace

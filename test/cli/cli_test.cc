@@ -350,7 +350,8 @@ TEST_F(CliTest, AuditTakesItsOwnAckShowsInStatusInCapitalsAndWarnsInValidate) {
 
   RunResult status = Leash({"status"});
   EXPECT_THAT(status.out, HasSubstr("    AUDIT (blocks logged with enforced: false, not made): "
-                                    "NETWORK, TOOLS\n"))
+                                    "NETWORK (0 would-be blocks), TOOLS (0 would-be blocks) "
+                                    "since leashd started\n"))
       << status.out;
   EXPECT_THAT(status.out, ::testing::Not(HasSubstr("\nAUDIT")))  // the floor audits nothing
       << status.out;
@@ -377,6 +378,11 @@ TEST_F(CliTest, AuditTakesItsOwnAckShowsInStatusInCapitalsAndWarnsInValidate) {
   const std::string line = log.substr(at + 1, log.find('\n', at + 1) - at - 1);
   EXPECT_THAT(line, HasSubstr("\"action\":\"block\""));
   EXPECT_THAT(line, HasSubstr("\"enforced\":false"));
+  // The call let through is counted beside its surface, in both forms.
+  EXPECT_THAT(Leash({"status"}).out, HasSubstr("TOOLS (1 would-be block) since leashd started\n"));
+  EXPECT_THAT(Leash({"status", "--json"}).out,
+              HasSubstr("\"would_be_blocks\":{\"network\":0,\"filesystem\":0,\"commands\":0,"
+                        "\"tools\":1}"));
 
   // Leaving audit tightens: unbinding takes no ack, and the same call is refused.
   RunResult unbound = Leash({"unbind", "agent:leash-iris"});
@@ -384,7 +390,11 @@ TEST_F(CliTest, AuditTakesItsOwnAckShowsInStatusInCapitalsAndWarnsInValidate) {
   RunResult enforced = Leash({"tool", "check", "forbidden_tool", "--account", "leash-iris",
                               "--tools-socket", leashd_->tools_socket(), "--inputs", "{}"});
   EXPECT_EQ(enforced.exit_code, 1) << enforced.out;
-  EXPECT_THAT(Leash({"status"}).out, ::testing::Not(HasSubstr("AUDIT")));
+  const std::string after = Leash({"status"}).out;
+  EXPECT_THAT(after, ::testing::Not(HasSubstr("AUDIT")));
+  // What audit let through stays counted (a block enforced is not a would-be block).
+  EXPECT_THAT(after, HasSubstr("    would-be blocks while in audit earlier, since leashd started: "
+                               "tools 1\n"));
 }
 
 TEST_F(CliTest, StatusValidateAndCheckWorkOfflineAndSayTheyDid) {

@@ -50,6 +50,7 @@ class ServiceHarness {
   const std::string& target() const { return target_; }
   // The socket as it lies under `dir`.
   const std::string& socket_path() const { return socket_path_; }
+  const ToolsService& service() const { return *service_; }
 
  private:
   ServiceHarness() = default;
