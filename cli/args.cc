@@ -11,7 +11,8 @@
 // Global and every command's flags. The help is one line each; usage.cc says more.
 ABSL_FLAG(std::string, config, std::string(leash::engine::kDefaultConfigPath), "config file");
 ABSL_FLAG(bool, json, false, "every outcome as one JSON object on stdout");
-ABSL_FLAG(leash::base::RepeatedFlag, ack, {}, "consent to a loosening: the token its refusal names");
+ABSL_FLAG(leash::base::RepeatedFlag, ack, {},
+          "consent to a loosening: the token its refusal names");
 ABSL_FLAG(bool, offline, false, "status, validate, check: from the config file, not leashd");
 ABSL_FLAG(bool, no_reconcile, false, "write the policy but do not reconcile");
 ABSL_FLAG(bool, follow, false, "logs: then each new decision as it happens");
@@ -29,7 +30,8 @@ ABSL_FLAG(std::string, state_dir, "",
 ABSL_FLAG(std::string, run_dir, "", "teardown: leashd's run folder (default /run/leash)");
 ABSL_FLAG(std::string, since, "", "logs, suggest: from a duration before now or an RFC 3339 time");
 ABSL_FLAG(std::string, until, "", "logs, suggest: up to a duration before now or an RFC 3339 time");
-ABSL_FLAG(leash::base::RepeatedFlag, surface, {}, "logs: the one surface; suggest: a surface to include");
+ABSL_FLAG(leash::base::RepeatedFlag, surface, {},
+          "logs: the one surface; suggest: a surface to include");
 ABSL_FLAG(std::string, log, "",
           "suggest: the decision log (default the floor's logging.decisions)");
 ABSL_FLAG(std::string, profile, "", "suggest: the profile's name (default <account>-observed)");

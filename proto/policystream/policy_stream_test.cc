@@ -245,7 +245,7 @@ class RawSidecar {
 };
 
 // "uid/surface:count ..." of what the service holds for a kind.
-std::string WouldBeBlocksOf(const PolicyStreamService& service, leash::v1::SidecarKind kind) {
+std::string WouldBeBlocksOf(const policystream::PolicyStreamService& service, leash::v1::SidecarKind kind) {
   std::string out;
   for (const leash::v1::WouldBeBlocks& count : service.WouldBeBlocks(kind)) {
     out += std::to_string(count.uid()) + "/" + leash::v1::Surface_Name(count.surface()) + ":" +
