@@ -8,7 +8,8 @@
 //     leash-proxy): open and connect latency p50 / p99;
 //   - flat out: one agent thread opening the denied file as fast as it can for --seconds:
 //     opens a second (every one a block line, far above the paced rate).
-// Printed: each round's figures, and the median over the rounds of the per-round ratios
+// Printed: each round's figures (with the CPU time leashd used during the measurement, from
+// /proc: the hub's work for a watcher), and the median over the rounds of the per-round ratios
 // stalled / none with a 95 % distribution-free interval (test/fixtures/sample_stats.h). A ratio
 // of 1 is "no sidecar answer delayed by the stream".
 //
@@ -43,6 +44,21 @@
 namespace leash::testing {
 namespace {
 
+// The CPU time `pid` has used, user and system, in seconds.
+double CpuSeconds(pid_t pid) {
+  const std::string stat = ReadAll(absl::StrCat("/proc/", pid, "/stat"));
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::vector<std::string> fields = absl::StrSplit(stat.substr(close + 2), ' ');
+  // After the name: state is field 3 of stat(5), utime 14 and stime 15.
+  double utime = 0, stime = 0;
+  if (fields.size() < 13 || !absl::SimpleAtod(fields[11], &utime) ||
+      !absl::SimpleAtod(fields[12], &stime)) {
+    return 0;
+  }
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 std::map<std::string, double> Fields(const std::string& line) {
   std::map<std::string, double> fields;
   for (absl::string_view word : absl::StrSplit(line, absl::ByAnyChar(" \n"), absl::SkipEmpty())) {
@@ -54,8 +70,8 @@ std::map<std::string, double> Fields(const std::string& line) {
 }
 
 // The figures of one measurement.
-constexpr const char* kFigures[] = {"open_p50_us", "open_p99_us", "connect_p50_us",
-                                    "connect_p99_us", "open_per_s"};
+constexpr const char* kFigures[] = {"open_p50_us", "open_p99_us",   "connect_p50_us",
+                                    "connect_p99_us", "open_per_s", "leashd_cpu_s"};
 
 int Main(int argc, char** argv) {
   int rounds = 10, rate = 10000;
@@ -148,6 +164,7 @@ int Main(int argc, char** argv) {
       }
       watcher = *std::move(started);
     }
+    const double cpu_before = CpuSeconds((*leashd)->pid());
     std::map<std::string, double> paced =
         agent_run({absl::StrCat("--open-rate=", rate / 2), "--connect=192.0.2.11",
                    "--ports=8000-8099", absl::StrCat("--connect-rate=", rate - rate / 2),
@@ -155,6 +172,7 @@ int Main(int argc, char** argv) {
     std::map<std::string, double> flat = agent_run({"--open-rate=0"});
     if (paced.empty() || flat.empty()) return {};
     paced["open_per_s"] = flat["open_per_s"];
+    paced["leashd_cpu_s"] = CpuSeconds((*leashd)->pid()) - cpu_before;
     if (watcher != nullptr) {
       // Reads again to learn what it lost (leashd tells it on its next read).
       watcher->Resume();
@@ -166,7 +184,7 @@ int Main(int argc, char** argv) {
 
   std::map<std::string, std::vector<double>> none, stalled, ratio;
   printf("round  watcher  open_p50_us  open_p99_us  connect_p50_us  connect_p99_us  "
-         "flat_out_opens_per_s  watcher_told_dropped\n");
+         "flat_out_opens_per_s  leashd_cpu_s  watcher_told_dropped\n");
   for (int round = 1; round <= rounds; ++round) {
     std::map<std::string, double> figures[2];
     for (int k = 0; k < 2; ++k) {
@@ -175,10 +193,10 @@ int Main(int argc, char** argv) {
       uint64_t dropped = 0;
       std::map<std::string, double> got = measure(with, dropped);
       if (got.empty()) return 1;
-      printf("%5d  %-7s  %11.1f  %11.1f  %14.1f  %14.1f  %20.0f  %20llu\n", round,
+      printf("%5d  %-7s  %11.1f  %11.1f  %14.1f  %14.1f  %20.0f  %12.2f  %20llu\n", round,
              with ? "stalled" : "none", got["open_p50_us"], got["open_p99_us"],
              got["connect_p50_us"], got["connect_p99_us"], got["open_per_s"],
-             static_cast<unsigned long long>(dropped));
+             got["leashd_cpu_s"], static_cast<unsigned long long>(dropped));
       fflush(stdout);
       if (with && dropped == 0) {
         fprintf(stderr, "round %d: the stalled watcher lost nothing: it did not stall\n", round);
