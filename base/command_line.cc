@@ -1,6 +1,7 @@
 #include "base/command_line.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -9,6 +10,7 @@
 #include "absl/flags/marshalling.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -55,7 +57,7 @@ std::string ValueError(const absl::CommandLineFlag& flag, absl::string_view valu
   const bool parses = flag.IsOfType<bool>() || flag.IsOfType<int>() ||
                       flag.IsOfType<int64_t>() || flag.IsOfType<uint64_t>() ||
                       flag.IsOfType<double>() || flag.IsOfType<absl::Duration>() ||
-                      flag.IsOfType<std::string>();
+                      flag.IsOfType<std::string>() || flag.IsOfType<RepeatedFlag>();
   return parses ? "" : "a flag of a type this parser does not check";
 }
 
@@ -69,31 +71,70 @@ std::map<std::string, const absl::CommandLineFlag*> ProgramFlags() {
 
 }  // namespace
 
-absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
+bool AbslParseFlag(absl::string_view text, RepeatedFlag* flag, std::string* error) {
+  flag->values.clear();
+  while (!text.empty()) {
+    const size_t end = text.find('\n');
+    if (end == absl::string_view::npos) {
+      *error = "a repeated flag's value is set only by the command-line parser";
+      return false;
+    }
+    std::string value;
+    if (!absl::CUnescape(text.substr(0, end), &value, error)) return false;
+    flag->values.push_back(std::move(value));
+    text.remove_prefix(end + 1);
+  }
+  return true;
+}
+
+std::string AbslUnparseFlag(const RepeatedFlag& flag) {
+  std::string text;
+  for (const std::string& value : flag.values) absl::StrAppend(&text, absl::CEscape(value), "\n");
+  return text;
+}
+
+absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args,
+                                             const CommandLineRules& rules) {
   CommandLine out;
   // Every flag at its default first, then the ones given.
   std::vector<std::string> absl_args = {"leash"};
   for (const auto& [name, flag] : ProgramFlags()) {
     absl_args.push_back(absl::StrCat("--", name, "=", flag->DefaultValue()));
   }
+  // Every occurrence of each RepeatedFlag, set once at the end.
+  std::map<std::string, RepeatedFlag> repeated;
+  auto check = [&rules](absl::string_view flag, absl::string_view value) {
+    return rules.check_value ? rules.check_value(flag, value) : absl::OkStatus();
+  };
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--") {
-      out.positional.insert(out.positional.end(), args.begin() + i + 1, args.end());
+      for (size_t j = i + 1; j < args.size(); ++j) {
+        if (absl::Status checked = check("", args[j]); !checked.ok()) return checked;
+        out.positional.push_back(args[j]);
+      }
       break;
     }
     if (arg.size() < 2 || arg[0] != '-') {
+      if (absl::Status checked = check("", arg); !checked.ok()) return checked;
       out.positional.push_back(arg);
       continue;
     }
+    const bool single_dash = arg[1] != '-';
     absl::string_view body = arg;
-    body.remove_prefix(arg[1] == '-' ? 2 : 1);
+    body.remove_prefix(single_dash ? 1 : 2);
     const size_t eq = body.find('=');
-    const std::string dashed(body.substr(0, eq));
-    const std::string name = absl::StrReplaceAll(dashed, {{"-", "_"}});
+    std::string dashed(body.substr(0, eq));
+    std::string name = absl::StrReplaceAll(dashed, {{"-", "_"}});
     if (name == "help" || name == "h") {
       out.help = true;
       continue;
+    }
+    if (single_dash && name.size() == 1) {
+      if (auto alias = rules.short_names.find(name[0]); alias != rules.short_names.end()) {
+        name = alias->second;
+        dashed = Dashed(name);
+      }
     }
     std::optional<std::string> value;
     if (eq != absl::string_view::npos) value = std::string(body.substr(eq + 1));
@@ -105,26 +146,51 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
       if (!negated) flag = nullptr;
     }
     if (flag == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag '", arg, "'"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown flag '", arg, "'",
+          rules.program.empty() ? "" : absl::StrCat("; see `", rules.program, " --help`")));
     }
     if (flag->IsOfType<bool>()) {
       if (negated && value) {
         return absl::InvalidArgumentError(absl::StrCat("--", dashed, " takes no value"));
       }
       if (!value) value = negated ? "false" : "true";
-    } else if (!value) {
-      if (i + 1 >= args.size()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--", dashed, " needs a value: --", dashed, "=..."));
+    } else {
+      if (!value) {
+        if (i + 1 >= args.size()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("--", dashed, " needs a value: --", dashed, "=..."));
+        }
+        value = args[++i];
       }
-      value = args[++i];
+      if (absl::Status checked = check(flag->Name(), *value); !checked.ok()) return checked;
     }
     if (const std::string error = ValueError(*flag, *value); !error.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("--", Dashed(flag->Name()), "=", *value,
                                                      ": ", error));
     }
-    absl_args.push_back(absl::StrCat("--", flag->Name(), "=", *value));
+    out.given.insert(std::string(flag->Name()));
+    if (flag->IsOfType<RepeatedFlag>()) {
+      repeated[std::string(flag->Name())].values.push_back(*value);
+    } else {
+      absl_args.push_back(absl::StrCat("--", flag->Name(), "=", *value));
+    }
+  }
+  for (const auto& [name, flag] : repeated) {
+    absl_args.push_back(absl::StrCat("--", name, "=", AbslUnparseFlag(flag)));
+  }
+  for (const auto& [name, variable] : rules.env_defaults) {
+    const absl::CommandLineFlag* flag = FindProgramFlag(name);
+    if (flag == nullptr || out.Given(name)) continue;
+    const char* env = rules.getenv ? rules.getenv(variable.c_str()) : std::getenv(variable.c_str());
+    if (env == nullptr || *env == '\0') continue;
+    if (const std::string error = ValueError(*flag, env); !error.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("$", variable, "=", env, ": ", error));
+    }
+    out.given.insert(name);
+    absl_args.push_back(absl::StrCat(
+        "--", name, "=",
+        flag->IsOfType<RepeatedFlag>() ? AbslUnparseFlag(RepeatedFlag{{env}}) : env));
   }
   // Every name and value was checked above, so this parse cannot fail (and exit).
   std::vector<char*> argv;
@@ -133,13 +199,23 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
   return out;
 }
 
-std::string FlagsHelp(absl::string_view usage) {
+std::string FlagsHelp(absl::string_view usage, const CommandLineRules& rules) {
+  std::map<std::string, char> letters;
+  for (const auto& [letter, name] : rules.short_names) letters[name] = letter;
   std::string help(usage);
   if (!help.empty() && help.back() != '\n') help += '\n';
   help += "\nflags:\n";
   for (const auto& [name, flag] : ProgramFlags()) {
-    const std::string default_value = flag->DefaultValue();
-    absl::StrAppend(&help, "  --", Dashed(name), "  ", flag->Help(),
+    std::string default_value = flag->DefaultValue();
+    if (auto env = rules.env_defaults.find(name); env != rules.env_defaults.end()) {
+      default_value = absl::StrCat("$", env->second,
+                                   default_value.empty() ? "" : ", else " + default_value);
+    }
+    const auto letter = letters.find(name);
+    const std::string short_name =
+        letter == letters.end() ? "" : absl::StrCat("-", std::string(1, letter->second), ", ");
+    absl::StrAppend(&help, "  ", short_name, "--", Dashed(name), "  ", flag->Help(),
+                    flag->IsOfType<RepeatedFlag>() ? " (repeatable)" : "",
                     default_value.empty() ? "" : absl::StrCat(" (default: ", default_value, ")"),
                     "\n");
   }

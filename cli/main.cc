@@ -9,7 +9,6 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/offline.h"
-#include "cli/usage.h"
 #include "engine/decision.h"
 
 namespace {
@@ -46,16 +45,16 @@ int Run(const absl::StatusOr<Args>& args, Io io) {
   }
   if (args->words.empty()) {
     if (args->help) {
-      io.out << leash::cli::Usage("");
+      io.out << leash::cli::HelpText("");
       return leash::kExitOk;
     }
     return leash::cli::RunService(*args, io);
   }
   const std::string& command = args->words[0];
   if (args->help || command == "help") {
-    io.out << leash::cli::Usage(command == "help" && args->words.size() > 1 ? args->words[1]
-                                : command == "help" ? ""
-                                                    : command);
+    io.out << leash::cli::HelpText(command == "help" && args->words.size() > 1 ? args->words[1]
+                                   : command == "help"                         ? ""
+                                                                               : command);
     return leash::kExitOk;
   }
   if ((command == "tool" || command == "tools") && args->words.size() > 1 &&

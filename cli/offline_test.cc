@@ -189,6 +189,37 @@ TEST(ParseArgs, RejectsUnknownFlagsAndKeepsRepeatedAcks) {
   EXPECT_EQ(ParseArgs(2, env, "/tmp/x.yaml")->config_path, "/tmp/x.yaml");
 }
 
+TEST(ParseArgs, ShortNamesRepeatedSurfacesAndWhoNamedTheConfig) {
+  const char* argv[] = {"leash", "-c", "/tmp/c.yaml", "logs", "-f", "--surface", "fs",
+                        "--tail=3", "--surface=net", "--ack", "a,b"};
+  absl::StatusOr<Args> args = ParseArgs(11, argv, "/tmp/env.yaml");
+  ASSERT_TRUE(args.ok()) << args.status();
+  EXPECT_EQ(args->config_path, "/tmp/c.yaml");
+  EXPECT_TRUE(args->config_named);
+  EXPECT_TRUE(args->follow);
+  EXPECT_THAT(args->words, ::testing::ElementsAre("logs"));
+  EXPECT_THAT(args->acks, ::testing::ElementsAre("a,b"));
+  EXPECT_EQ(args->Option("surface"), "fs");
+  EXPECT_EQ(args->Option("tail"), "3");
+  EXPECT_FALSE(args->HasOption("account"));
+  int surfaces = 0;
+  for (const auto& [name, value] : args->options) surfaces += name == "surface";
+  EXPECT_EQ(surfaces, 2);
+  const char* plain[] = {"leash", "status"};
+  args = ParseArgs(2, plain, "/tmp/env.yaml");
+  EXPECT_EQ(args->config_path, "/tmp/env.yaml");
+  EXPECT_TRUE(args->config_named);
+  args = ParseArgs(2, plain, "");
+  EXPECT_EQ(args->config_path, "/etc/leash/leash.yaml");
+  EXPECT_FALSE(args->config_named);
+  EXPECT_FALSE(args->follow);
+  EXPECT_TRUE(args->acks.empty());
+  EXPECT_TRUE(args->options.empty());
+  const char* unknown[] = {"leash", "--bogus=1"};
+  EXPECT_THAT(ParseArgs(2, unknown, nullptr).status().message(),
+              HasSubstr("unknown flag '--bogus=1'; see `leash --help`"));
+}
+
 // What reaches leashd must be UTF-8 (protobuf strings); the refusal shows the stray bytes.
 // Paths the CLI opens itself may be any bytes.
 TEST(ParseArgs, RefusesWhatIsNotUtf8ExceptLocalPaths) {

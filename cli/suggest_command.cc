@@ -80,6 +80,8 @@ int RunSuggestRequest(const SuggestRequest& request, std::ostream& out, std::ost
   filter.uids = *uids;
 
   const absl::StatusOr<HostPolicy> host = ReadHostPolicy(request.config_path, request.state_dir);
+  const std::set<leash::v1::Surface> audited_beneath =
+      host.ok() ? AuditedBeneath(*host) : std::set<leash::v1::Surface>{};
   const std::string log_path = request.log_path.empty() ? DefaultLogPath(host) : request.log_path;
   Observations observations(filter);
   absl::StatusOr<std::vector<std::string>> read =
@@ -89,7 +91,8 @@ int RunSuggestRequest(const SuggestRequest& request, std::ostream& out, std::ost
   const std::string profile =
       request.profile.empty() ? absl::StrCat(request.account, "-observed") : request.profile;
   absl::StatusOr<Fragment> fragment =
-      BuildFragment(observations, filter.surfaces, absl::StrCat("profile:", profile));
+      BuildFragment(observations, filter.surfaces, absl::StrCat("profile:", profile),
+                    audited_beneath);
   if (!fragment.ok()) return Fail(err, fragment.status());
 
   const ObservationCounts& counts = observations.counts();

@@ -27,6 +27,18 @@ std::vector<std::string> Tokens(const leash::v1::Refusal& refusal) {
 
 }  // namespace
 
+std::set<leash::v1::Surface> AuditedBeneath(const HostPolicy& host) {
+  const engine::Resolver resolver(host.floor, host.bindings, host.profiles);
+  const leash::v1::Config& base =
+      resolver.folded() != nullptr ? *resolver.folded() : resolver.floor();
+  std::set<leash::v1::Surface> audited;
+  if (base.network().audit()) audited.insert(leash::v1::SURFACE_NETWORK);
+  if (base.filesystem().audit()) audited.insert(leash::v1::SURFACE_FILESYSTEM);
+  if (base.commands().audit()) audited.insert(leash::v1::SURFACE_COMMANDS);
+  if (base.tools().audit()) audited.insert(leash::v1::SURFACE_TOOLS);
+  return audited;
+}
+
 ConsentLines SaveAndBindLines(const HostPolicy& host, absl::string_view account,
                               absl::string_view profile, const leash::v1::Config& fragment,
                               absl::string_view from_path) {

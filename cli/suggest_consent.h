@@ -5,11 +5,13 @@
 // here. Pure.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
 #include "engine/tiers.h"
+#include "leash/v1/decision.pb.h"
 #include "leash/v1/policy.pb.h"
 
 namespace leash::cli {
@@ -26,6 +28,10 @@ struct ConsentLines {
   // Said beside them: the save reaches other agents; a refusal no --ack can lift; ...
   std::vector<std::string> notes;
 };
+
+// The surfaces an agent's profile would be laid over in audit: those the floor, with the
+// global binding folded in, audits (the floor alone when that binding does not resolve).
+std::set<leash::v1::Surface> AuditedBeneath(const HostPolicy& host);
 
 // The lines for saving `fragment` as profile `profile` from the file `from_path` and binding it
 // to agent:<account>.

@@ -46,6 +46,24 @@ std::string Annotation(const SuggestedEntry& entry) {
   return CommentText(text);
 }
 
+// The profile's own `audit: false` on `surface`, over an audit the floor turned on.
+void SetAuditOff(leash::v1::Config& config, Surface surface) {
+  switch (surface) {
+    case leash::v1::SURFACE_NETWORK:
+      config.mutable_network()->set_audit(false);
+      break;
+    case leash::v1::SURFACE_FILESYSTEM:
+      config.mutable_filesystem()->set_audit(false);
+      break;
+    case leash::v1::SURFACE_COMMANDS:
+      config.mutable_commands()->set_audit(false);
+      break;
+    default:
+      config.mutable_tools()->set_audit(false);
+      break;
+  }
+}
+
 leash::v1::EntryList* AllowListOf(leash::v1::Config& config, Surface surface) {
   switch (surface) {
     case leash::v1::SURFACE_NETWORK:
@@ -80,7 +98,8 @@ std::string CommentText(absl::string_view text) {
 
 absl::StatusOr<Fragment> BuildFragment(const Observations& observations,
                                        const std::set<Surface>& surfaces,
-                                       absl::string_view source) {
+                                       absl::string_view source,
+                                       const std::set<Surface>& audited_beneath) {
   Fragment fragment;
   std::map<Surface, std::vector<SuggestedEntry>> suggested;
   for (Surface surface : kSurfaces) {
@@ -157,9 +176,24 @@ absl::StatusOr<Fragment> BuildFragment(const Observations& observations,
       ++fragment.entries;
       out << YAML::DoubleQuoted << entry.entry << YAML::Comment(Annotation(entry));
     }
-    out << YAML::EndSeq << YAML::EndMap;
+    out << YAML::EndSeq;
+    if (audited_beneath.count(surface)) {
+      SetAuditOff(fragment.config, surface);
+      out << YAML::Key << "audit" << YAML::Value << false
+          << YAML::Comment(CommentText(absl::StrCat(
+                 "the floor audits ", name, ": without this the profile inherits it and blocks "
+                 "nothing")));
+    }
+    out << YAML::EndMap;
   }
   out << YAML::EndMap;
+  for (Surface surface : audited_beneath) {
+    const auto written = suggested.find(surface);
+    if (written != suggested.end() && !written->second.empty()) continue;
+    fragment.notes.push_back(absl::StrCat(
+        engine::SurfaceName(surface), ": the floor audits it and this fragment leaves it as the "
+        "floor has it, so under this profile it stays in audit and blocks nothing"));
+  }
   if (!out.good()) {
     return absl::InternalError(absl::StrCat("the fragment could not be written as YAML: ",
                                             out.GetLastError()));

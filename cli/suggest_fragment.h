@@ -34,10 +34,15 @@ struct Fragment {
 std::string CommentText(absl::string_view text);
 
 // Builds the fragment for `observations` on `surfaces` (empty: all four). `source` names it in
-// validate's findings ("profile:<name>"). Internal error if the YAML does not read back to the
-// same Config (a bug, never the operator's input).
+// validate's findings ("profile:<name>"). `audited_beneath`: the surfaces the tiers under the
+// profile (the floor, with the global binding folded in) put in audit. A profile inherits the
+// audit key it does not write, so each of those the fragment writes also says `audit: false`:
+// without it the suggested whitelist, once bound, would still block nothing. One it leaves out
+// is said in a note. Internal error if the YAML does not read back to the same Config (a bug,
+// never the operator's input).
 absl::StatusOr<Fragment> BuildFragment(const Observations& observations,
                                        const std::set<leash::v1::Surface>& surfaces,
-                                       absl::string_view source);
+                                       absl::string_view source,
+                                       const std::set<leash::v1::Surface>& audited_beneath = {});
 
 }  // namespace leash::cli

@@ -2,6 +2,7 @@
 // listed, and that the fragment allows every thing seen and not the things next to them.
 #include "cli/suggest_fragment.h"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "engine/compiled_policy.h"
 #include "engine/config_defaults.h"
 #include "engine/config_yaml.h"
+#include "engine/tiers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -250,6 +252,47 @@ TEST(SaveAndBindLines, AlreadyBoundNeedsOnlyTheSave) {
   // /usr/bin/git is on the floor's list already: nothing to consent to.
   EXPECT_THAT(lines.commands, ElementsAre("sudo leash profile save mine --from mine.yaml"));
   EXPECT_THAT(lines.notes, Contains(HasSubstr("is bound to 'mine' already")));
+}
+
+// A profile inherits the audit key it does not write: over a floor that audits, a fragment of
+// allow lists alone would be bound and still block nothing. So each audited surface it writes
+// turns audit off, and one it leaves out is said.
+TEST(BuildFragment, TurnsOffTheAuditTheFloorWouldLendIt) {
+  HostPolicy host = Host();
+  host.floor.mutable_network()->set_audit(true);
+  host.floor.mutable_filesystem()->set_audit(true);
+  host.floor.mutable_tools()->set_audit(true);
+  const std::set<leash::v1::Surface> audited = AuditedBeneath(host);
+  EXPECT_THAT(audited, ElementsAre(leash::v1::SURFACE_NETWORK, leash::v1::SURFACE_FILESYSTEM,
+                                   leash::v1::SURFACE_TOOLS));
+  absl::StatusOr<Fragment> fragment = BuildFragment(
+      Observe(Workload()),
+      {leash::v1::SURFACE_NETWORK, leash::v1::SURFACE_COMMANDS, leash::v1::SURFACE_TOOLS},
+      "profile:p", audited);
+  ASSERT_TRUE(fragment.ok()) << fragment.status();
+  EXPECT_THAT(fragment->yaml, HasSubstr("audit: false  # the floor audits network"));
+  EXPECT_THAT(fragment->yaml, HasSubstr("audit: false  # the floor audits tools"));
+  EXPECT_FALSE(fragment->config.commands().has_audit());  // the floor does not audit it
+  EXPECT_FALSE(fragment->config.has_filesystem());
+  EXPECT_THAT(fragment->notes,
+              Contains(HasSubstr("filesystem: the floor audits it and this fragment leaves it")));
+
+  // Bound, what it did not allow is blocked, not only logged.
+  const leash::v1::Config bound =
+      engine::WithDefaults(engine::Overlay(host.floor, fragment->config));
+  EXPECT_FALSE(bound.network().audit());
+  EXPECT_FALSE(bound.tools().audit());
+  EXPECT_TRUE(bound.filesystem().audit());
+  // Turning audit off is no loosening: the bind asks only for the new entries.
+  const ConsentLines lines =
+      SaveAndBindLines(host, "leash-iris", "p", fragment->config, "p.yaml");
+  ASSERT_EQ(lines.commands.size(), 2u);
+  EXPECT_THAT(lines.commands[1], Not(HasSubstr("audit")));
+
+  // Under a floor that audits nothing the fragment says nothing of audit.
+  fragment = BuildFragment(Observe(Workload()), {}, "profile:p", AuditedBeneath(Host()));
+  ASSERT_TRUE(fragment.ok());
+  EXPECT_THAT(fragment->yaml, Not(HasSubstr("audit:")));
 }
 
 }  // namespace

@@ -223,6 +223,38 @@ TEST_F(ControlServiceTest, AWriteIsAnsweredWithTheReconcileThatFollowedIt) {
   EXPECT_THAT(list.DebugString(), HasSubstr("web-research"));
 }
 
+// An unbind removes the binding, records in the ledger who asked (with no socket, only the
+// client's claim), and is answered with the reconcile that followed it.
+TEST_F(ControlServiceTest, AnUnbindRemovesTheBindingRecordsWhoAskedAndReconciles) {
+  leash::v1::SaveProfileRequest save;
+  save.set_name("web-research");
+  save.set_yaml("network: {allow: [github.com]}\n");
+  save.set_no_reconcile(true);
+  leash::v1::PolicyWriteResponse saved;
+  ASSERT_TRUE(service_.SaveProfile(nullptr, &save, &saved).ok());
+  leash::v1::BindRequest bind;
+  bind.set_scope("agent:leash-iris");
+  bind.set_profile("web-research");
+  bind.set_no_reconcile(true);
+  leash::v1::PolicyWriteResponse bound;
+  ASSERT_TRUE(service_.Bind(nullptr, &bind, &bound).ok());
+  ASSERT_TRUE(bound.written());
+  ASSERT_THAT(Contents(store_.bindings_path()), HasSubstr("leash-iris"));
+
+  leash::v1::UnbindRequest unbind;
+  unbind.set_scope("agent:leash-iris");
+  unbind.set_who("sudo from alice (SUDO_UID 1000)");
+  leash::v1::PolicyWriteResponse unbound;
+  ASSERT_TRUE(service_.Unbind(nullptr, &unbind, &unbound).ok());
+  EXPECT_TRUE(unbound.written()) << unbound.DebugString();
+  EXPECT_EQ(unbound.reconcile().unchanged(), 1u);
+  EXPECT_EQ(loop_.passes(), 1u);
+  EXPECT_THAT(Contents(store_.bindings_path()), ::testing::Not(HasSubstr("leash-iris")));
+  const std::string ledger = Contents(dir_.state() + "/unbinds.jsonl");
+  EXPECT_THAT(ledger, HasSubstr("agent:leash-iris"));
+  EXPECT_THAT(ledger, HasSubstr("claimed by the client: sudo from alice (SUDO_UID 1000)"));
+}
+
 // A refused write writes nothing and runs no reconcile.
 TEST_F(ControlServiceTest, ABindToAMissingProfileIsRefusedAndNothingRuns) {
   leash::v1::BindRequest bind;

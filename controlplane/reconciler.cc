@@ -217,6 +217,9 @@ struct Reconciler::Pass {
   // Onboard and Diff.
   std::vector<uint32_t> added, moved, changed;
   std::map<uint32_t, std::string> fingerprints;
+  // What Onboard's publish already put in the sidecars, by UID (its Fingerprint): Publish does
+  // not send it again when the chains left it as it was.
+  std::map<uint32_t, std::string> onboarded_as;
   std::map<uint32_t, NetfilterSubject> applied_early;
 
   // Sets report.error; the step that calls it returns false and nothing is changed.
@@ -226,17 +229,31 @@ struct Reconciler::Pass {
   }
 };
 
+// The pass as the list of its steps. It publishes to the sidecars at most twice: Onboard's
+// publish only when a subject must be in the sidecars before its chain goes in, Publish's only
+// when the chains leave something the sidecars do not hold yet. A new subject needs both, one on
+// each side of its chain (docs/ARCHITECTURE.md, rule C6, and "Where the rules left a choice").
 leash::v1::ReconcileReport Reconciler::RunPass() {
   Pass pass;
   pass.report.set_ran(true);
-  // Every read happens before anything changes; a failure there changes nothing at all.
-  if (!Look(pass) || !Plan(pass) || !SavePorts(pass)) return pass.report;
+  // Every read and every decision comes before anything changes: a failure in these three
+  // changes nothing at all (rule C2).
+  if (!Look(pass)) return pass.report;       // accounts, policies, ports, resolvers, listeners
+  if (!Plan(pass)) return pass.report;       // each subject's policy, port, ranges and chain
+  if (!SavePorts(pass)) return pass.report;  // new ports on disk before a chain relies on them
+  // Publish 1 (when needed), acked: new subjects denied, moved subjects, listeners to retry.
   Onboard(pass);
+  // The proxy's answer: a listener that would not bind resets its chain and denies its subject.
   SettleListeners(pass);
+  // Who changed; an unchanged subject is not touched (rule C1).
   Diff(pass);
+  // The onboarded subjects' chains, then the changed ones'; a chain that fails denies its own.
   ApplyChains(pass);
+  // Publish 2 (when needed), acked: what the chains left that the sidecars do not hold yet.
   Publish(pass);
+  // Who is denied, which entries can never match, which sidecar lags.
   Report(pass);
+  // What is in force now, and the changes said.
   Record(pass);
   return pass.report;
 }
@@ -368,60 +385,79 @@ Reconciler::Desired Reconciler::PlanSubject(Pass& pass, const Account& account) 
       it != pass.subordinate.conflicts.end()) {
     id_problems.insert(id_problems.end(), it->second.begin(), it->second.end());
   }
-  if (options_.single_subject) {
-    d.port = kSingleSubjectPort;
-  } else {
-    const std::optional<uint16_t> before = pass.ports->PortOf(account.name);
-    absl::StatusOr<uint16_t> port = pass.ports->Assign(account, options_.port_usable);
-    if (port.ok() && before && *before != *port) {
-      pass.report.add_warnings(absl::StrCat(
-          "critical: ", account.name, " moved from proxy port ", *before, " to ", *port,
-          ": another process holds ", *before, " (bound while leashd was not running)"));
-    }
-    if (port.ok()) {
-      d.port = *port;
-    } else {
-      d.problem = std::string(port.status().message());
-      d.runtime_problem = true;
-    }
-  }
+  PlanPort(pass, d);
   leash::v1::SubjectPolicy policy = PlanPolicy(pass, d, id_problems);
   std::vector<engine::IpAddress> resolvers;
-  if (d.problem.empty()) {
-    const leash::v1::NetworkPolicy& network = policy.policy().network();
-    if (network.dns_resolvers().entries().empty()) {
-      resolvers = pass.host_resolvers;
-    } else {
-      for (const std::string& entry : network.dns_resolvers().entries()) {
-        absl::StatusOr<engine::IpAddress> address = engine::ParseResolverEntry(entry);
-        if (address.ok()) resolvers.push_back(*address);
-      }
-    }
-    // The proxy's DNS filter forwards to these.
-    for (const engine::IpAddress& resolver : resolvers) {
-      policy.add_dns_resolvers(engine::FormatIpAddress(resolver));
+  if (d.problem.empty()) resolvers = PlanResolvers(pass.host_resolvers, policy);
+  d.chain = PlanChain(pass, d, policy, resolvers);
+  d.policy = std::move(policy);
+  return d;
+}
+
+// The subject's proxy port: kept for the account's life, moved (and said) only when another
+// process holds it. None is a problem of the host: the subject is denied.
+void Reconciler::PlanPort(Pass& pass, Desired& d) {
+  if (options_.single_subject) {
+    d.port = kSingleSubjectPort;
+    return;
+  }
+  const Account& account = d.account;
+  const std::optional<uint16_t> before = pass.ports->PortOf(account.name);
+  absl::StatusOr<uint16_t> port = pass.ports->Assign(account, options_.port_usable);
+  if (!port.ok()) {
+    d.problem = std::string(port.status().message());
+    d.runtime_problem = true;
+    return;
+  }
+  if (before && *before != *port) {
+    pass.report.add_warnings(absl::StrCat(
+        "critical: ", account.name, " moved from proxy port ", *before, " to ", *port,
+        ": another process holds ", *before, " (bound while leashd was not running)"));
+  }
+  d.port = *port;
+}
+
+// Where the subject's DNS goes: its policy's resolvers, or the host's. Written into what the
+// proxy is sent (its DNS filter forwards there) and returned for the chain's DNS redirect.
+std::vector<engine::IpAddress> Reconciler::PlanResolvers(
+    const std::vector<engine::IpAddress>& host_resolvers, leash::v1::SubjectPolicy& policy) {
+  std::vector<engine::IpAddress> resolvers;
+  const leash::v1::NetworkPolicy& network = policy.policy().network();
+  if (network.dns_resolvers().entries().empty()) {
+    resolvers = host_resolvers;
+  } else {
+    for (const std::string& entry : network.dns_resolvers().entries()) {
+      absl::StatusOr<engine::IpAddress> address = engine::ParseResolverEntry(entry);
+      if (address.ok()) resolvers.push_back(*address);
     }
   }
+  for (const engine::IpAddress& resolver : resolvers) {
+    policy.add_dns_resolvers(engine::FormatIpAddress(resolver));
+  }
+  return resolvers;
+}
+
+// The subject's chain, or none when the network enforcer is off (for the host or for it).
+std::optional<NetfilterSubject> Reconciler::PlanChain(
+    const Pass& pass, const Desired& d, const leash::v1::SubjectPolicy& policy,
+    const std::vector<engine::IpAddress>& resolvers) const {
   // A subject with no policy keeps its chain (and its listener refuses): without one its
   // processes would reach the network unfiltered.
   const bool network_on = !d.problem.empty() || policy.policy().enforcers().network();
-  if (options_.network_enforced && d.port != 0 && network_on) {
-    NetfilterSubject chain;
-    chain.uid = account.uid;
-    chain.subordinate_uids = d.subordinate_uids;
-    chain.port = d.port;
-    chain.refuse_tcp = pass.unbound.count(account.uid) > 0;
-    if (d.problem.empty()) {
-      const leash::v1::NetworkPolicy& network = policy.policy().network();
-      chain.udp_allowed = network.udp() == leash::v1::UDP_MODE_ALLOW;
-      chain.inbound_allowed = network.inbound() == leash::v1::INBOUND_MODE_ALLOW;
-      chain.dns_filter = network.dns() != leash::v1::DNS_MODE_RESOLVERS;
-      chain.dns_resolvers = resolvers;
-    }
-    d.chain = chain;
+  if (!options_.network_enforced || d.port == 0 || !network_on) return std::nullopt;
+  NetfilterSubject chain;
+  chain.uid = d.account.uid;
+  chain.subordinate_uids = d.subordinate_uids;
+  chain.port = d.port;
+  chain.refuse_tcp = pass.unbound.count(d.account.uid) > 0;
+  if (d.problem.empty()) {
+    const leash::v1::NetworkPolicy& network = policy.policy().network();
+    chain.udp_allowed = network.udp() == leash::v1::UDP_MODE_ALLOW;
+    chain.inbound_allowed = network.inbound() == leash::v1::INBOUND_MODE_ALLOW;
+    chain.dns_filter = network.dns() != leash::v1::DNS_MODE_RESOLVERS;
+    chain.dns_resolvers = resolvers;
   }
-  d.policy = policy;
-  return d;
+  return chain;
 }
 
 // The subject's policy as resolved, or its denial (setting d.problem) when it has none.
@@ -504,6 +540,9 @@ void Reconciler::Onboard(Pass& pass) {
     }
   }
   if (onboarding.empty()) return;
+  for (const leash::v1::SubjectPolicy& sent : onboarding) {
+    pass.onboarded_as[sent.uid()] = Fingerprint(sent);
+  }
   PublishAndWait(onboarding, pass.report);
   pass.unbound = UnboundListeners();
 }
@@ -602,12 +641,21 @@ void Reconciler::ApplyChangedChains(Pass& pass) {
   }
 }
 
-// The one publish of policies: every new and changed subject as the chains and listeners
-// left it.
+// The publish of policies: every new and changed subject as the chains and listeners left it,
+// except what Onboard's publish already put in the sidecars unchanged (a moved subject whose
+// chain went in), so a pass that only moves a subject publishes once. A new subject is always
+// sent here: Onboard sent its denial, and this is its policy.
 void Reconciler::Publish(Pass& pass) {
   std::vector<leash::v1::SubjectPolicy> publish;
   for (const std::vector<uint32_t>* uids : {&pass.added, &pass.changed}) {
-    for (uint32_t uid : *uids) publish.push_back(pass.desired[uid].policy);
+    for (uint32_t uid : *uids) {
+      const leash::v1::SubjectPolicy& policy = pass.desired[uid].policy;
+      auto onboarded = pass.onboarded_as.find(uid);
+      if (onboarded != pass.onboarded_as.end() && onboarded->second == Fingerprint(policy)) {
+        continue;
+      }
+      publish.push_back(policy);
+    }
   }
   PublishAndWait(publish, pass.report);
 }

@@ -5,9 +5,11 @@
 //    watcher (and the proxy, whose listener must exist) BEFORE its chain goes in, then gets its
 //    policy;
 //  - the policies go out once per pass, after every chain: what a chain or a listener that
-//    failed denies is known by then. Only a pass that onboards (new subjects, moved ranges or
-//    ports, listeners to retry) publishes once more, before its chains; why one publish cannot
-//    serve a new subject is in docs/ARCHITECTURE.md ("Where the rules left a choice");
+//    failed denies is known by then. A pass that onboards (new subjects, moved ranges or
+//    ports, listeners to retry) publishes once before its chains too; after them it sends only
+//    what that first publish did not already put in the sidecars, so a pass that only moves a
+//    subject publishes once and a pass that brings in a new subject twice. Why one publish
+//    cannot serve a new subject is in docs/ARCHITECTURE.md ("Where the rules left a choice");
 //  - a changed subject is re-published and its chain alone re-applied;
 //  - an unchanged subject is not touched at all;
 //  - a subject that left discovery loses its policy (published as no-policy: every connection
@@ -152,8 +154,16 @@ class Reconciler {
   void PlanWanted(Pass& pass);
   bool PlanSubordinateIds(Pass& pass);
   Desired PlanSubject(Pass& pass, const Account& account);
+  // PlanSubject's parts, in order: the port, the policy (or the denial), the DNS resolvers,
+  // the chain.
+  void PlanPort(Pass& pass, Desired& d);
   leash::v1::SubjectPolicy PlanPolicy(Pass& pass, Desired& d,
                                       const std::vector<std::string>& id_problems);
+  static std::vector<engine::IpAddress> PlanResolvers(
+      const std::vector<engine::IpAddress>& host_resolvers, leash::v1::SubjectPolicy& policy);
+  std::optional<NetfilterSubject> PlanChain(const Pass& pass, const Desired& d,
+                                            const leash::v1::SubjectPolicy& policy,
+                                            const std::vector<engine::IpAddress>& resolvers) const;
   void PlanDeparted(Pass& pass);
   // ApplyChains' parts: the onboarded subjects' chains, then the changed subjects'.
   void ApplyOnboardingChains(Pass& pass);

@@ -256,6 +256,10 @@ TEST_F(ReconcilerTest, EveryPassReadsTheExecRoutes) {
   EXPECT_TRUE(report.exec_routes(0).open());
 }
 
+// Rule C6, and why a pass that brings in a new subject publishes twice: the sidecars hold the
+// subject one way when its chain goes in (denied in the watcher, its listener in the proxy) and
+// another way once the pass ends (its policy), and only a publish changes what they hold. A
+// pass merged into one publish fails here, whichever side of the chain that publish is on.
 TEST_F(ReconcilerTest, NewSubjectDeniedInWatcherBeforeItsChainGoesIn) {
   auto r = Make();
   r->RunPass();
@@ -267,13 +271,52 @@ TEST_F(ReconcilerTest, NewSubjectDeniedInWatcherBeforeItsChainGoesIn) {
     SubjectMapPtr map = fswatch_->map();
     ASSERT_TRUE(map->count(1001)) << "the watcher had not acked a map holding the subject";
     EXPECT_EQ(map->at(1001).policy, nullptr) << "the subject must be denied, not yet allowed";
+    // The chain redirects to a listener the proxy already holds for this subject.
+    SubjectMapPtr proxy_map = proxy_->map();
+    ASSERT_TRUE(proxy_map->count(1001)) << "the proxy had not acked a map holding the subject";
+    EXPECT_EQ(proxy_map->at(1001).port, s.port);
     checked = true;
   });
   leash::v1::ReconcileReport report = r->RunPass();
   EXPECT_TRUE(checked);
   ASSERT_EQ(report.changes_size(), 1);
   EXPECT_EQ(report.changes(0).change(), "added");
-  EXPECT_NE(fswatch_->map()->at(1001).policy, nullptr);
+  EXPECT_NE(fswatch_->map()->at(1001).policy, nullptr) << "the pass must end with its policy";
+  EXPECT_NE(proxy_->map()->at(1001).policy, nullptr);
+}
+
+// Each publish is one map version that both sidecars ack before the pass goes on. A pass
+// publishes nothing when nothing changed, once for a change, and twice only when it brings in
+// a new subject (rule C6: the test above says why).
+TEST_F(ReconcilerTest, APassPublishesNothingForNothingOnceForAChangeTwiceForANewSubject) {
+  accounts_.Add("leash-iris", 1001);
+  accounts_.SetSubordinateUids("leash-iris", {{100000, 165535}});
+  policies_.Set("leash-iris", "openai.com");
+  auto r = Make();
+  auto publishes = [&] {
+    const uint64_t before = stream_.version();
+    leash::v1::ReconcileReport report = r->RunPass();
+    EXPECT_TRUE(report.error().empty()) << report.error();
+    EXPECT_EQ(report.not_in_force_size(), 0) << report.DebugString();
+    return stream_.version() - before;
+  };
+  EXPECT_EQ(publishes(), 2u) << "the first pass: every subject is new";
+  EXPECT_EQ(publishes(), 0u) << "nothing changed";
+  policies_.Set("leash-iris", "anthropic.com");
+  EXPECT_EQ(publishes(), 1u) << "a policy edit";
+  accounts_.Add("leash-vader", 1002);
+  EXPECT_EQ(publishes(), 2u) << "a new subject";
+  EXPECT_NE(fswatch_->map()->at(1002).policy, nullptr);
+  accounts_.SetSubordinateUids("leash-iris", {{300000, 365535}});
+  EXPECT_EQ(publishes(), 1u) << "a subject's subordinate range moved";
+  EXPECT_THAT(fswatch_->map()->at(1001).subordinate_uids,
+              ElementsAre(engine::UidRange{300000, 365535}));
+  EXPECT_THAT(netfilter_.subjects().at(1001).subordinate_uids,
+              ElementsAre(engine::UidRange{300000, 365535}));
+  accounts_.Remove("leash-vader");
+  EXPECT_EQ(publishes(), 1u) << "a subject removed";
+  EXPECT_THAT(fswatch_->map()->at(1002).no_policy_reason, HasSubstr("left discovery"));
+  EXPECT_EQ(publishes(), 0u) << "nothing changed since";
 }
 
 TEST_F(ReconcilerTest, SubordinateRangesAreTheSubjectsOnEverySurfaceAndTheirChangeIsAChange) {

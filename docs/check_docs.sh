@@ -20,6 +20,9 @@ cd "$root" || exit 2
 problems=$(mktemp)
 trap 'rm -f "$problems"' EXIT
 say() { echo "$*" >>"$problems"; }
+# Splits a grep -n hit "file:line:text" into $f, $line and $text in the shell itself: a `cut`
+# process per hit would be most of this check's time.
+split_hit() { f=${hit%%:*}; text=${hit#*:}; line=${text%%:*}; text=${text#*:}; }
 
 # The files a reader meets: sources, build files, scripts and docs, not Bazel's output.
 list_files() {
@@ -39,17 +42,18 @@ mapfile -t checked < <(printf '%s\n' "${files[@]}" |
 outside='\.\./shared|/work/shared|shared/spec|how-leash-works|shared/design\.md|(^|[^A-Za-z_./])design\.md|platform\.md|conventions\.md'
 issue='[Ii]ssue #?[0-9]+|[Ii]ssue #'
 grep -nE "$outside" -- "${checked[@]}" | while IFS= read -r hit; do
-  say "${hit%%:*}:$(cut -d: -f2 <<<"$hit"): points outside the repository: $(cut -d: -f3- <<<"$hit")"
+  split_hit
+  say "$f:$line: points outside the repository: $text"
 done
 # An issue number in a doc, or in a comment (test data strings are not comments).
+in_comment="(//|^[[:space:]]*#).*($issue)"
 grep -nE "$issue" -- "${checked[@]}" | while IFS= read -r hit; do
-  f=${hit%%:*}
-  text=$(cut -d: -f3- <<<"$hit")
+  split_hit
   case "$f" in
     *.md) ;;
-    *) grep -qE "(//|^\s*#).*($issue)" <<<"$text" || continue ;;
+    *) [[ $text =~ $in_comment ]] || continue ;;
   esac
-  say "$f:$(cut -d: -f2 <<<"$hit"): carries an issue number: $text"
+  say "$f:$line: carries an issue number: $text"
 done
 
 # The anchors of a Markdown file, as GitHub makes them: its headings outside fenced code
@@ -85,7 +89,7 @@ for md in "${mds[@]}"; do
       if [ -n "$anchor" ]; then
         known_anchors=
         [[ "$path" == *.md ]] && known_anchors=$(anchors "$path")
-        grep -qxF -- "$anchor" <<<"$known_anchors" ||
+        [[ $'\n'$known_anchors$'\n' == *$'\n'"$anchor"$'\n'* ]] ||
           say "$md:$line: no heading for anchor #$anchor in $path"
       fi
     done
@@ -96,12 +100,16 @@ arch=docs/ARCHITECTURE.md
 if [ ! -f "$arch" ]; then
   say "$arch: missing (the rules every comment cites live there)"
 else
-  known_rules=$(grep -oE '^\| [SPCNFTLX][0-9]+ \|' "$arch" | grep -oE '[A-Z][0-9]+')
+  known_rules=" $(grep -oE '^\| [SPCNFTLX][0-9]+ \|' "$arch" | grep -oE '[A-Z][0-9]+' | tr '\n' ' ')"
   grep -noE "\brules? [SPCNFTLX][0-9]+((,| and| to| or)? [SPCNFTLX][0-9]+)*" -- "${checked[@]}" |
     while IFS= read -r hit; do
-      for rule in $(cut -d: -f3- <<<"$hit" | grep -oE '[SPCNFTLX][0-9]+'); do
-        grep -qxF "$rule" <<<"$known_rules" ||
-          say "${hit%%:*}:$(cut -d: -f2 <<<"$hit"): cites rule $rule, which $arch does not state"
+      split_hit
+      cited=$text
+      while [[ $cited =~ [SPCNFTLX][0-9]+ ]]; do
+        rule=${BASH_REMATCH[0]}
+        cited=${cited#*"$rule"}
+        [[ $known_rules == *" $rule "* ]] ||
+          say "$f:$line: cites rule $rule, which $arch does not state"
       done
     done
 fi
@@ -110,40 +118,46 @@ fi
 # named after its source file).
 top='(proto|engine|controlplane|proxy|fswatch|cli|tools_api|test|third_party|scripts|packaging|docs)'
 grep -noE "\`$top/[A-Za-z0-9_./-]+\`" -- "${mds[@]}" | while IFS= read -r hit; do
-  path=$(cut -d: -f3- <<<"$hit")
+  split_hit
+  path=$text
   path=${path//\`/}
-  compgen -G "${path%/}*" >/dev/null || say "${hit%%:*}:$(cut -d: -f2 <<<"$hit"): names a missing path: $path"
+  compgen -G "${path%/}*" >/dev/null || say "$f:$line: names a missing path: $path"
 done
 
 # 5. Named sections of a doc: docs/X.md, "Section" (or fswatch/README.md, "Section").
 grep -noE '(docs/[A-Z]+\.md|([a-z_]+/)*README\.md)[]`)]{0,3}, "[^"]+"' -- "${checked[@]}" | while IFS= read -r hit; do
-  ref=$(cut -d: -f3- <<<"$hit")
+  split_hit
+  ref=$text
   doc=${ref%%,*}
   doc=${doc%%[]\`)]*}
   section=${ref#*\"}
   section=${section%\"}
-  where="${hit%%:*}:$(cut -d: -f2 <<<"$hit")"
+  where="$f:$line"
   [ -f "$doc" ] || { say "$where: names a section of a missing doc: $doc"; continue; }
   grep -qF -- "$section" "$doc" || say "$where: $doc has no section \"$section\""
 done
 
 # 6. Every Markdown file a comment or doc names by its path exists.
 grep -noE "\b$top/([A-Za-z0-9_-]+/)*[A-Za-z0-9_-]+\.md\b" -- "${checked[@]}" | while IFS= read -r hit; do
-  path=$(cut -d: -f3- <<<"$hit")
-  [ -f "$path" ] || say "${hit%%:*}:$(cut -d: -f2 <<<"$hit"): names a missing doc: $path"
+  split_hit
+  path=$text
+  [ -f "$path" ] || say "$f:$line: names a missing doc: $path"
 done
 
 # 7. Every function or class docs/ARCHITECTURE.md names in backticks (`Reconciler::RunPass`,
 # `PlanMarks`) is still declared somewhere in the C++ sources, so a rename or a move that
 # leaves the rules' "where" column stale fails here.
 if [ -f "$arch" ]; then
-  names=$(printf '%s\n' "${checked[@]}" | grep -E '\.(cc|h)$' | xargs grep -ohE '\b[A-Z][A-Za-z0-9_]*\b' |
-    sort -u)
+  declare -A declared=()
+  while read -r name; do declared[$name]=1; done < <(printf '%s\n' "${checked[@]}" |
+    grep -E '\.(cc|h)$' | xargs -r grep -ohE '\b[A-Z][A-Za-z0-9_]*\b' | sort -u)
   grep -noE '`[A-Z][A-Za-z0-9]*(::[A-Z][A-Za-z0-9]*)?`' "$arch" | while IFS= read -r hit; do
-    ident=$(cut -d: -f2- <<<"$hit" | tr -d '`')
+    line=${hit%%:*}
+    ident=${hit#*:}
+    ident=${ident//\`/}
     for part in ${ident//::/ }; do
-      grep -qxF -- "$part" <<<"$names" ||
-        say "$arch:${hit%%:*}: names \`$ident\`, which no C++ source declares"
+      [ -n "${declared[$part]:-}" ] ||
+        say "$arch:$line: names \`$ident\`, which no C++ source declares"
     done
   done
 fi

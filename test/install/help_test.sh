@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Every binary Leash ships answers --help: its usage and flags on stdout, exit 0, nothing run.
+# The shipped binaries are the ones scripts/install's BINARIES table installs (scripts/package
+# builds the .deb through it); a binary added there and not handed to this test fails it.
+#
+#   help_test.sh BINARY...   (each a Bazel output named as scripts/install's table names it)
+set -euo pipefail
+source "$(dirname "$0")/testlib.sh"
+
+repo=$PWD  # Bazel runs a test from its runfiles tree, which mirrors the repository.
+[ -f "$repo/scripts/install" ] || fail "run from the runfiles root (scripts/install not found)"
+# The table's rows: "name  //bazel:target  /installed/path".
+mapfile -t shipped < <(sed -n '/^BINARIES=(/,/^)/p' "$repo/scripts/install" |
+  sed -n 's/^ *"\([^ ]*\) .*/\1/p')
+[ "${#shipped[@]}" -ge 4 ] || fail "found ${#shipped[@]} binaries in scripts/install's table"
+
+declare -A given=()
+for binary in "$@"; do given[$(basename "$binary")]=$binary; done
+for name in "${shipped[@]}"; do
+  binary=${given[$name]:-}
+  [ -n "$binary" ] || fail "scripts/install ships $name, which this test was not handed"
+  out=$(mktemp "${TEST_TMPDIR:-/tmp}/help.XXXXXX")
+  code=0
+  "$binary" --help >"$out" 2>&1 </dev/null || code=$?
+  [ "$code" -eq 0 ] || fail "$name --help exited $code: $(head -c 2000 "$out")"
+  grep -q "usage" "$out" || fail "$name --help prints no usage: $(head -c 2000 "$out")"
+  grep -q -- "--help" "$out" || grep -q "^flags:" "$out" ||
+    fail "$name --help lists no flags: $(head -c 2000 "$out")"
+  pass "$name --help exits 0 with its usage ($(wc -l <"$out") lines)"
+done
