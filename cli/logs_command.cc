@@ -3,6 +3,7 @@
 // polled: the stream waits on leashd, which waits on its writers.
 #include <chrono>
 #include <memory>
+#include <string>
 
 #include "absl/time/clock.h"
 #include "base/json_line.h"
@@ -58,6 +59,12 @@ int RunLogs(const Args& args, Io io) {
   }
   const grpc::Status status = reader->Finish();
   if (!io.out || status.error_code() == grpc::StatusCode::CANCELLED) return kExitOk;
+  // leashd's cap on watchers is a sentence of its own; Explain reads this code as a message
+  // over the admin socket's size limit, which gRPC words "Received message larger than max".
+  if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+      status.error_message().find("larger than max") == std::string::npos) {
+    return ReportFailure(io, absl::ResourceExhaustedError(status.error_message()));
+  }
   if (!status.ok()) return ReportFailure(io, client.Explain(status));
   return kExitOk;
 }

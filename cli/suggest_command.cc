@@ -85,7 +85,8 @@ int RunSuggestRequest(const SuggestRequest& request, std::ostream& out, std::ost
   const std::string log_path = request.log_path.empty() ? DefaultLogPath(host) : request.log_path;
   Observations observations(filter);
   absl::StatusOr<std::vector<std::string>> read =
-      ReadDecisionLog(log_path, [&](absl::string_view line) { observations.AddLine(line); });
+      ReadDecisionLog(log_path, filter.since,
+                      [&](absl::string_view line) { observations.AddLine(line); });
   if (!read.ok()) return Fail(err, read.status());
 
   const std::string profile =

@@ -8,12 +8,16 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "base/rotated_log.h"
+#include "cli/suggest_log_line.h"
 #include "engine/bindings_yaml.h"
 #include "engine/config_yaml.h"
 
@@ -37,40 +41,26 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   return text.str();
 }
 
-// Streams `path`'s lines to `on_line` in large reads: the log can hold millions of lines.
-absl::Status ReadLines(const std::string& path,
-                       absl::FunctionRef<void(absl::string_view)> on_line) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
-  constexpr size_t kChunk = 1 << 20;
-  std::string buffer;
-  size_t start = 0;  // the first byte of buffer not yet handed out
-  std::vector<char> chunk(kChunk);
-  while (true) {
-    const ssize_t got = read(fd, chunk.data(), chunk.size());
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      const int error = errno;
-      close(fd);
-      return ErrnoStatus(error, "cannot read", path);
-    }
-    if (got == 0) break;
-    buffer.erase(0, start);
-    start = 0;
-    buffer.append(chunk.data(), static_cast<size_t>(got));
-    size_t newline;
-    while ((newline = buffer.find('\n', start)) != std::string::npos) {
-      on_line(absl::string_view(buffer).substr(start, newline - start));
-      start = newline + 1;
-    }
-  }
-  close(fd);
-  // A last line without '\n' (a writer caught mid-line) is handed out as it is.
-  if (start < buffer.size()) on_line(absl::string_view(buffer).substr(start));
-  return absl::OkStatus();
-}
+// Lines from several writers reach the log in batches, so their stamps are in order only to
+// within a batch: a rotation is passed over for a --since only when the next newer file
+// starts at least this much before it.
+constexpr absl::Duration kStampDisorder = absl::Minutes(1);
 
-bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+// The first stamp of `file` that reads, if any.
+std::optional<absl::Time> FirstStamp(const base::LogFile& file) {
+  std::optional<absl::Time> first;
+  base::ReadLogLines(file, [&](absl::string_view line) {
+    absl::Time ts;
+    std::string error;
+    const absl::string_view text = PeekTs(line);
+    if (text.empty() || !absl::ParseTime(absl::RFC3339_full, std::string(text), &ts, &error)) {
+      return true;
+    }
+    first = ts;
+    return false;
+  }).IgnoreError();
+  return first;
+}
 
 }  // namespace
 
@@ -109,21 +99,32 @@ absl::StatusOr<std::vector<engine::UidRange>> AccountUids(const std::string& acc
 }
 
 absl::StatusOr<std::vector<std::string>> ReadDecisionLog(
-    const std::string& path, absl::FunctionRef<void(absl::string_view)> on_line) {
-  std::vector<std::string> read;
-  const std::string rotated = absl::StrCat(path, ".1");
-  if (Exists(rotated)) {
-    if (absl::Status status = ReadLines(rotated, on_line); !status.ok()) return status;
-    read.push_back(rotated);
-  }
-  if (Exists(path)) {
-    if (absl::Status status = ReadLines(path, on_line); !status.ok()) return status;
-    read.push_back(path);
-  }
-  if (read.empty()) {
+    const std::string& path, absl::Time since,
+    absl::FunctionRef<void(absl::string_view)> on_line) {
+  const std::vector<base::LogFile> files = base::LogRotations(path);
+  if (files.empty()) {
     return absl::NotFoundError(absl::StrCat(
         "the decision log ", path,
         " does not exist; pass --log <path> (the floor's logging.decisions names it)"));
+  }
+  size_t from = 0;
+  if (since != absl::InfinitePast()) {
+    for (size_t i = files.size(); i-- > 1;) {
+      const std::optional<absl::Time> first = FirstStamp(files[i]);
+      if (first.has_value() && *first <= since - kStampDisorder) {
+        from = i;
+        break;
+      }
+    }
+  }
+  std::vector<std::string> read;
+  for (size_t i = from; i < files.size(); ++i) {
+    absl::Status status = base::ReadLogLines(files[i], [&](absl::string_view line) {
+      on_line(line);
+      return true;
+    });
+    if (!status.ok()) return status;
+    read.push_back(files[i].path);
   }
   return read;
 }

@@ -9,6 +9,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "cli/suggest_consent.h"
 #include "engine/uid_ranges.h"
 
@@ -20,12 +21,15 @@ namespace leash::cli {
 absl::StatusOr<std::vector<engine::UidRange>> AccountUids(const std::string& account,
                                                           const std::string& subuid_path);
 
-// Calls `on_line` with every line (without '\n') of the decision log at `path`, preceded by
-// its last rotation `<path>.1` when that exists (logrotate's delaycompress leaves it plain;
-// older, compressed rotations are not read). Returns the files read, oldest first. NotFound
-// naming `path` when neither exists; an errno status naming the file for a read that fails.
+// Calls `on_line` with every line (without '\n') of the decision log at `path` and of the
+// rotations logrotate keeps of it (`<path>.1`, the compressed `<path>.2.gz` and older;
+// base/rotated_log.h), oldest first, from the newest file whose first line is well before
+// `since` (older files cannot hold a line after it; all of them for InfinitePast()). Returns
+// the files read, oldest first. NotFound naming `path` when neither it nor a rotation exists;
+// a status naming the file for a read that fails or a compressed rotation that is damaged.
 absl::StatusOr<std::vector<std::string>> ReadDecisionLog(
-    const std::string& path, absl::FunctionRef<void(absl::string_view)> on_line);
+    const std::string& path, absl::Time since,
+    absl::FunctionRef<void(absl::string_view)> on_line);
 
 // The floor (`config_path`), bindings.yaml and every profile under `state_dir` (leashd's
 // /var/lib/leash): what the consent judgement is asked about. A missing bindings file or

@@ -144,9 +144,10 @@ const std::map<std::string, std::string>& CommandHelp() {
       {"logs", R"(usage: leash logs [--follow] [--account <account>] [--surface <surface>]
                   [--action block|allow] [--since <when>] [--until <when>] [--ref <ref>]
                   [--tail N] [--json]
-  Prints decisions from leashd's stream: those of the decision log from --ref (that line and
-  after) or --since, else the last N (default 20) that match; with --follow, then each new one
-  as it happens. <when> is a duration before now (10m, 2h) or an RFC 3339 time. One line each:
+  Prints decisions from leashd's stream: those of the decision log (and its rotations
+  <log>.1, <log>.2.gz, ...) from --ref (that line and after) or --since, else the last N
+  (default 20) that match; with --follow, then each new one as it happens. leashd serves at
+  most 8 at once. <when> is a duration before now (10m, 2h) or an RFC 3339 time. One line each:
   time, account, surface, action, what, reason, ref; --json prints the log's own JSON lines.
   A watcher that does not keep up is told how many lines it lost; the log file has them.
 )"},
@@ -154,7 +155,8 @@ const std::map<std::string, std::string>& CommandHelp() {
                      [--surface network|files|commands|tools]... [--log <path>]
                      [--profile <name>] [--state-dir <dir>]
   Reads the account's decisions from the decision log (default: the floor's
-  logging.decisions, with its last rotation <log>.1) and prints, as YAML, a profile fragment
+  logging.decisions, with its rotations <log>.1, <log>.2.gz, ... as far back as --since
+  reaches) and prints, as YAML, a profile fragment
   that allows what it was allowed and what audit logged it would have been refused, and
   nothing else: names under one parent seen twice or more become that parent (*.github.com),
   never a top-level name (nor a two-label name under a two-letter one, like co.uk);

@@ -1,8 +1,8 @@
 // The one bindings writer lock: a flock(2) on <state dir>/bindings.lock. Every write of
 // bindings.yaml, a profile or the unbind ledger holds it exclusively, so writers in separate
 // processes (leashd, a second leashd, a test child) serialise; a consistent read of bindings
-// and profiles together holds it shared. Spec: "under the one bindings writer lock (the profile
-// library has none of its own)".
+// and profiles together holds it shared. The profile library has no lock of its own: a profile
+// edit and the bindings it revalidates are written under this one (docs/ARCHITECTURE.md, rule P4).
 #pragma once
 
 #include <string>

@@ -283,9 +283,31 @@ grpc::Status ControlService::Reconcile(grpc::ServerContext*, const leash::v1::Re
 grpc::Status ControlService::WatchDecisions(
     grpc::ServerContext* context, const leash::v1::WatchDecisionsRequest* request,
     grpc::ServerWriter<leash::v1::WatchDecisionsEvent>* writer) {
+  // Claimed before anything is read or written, given back however the call ends.
+  if (watchers_.fetch_add(1) >= kMaxDecisionWatchers) {
+    watchers_.fetch_sub(1);
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, TooManyWatchers());
+  }
+  struct Release {
+    std::atomic<int>& count;
+    ~Release() { count.fetch_sub(1); }
+  } release{watchers_};
+  // Events that have more right behind them are handed to gRPC with the buffer hint, so a
+  // batch leaves in one write rather than one per line; every kMaxHeld-th is sent anyway, so
+  // a long replay is never held whole in the transport's memory.
+  constexpr int kMaxHeld = 64;
+  int held = 0;
   return ToGrpc(ServeWatchDecisions(
       *request, deps_.decisions, [context] { return context->IsCancelled(); },
-      [writer](const leash::v1::WatchDecisionsEvent& event) { return writer->Write(event); }));
+      [writer, &held](const leash::v1::WatchDecisionsEvent& event, bool more) {
+        grpc::WriteOptions options;
+        if (more && ++held < kMaxHeld) {
+          options.set_buffer_hint();
+        } else {
+          held = 0;
+        }
+        return writer->Write(event, options);
+      }));
 }
 
 grpc::Status ControlService::GetStatus(grpc::ServerContext*, const leash::v1::StatusRequest*,

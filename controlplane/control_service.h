@@ -8,6 +8,7 @@
 
 #include <sys/socket.h>
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
@@ -125,6 +126,8 @@ class ControlService final : public leash::v1::Control::Service {
   const ControlDeps deps_;
   // Floor edits are read-modify-write of one file: one at a time.
   absl::Mutex floor_mu_;
+  // WatchDecisions calls being served (at most kMaxDecisionWatchers).
+  std::atomic<int> watchers_{0};
 };
 
 // absl::Status -> grpc::Status, keeping the code and the message.

@@ -7,12 +7,16 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "controlplane/testing/fake_accounts.h"
 #include "controlplane/testing/fake_netfilter.h"
 #include "controlplane/testing/state_dir.h"
 #include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 
 namespace leash::controlplane {
@@ -533,6 +537,86 @@ TEST_F(ControlServiceTest, FailModeTyposCarryLineColumn) {
 
 // The unbind ledger recorded "who: unknown (uid 0)". leashd records the credentials it sees on
 // the socket as fact and the CLI's account of itself (sudo, login UID) as the client's claim.
+// Each WatchDecisions call holds a server thread for as long as it runs: with the cap's worth
+// of followers open, `leash status` still answers, the next follower is refused with the
+// sentence naming the limit, and once one stops another may start.
+TEST_F(ControlServiceTest, DecisionWatchersAreCappedAndStatusStillAnswers) {
+  DecisionHub hub([](uint32_t) { return std::string("leash-iris"); });
+  ControlDeps deps = Deps();
+  deps.decisions.hub = &hub;
+  deps.decisions.account_of = [](uint32_t) { return std::string("leash-iris"); };
+  ControlService service(deps);
+  // A socket path must fit in sun_path (108 bytes); the test's temp folder may not.
+  char short_dir[] = "/tmp/leash-watchers-XXXXXX";
+  ASSERT_NE(mkdtemp(short_dir), nullptr);
+  const std::string socket_path = std::string(short_dir) + "/admin.sock";
+  const std::string socket = "unix:" + socket_path;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(socket, grpc::InsecureServerCredentials());
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<leash::v1::Control::Stub> stub =
+      leash::v1::Control::NewStub(grpc::CreateChannel(socket, grpc::InsecureChannelCredentials()));
+  leash::v1::WatchDecisionsRequest follow;
+  follow.set_follow(true);
+
+  struct Follower {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReader<leash::v1::WatchDecisionsEvent>> reader;
+  };
+  // Opens a follower; true once it is live (it holds its slot), false when refused.
+  const auto open = [&](Follower& f, grpc::Status* refused) {
+    f.reader = stub->WatchDecisions(&f.context, follow);
+    leash::v1::WatchDecisionsEvent event;
+    if (f.reader->Read(&event)) return event.live();
+    *refused = f.reader->Finish();
+    return false;
+  };
+  std::vector<std::unique_ptr<Follower>> followers;
+  for (int i = 0; i < kMaxDecisionWatchers; ++i) {
+    followers.push_back(std::make_unique<Follower>());
+    grpc::Status refused;
+    ASSERT_TRUE(open(*followers.back(), &refused)) << i << ": " << refused.error_message();
+  }
+
+  Follower one_more;
+  grpc::Status refused;
+  EXPECT_FALSE(open(one_more, &refused));
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(refused.error_message(), TooManyWatchers());
+  EXPECT_THAT(refused.error_message(),
+              HasSubstr(absl::StrCat(kMaxDecisionWatchers, " decision watchers")));
+
+  grpc::ClientContext status_context;
+  status_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  leash::v1::StatusResponse status;
+  const grpc::Status answered = stub->GetStatus(&status_context, {}, &status);
+  EXPECT_TRUE(answered.ok()) << answered.error_message();
+  EXPECT_EQ(status.config_path(), Config());
+
+  // One follower stops: its slot comes back (the handler notices within its cancel check).
+  followers[0]->context.TryCancel();
+  followers[0]->reader->Finish();
+  bool reopened = false;
+  for (int attempt = 0; attempt < 50 && !reopened; ++attempt) {
+    auto again = std::make_unique<Follower>();
+    grpc::Status ignored;
+    reopened = open(*again, &ignored);
+    if (reopened) followers[0] = std::move(again);
+    else absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_TRUE(reopened);
+
+  for (auto& f : followers) {
+    f->context.TryCancel();
+    f->reader->Finish();
+  }
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  unlink(socket_path.c_str());
+  rmdir(short_dir);
+}
+
 TEST(UnbindLedgerWho, PeerCredentialsThenTheClientsClaim) {
   ucred root{};
   root.pid = 4242;

@@ -110,14 +110,8 @@ void DecisionFeed::ReadLoop() {
         const ssize_t got = recv(fd, buffer.data(), buffer.size(), MSG_DONTWAIT);
         if (got < 0) break;  // EAGAIN: drained
         datagrams_.fetch_add(1, std::memory_order_relaxed);
-        absl::string_view rest(buffer.data(), static_cast<size_t>(got));
-        while (!rest.empty()) {
-          const size_t newline = rest.find('\n');
-          const absl::string_view line = rest.substr(0, newline);
-          if (!line.empty()) hub_->Publish(line);
-          if (newline == absl::string_view::npos) break;
-          rest.remove_prefix(newline + 1);
-        }
+        // The datagram's lines go on as one batch (DecisionHub::PublishLines).
+        hub_->PublishLines(absl::string_view(buffer.data(), static_cast<size_t>(got)));
       }
     }
     if (stop) break;

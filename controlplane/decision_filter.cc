@@ -3,7 +3,7 @@
 #include <initializer_list>
 
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/util/json_util.h"
+#include "engine/decision_line_read.h"
 
 namespace leash::controlplane {
 namespace {
@@ -28,16 +28,7 @@ absl::StatusOr<absl::Time> ParseDecisionTime(absl::string_view text) {
 }
 
 absl::StatusOr<leash::v1::DecisionRecord> ParseDecisionLine(absl::string_view line) {
-  leash::v1::DecisionRecord record;
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = true;
-  const auto status = google::protobuf::util::JsonStringToMessage(
-      google::protobuf::StringPiece(line.data(), line.size()), &record, options);
-  if (!status.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("not a decision record: ", std::string(status.message())));
-  }
-  return record;
+  return engine::ReadDecisionLine(line);
 }
 
 absl::StatusOr<DecisionFilter> FilterFromRequest(const leash::v1::WatchDecisionsRequest& request) {

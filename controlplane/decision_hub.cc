@@ -1,18 +1,28 @@
 #include "controlplane/decision_hub.h"
 
+#include <optional>
 #include <utility>
 
 namespace leash::controlplane {
 
-void DecisionHub::Subscription::Offer(const std::shared_ptr<const StreamedDecision>& decision) {
-  if (!filter_.Matches(*decision)) return;
-  absl::MutexLock lock(&mu_);
-  if (queue_.size() >= capacity_) {
-    ++dropped_;
-    ++dropped_total_;
-    return;
+void DecisionHub::Subscription::Offer(
+    const std::vector<std::shared_ptr<const StreamedDecision>>& decisions) {
+  // Filtered before the lock: the filter is immutable, and the reader waits on this lock.
+  std::vector<const std::shared_ptr<const StreamedDecision>*> matching;
+  matching.reserve(decisions.size());
+  for (const std::shared_ptr<const StreamedDecision>& d : decisions) {
+    if (filter_.Matches(*d)) matching.push_back(&d);
   }
-  queue_.push_back(decision);
+  if (matching.empty()) return;
+  absl::MutexLock lock(&mu_);
+  for (const std::shared_ptr<const StreamedDecision>* d : matching) {
+    if (queue_.size() >= capacity_) {
+      ++dropped_;
+      ++dropped_total_;
+      continue;
+    }
+    queue_.push_back(*d);
+  }
 }
 
 DecisionHub::Subscription::Batch DecisionHub::Subscription::Take(absl::Duration timeout) {
@@ -43,11 +53,22 @@ std::shared_ptr<DecisionHub::Subscription> DecisionHub::Subscribe(DecisionFilter
   return subscription;
 }
 
-void DecisionHub::Publish(absl::string_view line) {
+void DecisionHub::Publish(absl::string_view line) { PublishLines(line); }
+
+void DecisionHub::PublishLines(absl::string_view lines) {
+  std::vector<absl::string_view> split;
+  for (absl::string_view rest = lines; !rest.empty();) {
+    const size_t newline = rest.find('\n');
+    const absl::string_view line = rest.substr(0, newline);
+    if (!line.empty()) split.push_back(line);
+    if (newline == absl::string_view::npos) break;
+    rest.remove_prefix(newline + 1);
+  }
+  if (split.empty()) return;
   std::vector<std::shared_ptr<Subscription>> live;
   {
     absl::MutexLock lock(&mu_);
-    ++published_;
+    published_ += split.size();
     for (auto it = subscribers_.begin(); it != subscribers_.end();) {
       if (std::shared_ptr<Subscription> s = it->lock()) {
         live.push_back(std::move(s));
@@ -57,19 +78,36 @@ void DecisionHub::Publish(absl::string_view line) {
       }
     }
   }
-  // Nobody watching: the line is not even parsed.
+  // Nobody watching: the lines are not even parsed.
   if (live.empty()) return;
-  absl::StatusOr<leash::v1::DecisionRecord> record = ParseDecisionLine(line);
-  if (!record.ok()) {
-    absl::MutexLock lock(&mu_);
-    ++unreadable_;
-    return;
+  std::vector<std::shared_ptr<const StreamedDecision>> decisions;
+  decisions.reserve(split.size());
+  uint64_t unreadable = 0;
+  // A batch is mostly one writer's lines for a few accounts: the last name is reused.
+  std::optional<uint32_t> named_uid;
+  std::string name;
+  for (absl::string_view line : split) {
+    absl::StatusOr<leash::v1::DecisionRecord> record = ParseDecisionLine(line);
+    if (!record.ok()) {
+      ++unreadable;
+      continue;
+    }
+    auto decision = std::make_shared<StreamedDecision>();
+    decision->line = std::string(line);
+    if (named_uid != record->uid()) {
+      named_uid = record->uid();
+      name = account_of_(record->uid());
+    }
+    decision->account = name;
+    decision->record = *std::move(record);
+    decisions.push_back(std::move(decision));
   }
-  auto decision = std::make_shared<StreamedDecision>();
-  decision->line = std::string(line);
-  decision->account = account_of_(record->uid());
-  decision->record = *std::move(record);
-  for (const std::shared_ptr<Subscription>& s : live) s->Offer(decision);
+  if (unreadable > 0) {
+    absl::MutexLock lock(&mu_);
+    unreadable_ += unreadable;
+  }
+  if (decisions.empty()) return;
+  for (const std::shared_ptr<Subscription>& s : live) s->Offer(decisions);
 }
 
 uint64_t DecisionHub::published() const {

@@ -1,58 +1,161 @@
 #include "controlplane/decision_replay.h"
 
 #include <cerrno>
-#include <cstring>
 #include <deque>
-#include <fstream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/rotated_log.h"
 
 namespace leash::controlplane {
+namespace {
+
+// Lines from several writers reach the file in batches, so their stamps are in order only to
+// within a writer's batch: a file is chosen as the start of a --since replay only when its first
+// line is at least this much older than the start point.
+constexpr absl::Duration kStampDisorder = absl::Minutes(1);
+
+// Calls `on_record` with every record line of `file` (lines that are not records are skipped)
+// until it returns false. While `*needle` is not null, a line without its text is skipped
+// unparsed (looking for a ref). Counts the lines read.
+absl::Status ScanRecords(const base::LogFile& file, ReplayResult& result,
+                         const std::function<bool(StreamedDecision&)>& on_record,
+                         const std::string* const* needle = nullptr) {
+  StreamedDecision decision;
+  return base::ReadLogLines(file, [&](absl::string_view line) {
+    ++result.lines_read;
+    if (needle != nullptr && *needle != nullptr &&
+        line.find(**needle) == absl::string_view::npos) {
+      return true;
+    }
+    absl::StatusOr<leash::v1::DecisionRecord> record = ParseDecisionLine(line);
+    if (!record.ok()) return true;
+    decision.line.assign(line.data(), line.size());
+    decision.record = *std::move(record);
+    return on_record(decision);
+  });
+}
+
+// The first record's stamp of `file`, when it has one that reads.
+std::optional<absl::Time> FirstStamp(const base::LogFile& file) {
+  std::optional<absl::Time> first;
+  ReplayResult ignored;
+  ScanRecords(file, ignored, [&](StreamedDecision& decision) {
+    absl::StatusOr<absl::Time> ts = ParseDecisionTime(decision.record.ts());
+    if (!ts.ok()) return true;
+    first = *ts;
+    return false;
+  }).IgnoreError();
+  return first;
+}
+
+}  // namespace
 
 absl::StatusOr<ReplayResult> ReplayDecisionLog(
     const std::string& path, const ReplayStart& start, const DecisionFilter& filter,
     const std::function<std::string(uint32_t)>& account_of,
     const std::function<bool(const StreamedDecision&)>& emit) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot read the decision log ", path));
+  const std::vector<base::LogFile> files = base::LogRotations(path);
+  if (files.empty()) {
+    return absl::NotFoundError(absl::StrCat("cannot read the decision log ", path,
+                                            ": neither it nor a rotation of it exists"));
   }
   ReplayResult result;
-  const bool from_ref = !start.ref.empty();
-  const bool whole = from_ref || start.since.has_value();
-  // With a ref, nothing is emitted before its line.
-  bool started = !from_ref;
-  std::deque<StreamedDecision> last;
-  StreamedDecision decision;
-  while (std::getline(file, decision.line)) {
-    ++result.lines_read;
-    if (!whole && start.tail == 0) break;
-    absl::StatusOr<leash::v1::DecisionRecord> record = ParseDecisionLine(decision.line);
-    if (!record.ok()) continue;
-    if (!started) {
-      if (record->ref() != start.ref) continue;
-      started = true;
-    }
-    if (start.since.has_value() && !from_ref) {
-      absl::StatusOr<absl::Time> ts = ParseDecisionTime(record->ts());
-      if (ts.ok() && *ts < *start.since) continue;
-    }
-    decision.record = *std::move(record);
+  bool stopped = false;
+  // Emits `decision` when the filter takes it; false once the watcher went away.
+  const auto offer = [&](StreamedDecision& decision) {
     decision.account = account_of(decision.record.uid());
-    if (!filter.Matches(decision)) continue;
-    if (whole) {
-      ++result.emitted;
-      if (!emit(decision)) return result;
-    } else {
-      last.push_back(decision);
-      if (last.size() > start.tail) last.pop_front();
+    if (!filter.Matches(decision)) return true;
+    ++result.emitted;
+    if (!emit(decision)) stopped = true;
+    return !stopped;
+  };
+  // Every record of files[from..] that `keep` takes, in file order.
+  const auto emit_from = [&](size_t from, const std::function<bool(const StreamedDecision&)>& keep)
+      -> absl::Status {
+    for (size_t i = from; i < files.size() && !stopped; ++i) {
+      absl::Status status = ScanRecords(files[i], result, [&](StreamedDecision& decision) {
+        return !keep(decision) || offer(decision);
+      });
+      if (!status.ok()) return status;
     }
+    return absl::OkStatus();
+  };
+
+  if (!start.ref.empty()) {
+    // The ref is looked for from the newest file back: a recent ref is found without reading
+    // the older rotations. Its file is read on from it, then every newer file whole.
+    for (size_t i = files.size(); i-- > 0;) {
+      bool found = false;
+      // Until the ref's line, only lines holding its text are parsed.
+      const std::string* needle = &start.ref;
+      absl::Status status = ScanRecords(
+          files[i], result,
+          [&](StreamedDecision& decision) {
+            if (!found) {
+              if (decision.record.ref() != start.ref) return true;
+              found = true;
+              needle = nullptr;
+            }
+            return offer(decision);
+          },
+          &needle);
+      if (!status.ok()) return status;
+      if (found) {
+        if (!stopped) {
+          if (absl::Status rest = emit_from(i + 1, [](const StreamedDecision&) { return true; });
+              !rest.ok()) {
+            return rest;
+          }
+        }
+        return result;
+      }
+    }
+    result.ref_found = false;
+    return result;
+  }
+
+  if (start.since.has_value()) {
+    // The newest file that starts well before the start point holds it; older ones are not
+    // read. With none, the oldest file is where the replay starts.
+    size_t from = 0;
+    for (size_t i = files.size(); i-- > 1;) {
+      const std::optional<absl::Time> first = FirstStamp(files[i]);
+      if (first.has_value() && *first <= *start.since - kStampDisorder) {
+        from = i;
+        break;
+      }
+    }
+    const absl::Time since = *start.since;
+    if (absl::Status status = emit_from(from, [since](const StreamedDecision& decision) {
+          absl::StatusOr<absl::Time> ts = ParseDecisionTime(decision.record.ts());
+          return !ts.ok() || *ts >= since;
+        });
+        !status.ok()) {
+      return status;
+    }
+    return result;
+  }
+
+  if (start.tail == 0) return result;
+  // The last `tail` matching lines: from the newest file back, as many files as it takes.
+  std::deque<StreamedDecision> last;
+  for (size_t i = files.size(); i-- > 0 && last.size() < start.tail;) {
+    std::deque<StreamedDecision> in_file;
+    absl::Status status = ScanRecords(files[i], result, [&](StreamedDecision& decision) {
+      decision.account = account_of(decision.record.uid());
+      if (!filter.Matches(decision)) return true;
+      in_file.push_back(decision);
+      if (in_file.size() > start.tail - last.size()) in_file.pop_front();
+      return true;
+    });
+    if (!status.ok()) return status;
+    last.insert(last.begin(), in_file.begin(), in_file.end());
   }
   for (const StreamedDecision& d : last) {
     ++result.emitted;
     if (!emit(d)) return result;
   }
-  result.ref_found = started;
   return result;
 }
 

@@ -261,8 +261,9 @@ absl::StatusOr<std::vector<std::string>> NftNetfilter::Prepare() {
       ASSIGN_OR_RETURN(const nft::TableSnapshot snapshot, ReadTable(table));
       const std::optional<std::string> reason = nft::OldShapeReason(table, snapshot);
       if (!reason.has_value()) continue;  // current shape: left exactly as it is
-      // Spec: "the service drops any leash table still in the old shape at startup, before it
-      // applies the first subject, and says so on stderr".
+      // A table in an older shape is dropped at start, before the first subject is applied, and
+      // said on stderr: its stale redirect would win over the dispatch (docs/ARCHITECTURE.md,
+      // rule N12).
       batch.DeleteTable(table.family, table.name, absl::StrCat("delete table ", table.Label()));
       lines.push_back(absl::StrCat(
           "leash: dropped table ", table.Label(), " left in the old shape (", *reason,

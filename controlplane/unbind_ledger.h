@@ -10,9 +10,9 @@
 //   UnbindLedger::Append                     one write(2) + fsync (atomic_file AppendAndSync),
 //                                            made before the binding is removed.
 //
-// Spec: "they are kept in an append-only removal ledger, /var/lib/leash/unbinds.jsonl, written
-// before the binding is removed — and an unbind whose record cannot be written does not
-// happen."
+// An unbind's acknowledgements go to this append-only ledger, /var/lib/leash/unbinds.jsonl, before
+// the binding is removed, and an unbind whose record cannot be written does not happen
+// (docs/ARCHITECTURE.md, rule P6).
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,7 @@
 #include "controlplane/watch_decisions.h"
 
 #include <memory>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -32,10 +33,30 @@ leash::v1::WatchDecisionsEvent Notice(std::string text) {
 
 }  // namespace
 
+std::string TooManyWatchers() {
+  return absl::StrCat("leashd already serves ", kMaxDecisionWatchers,
+                      " decision watchers (leash logs), its limit; stop one (a `leash logs "
+                      "--follow` elsewhere) and try again");
+}
+
 absl::Status ServeWatchDecisions(
     const leash::v1::WatchDecisionsRequest& request, const WatchDecisionsDeps& deps,
     const std::function<bool()>& cancelled,
     const std::function<bool(const leash::v1::WatchDecisionsEvent&)>& write) {
+  return ServeWatchDecisions(request, deps, cancelled,
+                             [&write](const leash::v1::WatchDecisionsEvent& event, bool) {
+                               return write(event);
+                             });
+}
+
+absl::Status ServeWatchDecisions(
+    const leash::v1::WatchDecisionsRequest& request, const WatchDecisionsDeps& deps,
+    const std::function<bool()>& cancelled,
+    const std::function<bool(const leash::v1::WatchDecisionsEvent&, bool more)>& write_event) {
+  // Events written singly (notices, the live mark) go out at once.
+  const auto write = [&write_event](const leash::v1::WatchDecisionsEvent& event) {
+    return write_event(event, false);
+  };
   absl::StatusOr<DecisionFilter> filter = FilterFromRequest(request);
   if (!filter.ok()) return filter.status();
   ReplayStart start;
@@ -73,7 +94,8 @@ absl::Status ServeWatchDecisions(
               replayed_recent.insert(decision.record.ref());
             }
           }
-          if (cancelled() || !write(EventOf(decision))) watcher_gone = true;
+          // The replay's events are held for the next: the live mark (or the end) sends them.
+          if (cancelled() || !write_event(EventOf(decision), true)) watcher_gone = true;
           return !watcher_gone;
         });
     if (watcher_gone) return absl::OkStatus();
@@ -103,11 +125,19 @@ absl::Status ServeWatchDecisions(
       dropped.set_dropped(batch.dropped);
       if (!write(dropped)) return absl::OkStatus();
     }
-    for (const std::shared_ptr<const StreamedDecision>& decision : batch.decisions) {
-      if (!replayed_recent.empty() && replayed_recent.erase(decision->record.ref()) > 0) {
-        continue;
+    // The batch goes out as one write: every event but the last is held for the next.
+    size_t last = batch.decisions.size();
+    std::vector<bool> skip(batch.decisions.size(), false);
+    for (size_t i = 0; i < batch.decisions.size(); ++i) {
+      if (!replayed_recent.empty() && replayed_recent.erase(batch.decisions[i]->record.ref()) > 0) {
+        skip[i] = true;
+      } else {
+        last = i;
       }
-      if (!write(EventOf(*decision))) return absl::OkStatus();
+    }
+    for (size_t i = 0; i < batch.decisions.size(); ++i) {
+      if (skip[i]) continue;
+      if (!write_event(EventOf(*batch.decisions[i]), i != last)) return absl::OkStatus();
     }
   }
 }

@@ -12,6 +12,15 @@
 
 namespace leash::controlplane {
 
+// The most WatchDecisions calls leashd serves at once. Each holds one of the admin server's
+// threads for as long as it runs (a follower: until the operator stops it), and the admin
+// socket also carries `leash status`, every write and the sidecars' PolicyStream; one call
+// more is refused (RESOURCE_EXHAUSTED, kTooManyWatchers) rather than served.
+inline constexpr int kMaxDecisionWatchers = 8;
+
+// The refusal's sentence, which `leash logs` prints as it is.
+std::string TooManyWatchers();
+
 struct WatchDecisionsDeps {
   // The live stream; null when leashd has none (replay only).
   DecisionHub* hub = nullptr;
@@ -30,5 +39,14 @@ absl::Status ServeWatchDecisions(const leash::v1::WatchDecisionsRequest& request
                                  const WatchDecisionsDeps& deps,
                                  const std::function<bool()>& cancelled,
                                  const std::function<bool(const leash::v1::WatchDecisionsEvent&)>& write);
+
+// The same, with `write` told whether more events follow at once (`more`: the rest of a batch
+// of live lines, or of the replay). A writer may hold such an event back and send it with the
+// next (gRPC's buffer hint), so a batch goes out in one write rather than one per line; an
+// event with `more` false must go out now.
+absl::Status ServeWatchDecisions(
+    const leash::v1::WatchDecisionsRequest& request, const WatchDecisionsDeps& deps,
+    const std::function<bool()>& cancelled,
+    const std::function<bool(const leash::v1::WatchDecisionsEvent&, bool more)>& write);
 
 }  // namespace leash::controlplane

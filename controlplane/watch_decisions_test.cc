@@ -3,6 +3,9 @@
 // watcher that does not keep up is told what it lost.
 #include "controlplane/watch_decisions.h"
 
+#include <unistd.h>
+#include <zlib.h>
+
 #include <algorithm>
 #include <atomic>
 #include <fstream>
@@ -150,6 +153,87 @@ TEST(WatchDecisionsTest, FollowsAfterTheReplayOnce) {
   // 31 matching lines against a queue of 10 while the watcher stalled.
   EXPECT_EQ(watched.dropped, 21u);
   EXPECT_EQ(watched.refs.size(), 2u + 10u + 1u - 1u);  // r4, r5(file); 10 queued minus r5 live copy; r-last
+}
+
+// logrotate's rotations of the log (packaging/logrotate.d/leash: copytruncate, compress,
+// delaycompress): the newest rotation `.1` plain, older ones gzip.
+void WriteGzip(const std::string& path, const std::vector<std::string>& lines) {
+  gzFile gz = gzopen(path.c_str(), "wb");
+  ASSERT_NE(gz, nullptr);
+  for (const std::string& line : lines) {
+    const std::string text = line + "\n";
+    ASSERT_EQ(gzwrite(gz, text.data(), static_cast<unsigned>(text.size())),
+              static_cast<int>(text.size()));
+  }
+  ASSERT_EQ(gzclose(gz), Z_OK);
+}
+
+// Three weeks of a rotated log: .2.gz (r1..r3), .1 (r4..r6), the log (r7..r9).
+std::string WriteRotatedLog(const std::string& name) {
+  const std::string path = absl::StrCat(getenv("TEST_TMPDIR"), "/", name);
+  WriteGzip(path + ".2.gz", {Line("r1", "2026-11-15T10:00:00Z", "allow"),
+                             Line("r2", "2026-11-16T10:00:00Z", "block"),
+                             Line("r3", "2026-11-17T10:00:00Z", "allow")});
+  WriteLog(name + ".1", {Line("r4", "2026-11-22T10:00:00Z", "block"),
+                         Line("r5", "2026-11-23T10:00:00Z", "allow"),
+                         Line("r6", "2026-11-24T10:00:00Z", "block")});
+  WriteLog(name, {Line("r7", "2026-11-29T10:00:00Z", "allow"),
+                  Line("r8", "2026-11-30T10:00:00Z", "block"),
+                  Line("r9", "2026-12-01T10:00:00Z", "allow")});
+  return path;
+}
+
+// A start point before the last rotation replays from the rotated file on into the log: each
+// line once, in order, none missing at either boundary.
+TEST(WatchDecisionsTest, ReplaysAcrossTheRotatedFiles) {
+  const std::string path = WriteRotatedLog("rotated.jsonl");
+  leash::v1::WatchDecisionsRequest request;
+  request.set_ref("r5");
+  EXPECT_THAT(Replay(request, path).refs, ElementsAre("r5", "r6", "r7", "r8", "r9"));
+  request.set_ref("r2");  // in the compressed one
+  EXPECT_THAT(Replay(request, path).refs,
+              ElementsAre("r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9"));
+  request.set_ref("r8");
+  EXPECT_THAT(Replay(request, path).refs, ElementsAre("r8", "r9"));
+  request.Clear();
+  request.set_since("2026-11-23T00:00:00Z");
+  EXPECT_THAT(Replay(request, path).refs, ElementsAre("r5", "r6", "r7", "r8", "r9"));
+  request.set_since("2026-11-16T00:00:00Z");
+  request.set_action("block");
+  EXPECT_THAT(Replay(request, path).refs, ElementsAre("r2", "r4", "r6", "r8"));
+  request.Clear();
+  request.set_since("2026-11-01T00:00:00Z");  // before everything: from the oldest
+  EXPECT_EQ(Replay(request, path).refs.size(), 9u);
+  request.Clear();
+  request.set_tail(4);
+  EXPECT_THAT(Replay(request, path).refs, ElementsAre("r6", "r7", "r8", "r9"));
+  request.set_tail(7);
+  EXPECT_THAT(Replay(request, path).refs, ElementsAre("r3", "r4", "r5", "r6", "r7", "r8", "r9"));
+}
+
+// Right after a rotation nothing may have been written yet: the rotated file still replays.
+TEST(WatchDecisionsTest, ReplaysTheRotationWhenTheLogIsGone) {
+  const std::string path = WriteRotatedLog("rotated_gone.jsonl");
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  leash::v1::WatchDecisionsRequest request;
+  request.set_ref("r5");
+  EXPECT_THAT(Replay(request, path).refs, ElementsAre("r5", "r6"));
+}
+
+// A damaged compressed rotation is refused, naming it, not read as if it were whole.
+TEST(WatchDecisionsTest, ADamagedCompressedRotationIsAnError) {
+  const std::string path = WriteRotatedLog("rotated_cut.jsonl");
+  std::vector<std::string> many;
+  for (int i = 0; i < 5000; ++i) {
+    many.push_back(Line(absl::StrCat("old", i), "2026-11-10T10:00:00Z", "allow"));
+  }
+  WriteGzip(path + ".3.gz", many);
+  ASSERT_EQ(truncate((path + ".3.gz").c_str(), 300), 0);
+  leash::v1::WatchDecisionsRequest request;
+  request.set_since("2026-11-01T00:00:00Z");
+  const Watched watched = Replay(request, path);
+  EXPECT_FALSE(watched.status.ok());
+  EXPECT_THAT(watched.status.message(), HasSubstr(path + ".3.gz"));
 }
 
 }  // namespace

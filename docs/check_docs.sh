@@ -10,7 +10,14 @@
 #   5. every section a comment or doc names in a doc (docs/OPERATIONS.md, "Fidelity matrix")
 #      is in that doc;
 #   6. every Markdown file a comment or doc names by its path (test/fuzz/README.md) exists;
-#   7. every C++ name docs/ARCHITECTURE.md cites as the place a rule is kept exists.
+#   7. every C++ name docs/ARCHITECTURE.md cites as the place a rule is kept exists;
+#   8. comments carry no history: no date, no "#N" or "PR N" reference, no figure pasted from a
+#      measurement (figures live in docs/PERFORMANCE.md, with the command that printed them);
+#   9. no comment cites the spec the project started from (it lives outside the repository):
+#      a comment states the rule in the project's words or cites docs/ARCHITECTURE.md's label;
+#  10. every repository source file a comment names by its path (test/fixtures/root.h) exists;
+#  11. docs/PERFORMANCE.md is one table whose every row has its six cells (what, target,
+#      current, ratio, command, commit), so a row added later fits it.
 # Usage: check_docs.sh ROOT   (ROOT: the repository's source tree). Prints one line per
 # problem, "file:line: what", and exits 1 when there is any.
 set -uo pipefail
@@ -160,6 +167,57 @@ if [ -f "$arch" ]; then
         say "$arch:$line: names \`$ident\`, which no C++ source declares"
     done
   done
+fi
+
+# The comments of every checked file but the Markdown ones, one "file:line:text" line each: in
+# C++ and proto the text after //, elsewhere the text after a # that starts the line or
+# follows a blank (so "#include" and "${#list[@]}" are not comments).
+comments() {
+  awk 'FNR == 1 { cfam = FILENAME ~ /\.(cc|h|proto)$/ }
+       cfam { i = index($0, "//"); if (i) print FILENAME ":" FNR ":" substr($0, i + 2); next }
+       match($0, /(^|[ \t])#/) { print FILENAME ":" FNR ":" substr($0, RSTART + RLENGTH) }' "$@"
+}
+mapfile -t sources < <(printf '%s\n' "${checked[@]}" | grep -v '\.md$')
+comment_lines=$(comments "${sources[@]}")
+# comment_hits PERL_REGEX WHAT: says WHAT for every comment the regex matches.
+comment_hits() {
+  grep -P -- "^[^:]+:[0-9]+:.*$1" <<<"$comment_lines" | while IFS= read -r hit; do
+    split_hit
+    say "$f:$line: $2: ${text#"${text%%[! ]*}"}"
+  done
+}
+
+# 8. History in comments. A date, bare or in words (an RFC 3339 time, "2026-12-02T06:00:00Z" or
+# "2026-12-02 10:30:01", is a format's example, not a date); a "#N" or "PR N" reference; a
+# figure after "measured", "rose by", ...
+months='(January|February|March|April|May|June|July|August|September|October|November|December)'
+comment_hits "(?<![0-9])(19|20)[0-9]{2}-[01][0-9](-[0-3][0-9])?(?![0-9T:-]| [0-9]{2}:)" "carries a date"
+comment_hits "\\b$months( [0-9]{1,2},?)? (19|20)[0-9]{2}\\b|\\b[0-9]{1,2} $months\\b" "carries a date"
+comment_hits "(^|[\\s(])#[0-9]+\\b|\\b(PR|[Pp]ull request) ?#?[0-9]+\\b" "carries an issue or PR number"
+unit='(ns|µs|us|ms|s|min|bytes|KiB|MiB|GiB|KB|MB|GB|Gbit/s|%|x|×)'
+comment_hits "\\b([Mm]easured|[Rr]ose by|[Ff]ell by|[Ww]ent from|[Dd]ropped from|[Ss]ped up)\\b[^.;]*?(?<![A-Za-z0-9_])[0-9][0-9.,]* ?$unit(?![A-Za-z])" \
+  "carries a measured figure (docs/PERFORMANCE.md holds figures)"
+
+# 9. The spec, cited from a comment.
+comment_hits "(^|[^A-Za-z])([Ss]pec( \\(|:)|[Tt]he spec\\b|[Ss]pec's\\b)" \
+  "cites the spec (state the rule, or cite docs/ARCHITECTURE.md's label)"
+
+# 10. A repository source file a comment names by its path (a generated .pb.h is not one).
+grep -P -o "^[^:]+:[0-9]+:|(?<![A-Za-z0-9_./-])$top/([A-Za-z0-9_-]+/)*[A-Za-z0-9_-]+\\.(cc|h|sh|bzl|proto|yaml|py)\\b" \
+  <<<"$comment_lines" | awk '/:$/ { loc = $0; next } { print loc $0 }' | while IFS= read -r hit; do
+  split_hit
+  [ -f "$text" ] || say "$f:$line: names a missing file: $text"
+done
+
+# 11. The performance page's one table, six cells a row (an escaped \| is inside a cell).
+perf=docs/PERFORMANCE.md
+if [ -f "$perf" ]; then
+  awk '/^```/ { fence = !fence; next }
+       !fence && /^\|/ { line = $0; gsub(/\\\|/, "", line); cells = gsub(/\|/, "|", line) - 1
+                         if (cells != 6) print FNR ": a table row with " cells " cells, not 6"
+                         if ($0 ~ /^\|[ :-]*-[ :|-]*$/) heads++ }
+       END { if (heads != 1) print "1: " heads + 0 " tables, not one" }' "$perf" |
+    while IFS= read -r hit; do say "$perf:$hit"; done
 fi
 
 if [ -s "$problems" ]; then

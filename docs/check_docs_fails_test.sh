@@ -7,7 +7,8 @@ work=${TEST_TMPDIR:-$(mktemp -d)}/trees
 failures=0
 
 # A clean tree: a README linking into docs, an ARCHITECTURE.md stating two rules, a comment
-# citing one, a doc naming a path and a section that exist.
+# citing one, a doc naming a path and a section that exist; comments with what is not history
+# (a time format's example, a limit) and a script whose "#" are not comments.
 make_tree() {
   local t=$1
   rm -rf "$t"
@@ -28,6 +29,12 @@ MD
 # not a heading
 ```
 MD
+  cat >"$t/docs/PERFORMANCE.md" <<'MD'
+# Performance
+| what | target | current | ratio | command | commit |
+|---|---|---|---|---|---|
+| One decision | ≤ 1 µs | 458 ns | 0.46 | `//engine:engine_benchmark` (a \| b) | 04008ac |
+MD
   cat >"$t/docs/OPERATIONS.md" <<'MD'
 # Operating
 ## When leashd gives up: a failure never un-confines
@@ -38,19 +45,35 @@ MD
 struct Overlay {};
 const char* kStamp = "issue 7 of the format";  // a string, not a comment's issue number
 CC
+  cat >"$t/engine/format.h" <<'CC'
+// A log time looks like "2026-12-02T06:00:00Z" or "2026-12-02 10:30:01"; a wait is 2 s at most.
+#include "engine/generated.pb.h"
+CC
+  mkdir -p "$t/scripts"
+  cat >"$t/scripts/count.sh" <<'SH'
+#!/usr/bin/env bash
+# Counts what engine/tiers.cc declares.
+list=(a b); echo "${#list[@]}"  # how many
+SH
 }
 
-# expect_fail NAME PATTERN: the checker fails on tree NAME and its output matches PATTERN.
+# expect_fail NAME PATTERN...: the checker fails on tree NAME and its output matches every
+# PATTERN (one per defect planted in that tree).
 expect_fail() {
-  local out
-  if out=$("$checker" "$work/$1" 2>&1); then
-    echo "FAIL: $1: check_docs passed a tree with a planted defect"; failures=$((failures + 1))
-  elif ! grep -qE -- "$2" <<<"$out"; then
-    echo "FAIL: $1: check_docs failed without naming the defect ($2):"; echo "$out"
-    failures=$((failures + 1))
-  else
-    echo "ok: $1: $(grep -E -- "$2" <<<"$out" | head -1)"
+  local out name=$1 pattern
+  shift
+  if out=$("$checker" "$work/$name" 2>&1); then
+    echo "FAIL: $name: check_docs passed a tree with a planted defect"; failures=$((failures + 1))
+    return
   fi
+  for pattern in "$@"; do
+    if ! grep -qE -- "$pattern" <<<"$out"; then
+      echo "FAIL: $name: check_docs failed without naming the defect ($pattern):"; echo "$out"
+      failures=$((failures + 1))
+    else
+      echo "ok: $name: $(grep -E -- "$pattern" <<<"$out" | head -1)"
+    fi
+  done
 }
 
 make_tree "$work/clean"
@@ -102,6 +125,28 @@ make_tree "$work/name"
 echo '| N3 | One listener per UID. | `ListenerManager::Handle` in `engine/tiers.cc` |' \
   >>"$work/name/docs/ARCHITECTURE.md"
 expect_fail name 'names `ListenerManager::Handle`, which no C\+\+ source declares'
+
+# History in comments, one defect a line, all in one tree (each run of the checker is costly
+# on a loaded machine): a date, bare and in words; a "#N"; a pasted figure; the spec quoted; a
+# source file that does not exist. And a performance row that lost a cell.
+make_tree "$work/history"
+echo '| Policy compile | none | 324 ms | `//engine:engine_benchmark` | 04008ac |' \
+  >>"$work/history/docs/PERFORMANCE.md"
+cat >>"$work/history/engine/tiers.cc" <<'CC'
+// Added on 2026-11-30, after the review.
+// Since November 2026 the writer batches.
+// Measured on this machine: the peak rose by 112 MiB.
+// Spec: "one listener per UID".
+CC
+cat >>"$work/history/scripts/count.sh" <<'SH'
+# Fixes #21.
+# A root test fails rather than skips (see test/root.h).
+SH
+expect_fail history 'engine/tiers.cc:4: carries a date' 'engine/tiers.cc:5: carries a date' \
+  'engine/tiers.cc:6: carries a measured figure' 'engine/tiers.cc:7: cites the spec' \
+  'scripts/count.sh:4: carries an issue or PR number' \
+  'scripts/count.sh:5: names a missing file: test/root.h' \
+  'docs/PERFORMANCE.md:5: a table row with 5 cells, not 6'
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures case(s) failed"

@@ -138,7 +138,7 @@ TEST(JudgeBind, AuditNeedsItsOwnAckPerSurface) {
   EXPECT_FALSE(off.refusal.has_value());
 }
 
-// DNS straight to the resolvers (today's path) is a loosening of the filter: refused without its
+// DNS straight to the resolvers (no filter) is a loosening of the filter: refused without its
 // exact token, bound with it; saying filter, the default, needs nothing.
 TEST(JudgeBind, DnsStraightToTheResolversNeedsItsOwnAck) {
   World w;

@@ -9,9 +9,8 @@
 //   MakeRefusal / AddLoosening / AddInertEntries   building one.
 //   RenderRefusal()         the text form (golden-tested in refusal_test.cc).
 //
-// Spec: "The refusal lists every loosening the profile performs — not the first — each in the
-// engine's own words with the exact --ack '<field>:<value>' token, plus the whole command to
-// re-run."
+// A refusal lists every loosening, not the first, each in the engine's own words with its exact
+// --ack '<field>:<value>' token, and the whole command to re-run (docs/ARCHITECTURE.md, rule P3).
 #pragma once
 
 #include <string>

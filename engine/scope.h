@@ -9,9 +9,9 @@
 //                              naming the real account where one matches the display name.
 //   AccountsForDisplayName()   the agent accounts a display name could have been minted as.
 //
-// Spec: "A scope is a Linux account name, never a display name ... agent:Iris is refused rather
-// than written, because it is a binding that would resolve for nobody and nothing anywhere would
-// say so ... Where the real account exists, the refusal names it."
+// A scope names a Linux account, never a display name (docs/ARCHITECTURE.md, rule P2):
+// agent:Iris is refused rather than written, because it would be a binding that resolves for
+// nobody with nothing anywhere saying so. Where the real account exists, the refusal names it.
 #pragma once
 
 #include <string>

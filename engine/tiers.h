@@ -12,12 +12,11 @@
 //                             returns a ResolvedSubject: the fully resolved policy
 //                             (WithDefaults applied) or a typed failure for that subject alone.
 //
-// Spec: "Each subject's policy is resolved separately — the global floor, then its own agent
-// overlay; two tiers, global < agent — and a subject whose policy cannot be resolved (a dangling
-// profile, an unacknowledged loosening) fails that subject only". The configured single user
-// "resolves to the floor — with no tier of its own"; the floor it resolves to is the floor as
-// the host runs it, with the global binding folded in ("bind global ... changes the floor for
-// every subject on the host").
+// Each subject's policy is resolved on its own: the floor, then the global binding, then its own
+// agent profile; a subject whose policy cannot be resolved (a dangling profile, an
+// unacknowledged loosening) fails alone (docs/ARCHITECTURE.md, rule S3). The configured user
+// resolves to the floor with no tier of its own, and that floor is the one the host runs, with
+// the global binding folded in, since `bind global` changes the floor for every subject (rule S5).
 #pragma once
 
 #include <optional>

@@ -1,9 +1,9 @@
 // Which filesystems the watcher marks, decided from the subject map and the mount table.
 //
 // Why filesystems (FAN_MARK_FILESYSTEM) and not mounts: a mount mark covers one mount of one
-// mount namespace. A leashed account can `unshare -rm` (unprivileged user namespaces are on
-// here), and every mount of its new namespace is a copy the mount mark does not cover: its
-// opens were measured reaching the file with no event at all. A filesystem mark covers every
+// mount namespace. A leashed account can `unshare -rm` (where unprivileged user namespaces are
+// on), and every mount of its new namespace is a copy the mount mark does not cover: its
+// opens reach the file with no event at all. A filesystem mark covers every
 // mount of the filesystem in every namespace, bind mounts and overlayfs layers included.
 //
 // Which filesystems a subject needs:

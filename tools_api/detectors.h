@@ -27,7 +27,8 @@ class RE2;
 
 namespace leash::tools {
 
-// The spec's three inspection categories, in report order (engine::kInspectCategories).
+// The three inspection categories (docs/ARCHITECTURE.md, rule T1), in report order
+// (engine::kInspectCategories).
 enum class Category { kSecrets = 0, kPii = 1, kPrivEsc = 2 };
 inline constexpr int kNumCategories = 3;
 

@@ -1,7 +1,7 @@
-// The tools surface's decision: check_tool(name, inputs) from the spec, against one subject's
-// resolved policy. "check_tool(name, inputs) first checks the registry; if the tool name is
-// allowed, it inspects the inputs and blocks if any flagged category is configured to block.
-// Sensitive matches are masked when logged."
+// The tools surface's decision, check_tool(name, inputs), against one subject's resolved
+// policy (docs/ARCHITECTURE.md, rules T1 and T2): the registry first; if the tool name is
+// allowed, the inputs are inspected, and the call is blocked when a category set to block is
+// found. Sensitive matches are masked before they are logged.
 //
 // The order, and what each step answers:
 //   1. the name: empty or longer than kMaxToolNameBytes is refused (block);

@@ -90,9 +90,8 @@ using SubjectLookup = std::function<absl::StatusOr<ToolSubject>(
 // plus what the stream windows of its other live calls let in: answered or refused calls that
 // gRPC cannot finish because the caller does not read, at most CallAdmission::max_alive() of
 // them (4 x 8 + 64 = 96 by default) before the account's connections are cut.
-// Measured (test/leashd AnAgentFloodingTheToolsSocketIsBoundedAndStarvesNoOtherAgent, 16
-// connections x 16 calls of 4 MiB): leashd's peak rose by 100-112 MiB, and another agent's
-// calls were answered all through.
+// test/leashd's AnAgentFloodingTheToolsSocketIsBoundedAndStarvesNoOtherAgent holds leashd to
+// that bound under a flood, with another agent's calls answered all through.
 // Root is not limited: it acts for every account.
 struct ToolsSocketLimits {
   // The largest request: 4 MiB, four times the default tools.max_input_bytes (1 MiB), so that

@@ -6,6 +6,8 @@ LEASH_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libyaml-cpp-dev libnftnl-dev libmnl-dev libre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # zlib: the decision log's compressed rotations (base/rotated_log.cc).
+  zlib1g-dev
   nftables iptables iproute2 util-linux passwd procps
   # newuidmap/newgidmap: the subordinate-UID tests map an agent's ranges for real.
   uidmap

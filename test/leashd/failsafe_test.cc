@@ -411,9 +411,9 @@ TEST_F(FailsafeTest, ALeashdStartingOverLeftoverChainsTakesThemOverWithoutAWindo
   EXPECT_THAT(leashd_->Log(), Not(HasSubstr(" subject chain(s)")));
 }
 
-// Spec: "The fallback is single-UID only ... so enforcing several UIDs refuses to run without
-// nft rather than quietly applying one user's policy to all of them." With the iptables
-// fallback and two agent accounts leashd does not start, says why, and adds no rule.
+// The fallback enforces one UID, so enforcing several refuses to run without nftables rather
+// than quietly apply one user's policy to all of them (docs/ARCHITECTURE.md, rule N13). With
+// the iptables fallback and two agent accounts leashd does not start, says why, and adds no rule.
 TEST_F(FailsafeTest, EnforcingSeveralUidsRefusesToRunWithoutNft) {
   ASSERT_NO_FATAL_FAILURE(AddAgent("leash-fsa"));
   ASSERT_NO_FATAL_FAILURE(AddAgent("leash-fsb"));

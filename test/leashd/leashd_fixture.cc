@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -71,10 +72,17 @@ absl::StatusOr<std::unique_ptr<LeashdInstance>> LeashdInstance::Start(
 }
 
 absl::Status LeashdInstance::WaitUntilUp() {
+  // Up means through its whole start: the admin socket answers from before the first reconcile,
+  // but leashd writes its pidfile only once that pass is in force and the tools socket is open
+  // (the point systemd is told READY), so a test starts from the state an operator would see.
+  // (A pidfile a killed leashd left names a process that is gone.)
   const bool up = WaitFor(
       [&] {
         if (!process_.Running()) return true;
-        return Status().ok();
+        int pid = 0;
+        return absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadAll(run_ + "/leashd.pid")),
+                                &pid) &&
+               pid > 0 && kill(pid, 0) == 0 && Status().ok();
       },
       absl::Seconds(60));
   if (!up || !process_.Running()) {

@@ -1069,11 +1069,10 @@ TEST_F(LeashdTest, AnAgentFloodingTheToolsSocketIsBoundedAndStarvesNoOtherAgent)
 // neither its answers' messages (those calls stay alive) nor, once the kernel's buffers are
 // full, anything (gRPC then queues it in leashd's memory, without a bound). Either way the
 // caller's connections are cut: past 96 calls alive (four shares and a slack), or at the first
-// call it opens while the kernel's send queue is full. Measured with the cuts switched off: leashd's peak
-// rose by 365 MiB for 20,000 such calls on one connection, and by 3,617 MiB for 200,000; with
-// them, the connection is cut after 328-3,897 calls and the peak rises by 1-49 MiB (the calls
+// call it opens while the kernel's send queue is full. Without the cuts leashd's peak grows with
+// the number of calls; docs/PERFORMANCE.md has the figures, with and without them. The calls
 // gRPC has read before any of them reaches leashd's code are not bounded by anything leashd
-// can set in gRPC 1.51).
+// can set in gRPC 1.51.
 class UnreadingCallerTest : public LeashdTest {
  protected:
   // Runs h2_unread_calls as leash-it-a; returns its line and leashd's peak rise in MiB.

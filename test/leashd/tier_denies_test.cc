@@ -2,11 +2,10 @@
 // running real binaries and opening real files on the watched tmpfs, driven with `leash profile
 // save`, `leash bind`, `leash unbind` and `leash fs deny` as an operator would.
 //
-// Spec ("Configuring one agent's policy"): "A profile may tighten the floor freely"; "a profile
-// usually tightens — a stricter whitelist, an extra deny, an inspection raised to block"; an
-// unbind "resolves the subject twice, with the binding and without it ... a deny the removal
-// drops is judged as the engine's own unset.deny". So a subject's deny list is the floor's, the
-// global binding's and its own profile's together, and a floor deny holds for every subject.
+// A profile may tighten the floor freely, and an extra deny is the usual tightening; an unbind is
+// judged with and without the binding, and a deny it drops is the loosening unset.deny
+// (docs/ARCHITECTURE.md, rules P6 and P7). So a subject's deny list is the floor's, the global
+// binding's and its own profile's together, and a floor deny holds for every subject.
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -239,9 +239,10 @@ TEST_F(NetfilterFactoryTest, FallsBackToIptablesWhenNftablesRefusesAndSaysWhy) {
   });
 }
 
-// Spec: "The fallback is single-UID only ... so enforcing several UIDs refuses to run without
-// nft". nf_tables really refusing (the thread has no CAP_NET_ADMIN): the choice is the fallback,
-// and a host with agent accounts is refused, naming nftables, why, and every agent.
+// The fallback enforces one UID, so enforcing several refuses to run without nftables
+// (docs/ARCHITECTURE.md, rule N13). nf_tables really refusing (the thread has no
+// CAP_NET_ADMIN): the choice is the fallback, and a host with agent accounts is refused, naming
+// nftables, why, and every agent.
 TEST_F(NetfilterFactoryTest, EnforcingSeveralUidsRefusesToRunWithoutNft) {
   WithoutNetAdmin(*ns_, [] {
     absl::StatusOr<NetfilterChoice> choice = ChooseNetfilter();

@@ -282,7 +282,7 @@ TEST_F(DnsFilterNetnsTest, DnsToAnyOtherServerStaysClosed) {
   EXPECT_EQ(Dns(kFiltered, {"udp", "192.0.2.11", "allowed.test"}), "no answer");
 }
 
-// network.dns: resolvers — today's path, an explicit choice: the resolver itself answers, the
+// network.dns: resolvers — no filter, an explicit choice: the resolver itself answers, the
 // denied name included, and the proxy writes nothing.
 TEST_F(DnsFilterNetnsTest, ResolversModeSendsDnsStraightToTheResolvers) {
   const int before = resolver_->Asked(kExfil);

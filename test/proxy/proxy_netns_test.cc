@@ -302,9 +302,10 @@ TEST_F(ProxyNetnsTest, DirectConnectionsToListenersAreRefusedUnderTheAttemptingU
   }
 }
 
-// The spec: "a peer that has no leash rules at all (root, another local service) connecting to
-// a listener directly ... would otherwise be recorded as that subject's own egress". The kernel
-// (sock_diag) names the connecting socket's owner; the record carries it, never the subject.
+// A peer with no leash rules at all (root, another local service) connecting to a listener
+// directly is refused and logged under the UID that made it, never as that subject's own egress
+// (docs/ARCHITECTURE.md, rule N6). The kernel (sock_diag) names the connecting socket's owner;
+// the record carries it, never the subject.
 TEST_F(ProxyNetnsTest, APeerWithNoLeashRulesConnectingDirectlyIsLoggedUnderItsOwnAccount) {
   absl::StatusOr<std::unique_ptr<TestAccount>> other =
       TestAccount::Create(absl::StrCat("lpxo-", getpid()));
@@ -345,7 +346,7 @@ TEST_F(ProxyNetnsTest, APeerWithNoLeashRulesConnectingDirectlyIsLoggedUnderItsOw
   }
 }
 
-// The spec's "Allow → it opens a connection to the real destination": when that connection
+// An allowed connection goes on to its real destination: when that connection
 // fails, the agent sees a reset, and the log says what happened under the allow's own ref.
 // Real upstreams in the namespace: a port nobody listens on, a server that resets mid-stream,
 // a blackholed address (nftables drops its packets; the proxy runs with a 2 s connect
