@@ -2,7 +2,9 @@
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +17,13 @@ namespace {
 
 // A writer's batch is at most 64 KiB of whole lines plus one line (proto/sidecar/decision_log.cc).
 constexpr size_t kMaxDatagram = 256 * 1024;
+// The reading thread's nice value. It does the hub's work for every watcher (each line parsed
+// while one is subscribed, even one whose queue is full), which on a busy host competes for the
+// CPU with the sidecars answering the kernel and the agents; test/leashd's
+// decision_stream_sidecars_benchmark measures that cost. Lowered, the thread yields to them
+// when the CPU is contended, and a feed it has not drained in time is its writers' counted drop
+// (rule L3 in docs/ARCHITECTURE.md), never an answer held up.
+constexpr int kReaderNice = 10;
 
 }  // namespace
 
@@ -79,6 +88,9 @@ absl::StatusOr<int> DecisionFeed::NewWriterEnd() {
 }
 
 void DecisionFeed::ReadLoop() {
+  // Per thread on Linux: the tid names this thread alone. Lowering is always permitted; should
+  // it fail, the thread reads at leashd's own priority, as before.
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kReaderNice);
   std::string buffer(kMaxDatagram, '\0');
   epoll_event events[16];
   for (;;) {
