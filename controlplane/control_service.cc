@@ -294,22 +294,12 @@ grpc::Status ControlService::WatchDecisions(
     std::atomic<int>& count;
     ~Release() { count.fetch_sub(1); }
   } release{watchers_};
-  // Events that have more right behind them are handed to gRPC with the buffer hint, so a
-  // batch leaves in one write rather than one per line; every kMaxHeld-th is sent anyway, so
-  // a long replay is never held whole in the transport's memory.
-  constexpr int kMaxHeld = 64;
-  int held = 0;
+  // Each event is written as it comes. Not with gRPC's buffer hint: on the synchronous API a
+  // write so marked does not complete until a later write flushes it, so the handler would wait
+  // on itself after the replay's last line or a batch's.
   return ToGrpc(ServeWatchDecisions(
       *request, deps_.decisions, [context] { return context->IsCancelled(); },
-      [writer, &held](const leash::v1::WatchDecisionsEvent& event, bool more) {
-        grpc::WriteOptions options;
-        if (more && ++held < kMaxHeld) {
-          options.set_buffer_hint();
-        } else {
-          held = 0;
-        }
-        return writer->Write(event, options);
-      }));
+      [writer](const leash::v1::WatchDecisionsEvent& event) { return writer->Write(event); }));
 }
 
 namespace {

@@ -43,20 +43,6 @@ absl::Status ServeWatchDecisions(
     const leash::v1::WatchDecisionsRequest& request, const WatchDecisionsDeps& deps,
     const std::function<bool()>& cancelled,
     const std::function<bool(const leash::v1::WatchDecisionsEvent&)>& write) {
-  return ServeWatchDecisions(request, deps, cancelled,
-                             [&write](const leash::v1::WatchDecisionsEvent& event, bool) {
-                               return write(event);
-                             });
-}
-
-absl::Status ServeWatchDecisions(
-    const leash::v1::WatchDecisionsRequest& request, const WatchDecisionsDeps& deps,
-    const std::function<bool()>& cancelled,
-    const std::function<bool(const leash::v1::WatchDecisionsEvent&, bool more)>& write_event) {
-  // Events written singly (notices, the live mark) go out at once.
-  const auto write = [&write_event](const leash::v1::WatchDecisionsEvent& event) {
-    return write_event(event, false);
-  };
   absl::StatusOr<DecisionFilter> filter = FilterFromRequest(request);
   if (!filter.ok()) return filter.status();
   ReplayStart start;
@@ -94,8 +80,7 @@ absl::Status ServeWatchDecisions(
               replayed_recent.insert(decision.record.ref());
             }
           }
-          // The replay's events are held for the next: the live mark (or the end) sends them.
-          if (cancelled() || !write_event(EventOf(decision), true)) watcher_gone = true;
+          if (cancelled() || !write(EventOf(decision))) watcher_gone = true;
           return !watcher_gone;
         });
     if (watcher_gone) return absl::OkStatus();
@@ -125,19 +110,9 @@ absl::Status ServeWatchDecisions(
       dropped.set_dropped(batch.dropped);
       if (!write(dropped)) return absl::OkStatus();
     }
-    // The batch goes out as one write: every event but the last is held for the next.
-    size_t last = batch.decisions.size();
-    std::vector<bool> skip(batch.decisions.size(), false);
-    for (size_t i = 0; i < batch.decisions.size(); ++i) {
-      if (!replayed_recent.empty() && replayed_recent.erase(batch.decisions[i]->record.ref()) > 0) {
-        skip[i] = true;
-      } else {
-        last = i;
-      }
-    }
-    for (size_t i = 0; i < batch.decisions.size(); ++i) {
-      if (skip[i]) continue;
-      if (!write_event(EventOf(*batch.decisions[i]), i != last)) return absl::OkStatus();
+    for (const auto& decision : batch.decisions) {
+      if (!replayed_recent.empty() && replayed_recent.erase(decision->record.ref()) > 0) continue;
+      if (!write(EventOf(*decision))) return absl::OkStatus();
     }
   }
 }

@@ -40,13 +40,4 @@ absl::Status ServeWatchDecisions(const leash::v1::WatchDecisionsRequest& request
                                  const std::function<bool()>& cancelled,
                                  const std::function<bool(const leash::v1::WatchDecisionsEvent&)>& write);
 
-// The same, with `write` told whether more events follow at once (`more`: the rest of a batch
-// of live lines, or of the replay). A writer may hold such an event back and send it with the
-// next (gRPC's buffer hint), so a batch goes out in one write rather than one per line; an
-// event with `more` false must go out now.
-absl::Status ServeWatchDecisions(
-    const leash::v1::WatchDecisionsRequest& request, const WatchDecisionsDeps& deps,
-    const std::function<bool()>& cancelled,
-    const std::function<bool(const leash::v1::WatchDecisionsEvent&, bool more)>& write);
-
 }  // namespace leash::controlplane
