@@ -3,6 +3,8 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/str_split.h"
+
 namespace leash::controlplane {
 
 void DecisionHub::Subscription::Offer(
@@ -56,14 +58,7 @@ std::shared_ptr<DecisionHub::Subscription> DecisionHub::Subscribe(DecisionFilter
 void DecisionHub::Publish(absl::string_view line) { PublishLines(line); }
 
 void DecisionHub::PublishLines(absl::string_view lines) {
-  std::vector<absl::string_view> split;
-  for (absl::string_view rest = lines; !rest.empty();) {
-    const size_t newline = rest.find('\n');
-    const absl::string_view line = rest.substr(0, newline);
-    if (!line.empty()) split.push_back(line);
-    if (newline == absl::string_view::npos) break;
-    rest.remove_prefix(newline + 1);
-  }
+  const std::vector<absl::string_view> split = absl::StrSplit(lines, '\n', absl::SkipEmpty());
   if (split.empty()) return;
   std::vector<std::shared_ptr<Subscription>> live;
   {
