@@ -123,4 +123,17 @@ absl::Status ReadLogLines(const LogFile& file,
   return status;
 }
 
+size_t FirstFileReaching(const std::vector<LogFile>& files, absl::Time since,
+                         absl::FunctionRef<std::optional<absl::Time>(absl::string_view)> stamp_of) {
+  for (size_t i = files.size(); i-- > 1;) {
+    std::optional<absl::Time> first;
+    ReadLogLines(files[i], [&](absl::string_view line) {
+      first = stamp_of(line);
+      return !first.has_value();
+    }).IgnoreError();
+    if (first.has_value() && *first <= since - kLogStampDisorder) return i;
+  }
+  return 0;
+}
+
 }  // namespace leash::base

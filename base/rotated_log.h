@@ -8,12 +8,15 @@
 // the truncate, so reading the files in that order gives each line once and in order.
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace leash::base {
 
@@ -32,5 +35,16 @@ std::vector<LogFile> LogRotations(const std::string& path);
 // opened or read, or a compressed one whose data is not gzip or is cut short.
 absl::Status ReadLogLines(const LogFile& file,
                           absl::FunctionRef<bool(absl::string_view)> on_line);
+
+// Lines from several writers reach the log in batches, so their stamps are in order only to
+// within a batch: a file is taken as the start of a read back to a point in time only when its
+// first stamp is at least this much older than that point.
+inline constexpr absl::Duration kLogStampDisorder = absl::Minutes(1);
+
+// Where a read of `files` (oldest first) that must reach back to `since` starts: the newest file
+// whose first stamp (`stamp_of` a line; nullopt for a line without one) is at least
+// kLogStampDisorder older than `since`, else the oldest (0). Older files are not read.
+size_t FirstFileReaching(const std::vector<LogFile>& files, absl::Time since,
+                         absl::FunctionRef<std::optional<absl::Time>(absl::string_view)> stamp_of);
 
 }  // namespace leash::base

@@ -29,27 +29,6 @@ absl::Status ErrnoStatus(int error, absl::string_view what, absl::string_view pa
   return absl::ErrnoToStatus(error, absl::StrCat(what, " ", path));
 }
 
-// Lines from several writers reach the log in batches, so their stamps are in order only to
-// within a batch: a rotation is passed over for a --since only when the next newer file
-// starts at least this much before it.
-constexpr absl::Duration kStampDisorder = absl::Minutes(1);
-
-// The first stamp of `file` that reads, if any.
-std::optional<absl::Time> FirstStamp(const base::LogFile& file) {
-  std::optional<absl::Time> first;
-  base::ReadLogLines(file, [&](absl::string_view line) {
-    absl::Time ts;
-    std::string error;
-    const absl::string_view text = PeekTs(line);
-    if (text.empty() || !absl::ParseTime(absl::RFC3339_full, std::string(text), &ts, &error)) {
-      return true;
-    }
-    first = ts;
-    return false;
-  }).IgnoreError();
-  return first;
-}
-
 }  // namespace
 
 absl::StatusOr<std::vector<engine::UidRange>> AccountUids(const std::string& account,
@@ -95,16 +74,19 @@ absl::StatusOr<std::vector<std::string>> ReadDecisionLog(
         "the decision log ", path,
         " does not exist; pass --log <path> (the floor's logging.decisions names it)"));
   }
-  size_t from = 0;
-  if (since != absl::InfinitePast()) {
-    for (size_t i = files.size(); i-- > 1;) {
-      const std::optional<absl::Time> first = FirstStamp(files[i]);
-      if (first.has_value() && *first <= since - kStampDisorder) {
-        from = i;
-        break;
-      }
-    }
-  }
+  const size_t from =
+      since == absl::InfinitePast()
+          ? 0
+          : base::FirstFileReaching(files, since, [](absl::string_view line) {
+              absl::Time ts;
+              std::string error;
+              const absl::string_view text = PeekTs(line);
+              if (text.empty() ||
+                  !absl::ParseTime(absl::RFC3339_full, std::string(text), &ts, &error)) {
+                return std::optional<absl::Time>();
+              }
+              return std::optional<absl::Time>(ts);
+            });
   std::vector<std::string> read;
   for (size_t i = from; i < files.size(); ++i) {
     absl::Status status = base::ReadLogLines(files[i], [&](absl::string_view line) {

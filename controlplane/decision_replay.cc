@@ -10,11 +10,6 @@
 namespace leash::controlplane {
 namespace {
 
-// Lines from several writers reach the file in batches, so their stamps are in order only to
-// within a writer's batch: a file is chosen as the start of a --since replay only when its first
-// line is at least this much older than the start point.
-constexpr absl::Duration kStampDisorder = absl::Minutes(1);
-
 // Calls `on_record` with every record line of `file` (lines that are not records are skipped)
 // until it returns false. While `*needle` is not null, a line without its text is skipped
 // unparsed (looking for a ref). Counts the lines read.
@@ -34,19 +29,6 @@ absl::Status ScanRecords(const base::LogFile& file, ReplayResult& result,
     decision.record = *std::move(record);
     return on_record(decision);
   });
-}
-
-// The first record's stamp of `file`, when it has one that reads.
-std::optional<absl::Time> FirstStamp(const base::LogFile& file) {
-  std::optional<absl::Time> first;
-  ReplayResult ignored;
-  ScanRecords(file, ignored, [&](StreamedDecision& decision) {
-    absl::StatusOr<absl::Time> ts = ParseDecisionTime(decision.record.ts());
-    if (!ts.ok()) return true;
-    first = *ts;
-    return false;
-  }).IgnoreError();
-  return first;
 }
 
 }  // namespace
@@ -117,15 +99,14 @@ absl::StatusOr<ReplayResult> ReplayDecisionLog(
 
   if (start.since.has_value()) {
     // The newest file that starts well before the start point holds it; older ones are not
-    // read. With none, the oldest file is where the replay starts.
-    size_t from = 0;
-    for (size_t i = files.size(); i-- > 1;) {
-      const std::optional<absl::Time> first = FirstStamp(files[i]);
-      if (first.has_value() && *first <= *start.since - kStampDisorder) {
-        from = i;
-        break;
-      }
-    }
+    // read.
+    const size_t from =
+        base::FirstFileReaching(files, *start.since, [](absl::string_view line) {
+          absl::StatusOr<leash::v1::DecisionRecord> record = ParseDecisionLine(line);
+          if (!record.ok()) return std::optional<absl::Time>();
+          absl::StatusOr<absl::Time> ts = ParseDecisionTime(record->ts());
+          return ts.ok() ? std::optional<absl::Time>(*ts) : std::nullopt;
+        });
     const absl::Time since = *start.since;
     if (absl::Status status = emit_from(from, [since](const StreamedDecision& decision) {
           absl::StatusOr<absl::Time> ts = ParseDecisionTime(decision.record.ts());
