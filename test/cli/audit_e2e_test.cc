@@ -4,10 +4,6 @@
 // enforced: false; `leash status` counts the subject's would-be blocks per surface exactly as
 // its enforced: false lines do. Unbound (audit off, which takes no ack), the same four are
 // blocked, and the counts do not move.
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <fstream>
 #include <map>
 #include <string>
 #include <utility>
@@ -20,8 +16,7 @@
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "test/cli/hello_server.h"
-#include "test/fixtures/root_fixture.h"
+#include "test/cli/workload_fixture.h"
 #include "test/fixtures/subprocess.h"
 #include "test/leashd/leashd_fixture.h"
 
@@ -30,112 +25,35 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class AuditEndToEndTest : public RootTest {
+class AuditEndToEndTest : public WorkloadTest {
  protected:
   void SetUp() override {
-    RootTest::SetUp();
+    WorkloadTest::SetUp();
     if (!Ready()) return;
-    ASSERT_TRUE(ns_->AddVethPair({"192.0.2.10/24"}, {"192.0.2.11/24"}).ok());
-    ASSERT_NE(MountTmpfs(), nullptr);
-    user_ = AddAccount("lau" + RunTag());
-    ASSERT_NE(user_, nullptr);
-    agent_ = AddAccount("leash-laa" + RunTag());
-    ASSERT_NE(agent_, nullptr);
-    ASSERT_NE(MakeFiles("laudit"), nullptr);
-
-    // On the watched tmpfs: a work tree the agent may read, a file beside it it may not, a
-    // program it may run and one it may not.
-    const std::string& root = fs_->path();
-    for (const char* dir : {"/work", "/bin"}) {
-      ASSERT_EQ(mkdir((root + dir).c_str(), 0755), 0) << dir;
-    }
-    for (const char* file : {"/work/a.txt", "/outside.txt"}) {
-      std::ofstream(root + file) << "text\n";
-      chmod((root + file).c_str(), 0644);
-    }
-    for (const char* program : {"/bin/tool-one", "/bin/tool-three"}) {
-      ASSERT_TRUE(RunOk({"cp", "/bin/true", root + program}).ok());
-      chmod((root + program).c_str(), 0755);
-    }
-    std::ofstream(files_->Join("server.py")) << kHelloServerPy;
-    for (const char* port : {"8080", "8081"}) {
-      auto server = Background::Start(
-          ns_->ExecSharingMounts({"/usr/bin/python3", files_->Join("server.py"), port}));
-      ASSERT_TRUE(server.ok()) << server.status();
-      servers_.push_back(*std::move(server));
-    }
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          auto listening = ns_->Run({"ss", "-Hltn", "sport = :8080 or sport = :8081"});
-          return listening.ok() && absl::StrContains(listening->out, ":8080") &&
-                 absl::StrContains(listening->out, ":8081");
-        },
-        absl::Seconds(30)));
-
+    ASSERT_NO_FATAL_FAILURE(MakeHost("lau", {"leash-laa"}, "laudit"));
+    // On the watched tmpfs a work tree the agent may read, a file beside it it may not, a
+    // program it may run (tool-one) and one it may not (tool-three).
+    ASSERT_NO_FATAL_FAILURE(MakeWorld());
     // A whitelist on every surface. The program files are readable (an exec also opens them),
     // so the exec is judged by commands alone.
-    const std::string floor = absl::StrCat(
-        "user: ", user_->name(), "\nfail_mode: closed\n",
+    const std::string& root = fs_->path();
+    ASSERT_NO_FATAL_FAILURE(StartLeashd(Floor(absl::StrCat(
         "network: { mode: whitelist, allow: [\"192.0.2.11/32:8080\"], deny: [] }\n",
         "filesystem: { mode: whitelist, allow: [\"", root, "/work\", \"", root,
         "/bin\"], deny: [] }\n",
         "commands: { mode: whitelist, allow: [\"", root, "/bin/tool-one\"], deny: [] }\n",
-        "tools: { mode: whitelist, allow: [\"read_file\"], deny: [] }\n",
-        "logging: { level: info, decisions: ", decisions(), " }\n");
-    auto leashd = LeashdInstance::Start(floor, *ns_, fs_->path());
-    ASSERT_TRUE(leashd.ok()) << leashd.status();
-    leashd_ = *std::move(leashd);
-  }
-
-  std::string decisions() const { return files_->Join("decisions.jsonl"); }
-
-  RunResult Leash(const std::vector<std::string>& args) {
-    auto run = leashd_->Cli(args);
-    EXPECT_TRUE(run.ok()) << run.status();
-    return run.ok() ? *run : RunResult();
+        "tools: { mode: whitelist, allow: [\"read_file\"], deny: [] }\n"))));
   }
 
   // The allowed action and the four the policy blocks, each reporting what happened.
   RunResult Workload() {
     const std::string& root = fs_->path();
-    const std::string script = absl::StrCat(
+    return AsAgent(absl::StrCat(
         "import subprocess, urllib.request\n",
         "open('", root, "/work/a.txt').read(); print('work read')\n",
         "subprocess.run(['", root, "/bin/tool-one'], check=True); print('tool-one ran')\n",
         "urllib.request.urlopen('http://192.0.2.11:8080/', timeout=10).read(); print('8080 ok')\n",
-        "try:\n  open('", root, "/outside.txt').read(); print('file allowed')\n",
-        "except PermissionError: print('file refused')\n",
-        "try:\n  subprocess.run(['", root, "/bin/tool-three'], check=True); print('exec allowed')\n",
-        "except PermissionError: print('exec refused')\n",
-        "try:\n  urllib.request.urlopen('http://192.0.2.11:8081/', timeout=10).read(); "
-        "print('port allowed')\n",
-        "except Exception: print('port refused')\n");
-    auto run = leash::testing::Run(
-        ns_->ExecSharingMounts(agent_->AsUser({"/usr/bin/python3", "-c", script})),
-        absl::Seconds(60));
-    EXPECT_TRUE(run.ok()) << run.status();
-    return run.ok() ? *run : RunResult();
-  }
-
-  int ToolCheck(const std::string& tool) {
-    return Leash({"tool", "check", tool, "--account", agent_->name(), "--tools-socket",
-                  leashd_->tools_socket(), "--inputs", "{}"})
-        .exit_code;
-  }
-
-  // The agent's lines of the decision log from byte `from` on that contain `needle`.
-  std::vector<std::string> AgentLines(size_t from, const std::string& needle) {
-    std::vector<std::string> out;
-    const std::string text = ReadAll(decisions());
-    for (absl::string_view line :
-         absl::StrSplit(absl::string_view(text).substr(std::min(from, text.size())), '\n',
-                        absl::SkipEmpty())) {
-      if (absl::StrContains(line, absl::StrCat("\"uid\":", agent_->uid(), ",")) &&
-          absl::StrContains(line, needle)) {
-        out.emplace_back(line);
-      }
-    }
-    return out;
+        TryOutside()));
   }
 
   // The agent's enforced: false lines of `surface` in the whole log.
@@ -200,18 +118,21 @@ class AuditEndToEndTest : public RootTest {
             "\"name\":\"forbidden_tool\""};
   }
 
-  const TestAccount* user_ = nullptr;
-  const TestAccount* agent_ = nullptr;
-  std::vector<Background> servers_;
-  std::unique_ptr<LeashdInstance> leashd_;
+  // Whether each of the four has a line of the agent in the log from byte `from` on.
+  bool EachNeedleLogged(size_t from) const {
+    for (const std::string& needle : Needles()) {
+      if (AgentLines(from, needle).empty()) return false;
+    }
+    return true;
+  }
 };
 
 TEST_F(AuditEndToEndTest, WouldBeBlocksAreAllowedAndLoggedOnceNotEnforcedThenBlockedWithoutAudit) {
-  std::ofstream(files_->Join("observe.yaml"))
-      << "network: { audit: true }\nfilesystem: { audit: true }\n"
-         "commands: { audit: true }\ntools: { audit: true }\n";
-  ASSERT_EQ(Leash({"profile", "save", "observe", "--from", files_->Join("observe.yaml")}).exit_code,
-            0);
+  const std::string observe = WriteProfile(
+      "observe",
+      "network: { audit: true }\nfilesystem: { audit: true }\n"
+      "commands: { audit: true }\ntools: { audit: true }\n");
+  ASSERT_EQ(Leash({"profile", "save", "observe", "--from", observe}).exit_code, 0);
   RunResult bound = Leash({"bind", "agent:" + agent_->name(), "observe", "--ack",
                            "network.audit:true", "--ack", "filesystem.audit:true", "--ack",
                            "commands.audit:true", "--ack", "tools.audit:true"});
@@ -226,14 +147,7 @@ TEST_F(AuditEndToEndTest, WouldBeBlocksAreAllowedAndLoggedOnceNotEnforcedThenBlo
   EXPECT_EQ(ToolCheck("forbidden_tool"), 0);
   EXPECT_EQ(ToolCheck("read_file"), 0);
   // The log is written after the answers.
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        for (const std::string& needle : Needles()) {
-          if (AgentLines(0, needle).empty()) return false;
-        }
-        return true;
-      },
-      absl::Seconds(20)))
+  ASSERT_TRUE(WaitFor([&] { return EachNeedleLogged(0); }, absl::Seconds(20)))
       << ReadAll(decisions());
   absl::SleepFor(absl::Milliseconds(500));
   for (const std::string& needle : Needles()) {
@@ -268,7 +182,7 @@ TEST_F(AuditEndToEndTest, WouldBeBlocksAreAllowedAndLoggedOnceNotEnforcedThenBlo
   // Audit off: unbinding tightens, so it takes no ack; the same four are blocked, for real.
   RunResult unbound = Leash({"unbind", "agent:" + agent_->name()});
   ASSERT_EQ(unbound.exit_code, 0) << unbound.out;
-  const size_t mark = ReadAll(decisions()).size();
+  const size_t mark = LogSize();
   RunResult enforced = Workload();
   EXPECT_EQ(enforced.exit_code, 0) << enforced.out;
   for (const char* said : {"work read", "tool-one ran", "8080 ok", "file refused", "exec refused",
@@ -276,14 +190,7 @@ TEST_F(AuditEndToEndTest, WouldBeBlocksAreAllowedAndLoggedOnceNotEnforcedThenBlo
     EXPECT_THAT(enforced.out, HasSubstr(said));
   }
   EXPECT_EQ(ToolCheck("forbidden_tool"), 1);
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        for (const std::string& needle : Needles()) {
-          if (AgentLines(mark, needle).empty()) return false;
-        }
-        return true;
-      },
-      absl::Seconds(20)))
+  ASSERT_TRUE(WaitFor([&] { return EachNeedleLogged(mark); }, absl::Seconds(20)))
       << ReadAll(decisions());
   for (const std::string& needle : Needles()) {
     for (const std::string& line : AgentLines(mark, needle)) {

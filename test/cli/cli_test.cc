@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -22,8 +21,8 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "re2/re2.h"
-#include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
+#include "test/leashd/agent_fixture.h"
 #include "test/leashd/leashd_fixture.h"
 
 namespace leash::testing {
@@ -32,17 +31,10 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class CliTest : public RootTest {
+class CliTest : public AgentTest {
  protected:
   void SetUp() override {
-    RootTest::SetUp();
+    AgentTest::SetUp();
     if (!Ready()) return;
     ASSERT_NE(MountTmpfs(), nullptr);
     // Host accounts unique to this run, shown to leashd under the names the floor and the
@@ -58,22 +50,8 @@ class CliTest : public RootTest {
         "filesystem: { mode: blacklist, allow: [], deny: [\"", fs_->path(), "/secret\"] }\n",
         "commands: { mode: whitelist, allow: [\"git\"], deny: [] }\n",
         "tools: { mode: whitelist, allow: [\"read_file\"], deny: [] }\n",
-        "logging: { level: info, decisions: ", files_->Join("decisions.jsonl"), " }\n");
-    auto leashd = LeashdInstance::Start(floor, *ns_, fs_->path(), {}, view_.get());
-    ASSERT_TRUE(leashd.ok()) << leashd.status();
-    leashd_ = *std::move(leashd);
-  }
-
-  RunResult Leash(const std::vector<std::string>& args) {
-    auto result = leashd_->Cli(args);
-    EXPECT_TRUE(result.ok()) << result.status();
-    return result.ok() ? *result : RunResult();
-  }
-
-  std::string WriteProfile(const std::string& name, const std::string& yaml) {
-    const std::string path = files_->Join(name + ".yaml");
-    std::ofstream(path) << yaml;
-    return path;
+        "logging: { level: info, decisions: ", decisions(), " }\n");
+    ASSERT_NO_FATAL_FAILURE(StartLeashd(floor));
   }
 
   // Compares `actual` with testdata/<name>.golden after replacing this run's paths.
@@ -94,10 +72,8 @@ class CliTest : public RootTest {
       std::ofstream(absl::StrCat(workspace ? workspace : ".", "/", golden_path)) << actual;
       return;
     }
-    EXPECT_EQ(actual, ReadFile(golden_path)) << "golden " << golden_path << " differs";
+    EXPECT_EQ(actual, ReadAll(golden_path)) << "golden " << golden_path << " differs";
   }
-
-  std::unique_ptr<LeashdInstance> leashd_;
 };
 
 TEST_F(CliTest, RefusalListsEveryLooseningWithItsAckTokenAndTheRerunLine) {
@@ -162,14 +138,14 @@ TEST_F(CliTest, AWriteWhoseReconcileFailsSaysItIsNotInForceAndHowToRunIt) {
   RunResult written = Leash({"net", "deny", "evil.example"});
   EXPECT_EQ(written.exit_code, 1) << written.out;
   ExpectGolden("write_not_in_force", written.out);
-  EXPECT_THAT(ReadFile(leashd_->config_path()), HasSubstr("evil.example"));
+  EXPECT_THAT(ReadAll(leashd_->config_path()), HasSubstr("evil.example"));
 }
 
 TEST_F(CliTest, NoReconcileLeavesTheServiceUnchanged) {
   RunResult written = Leash({"net", "allow", "new.example", "--no-reconcile"});
   EXPECT_EQ(written.exit_code, 0) << written.out;
   EXPECT_THAT(written.out, HasSubstr("not reconciled (--no-reconcile)"));
-  EXPECT_THAT(ReadFile(leashd_->config_path()), HasSubstr("new.example"));
+  EXPECT_THAT(ReadAll(leashd_->config_path()), HasSubstr("new.example"));
   EXPECT_EQ(Leash({"check", "net", "new.example:443"}).exit_code, 1)
       << "the service changed without a reconcile";
   ASSERT_EQ(Leash({"reconcile"}).exit_code, 0);
@@ -223,7 +199,7 @@ TEST_F(CliTest, ValidateExitsNonZeroOnErrorsAndCriticalsZeroWithWarningsOnly) {
   EXPECT_EQ(Leash({"validate"}).exit_code, 0);
   // A blacklist-with-allow error, in the file leashd runs on (no write lands one: leashd
   // refuses it, see WritesAndValidateAgree).
-  std::string floor = ReadFile(leashd_->config_path());
+  std::string floor = ReadAll(leashd_->config_path());
   ASSERT_TRUE(absl::StrContains(floor, "commands: { mode: whitelist"));
   absl::StrReplaceAll({{"commands: { mode: whitelist", "commands: { mode: blacklist"}}, &floor);
   std::ofstream(leashd_->config_path()) << floor;
@@ -236,7 +212,7 @@ TEST_F(CliTest, ValidateExitsNonZeroOnErrorsAndCriticalsZeroWithWarningsOnly) {
 // "Writes and validate disagree": one judgement. A write that would make validate exit 1 is
 // refused naming the finding, and what leashd will not start on, validate calls an error.
 TEST_F(CliTest, WritesAndValidateAgree) {
-  const std::string floor = ReadFile(leashd_->config_path());
+  const std::string floor = ReadAll(leashd_->config_path());
   RunResult mode = Leash({"net", "mode", "blacklist"});
   EXPECT_EQ(mode.exit_code, 1) << mode.out;
   EXPECT_THAT(mode.out, HasSubstr("refused (validate): network mode blacklist would leave a "
@@ -247,7 +223,7 @@ TEST_F(CliTest, WritesAndValidateAgree) {
   EXPECT_EQ(allow.exit_code, 1) << allow.out;
   EXPECT_THAT(allow.out, HasSubstr("  - error: floor filesystem.allow: filesystem is in blacklist "
                                    "mode"));
-  EXPECT_EQ(ReadFile(leashd_->config_path()), floor) << "a refused write changed the floor";
+  EXPECT_EQ(ReadAll(leashd_->config_path()), floor) << "a refused write changed the floor";
   EXPECT_EQ(Leash({"validate"}).exit_code, 0);
 
   // A profile bound over the floor's allow list that makes the network blacklist.
@@ -326,7 +302,7 @@ TEST_F(CliTest, FailModeTyposCarryLineColumn) {
   EXPECT_EQ(offline.exit_code, 0) << "a typo is treated as closed: a warning\n" << offline.out;
   EXPECT_THAT(offline.out, HasSubstr(typo + ":2:13: fail_mode 'clsoed' is neither closed nor "
                                             "open and is treated as closed"));
-  std::string floor = ReadFile(leashd_->config_path());
+  std::string floor = ReadAll(leashd_->config_path());
   absl::StrReplaceAll({{"fail_mode: closed", "fail_mode: clsoed"}}, &floor);
   std::ofstream(leashd_->config_path()) << floor;
   RunResult live = Leash({"validate"});
@@ -371,9 +347,9 @@ TEST_F(CliTest, AuditTakesItsOwnAckShowsInStatusInCapitalsAndWarnsInValidate) {
   EXPECT_EQ(checked.exit_code, 0) << checked.out;
   const std::string decisions = files_->Join("decisions.jsonl");
   ASSERT_TRUE(WaitFor(
-      [&] { return ReadFile(decisions).find("forbidden_tool") != std::string::npos; },
+      [&] { return ReadAll(decisions).find("forbidden_tool") != std::string::npos; },
       absl::Seconds(10)));
-  const std::string log = ReadFile(decisions);
+  const std::string log = ReadAll(decisions);
   const size_t at = log.rfind('\n', log.find("forbidden_tool"));
   const std::string line = log.substr(at + 1, log.find('\n', at + 1) - at - 1);
   EXPECT_THAT(line, HasSubstr("\"action\":\"block\""));
@@ -416,18 +392,15 @@ TEST_F(CliTest, StatusValidateAndCheckWorkOfflineAndSayTheyDid) {
 
 TEST_F(CliTest, LogsFollowSeesADecisionWrittenAfterItStarted) {
   const std::string log = files_->Join("follow.out");
-  auto follow = Background::Start({RunfilePath("cli/leash"), "--config=" + leashd_->config_path(),
-                                   "--socket=" + leashd_->admin_socket(), "logs", "--follow",
-                                   "--tail", "0"},
-                                  log);
+  auto follow = Background::Start(LeashArgs({"logs", "--follow", "--tail", "0"}), log);
   ASSERT_TRUE(follow.ok());
   absl::SleepFor(absl::Milliseconds(300));  // let it subscribe
   RunResult checked = Leash({"tool", "check", "forbidden_tool", "--account", "leash-iris",
                              "--tools-socket", leashd_->tools_socket(), "--inputs", "{}"});
   EXPECT_EQ(checked.exit_code, 1) << checked.out;
-  EXPECT_TRUE(WaitFor([&] { return ReadFile(log).find("forbidden_tool") != std::string::npos; },
+  EXPECT_TRUE(WaitFor([&] { return ReadAll(log).find("forbidden_tool") != std::string::npos; },
                       absl::Seconds(10)))
-      << "logs --follow printed: " << ReadFile(log);
+      << "logs --follow printed: " << ReadAll(log);
 }
 
 // A host off this one (a second namespace joined by a veth pair) connects to a listener that
@@ -456,8 +429,8 @@ TEST_F(CliTest, InboundFromARemoteHostIsDroppedShownInStatusAndServedOnlyWithIts
                                 "        pass\n"})),
       server_log);
   ASSERT_TRUE(server.ok()) << server.status();
-  ASSERT_TRUE(WaitFor([&] { return ReadFile(server_log) == "listening\n"; }, absl::Seconds(10)))
-      << ReadFile(server_log);
+  ASSERT_TRUE(WaitFor([&] { return ReadAll(server_log) == "listening\n"; }, absl::Seconds(10)))
+      << ReadAll(server_log);
   auto connect = [](const NetNamespace& from, const std::string& address) {
     auto run = from.Run({"/usr/bin/python3", "-c",
                          "import socket, sys\n"
@@ -643,7 +616,7 @@ TEST_F(CliTest, UnbindLedgerRecordsSudoUserAndLoginUid) {
   unsetenv("SUDO_USER");
   unsetenv("SUDO_UID");
   ASSERT_EQ(removed.exit_code, 0) << removed.out;
-  const std::string written = ReadFile(leashd_->state_dir() + "/unbinds.jsonl");
+  const std::string written = ReadAll(leashd_->state_dir() + "/unbinds.jsonl");
   EXPECT_THAT(written, HasSubstr("uid 0 (root), pid "));
   EXPECT_THAT(written, HasSubstr("claimed by the client: sudo from alice-operator (SUDO_UID 1234)"));
   EXPECT_THAT(written, ::testing::AnyOf(HasSubstr("login uid "), HasSubstr("no login uid")));

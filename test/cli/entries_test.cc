@@ -5,15 +5,13 @@
 // hand (leashd keeps its subject fail-closed and shows it).
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
+#include "test/leashd/agent_fixture.h"
 #include "test/leashd/leashd_fixture.h"
 
 namespace leash::testing {
@@ -22,17 +20,10 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class EntriesTest : public RootTest {
+class EntriesTest : public AgentTest {
  protected:
   void SetUp() override {
-    RootTest::SetUp();
+    AgentTest::SetUp();
     if (!Ready()) return;
     ASSERT_NE(MountTmpfs(), nullptr);
     ASSERT_NE(MakeAccountView(), nullptr);
@@ -52,25 +43,9 @@ class EntriesTest : public RootTest {
         "    - ssh   # no remote shells\n"
         "    - nc\n"
         "logging: { level: info, decisions: ",
-        files_->Join("decisions.jsonl"), " }\n");
-    auto leashd = LeashdInstance::Start(floor, *ns_, fs_->path(), {}, view_.get());
-    ASSERT_TRUE(leashd.ok()) << leashd.status();
-    leashd_ = *std::move(leashd);
+        decisions(), " }\n");
+    ASSERT_NO_FATAL_FAILURE(StartLeashd(floor));
   }
-
-  RunResult Leash(const std::vector<std::string>& args) {
-    auto result = leashd_->Cli(args);
-    EXPECT_TRUE(result.ok()) << result.status();
-    return result.ok() ? *result : RunResult();
-  }
-
-  std::string WriteProfile(const std::string& name, const std::string& yaml) {
-    const std::string path = files_->Join(name + ".yaml");
-    std::ofstream(path) << yaml;
-    return path;
-  }
-
-  std::unique_ptr<LeashdInstance> leashd_;
 };
 
 TEST_F(EntriesTest, ListShowsEachEntryWithItsTierAndFileAlsoInJson) {
@@ -101,7 +76,7 @@ TEST_F(EntriesTest, RemoveOfAnAllowTightensAndKeepsTheFilesCommentsAndIsInForce)
   RunResult removed = Leash({"net", "remove", "extra.example"});
   EXPECT_EQ(removed.exit_code, 0) << removed.out;
   EXPECT_THAT(removed.out, HasSubstr("written"));
-  const std::string floor = ReadFile(leashd_->config_path());
+  const std::string floor = ReadAll(leashd_->config_path());
   EXPECT_THAT(floor, HasSubstr("# the host's floor: ask before loosening\n"));
   EXPECT_THAT(floor, HasSubstr("network: { mode: whitelist, allow: [\"floor.example\"], "
                                "deny: [\"bad.example\"] }  # web\n"));
@@ -115,7 +90,7 @@ TEST_F(EntriesTest, RemoveOfAnAllowTightensAndKeepsTheFilesCommentsAndIsInForce)
 }
 
 TEST_F(EntriesTest, RemoveOfADenyIsRefusedNamingItsAckAndTheAckedRerunIsInForce) {
-  const std::string floor_before = ReadFile(leashd_->config_path());
+  const std::string floor_before = ReadAll(leashd_->config_path());
   RunResult refused = Leash({"cmd", "remove", "ssh"});
   EXPECT_EQ(refused.exit_code, 1) << refused.out;
   EXPECT_THAT(refused.out, HasSubstr("refused (loosening): removing 'ssh' from the floor's "
@@ -124,7 +99,7 @@ TEST_F(EntriesTest, RemoveOfADenyIsRefusedNamingItsAckAndTheAckedRerunIsInForce)
   EXPECT_THAT(refused.out, HasSubstr("      --ack 'unset.deny:commands:ssh'\n"));
   EXPECT_THAT(refused.out, HasSubstr("re-run with consent:\n  sudo leash commands remove ssh "
                                      "--ack 'unset.deny:commands:ssh'\n"));
-  EXPECT_EQ(ReadFile(leashd_->config_path()), floor_before);
+  EXPECT_EQ(ReadAll(leashd_->config_path()), floor_before);
   RunResult json = Leash({"cmd", "remove", "ssh", "--json"});
   EXPECT_EQ(json.exit_code, 1);
   EXPECT_THAT(json.out, HasSubstr("\"ack_token\":\"unset.deny:commands:ssh\""));
@@ -133,7 +108,7 @@ TEST_F(EntriesTest, RemoveOfADenyIsRefusedNamingItsAckAndTheAckedRerunIsInForce)
   EXPECT_EQ(blocked.exit_code, 1) << blocked.out;
   RunResult acked = Leash({"cmd", "remove", "ssh", "--ack", "unset.deny:commands:ssh"});
   EXPECT_EQ(acked.exit_code, 0) << acked.out;
-  const std::string floor = ReadFile(leashd_->config_path());
+  const std::string floor = ReadAll(leashd_->config_path());
   EXPECT_THAT(floor, Not(HasSubstr("ssh")));
   EXPECT_THAT(floor, HasSubstr("  deny:\n    - nc\nlogging:"));
   RunResult allowed = Leash({"check", "cmd", "/usr/bin/ssh"});

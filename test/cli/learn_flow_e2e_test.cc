@@ -8,10 +8,6 @@
 // of the audit profile). Then the same workload runs with no block at all, and what lies
 // outside the suggestion (another file, command, port and tool) is blocked and logged as
 // enforced.
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -21,13 +17,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "leash/v1/decision.pb.h"
-#include "test/cli/hello_server.h"
-#include "test/fixtures/root_fixture.h"
+#include "test/cli/workload_fixture.h"
 #include "test/fixtures/subprocess.h"
 #include "test/leashd/leashd_fixture.h"
 
@@ -76,110 +70,31 @@ std::vector<Line> LinesOf(const std::string& text, size_t from, uid_t uid) {
   return out;
 }
 
-class LearnFlowTest : public RootTest {
+class LearnFlowTest : public WorkloadTest {
  protected:
   void SetUp() override {
-    RootTest::SetUp();
+    WorkloadTest::SetUp();
     if (!Ready()) return;
-    ASSERT_TRUE(ns_->AddVethPair({"192.0.2.10/24"}, {"192.0.2.11/24"}).ok());
-    ASSERT_NE(MountTmpfs(), nullptr);
-    user_ = AddAccount("llf" + RunTag());
-    ASSERT_NE(user_, nullptr);
-    agent_ = AddAccount("leash-lfa" + RunTag());
-    ASSERT_NE(agent_, nullptr);
-    ASSERT_NE(MakeFiles("llearn"), nullptr);
-
-    // The agent's world on the watched tmpfs: a work tree, a file beside it, three programs.
-    const std::string& root = fs_->path();
-    for (const char* dir : {"/work", "/work/sub", "/bin"}) {
-      ASSERT_EQ(mkdir((root + dir).c_str(), 0755), 0) << dir;
-    }
-    for (const char* file : {"/work/a.txt", "/work/b.txt", "/work/c.txt", "/work/sub/d.txt",
-                             "/outside.txt"}) {
-      std::ofstream(root + file) << "text\n";
-      chmod((root + file).c_str(), 0644);
-    }
-    for (const char* program : {"/bin/tool-one", "/bin/tool-two", "/bin/tool-three"}) {
-      ASSERT_TRUE(RunOk({"cp", "/bin/true", root + program}).ok());
-      chmod((root + program).c_str(), 0755);
-    }
-    std::ofstream(files_->Join("server.py")) << kHelloServerPy;
-    for (const char* port : {"8080", "8081"}) {
-      auto server = Background::Start(
-          ns_->ExecSharingMounts({"/usr/bin/python3", files_->Join("server.py"), port}));
-      ASSERT_TRUE(server.ok()) << server.status();
-      servers_.push_back(*std::move(server));
-    }
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          auto listening = ns_->Run({"ss", "-Hltn", "sport = :8080 or sport = :8081"});
-          return listening.ok() && absl::StrContains(listening->out, ":8080") &&
-                 absl::StrContains(listening->out, ":8081");
-        },
-        absl::Seconds(30)));
-
+    ASSERT_NO_FATAL_FAILURE(MakeHost("llf", {"leash-lfa"}, "llearn"));
+    ASSERT_NO_FATAL_FAILURE(MakeWorld());
     // A narrow whitelist on every surface: of the workload it allows only the first command
     // (and the programs' files, which an exec also opens) and the tool read_file; everything
     // else the workload does is a would-be block under audit. The floor itself audits two
     // surfaces (root writes it: no ack), the agent's profile the other two.
-    const std::string floor = absl::StrCat(
-        "user: ", user_->name(), "\nfail_mode: closed\n",
+    const std::string& root = fs_->path();
+    ASSERT_NO_FATAL_FAILURE(StartLeashd(Floor(absl::StrCat(
         "network: { mode: whitelist, allow: [\"192.0.2.99/32\"], deny: [], audit: true }\n",
         "filesystem: { mode: whitelist, allow: [\"", root, "/bin\"], deny: [] }\n",
         "commands: { mode: whitelist, allow: [\"", root, "/bin/tool-one\"], deny: [] }\n",
-        "tools: { mode: whitelist, allow: [\"read_file\"], deny: [], audit: true }\n",
-        "logging: { level: info, decisions: ", decisions(), " }\n");
-    auto leashd = LeashdInstance::Start(floor, *ns_, fs_->path());
-    ASSERT_TRUE(leashd.ok()) << leashd.status();
-    leashd_ = *std::move(leashd);
+        "tools: { mode: whitelist, allow: [\"read_file\"], deny: [], audit: true }\n"))));
   }
 
-  std::string decisions() const { return files_->Join("decisions.jsonl"); }
   std::string stream() const { return files_->Join("stream.jsonl"); }
-
-  // `leash <args>` against this leashd.
-  std::vector<std::string> LeashArgs(const std::vector<std::string>& args) const {
-    std::vector<std::string> argv = {RunfilePath("cli/leash"),
-                                     "--config=" + leashd_->config_path(),
-                                     "--socket=" + leashd_->admin_socket()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return argv;
-  }
-
-  RunResult Leash(const std::vector<std::string>& args) {
-    auto run = leash::testing::Run(LeashArgs(args), absl::Seconds(120));
-    EXPECT_TRUE(run.ok()) << run.status();
-    return run.ok() ? *run : RunResult();
-  }
-
-  // The harness's call for the agent, as `leash tool check` makes it; its exit code.
-  int ToolCheck(const std::string& tool) {
-    return Leash({"tool", "check", tool, "--account", agent_->name(),
-                  "--tools-socket=" + leashd_->tools_socket(), "--inputs", "{}"})
-        .exit_code;
-  }
-
-  RunResult AsAgent(const std::string& script) {
-    auto run = leash::testing::Run(
-        ns_->ExecSharingMounts(agent_->AsUser({"/usr/bin/python3", "-c", script})),
-        absl::Seconds(60));
-    EXPECT_TRUE(run.ok()) << run.status();
-    return run.ok() ? *run : RunResult();
-  }
 
   // The workload: an HTTP request, a file tree read in, two commands, one tool call. Each
   // must succeed; the script stops at the first that does not.
   void Workload(const std::string& when) {
-    const std::string& root = fs_->path();
-    RunResult run = AsAgent(absl::StrCat(
-        "import subprocess, urllib.request\n",
-        "print('http', urllib.request.urlopen('http://192.0.2.11:8080/', timeout=10).read()"
-        ".decode().strip())\n",
-        "for f in ['a.txt', 'b.txt', 'c.txt', 'sub/d.txt']:\n",
-        "  open('", root, "/work/' + f).read()\n",
-        "subprocess.run(['", root, "/bin/tool-one'], check=True)\n",
-        "subprocess.run(['", root, "/bin/tool-two'], check=True)\n",
-        "print('workload done')\n"));
+    RunResult run = AsAgent(WorkloadScript());
     EXPECT_EQ(run.exit_code, 0) << when << "\n" << run.out;
     EXPECT_THAT(run.out, HasSubstr("http hello")) << when;
     EXPECT_THAT(run.out, HasSubstr("workload done")) << when;
@@ -224,11 +139,6 @@ class LearnFlowTest : public RootTest {
     }
     return true;
   }
-
-  const TestAccount* user_ = nullptr;
-  const TestAccount* agent_ = nullptr;
-  std::vector<Background> servers_;
-  std::unique_ptr<LeashdInstance> leashd_;
 };
 
 bool IsWouldBeBlock(const Line& line) { return line.Block() && line.NotEnforced(); }
@@ -240,9 +150,9 @@ TEST_F(LearnFlowTest, ObserveSuggestBindThenTheWorkloadRunsUnblockedAndTheRestIs
 
   // 1. Every surface in audit: network and tools by the floor, files and commands by the
   // agent's profile, with the acks turning audit on takes.
-  std::ofstream(files_->Join("observe.yaml"))
-      << "filesystem: { audit: true }\ncommands: { audit: true }\n";
-  RunResult saved = Leash({"profile", "save", "observe", "--from", files_->Join("observe.yaml")});
+  const std::string observe =
+      WriteProfile("observe", "filesystem: { audit: true }\ncommands: { audit: true }\n");
+  RunResult saved = Leash({"profile", "save", "observe", "--from", observe});
   ASSERT_EQ(saved.exit_code, 0) << saved.out;
   RunResult bound = Leash({"bind", "agent:" + agent_->name(), "observe", "--ack",
                            "filesystem.audit:true", "--ack", "commands.audit:true"});
@@ -251,7 +161,7 @@ TEST_F(LearnFlowTest, ObserveSuggestBindThenTheWorkloadRunsUnblockedAndTheRestIs
   // 2. The live stream, from before the workload: --tail 0 replays nothing, so the marker's
   // line reaching it shows it subscribed. The log is compared from the same point (leashd's
   // start wrote the agent's onboarding lines before it).
-  const size_t log_start = ReadAll(decisions()).size();
+  const size_t log_start = LogSize();
   auto follow = Background::Start(
       LeashArgs({"logs", "--follow", "--json", "--account", agent_->name(), "--tail", "0"}),
       stream());
@@ -331,10 +241,7 @@ TEST_F(LearnFlowTest, ObserveSuggestBindThenTheWorkloadRunsUnblockedAndTheRestIs
                             "audit: true"}) {
     EXPECT_THAT(fragment, ::testing::Not(HasSubstr(never))) << fragment;
   }
-  std::vector<std::string> commands;
-  for (absl::string_view line : absl::StrSplit(fragment, '\n')) {
-    if (absl::ConsumePrefix(&line, "#   sudo leash ")) commands.emplace_back(line);
-  }
+  const std::vector<std::string> commands = PrintedCommands(fragment);
   ASSERT_EQ(commands.size(), 2u) << fragment;
   EXPECT_THAT(commands[0], ::testing::StartsWith(absl::StrCat("profile save ", profile)));
   EXPECT_THAT(commands[1],
@@ -345,18 +252,10 @@ TEST_F(LearnFlowTest, ObserveSuggestBindThenTheWorkloadRunsUnblockedAndTheRestIs
         std::string("tools.allow:search_web")}) {
     EXPECT_THAT(commands[1], HasSubstr(absl::StrCat("--ack '", ack, "'"))) << fragment;
   }
-  for (const std::string& command : commands) {
-    auto run = leash::testing::Run(
-        {"bash", "-c",
-         absl::StrCat("cd ", files_->path(), " && ", absl::StrJoin(LeashArgs({}), " "), " ",
-                      command)},
-        absl::Seconds(120));
-    ASSERT_TRUE(run.ok()) << run.status();
-    ASSERT_EQ(run->exit_code, 0) << command << "\n" << run->out;
-  }
+  for (const std::string& command : commands) ASSERT_NO_FATAL_FAILURE(LeashAsPrinted(command));
 
   // 6. The same workload: it all succeeds and nothing is blocked, in the log or the stream.
-  const size_t log_mark = ReadAll(decisions()).size();
+  const size_t log_mark = LogSize();
   const size_t stream_mark = ReadAll(stream()).size();
   Workload("under the suggested profile");
   // Every action of it is decided, and allowed, after the mark.
@@ -378,17 +277,9 @@ TEST_F(LearnFlowTest, ObserveSuggestBindThenTheWorkloadRunsUnblockedAndTheRestIs
   EXPECT_THAT(blocks, IsEmpty());
 
   // 7. What lies outside the suggestion is blocked, for real, and logged as enforced.
-  const size_t log_outside = ReadAll(decisions()).size();
+  const size_t log_outside = LogSize();
   const size_t stream_outside = ReadAll(stream()).size();
-  RunResult outside = AsAgent(absl::StrCat(
-      "import subprocess, urllib.request\n",
-      "try:\n  open('", root, "/outside.txt').read(); print('file allowed')\n",
-      "except PermissionError: print('file refused')\n",
-      "try:\n  subprocess.run(['", root, "/bin/tool-three'], check=True); print('exec allowed')\n",
-      "except PermissionError: print('exec refused')\n",
-      "try:\n  urllib.request.urlopen('http://192.0.2.11:8081/', timeout=10).read(); "
-      "print('port allowed')\n",
-      "except Exception: print('port refused')\n"));
+  RunResult outside = AsAgent(OutsideScript());
   for (const char* said : {"file refused", "exec refused", "port refused"}) {
     EXPECT_THAT(outside.out, HasSubstr(said));
   }

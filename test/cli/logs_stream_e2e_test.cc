@@ -3,11 +3,7 @@
 // for it is blocked by leashd's tools service; each block reaches it within a bound, with no
 // allow line and no other account's. Then the log is replayed from a ref and from a time. A
 // watcher that stops reading loses lines, counted and told, and holds nothing up.
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <csignal>
-#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -18,8 +14,8 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
+#include "test/leashd/agent_fixture.h"
 #include "test/leashd/leashd_fixture.h"
 
 namespace leash::testing {
@@ -31,109 +27,40 @@ using ::testing::HasSubstr;
 // batching, the feed, the hub and one gRPC message, on a loaded shared test machine.
 constexpr absl::Duration kBound = absl::Seconds(5);
 
-class LogsStreamTest : public RootTest {
+class LogsStreamTest : public AgentTest {
  protected:
   void SetUp() override {
-    RootTest::SetUp();
+    AgentTest::SetUp();
     if (!Ready()) return;
-    ASSERT_TRUE(ns_->AddVethPair({"192.0.2.10/24"}, {"192.0.2.11/24"}).ok());
-    ASSERT_NE(MountTmpfs(), nullptr);
-    user_ = AddAccount("lls" + RunTag());
-    ASSERT_NE(user_, nullptr);
-    for (const char* prefix : {"leash-lla", "leash-llb"}) {
-      agents_.push_back(AddAccount(prefix + RunTag()));
-      ASSERT_NE(agents_.back(), nullptr);
-    }
-    ASSERT_NE(MakeFiles("llogs"), nullptr);
+    ASSERT_NO_FATAL_FAILURE(MakeHost("lls", {"leash-lla", "leash-llb"}, "llogs"));
+    ASSERT_NO_FATAL_FAILURE(
+        MakeTree({"/secret", "/bin"}, {"/secret/key.txt"}, {"/bin/forbidden"}));
     const std::string& root = fs_->path();
-    for (const char* dir : {"/secret", "/bin"}) {
-      ASSERT_EQ(mkdir((root + dir).c_str(), 0755), 0) << dir;
-    }
-    std::ofstream(root + "/secret/key.txt") << "key\n";
-    chmod((root + "/secret/key.txt").c_str(), 0644);
-    ASSERT_TRUE(RunOk({"cp", "/bin/true", root + "/bin/forbidden"}).ok());
-    chmod((root + "/bin/forbidden").c_str(), 0755);
-
-    const std::string floor = absl::StrCat(
-        "user: ", user_->name(), "\nfail_mode: closed\n",
+    ASSERT_NO_FATAL_FAILURE(StartLeashd(Floor(absl::StrCat(
         "network: { mode: whitelist, allow: [\"192.0.2.99/32\"], deny: [] }\n",
         "filesystem: { mode: blacklist, allow: [], deny: [\"", root, "/secret\"] }\n",
         "commands: { mode: blacklist, allow: [], deny: [\"", root, "/bin/forbidden\"] }\n",
-        "tools: { mode: whitelist, allow: [\"read_file\"], deny: [] }\n",
-        "logging: { level: info, decisions: ", decisions(), " }\n");
-    auto leashd = LeashdInstance::Start(floor, *ns_, fs_->path());
-    ASSERT_TRUE(leashd.ok()) << leashd.status();
-    leashd_ = *std::move(leashd);
+        "tools: { mode: whitelist, allow: [\"read_file\"], deny: [] }\n"))));
   }
-
-  std::string decisions() const { return files_->Join("decisions.jsonl"); }
-  const TestAccount& agent() const { return *agents_[0]; }
-
-  // `leash <args>` against this leashd.
-  std::vector<std::string> LeashArgs(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {RunfilePath("cli/leash"),
-                                     "--config=" + leashd_->config_path(),
-                                     "--socket=" + leashd_->admin_socket()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return argv;
-  }
-
-  RunResult ToolCheck(const std::string& tool, const std::string& account) {
-    auto run = leash::testing::Run(LeashArgs({"tool", "check", tool, "--account", account,
-                              "--tools-socket=" + leashd_->tools_socket(), "--inputs", "{}"}));
-    EXPECT_TRUE(run.ok()) << run.status();
-    return run.ok() ? *run : RunResult();
-  }
-
-  RunResult AsAgent(const TestAccount& who, const std::string& script) {
-    auto run = leash::testing::Run(ns_->ExecSharingMounts(who.AsUser({"/usr/bin/python3", "-c", script})),
-                   absl::Seconds(60));
-    EXPECT_TRUE(run.ok()) << run.status();
-    return run.ok() ? *run : RunResult();
-  }
-
-  // Waits until `path` holds a line containing every one of `words`; that line.
-  std::string WaitForLine(const std::string& path, const std::vector<std::string>& words,
-                          absl::Duration timeout) {
-    std::string found;
-    WaitFor(
-        [&] {
-          for (absl::string_view line : absl::StrSplit(ReadAll(path), '\n', absl::SkipEmpty())) {
-            bool all = true;
-            for (const std::string& w : words) all = all && absl::StrContains(line, w);
-            if (all) {
-              found = std::string(line);
-              return true;
-            }
-          }
-          return false;
-        },
-        timeout);
-    return found;
-  }
-
-  const TestAccount* user_ = nullptr;
-  std::vector<const TestAccount*> agents_;
-  std::unique_ptr<LeashdInstance> leashd_;
 };
 
 TEST_F(LogsStreamTest, EveryBlockArrivesLiveAndReplaysFromARefAndATime) {
   const std::string root = fs_->path();
   // A block before the watcher starts: its replay (--tail 1) shows the watcher is subscribed.
-  ASSERT_EQ(ToolCheck("before_watch", agent().name()).exit_code, 1);
+  ASSERT_EQ(ToolCheck("before_watch"), 1);
   ASSERT_TRUE(WaitFor([&] { return absl::StrContains(ReadAll(decisions()), "before_watch"); },
                       absl::Seconds(10)));
   const std::string out = files_->Join("follow.jsonl");
   auto follow = Background::Start(LeashArgs({"logs", "--follow", "--action", "block",
-                                             "--account", agent().name(), "--tail", "1",
+                                             "--account", agent_->name(), "--tail", "1",
                                              "--json"}),
                                   out);
   ASSERT_TRUE(follow.ok()) << follow.status();
   ASSERT_FALSE(WaitForLine(out, {"before_watch"}, absl::Seconds(20)).empty()) << ReadAll(out);
 
   // The other agent's block and this agent's allow must not reach this watcher.
-  ASSERT_EQ(ToolCheck("other_agents_tool", agents_[1]->name()).exit_code, 1);
-  ASSERT_EQ(ToolCheck("read_file", agent().name()).exit_code, 0);
+  ASSERT_EQ(ToolCheck("other_agents_tool", agents_[1]), 1);
+  ASSERT_EQ(ToolCheck("read_file"), 0);
 
   struct Action {
     const char* surface;
@@ -143,27 +70,26 @@ TEST_F(LogsStreamTest, EveryBlockArrivesLiveAndReplaysFromARefAndATime) {
   std::vector<Action> actions = {
       {"filesystem", root + "/secret/key.txt",
        [&] {
-         RunResult r = AsAgent(agent(), absl::StrCat(
+         RunResult r = AsAgent(absl::StrCat(
              "try:\n  open('", root, "/secret/key.txt').read()\n  print('read')\n"
              "except PermissionError:\n  print('refused')\n"));
          EXPECT_THAT(r.out, HasSubstr("refused"));
        }},
       {"commands", root + "/bin/forbidden",
        [&] {
-         RunResult r = AsAgent(agent(), absl::StrCat(
+         RunResult r = AsAgent(absl::StrCat(
              "import subprocess\ntry:\n  subprocess.run(['", root, "/bin/forbidden'])\n"
              "  print('ran')\nexcept PermissionError:\n  print('refused')\n"));
          EXPECT_THAT(r.out, HasSubstr("refused"));
        }},
       {"network", "192.0.2.11",
        [&] {
-         AsAgent(agent(),
-                 "import socket\ns = socket.create_connection(('192.0.2.11', 8080), timeout=5)\n"
+         AsAgent("import socket\ns = socket.create_connection(('192.0.2.11', 8080), timeout=5)\n"
                  "try:\n  s.sendall(b'GET / HTTP/1.0\\r\\nHost: 192.0.2.11\\r\\n\\r\\n')\n"
                  "  s.recv(10)\nexcept OSError:\n  pass\n");
        }},
       {"tools", "forbidden_tool",
-       [&] { EXPECT_EQ(ToolCheck("forbidden_tool", agent().name()).exit_code, 1); }},
+       [&] { EXPECT_EQ(ToolCheck("forbidden_tool"), 1); }},
   };
   std::vector<std::string> refs;
   for (const Action& action : actions) {
@@ -183,13 +109,13 @@ TEST_F(LogsStreamTest, EveryBlockArrivesLiveAndReplaysFromARefAndATime) {
   EXPECT_THAT(streamed, ::testing::Not(HasSubstr("\"action\":\"allow\"")));
   EXPECT_THAT(streamed, ::testing::Not(HasSubstr("other_agents_tool")));
   for (absl::string_view line : absl::StrSplit(streamed, '\n', absl::SkipEmpty())) {
-    EXPECT_THAT(std::string(line), HasSubstr(absl::StrCat("\"uid\":", agent().uid(), ",")));
+    EXPECT_THAT(std::string(line), HasSubstr(absl::StrCat("\"uid\":", agent_->uid(), ",")));
   }
   follow->Signal(SIGTERM);
 
   // Replay from the exec's ref: that line and the two after it, nothing before.
-  auto from_ref = leash::testing::Run(LeashArgs({"logs", "--ref", refs[1], "--action", "block", "--account",
-                                 agent().name(), "--json"}));
+  auto from_ref = leash::testing::Run(LeashArgs(
+      {"logs", "--ref", refs[1], "--action", "block", "--account", agent_->name(), "--json"}));
   ASSERT_TRUE(from_ref.ok());
   ASSERT_EQ(from_ref->exit_code, 0) << from_ref->out;
   EXPECT_THAT(from_ref->out, ::testing::Not(HasSubstr(refs[0])));
@@ -206,11 +132,12 @@ TEST_F(LogsStreamTest, EveryBlockArrivesLiveAndReplaysFromARefAndATime) {
     }
   }
   ASSERT_FALSE(tool_ts.empty()) << log;
-  auto since = leash::testing::Run(LeashArgs({"logs", "--since", tool_ts, "--account", agent().name(),
-                              "--action", "block"}));
+  auto since = leash::testing::Run(LeashArgs(
+      {"logs", "--since", tool_ts, "--account", agent_->name(), "--action", "block"}));
   ASSERT_TRUE(since.ok());
   ASSERT_EQ(since->exit_code, 0) << since->out;
-  EXPECT_THAT(since->out, HasSubstr(absl::StrCat(agent().name(), "  tools  BLOCK  forbidden_tool")));
+  EXPECT_THAT(since->out,
+              HasSubstr(absl::StrCat(agent_->name(), "  tools  BLOCK  forbidden_tool")));
   EXPECT_THAT(since->out, HasSubstr(absl::StrCat("ref=", refs[3])));
   EXPECT_THAT(since->out, ::testing::Not(HasSubstr(refs[0])));
 
@@ -227,15 +154,15 @@ TEST_F(LogsStreamTest, EveryBlockArrivesLiveAndReplaysFromARefAndATime) {
 TEST_F(LogsStreamTest, AStoppedWatcherLosesCountedLinesAndHoldsNothingUp) {
   const std::string root = fs_->path();
   const std::string out = files_->Join("stalled.txt");
-  ASSERT_EQ(ToolCheck("before_watch", agent().name()).exit_code, 1);
+  ASSERT_EQ(ToolCheck("before_watch"), 1);
   auto follow = Background::Start(
-      LeashArgs({"logs", "--follow", "--account", agent().name(), "--tail", "1"}), out);
+      LeashArgs({"logs", "--follow", "--account", agent_->name(), "--tail", "1"}), out);
   ASSERT_TRUE(follow.ok()) << follow.status();
   ASSERT_FALSE(WaitForLine(out, {"before_watch"}, absl::Seconds(20)).empty()) << ReadAll(out);
   ASSERT_TRUE(follow->Signal(SIGSTOP));
 
   constexpr int kOpens = 20000;
-  RunResult r = AsAgent(agent(), absl::StrCat(
+  RunResult r = AsAgent(absl::StrCat(
       "refused = 0\nfor i in range(", kOpens, "):\n  try:\n    open('", root,
       "/secret/key.txt').close()\n  except PermissionError:\n    refused += 1\n",
       "print('refused', refused)\n"));
@@ -259,7 +186,7 @@ TEST_F(LogsStreamTest, AStoppedWatcherLosesCountedLinesAndHoldsNothingUp) {
                    .empty())
       << ReadAll(out).substr(0, 2000);
   // And it is live again: a new block arrives after the loss.
-  ASSERT_EQ(ToolCheck("after_the_stall", agent().name()).exit_code, 1);
+  ASSERT_EQ(ToolCheck("after_the_stall"), 1);
   EXPECT_FALSE(WaitForLine(out, {"after_the_stall"}, absl::Seconds(30)).empty());
 }
 

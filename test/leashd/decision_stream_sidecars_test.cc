@@ -8,10 +8,6 @@
 // the log file has every block line (the durable record), the stalled watcher lost lines and
 // was told how many, and what it received and was told it lost add up to every line leashd
 // was sent.
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,8 +18,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
+#include "test/leashd/agent_fixture.h"
 #include "test/leashd/leashd_fixture.h"
 #include "test/leashd/stalled_watcher.h"
 
@@ -95,50 +91,34 @@ LogCount Count(absl::string_view text, uint32_t uid, const std::string& denied_f
   return count;
 }
 
-class DecisionStreamSidecarsTest : public RootTest {
+class DecisionStreamSidecarsTest : public AgentTest {
  protected:
   void SetUp() override {
-    RootTest::SetUp();
+    AgentTest::SetUp();
     if (!Ready()) return;
-    ASSERT_TRUE(ns_->AddVethPair({"192.0.2.10/24"}, {"192.0.2.11/24"}).ok());
-    ASSERT_NE(MountTmpfs(), nullptr);
-    user_ = AddAccount("ldl" + RunTag());
-    ASSERT_NE(user_, nullptr);
-    agent_ = AddAccount("leash-ldl" + RunTag());
-    ASSERT_NE(agent_, nullptr);
-    ASSERT_NE(MakeFiles("ldload"), nullptr);
+    ASSERT_NO_FATAL_FAILURE(MakeHost("ldl", {"leash-ldl"}, "ldload"));
+    ASSERT_NO_FATAL_FAILURE(MakeTree({"/secret"}, {"/secret/key.txt"}, {}));
     const std::string& root = fs_->path();
-    ASSERT_EQ(mkdir((root + "/secret").c_str(), 0755), 0);
     denied_ = root + "/secret/key.txt";
-    std::ofstream(denied_) << "key\n";
-    chmod(denied_.c_str(), 0644);
     // A copy the agent can run (the runfiles tree may sit under a folder only its owner may
     // enter), outside the marked tmpfs.
     agent_binary_ = files_->Join("decision_load_agent");
     ASSERT_TRUE(RunOk({"cp", RunfilePath("test/leashd/decision_load_agent"), agent_binary_}).ok());
-
-    const std::string floor = absl::StrCat(
-        "user: ", user_->name(), "\nfail_mode: closed\n",
+    ASSERT_NO_FATAL_FAILURE(StartLeashd(Floor(absl::StrCat(
         "network: { mode: whitelist, allow: [\"192.0.2.99/32\"], deny: [] }\n",
         "filesystem: { mode: blacklist, allow: [], deny: [\"", root, "/secret\"] }\n",
         "commands: { mode: blacklist, allow: [], deny: [] }\n",
-        "tools: { mode: whitelist, allow: [\"read_file\"], deny: [] }\n",
-        "logging: { level: info, decisions: ", decisions(), " }\n");
-    auto leashd = LeashdInstance::Start(floor, *ns_, root);
-    ASSERT_TRUE(leashd.ok()) << leashd.status();
-    leashd_ = *std::move(leashd);
+        "tools: { mode: whitelist, allow: [\"read_file\"], deny: [] }\n"))));
   }
-
-  std::string decisions() const { return files_->Join("decisions.jsonl"); }
 
   // Waits until the decision log has not grown for `quiet`; its size then.
   size_t SettledLogSize(absl::Duration quiet, absl::Duration timeout) {
-    size_t size = ReadAll(decisions()).size();
+    size_t size = LogSize();
     absl::Time same_since = absl::Now();
     const absl::Time deadline = absl::Now() + timeout;
     while (absl::Now() < deadline) {
       absl::SleepFor(absl::Milliseconds(100));
-      const size_t now = ReadAll(decisions()).size();
+      const size_t now = LogSize();
       if (now != size) {
         size = now;
         same_since = absl::Now();
@@ -149,10 +129,7 @@ class DecisionStreamSidecarsTest : public RootTest {
     return size;
   }
 
-  const TestAccount* user_ = nullptr;
-  const TestAccount* agent_ = nullptr;
   std::string denied_, agent_binary_;
-  std::unique_ptr<LeashdInstance> leashd_;
 };
 
 TEST_F(DecisionStreamSidecarsTest, BothSidecarsAnswerEveryDecisionWhileWatchersStallAndDropsAreCounted) {
@@ -163,7 +140,7 @@ TEST_F(DecisionStreamSidecarsTest, BothSidecarsAnswerEveryDecisionWhileWatchersS
   ASSERT_TRUE(slow.ok()) << slow.status();
   auto never = StalledWatcher::Start(leashd_->admin_socket());
   ASSERT_TRUE(never.ok()) << never.status();
-  const size_t from = ReadAll(decisions()).size();
+  const size_t from = LogSize();
 
   // The agent, both watchers stalled the whole time.
   auto run = leash::testing::Run(ns_->ExecSharingMounts(agent_->AsUser(

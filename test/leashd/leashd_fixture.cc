@@ -160,10 +160,15 @@ absl::StatusOr<int> LeashdInstance::WaitForExit(absl::Duration timeout) {
   return status;
 }
 
-absl::StatusOr<RunResult> LeashdInstance::Cli(const std::vector<std::string>& args) {
+std::vector<std::string> LeashdInstance::CliArgv(const std::vector<std::string>& args) const {
   std::vector<std::string> argv = {RunfilePath("cli/leash"), "--config=" + config_,
                                    "--socket=" + admin_socket()};
   argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+absl::StatusOr<RunResult> LeashdInstance::Cli(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = CliArgv(args);
   if (accounts_ != nullptr) {
     // The CLI reads accounts too (the configured user): it sees leashd's view, in leashd's
     // mount namespace while leashd runs, in one of its own otherwise.

@@ -50,6 +50,9 @@ class LeashdInstance {
   const std::vector<std::string>& argv() const { return argv_; }
   // `leash <args>` against this instance (config and socket filled in), as root.
   absl::StatusOr<RunResult> Cli(const std::vector<std::string>& args);
+  // Cli's command line before any account view's namespace: for a `leash` run in the
+  // background or through a shell.
+  std::vector<std::string> CliArgv(const std::vector<std::string>& args) const;
   // Shows the running leashd what its account view now holds (after Show/Hide), as useradd
   // and userdel on the host would.
   absl::Status PublishAccounts();
