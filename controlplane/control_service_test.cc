@@ -65,6 +65,25 @@ class ControlServiceTest : public ::testing::Test {
 
   std::string Config() const { return dir_.root() + "/leash.yaml"; }
 
+  // A profile saved and a binding written with no reconcile pass after them: where a test
+  // starts from.
+  grpc::Status SaveUnreconciled(const std::string& name, const std::string& yaml,
+                                leash::v1::PolicyWriteResponse* response) {
+    leash::v1::SaveProfileRequest save;
+    save.set_name(name);
+    save.set_yaml(yaml);
+    save.set_no_reconcile(true);
+    return service_.SaveProfile(nullptr, &save, response);
+  }
+  grpc::Status BindUnreconciled(const std::string& scope, const std::string& profile,
+                                leash::v1::PolicyWriteResponse* response) {
+    leash::v1::BindRequest bind;
+    bind.set_scope(scope);
+    bind.set_profile(profile);
+    bind.set_no_reconcile(true);
+    return service_.Bind(nullptr, &bind, response);
+  }
+
   ControlDeps Deps() {
     ControlDeps deps;
     deps.config_path = Config();
@@ -235,12 +254,8 @@ TEST_F(ControlServiceTest, CheckOnAnAccountLeashdDoesNotEnforceIsNotFoundNamingI
 // "The policy is on disk and not in force" is never reported as success: a write is followed by
 // one reconcile whose report comes back; with no_reconcile, none runs.
 TEST_F(ControlServiceTest, AWriteIsAnsweredWithTheReconcileThatFollowedIt) {
-  leash::v1::SaveProfileRequest save;
-  save.set_name("web-research");
-  save.set_yaml("network: {allow: [github.com]}\n");
-  save.set_no_reconcile(true);
   leash::v1::PolicyWriteResponse saved;
-  ASSERT_TRUE(service_.SaveProfile(nullptr, &save, &saved).ok());
+  ASSERT_TRUE(SaveUnreconciled("web-research", "network: {allow: [github.com]}\n", &saved).ok());
   EXPECT_TRUE(saved.written());
   EXPECT_FALSE(saved.has_reconcile());
   EXPECT_EQ(loop_.passes(), 0u);
@@ -263,18 +278,10 @@ TEST_F(ControlServiceTest, AWriteIsAnsweredWithTheReconcileThatFollowedIt) {
 // An unbind removes the binding, records in the ledger who asked (with no socket, only the
 // client's claim), and is answered with the reconcile that followed it.
 TEST_F(ControlServiceTest, AnUnbindRemovesTheBindingRecordsWhoAskedAndReconciles) {
-  leash::v1::SaveProfileRequest save;
-  save.set_name("web-research");
-  save.set_yaml("network: {allow: [github.com]}\n");
-  save.set_no_reconcile(true);
   leash::v1::PolicyWriteResponse saved;
-  ASSERT_TRUE(service_.SaveProfile(nullptr, &save, &saved).ok());
-  leash::v1::BindRequest bind;
-  bind.set_scope("agent:leash-iris");
-  bind.set_profile("web-research");
-  bind.set_no_reconcile(true);
+  ASSERT_TRUE(SaveUnreconciled("web-research", "network: {allow: [github.com]}\n", &saved).ok());
   leash::v1::PolicyWriteResponse bound;
-  ASSERT_TRUE(service_.Bind(nullptr, &bind, &bound).ok());
+  ASSERT_TRUE(BindUnreconciled("agent:leash-iris", "web-research", &bound).ok());
   ASSERT_TRUE(bound.written());
   ASSERT_THAT(Contents(store_.bindings_path()), HasSubstr("leash-iris"));
 
@@ -381,12 +388,8 @@ TEST_F(ControlServiceTest, RemoveEntryOfADenyLoosensAndIsRefusedUntilItsAckIsGiv
 }
 
 TEST_F(ControlServiceTest, RemoveEntryNotInTheFloorIsNotFoundNamingTheProfileThatWritesIt) {
-  leash::v1::SaveProfileRequest save;
-  save.set_name("web");
-  save.set_yaml("network: {deny: [x.example]}\n");
-  save.set_no_reconcile(true);
   leash::v1::PolicyWriteResponse saved;
-  ASSERT_TRUE(service_.SaveProfile(nullptr, &save, &saved).ok());
+  ASSERT_TRUE(SaveUnreconciled("web", "network: {deny: [x.example]}\n", &saved).ok());
   ASSERT_TRUE(saved.written());
   leash::v1::RemoveEntryRequest remove;
   remove.set_surface(leash::v1::SURFACE_NETWORK);
@@ -401,17 +404,9 @@ TEST_F(ControlServiceTest, RemoveEntryNotInTheFloorIsNotFoundNamingTheProfileTha
 }
 
 TEST_F(ControlServiceTest, ListEntriesShowsEachEntryWithItsTierFileAndBindings) {
-  leash::v1::SaveProfileRequest save;
-  save.set_name("web");
-  save.set_yaml("network: {deny: [x.example]}\n");
-  save.set_no_reconcile(true);
   leash::v1::PolicyWriteResponse saved;
-  ASSERT_TRUE(service_.SaveProfile(nullptr, &save, &saved).ok());
-  leash::v1::BindRequest bind;
-  bind.set_scope("agent:leash-iris");
-  bind.set_profile("web");
-  bind.set_no_reconcile(true);
-  ASSERT_TRUE(service_.Bind(nullptr, &bind, &saved).ok());
+  ASSERT_TRUE(SaveUnreconciled("web", "network: {deny: [x.example]}\n", &saved).ok());
+  ASSERT_TRUE(BindUnreconciled("agent:leash-iris", "web", &saved).ok());
   ASSERT_TRUE(saved.written()) << saved.DebugString();
 
   leash::v1::ListEntriesRequest request;
@@ -436,17 +431,9 @@ TEST_F(ControlServiceTest, ListEntriesShowsEachEntryWithItsTierFileAndBindings) 
 // `leash profile delete` of a bound profile: refused like an unbind that loosens; with its acks
 // it happens, and `leash bindings` marks the binding DANGLING.
 TEST_F(ControlServiceTest, ProfileDeleteRefusedWhenBoundAndBindingsMarkDangling) {
-  leash::v1::SaveProfileRequest save;
-  save.set_name("web");
-  save.set_yaml("network: {deny: [x.example]}\n");
-  save.set_no_reconcile(true);
   leash::v1::PolicyWriteResponse response;
-  ASSERT_TRUE(service_.SaveProfile(nullptr, &save, &response).ok());
-  leash::v1::BindRequest bind;
-  bind.set_scope("agent:leash-iris");
-  bind.set_profile("web");
-  bind.set_no_reconcile(true);
-  ASSERT_TRUE(service_.Bind(nullptr, &bind, &response).ok());
+  ASSERT_TRUE(SaveUnreconciled("web", "network: {deny: [x.example]}\n", &response).ok());
+  ASSERT_TRUE(BindUnreconciled("agent:leash-iris", "web", &response).ok());
   const std::string profile = dir_.state() + "/profiles/web.yaml";
 
   leash::v1::DeleteProfileRequest del;
