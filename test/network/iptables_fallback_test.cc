@@ -51,16 +51,14 @@ class IptablesFallbackTest : public TrafficTest {
     if (!Ready()) return;
     absl::StatusOr<NetNamespace::Entered> entered = ns_->Enter();
     ASSERT_TRUE(entered.ok()) << entered.status();
-    absl::StatusOr<std::unique_ptr<TaggedServer>> server = TaggedServer::Start({
+    ASSERT_NO_FATAL_FAILURE(StartServer({
         {"a", "127.0.0.1", kPortA},
         {"other", "127.0.0.1", kPortOther},
         {"direct", "192.0.2.11", 443},
         {"direct", "2001:db8::11", 443},
         {"local", "127.0.0.1", 0},
         {"udp", "192.0.2.11", 0, true},
-    });
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
+    }));
     // Forced, since nf_tables answers on this machine.
     absl::StatusOr<NetfilterChoice> choice = ChooseNetfilter(NetfilterBackend::kIptables);
     ASSERT_TRUE(choice.ok()) << choice.status();
@@ -78,7 +76,6 @@ class IptablesFallbackTest : public TrafficTest {
     return out.value_or("");
   }
 
-  std::unique_ptr<TaggedServer> server_;
   std::unique_ptr<Netfilter> nf_;
   std::string notice_;
 };

@@ -50,16 +50,14 @@ class NftTrafficTest : public TrafficTest {
     if (!Ready()) return;
     absl::StatusOr<NetNamespace::Entered> entered = ns_->Enter();
     ASSERT_TRUE(entered.ok()) << entered.status();
-    absl::StatusOr<std::unique_ptr<TaggedServer>> server = TaggedServer::Start({
+    ASSERT_NO_FATAL_FAILURE(StartServer({
         {"a", "127.0.0.1", kPortA},         {"a", "::1", kPortA},
         {"b", "127.0.0.1", kPortB},         {"b", "::1", kPortB},
         {"direct", "192.0.2.11", 443},      {"direct", "2001:db8::11", 443},
         {"local", "127.0.0.1", 0},          {"local", "::1", 0},
         {"dns", "192.0.2.11", 53, true},    {"dns6", "2001:db8::11", 53, true},
         {"udp", "192.0.2.11", 0, true},     {"dns-other", "192.0.2.10", 53, true},
-    });
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
+    }));
     absl::StatusOr<std::unique_ptr<NftNetfilter>> nf = NftNetfilter::Create();
     ASSERT_TRUE(nf.ok()) << nf.status();
     nf_ = std::move(*nf);
@@ -100,7 +98,6 @@ class NftTrafficTest : public TrafficTest {
         absl::Seconds(10)));
   }
 
-  std::unique_ptr<TaggedServer> server_;
   std::vector<leash::testing::Background> servers_;
   std::unique_ptr<NftNetfilter> nf_;
   NetfilterSubject subject_a_;

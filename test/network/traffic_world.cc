@@ -62,4 +62,10 @@ std::string TrafficTest::Probe(const TestAccount* account, const std::string& pr
   return std::string(absl::StripAsciiWhitespace(run->out));
 }
 
+void TrafficTest::StartServer(std::vector<TaggedServer::Endpoint> endpoints) {
+  absl::StatusOr<std::unique_ptr<TaggedServer>> server = TaggedServer::Start(std::move(endpoints));
+  ASSERT_TRUE(server.ok()) << server.status();
+  server_ = *std::move(server);
+}
+
 }  // namespace leash::testing

@@ -8,10 +8,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "test/fixtures/root_fixture.h"
+#include "test/network/tagged_server.h"
 
 namespace leash::testing {
 
@@ -27,9 +30,13 @@ class TrafficTest : public RootTest {
                     const std::string& address, uint16_t port) const;
   // lnft_probe's path, where the test accounts can run it.
   const std::string& probe_path() const { return probe_; }
+  // Starts server_ on `endpoints`, in the network namespace the calling thread is in (a test
+  // enters ns_ first); fails the test when it cannot.
+  void StartServer(std::vector<TaggedServer::Endpoint> endpoints);
 
   const TestAccount* a_ = nullptr;
   const TestAccount* b_ = nullptr;
+  std::unique_ptr<TaggedServer> server_;
 
  private:
   std::string probe_;
