@@ -36,14 +36,9 @@ class CliTest : public AgentTest {
   void SetUp() override {
     AgentTest::SetUp();
     if (!Ready()) return;
-    ASSERT_NE(MountTmpfs(), nullptr);
     // Host accounts unique to this run, shown to leashd under the names the floor and the
     // golden output use; no other run's agents are in its view.
-    ASSERT_NE(MakeAccountView(), nullptr);
-    for (const char* name : {"lcli-user", "leash-iris", "leash-vader"}) {
-      ASSERT_NE(AddAccount(UniqueAccountName(name), name), nullptr);
-    }
-    ASSERT_NE(MakeFiles("lcli"), nullptr);
+    ASSERT_NO_FATAL_FAILURE(MakeViewedHost("lcli-user", {"leash-iris", "leash-vader"}, "lcli"));
     const std::string floor = absl::StrCat(
         "user: lcli-user\nfail_mode: closed\n",
         "network: { mode: whitelist, allow: [\"floor.example\"], deny: [\"bad.example\"] }\n",
@@ -161,7 +156,7 @@ TEST_F(CliTest, EachFloorEditIsOnDiskAndInForceWithTheModeRestated) {
   ASSERT_EQ(stat(leashd_->config_path().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0640u);
   EXPECT_EQ(st.st_uid, 0u);
-  EXPECT_EQ(st.st_gid, accounts_[0]->gid());
+  EXPECT_EQ(st.st_gid, user_->gid());
   RunResult status = Leash({"status"});
   EXPECT_THAT(status.out, HasSubstr("filesystem  whitelist       1      1"));
   EXPECT_EQ(Leash({"check", "fs", fs_->path() + "/work/a.txt"}).exit_code, 0);
@@ -415,18 +410,18 @@ TEST_F(CliTest, InboundFromARemoteHostIsDroppedShownInStatusAndServedOnlyWithIts
   const std::string server_log = files_->Join("iris-server.out");
   auto server = Background::Start(
       ns_->ExecSharingMounts(
-          accounts_[1]->AsUser({"/usr/bin/python3", "-c",
-                                "import socket, time\n"
-                                "s = socket.socket()\n"
-                                "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
-                                "s.bind(('0.0.0.0', 28080)); s.listen(8); s.settimeout(0.2)\n"
-                                "print('listening', flush=True)\n"
-                                "end = time.time() + 90\n"
-                                "while time.time() < end:\n"
-                                "    try:\n"
-                                "        c, _ = s.accept(); c.sendall(b'agent\\n'); c.close()\n"
-                                "    except OSError:\n"
-                                "        pass\n"})),
+          agent_->AsUser({"/usr/bin/python3", "-c",
+                          "import socket, time\n"
+                          "s = socket.socket()\n"
+                          "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                          "s.bind(('0.0.0.0', 28080)); s.listen(8); s.settimeout(0.2)\n"
+                          "print('listening', flush=True)\n"
+                          "end = time.time() + 90\n"
+                          "while time.time() < end:\n"
+                          "    try:\n"
+                          "        c, _ = s.accept(); c.sendall(b'agent\\n'); c.close()\n"
+                          "    except OSError:\n"
+                          "        pass\n"})),
       server_log);
   ASSERT_TRUE(server.ok()) << server.status();
   ASSERT_TRUE(WaitFor([&] { return ReadAll(server_log) == "listening\n"; }, absl::Seconds(10)))

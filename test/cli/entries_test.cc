@@ -25,12 +25,7 @@ class EntriesTest : public AgentTest {
   void SetUp() override {
     AgentTest::SetUp();
     if (!Ready()) return;
-    ASSERT_NE(MountTmpfs(), nullptr);
-    ASSERT_NE(MakeAccountView(), nullptr);
-    for (const char* name : {"lent-user", "leash-iris"}) {
-      ASSERT_NE(AddAccount(UniqueAccountName(name), name), nullptr);
-    }
-    ASSERT_NE(MakeFiles("lent"), nullptr);
+    ASSERT_NO_FATAL_FAILURE(MakeViewedHost("lent-user", {"leash-iris"}, "lent"));
     const std::string floor = absl::StrCat(
         "# the host's floor: ask before loosening\n"
         "user: lent-user\n"

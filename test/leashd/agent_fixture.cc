@@ -13,14 +13,28 @@
 namespace leash::testing {
 
 void AgentTest::MakeHost(const std::string& user_prefix,
-                             const std::vector<std::string>& agent_prefixes,
-                             const std::string& files_prefix) {
+                         const std::vector<std::string>& agent_prefixes,
+                         const std::string& files_prefix) {
   ASSERT_TRUE(ns_->AddVethPair({"192.0.2.10/24"}, {"192.0.2.11/24"}).ok());
   ASSERT_NE(MountTmpfs(), nullptr);
   user_ = AddAccount(user_prefix + RunTag());
   ASSERT_NE(user_, nullptr);
   for (const std::string& prefix : agent_prefixes) {
     agents_.push_back(AddAccount(prefix + RunTag()));
+    ASSERT_NE(agents_.back(), nullptr);
+  }
+  if (!agents_.empty()) agent_ = agents_.front();
+  ASSERT_NE(MakeFiles(files_prefix), nullptr);
+}
+
+void AgentTest::MakeViewedHost(const std::string& user, const std::vector<std::string>& agents,
+                               const std::string& files_prefix) {
+  ASSERT_NE(MountTmpfs(), nullptr);
+  ASSERT_NE(MakeAccountView(), nullptr);
+  user_ = AddAccount(UniqueAccountName(user), user);
+  ASSERT_NE(user_, nullptr);
+  for (const std::string& agent : agents) {
+    agents_.push_back(AddAccount(UniqueAccountName(agent), agent));
     ASSERT_NE(agents_.back(), nullptr);
   }
   if (!agents_.empty()) agent_ = agents_.front();

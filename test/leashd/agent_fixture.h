@@ -39,10 +39,14 @@ class AgentTest : public RootTest {
   // The test's host: the veth pair to the remote host, a tmpfs, the user
   // `<user_prefix><RunTag>`, one agent `<prefix><RunTag>` for each of `agent_prefixes` (agent_
   // is the first) and the folder files_. Fails the test fatally when any cannot be made.
-  // (A test that shows its accounts to leashd under other names, through an account view,
-  // makes them with RootTest's MakeAccountView and AddAccount instead.)
   void MakeHost(const std::string& user_prefix, const std::vector<std::string>& agent_prefixes,
-                    const std::string& files_prefix);
+                const std::string& files_prefix);
+  // A host whose leashd sees its accounts through an account view, under fixed names (the
+  // floor and golden output can name them): a tmpfs, the view, the user shown as `user` and an
+  // agent shown as each of `agents` (each a host account with a name unique to the run), and
+  // the folder files_. No veth pair.
+  void MakeViewedHost(const std::string& user, const std::vector<std::string>& agents,
+                      const std::string& files_prefix);
 
   // On the tmpfs (paths start with '/'): folders (0755), files holding "text\n" (0644) and
   // programs that exit 0 (copies of /bin/true, 0755), made in that order.
