@@ -161,7 +161,7 @@ TEST_F(LearnFlowTest, ObserveSuggestBindThenTheWorkloadRunsUnblockedAndTheRestIs
   // 2. The live stream, from before the workload: --tail 0 replays nothing, so the marker's
   // line reaching it shows it subscribed. The log is compared from the same point (leashd's
   // start wrote the agent's onboarding lines before it).
-  const size_t log_start = LogSize();
+  const size_t log_start = ReadAll(decisions()).size();
   auto follow = Background::Start(
       LeashArgs({"logs", "--follow", "--json", "--account", agent_->name(), "--tail", "0"}),
       stream());
