@@ -240,9 +240,9 @@ TEST_F(LearnFlowTest, ObserveSuggestBindThenTheWorkloadRunsUnblockedAndTheRestIs
 
   // 0. Bringing the agent in is not a block: leashd's start onboarded it without writing a line
   // that `leash logs --action block`, or suggest reading the same lines, would show.
-  RunResult blocks = Leash({"logs", "--action", "block", "--json"});
-  ASSERT_EQ(blocks.exit_code, 0) << blocks.out;
-  EXPECT_EQ(blocks.out, "") << "blocks logged before the agent did anything";
+  RunResult logged_blocks = Leash({"logs", "--action", "block", "--json"});
+  ASSERT_EQ(logged_blocks.exit_code, 0) << logged_blocks.out;
+  EXPECT_EQ(logged_blocks.out, "") << "blocks logged before the agent did anything";
 
   // 1. Every surface in audit: network and tools by the floor, files and commands by the
   // agent's profile, with the acks turning audit on takes.
