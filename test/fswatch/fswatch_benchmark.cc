@@ -378,6 +378,7 @@ int Main(int argc, char** argv) {
                 feed_for == "both"
                     ? " (a build from before --decision-feed-fd needs --feed=current)"
                     : "");
+        Run({"rm", "-rf", work}).IgnoreError();  // its logs: this build's may be large
         return 1;
       }
       for (int k : {1, 4}) results[absl::StrCat("e", k)].push_back(MeasureOpens(file, mu, mg, k, seconds));
