@@ -152,7 +152,7 @@ const std::map<std::string, std::string>& CommandHelp() {
   A watcher that does not keep up is told how many lines it lost; the log file has them.
 )"},
       {"suggest", R"(usage: leash suggest --account <account> [--since 2h] [--until <when>]
-                     [--surface network|files|commands|tools]... [--log <path>]
+                     [--surface network|filesystem|commands|tools[,...]] [--log <path>]
                      [--profile <name>] [--state-dir <dir>]
   Reads the account's decisions from the decision log (default: the floor's
   logging.decisions, with its rotations <log>.1, <log>.2.gz, ... as far back as --since
