@@ -23,6 +23,7 @@ namespace {
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 using ::testing::Not;
 
 constexpr uint32_t kUid = 2001;
@@ -252,6 +253,18 @@ TEST(SaveAndBindLines, AlreadyBoundNeedsOnlyTheSave) {
   // /usr/bin/git is on the floor's list already: nothing to consent to.
   EXPECT_THAT(lines.commands, ElementsAre("sudo leash profile save mine --from mine.yaml"));
   EXPECT_THAT(lines.notes, Contains(HasSubstr("is bound to 'mine' already")));
+}
+
+// The configured user resolves to the floor and leash bind refuses agent:<it>: no line is
+// printed that leashd would refuse, and the note says where its entries go instead.
+TEST(SaveAndBindLines, TheConfiguredUserGetsNoBindLineButTheFloorsWay) {
+  absl::StatusOr<Fragment> fragment = BuildFragment(Observe(Workload()), {}, "profile:p");
+  ASSERT_TRUE(fragment.ok());
+  const ConsentLines lines = SaveAndBindLines(Host(), "lcli-user", "lcli-user-observed",
+                                              fragment->config, "lcli-user-observed.yaml");
+  EXPECT_THAT(lines.commands, IsEmpty());
+  EXPECT_THAT(lines.notes, ElementsAre(HasSubstr("lcli-user is the configured user")));
+  EXPECT_THAT(lines.notes, ElementsAre(HasSubstr("leash <surface> allow <entry>")));
 }
 
 // A profile inherits the audit key it does not write: over a floor that audits, a fragment of

@@ -3,10 +3,10 @@
 // are every Leash program's (base/exit_codes.h).
 //   leashd --init --user=<name> [--config=...] [--json]
 //   leashd --teardown [--config=...] [--run-dir=...] [--state-dir=...] [--json]
-// are the host commands `leash init` / `leash teardown` run (controlplane/host_commands.h).
+// are the host commands `leash init` / `leash teardown` run (controlplane/host_commands.h),
+// read by the same parser as the daemon's flags.
 // --tools-group is created (groupadd --system) when missing; see controlplane/tools_group.h.
 #include <iostream>
-#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -38,6 +38,12 @@ ABSL_FLAG(std::string, fswatch_binary, "",
 ABSL_FLAG(std::string, resolv_conf, "/etc/resolv.conf", "the host's resolvers");
 ABSL_FLAG(std::string, netfilter, "auto",
           "auto (nftables, iptables only when nf_tables does not answer), nftables or iptables");
+ABSL_FLAG(bool, init, false,
+          "the host command `leash init` runs: write the floor for --user, then exit");
+ABSL_FLAG(bool, teardown, false,
+          "the host command `leash teardown` runs: release every chain a stopped leashd left");
+ABSL_FLAG(std::string, user, "", "--init: the leashed user (the account is made when missing)");
+ABSL_FLAG(bool, json, false, "--init, --teardown: every outcome as one JSON object on stdout");
 ABSL_FLAG(std::string, fswatch_mark_only_under, "",
           "confines the watcher's marks to the mount at this directory (tests and demos on a tmpfs)");
 
@@ -45,7 +51,10 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: leashd [--config=/etc/leash/leash.yaml] [--state-dir=DIR] [--run-dir=DIR] [flags]\n"
-    "  Leash's control plane: the chains, the sidecars, the admin and tools sockets.";
+    "  Leash's control plane: the chains, the sidecars, the admin and tools sockets.\n"
+    "       leashd --init --user=NAME [--config=...] [--json]\n"
+    "       leashd --teardown [--config=...] [--run-dir=DIR] [--state-dir=DIR] [--json]\n"
+    "  The host commands `leash init` and `leash teardown` run.";
 
 // The options from the parsed flags; InvalidArgument naming the flag that is out of range.
 absl::StatusOr<leash::controlplane::DaemonOptions> OptionsFromFlags() {
@@ -82,9 +91,6 @@ absl::StatusOr<leash::controlplane::DaemonOptions> OptionsFromFlags() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // `leashd --init` / `leashd --teardown`: the host commands `leash init` / `leash teardown` run,
-  // before the daemon's flags are parsed (they take their own).
-  if (std::optional<int> done = leash::controlplane::RunHostCommand(argc, argv)) return *done;
   // -c PATH and $LEASH_CONFIG, as leash takes them.
   leash::base::CommandLineRules rules;
   rules.program = "leashd";
@@ -96,6 +102,20 @@ int main(int argc, char** argv) {
     return exit_code;
   }
   absl::StatusOr<leash::controlplane::DaemonOptions> options = OptionsFromFlags();
+  const bool init = absl::GetFlag(FLAGS_init);
+  const bool teardown = absl::GetFlag(FLAGS_teardown);
+  if (options.ok() && (init || teardown)) {
+    leash::controlplane::HostCommandOptions host;
+    host.config_path = options->config_path;
+    host.run_dir = options->run_dir;
+    host.state_dir = options->state_dir;
+    host.user = absl::GetFlag(FLAGS_user);
+    host.json = absl::GetFlag(FLAGS_json);
+    return leash::controlplane::RunHostCommand(init, teardown, host);
+  }
+  if (options.ok() && (!absl::GetFlag(FLAGS_user).empty() || absl::GetFlag(FLAGS_json))) {
+    options = absl::InvalidArgumentError("--user and --json go with --init or --teardown");
+  }
   if (!options.ok()) {
     std::cerr << "leashd: " << options.status().message() << "\n";
     return leash::base::kExitUsage;
