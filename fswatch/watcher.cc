@@ -177,12 +177,16 @@ void Watcher::Publish(policystream::SubjectMapPtr map, uint64_t version) {
   delete old;
   version_.store(version, std::memory_order_release);
 
-  // "logged critical once": each UID that has no policy now and had one (or was absent) before.
+  // "logged critical once": each UID that has no policy now and had one (or was absent, or was
+  // only being onboarded) before. A subject being onboarded is denied without a notice: its
+  // policy follows in the same pass, and a new subject is not a misconfiguration.
   for (const auto& [uid, entry] : *map) {
-    if (entry.policy != nullptr) continue;
+    if (entry.policy != nullptr || entry.onboarding) continue;
     if (published_ != nullptr) {
       auto it = published_->find(uid);
-      if (it != published_->end() && it->second.policy == nullptr) continue;
+      if (it != published_->end() && it->second.policy == nullptr && !it->second.onboarding) {
+        continue;
+      }
     }
     const Decision decision =
         FailDecision(entry.no_policy_fail_mode, SURFACE_FILESYSTEM,

@@ -25,6 +25,7 @@ namespace leash::fswatch {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 using testing::FakeEvent;
 using testing::FakeFanotifySource;
 
@@ -850,6 +851,36 @@ TEST(WatcherPublish, NoPolicySubjectIsAnnouncedCriticalOnceNotOnEveryMap) {
   EXPECT_EQ(critical(), 3);
   EXPECT_EQ(sink.records().back().uid(), kWhite);
   EXPECT_EQ(watcher.version(), 3u);
+}
+
+TEST(WatcherPublish, ASubjectBeingOnboardedIsDeniedWithoutANoticeAndItsLaterDenialIsAnnounced) {
+  FakeFanotifySource source;
+  RecordingSink sink;
+  WatcherOptions options;
+  options.self_pid = kSelf;
+  Watcher watcher(source, sink, options);
+  auto onboarding = std::make_shared<policystream::SubjectMap>();
+  (*onboarding)[kWhite] = WithoutPolicy(kWhite, engine::FailMode::kClosed);
+  (*onboarding)[kWhite].onboarding = true;
+  watcher.Publish(onboarding, 1);
+  EXPECT_THAT(sink.records(), IsEmpty());
+  // Denied all the same while it is being onboarded, and the open is logged as a block.
+  const int fd = source.PushOpen(100, kWhite, "/t/ok/f");
+  while (source.pending() > 0) ASSERT_EQ(watcher.RunOnce(0), 0);
+  bool allowed = true;
+  EXPECT_TRUE(source.AnswerFor(fd, allowed));
+  EXPECT_FALSE(allowed);
+  ASSERT_EQ(sink.records().size(), 1u);
+  EXPECT_EQ(sink.records()[0].severity(), "");
+  // Its chain failed, so leashd denies it for real: now it is announced, once.
+  auto denied = std::make_shared<policystream::SubjectMap>();
+  (*denied)[kWhite] = WithoutPolicy(kWhite, engine::FailMode::kClosed);
+  watcher.Publish(denied, 2);
+  ASSERT_EQ(sink.records().size(), 2u);
+  EXPECT_EQ(sink.records()[1].severity(), "critical");
+  EXPECT_THAT(sink.records()[1].reason(), HasSubstr("has no policy (dangling profile 'gone')"));
+  watcher.Publish(denied, 3);
+  EXPECT_EQ(sink.records().size(), 2u);
 }
 
 // A watcher holding a map that allows kWhite /t/ok, and a second map denying it everything.

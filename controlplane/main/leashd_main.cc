@@ -5,22 +5,20 @@
 //   leashd --teardown [--config=...] [--run-dir=...] [--state-dir=...] [--json]
 // are the host commands `leash init` / `leash teardown` run (controlplane/host_commands.h).
 // --tools-group is created (groupadd --system) when missing; see controlplane/tools_group.h.
-#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "controlplane/main/daemon.h"
 #include "controlplane/host_commands.h"
 #include "base/command_line.h"
 #include "base/exit_codes.h"
 
-ABSL_FLAG(std::string, config, "",
-          "the floor config (default: $LEASH_CONFIG, else /etc/leash/leash.yaml); -c=PATH too");
+ABSL_FLAG(std::string, config, "/etc/leash/leash.yaml", "the floor config");
 ABSL_FLAG(std::string, state_dir, "/var/lib/leash", "leashd's state folder");
 ABSL_FLAG(std::string, run_dir, "/run/leash", "leashd's run folder (sockets, pidfile, locks)");
 ABSL_FLAG(std::string, socket, "", "the admin socket (default: <run-dir>/leash.sock)");
@@ -53,10 +51,6 @@ constexpr char kUsage[] =
 absl::StatusOr<leash::controlplane::DaemonOptions> OptionsFromFlags() {
   leash::controlplane::DaemonOptions options;
   options.config_path = absl::GetFlag(FLAGS_config);
-  if (options.config_path.empty()) {
-    const char* env = std::getenv("LEASH_CONFIG");
-    options.config_path = env != nullptr && *env != '\0' ? env : "/etc/leash/leash.yaml";
-  }
   options.state_dir = absl::GetFlag(FLAGS_state_dir);
   options.run_dir = absl::GetFlag(FLAGS_run_dir);
   options.admin_socket = absl::GetFlag(FLAGS_socket);
@@ -91,16 +85,13 @@ int main(int argc, char** argv) {
   // `leashd --init` / `leashd --teardown`: the host commands `leash init` / `leash teardown` run,
   // before the daemon's flags are parsed (they take their own).
   if (std::optional<int> done = leash::controlplane::RunHostCommand(argc, argv)) return *done;
-  // -c=PATH, the short --config=PATH that leash takes too.
-  std::vector<std::string> args = {argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    args.push_back(absl::StartsWith(arg, "-c=") ? "--config=" + arg.substr(3) : arg);
-  }
-  std::vector<char*> args_argv;
-  for (std::string& arg : args) args_argv.push_back(arg.data());
-  if (const int exit_code = leash::base::ParseCommandLineForMain(
-          static_cast<int>(args_argv.size()), args_argv.data(), "leashd", kUsage, nullptr);
+  // -c PATH and $LEASH_CONFIG, as leash takes them.
+  leash::base::CommandLineRules rules;
+  rules.program = "leashd";
+  rules.short_names = {{'c', "config"}};
+  rules.env_defaults = {{"config", "LEASH_CONFIG"}};
+  if (const int exit_code =
+          leash::base::ParseCommandLineForMain(argc, argv, "leashd", kUsage, nullptr, rules);
       exit_code >= 0) {
     return exit_code;
   }

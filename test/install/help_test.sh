@@ -28,3 +28,10 @@ for name in "${shipped[@]}"; do
     fail "$name --help lists no flags: $(head -c 2000 "$out")"
   pass "$name --help exits 0 with its usage ($(wc -l <"$out") lines)"
 done
+
+# leashd names its floor as leash does: -c PATH or --config=PATH, else $LEASH_CONFIG, else the
+# installed path. Its help is rendered from the same rules its parser reads.
+leashd_help=$("${given[leashd]}" --help)
+grep -qF -- '-c, --config  the floor config (default: $LEASH_CONFIG, else /etc/leash/leash.yaml)' \
+  <<<"$leashd_help" || fail "leashd --help does not offer -c and \$LEASH_CONFIG: $leashd_help"
+pass "leashd takes -c and \$LEASH_CONFIG"
