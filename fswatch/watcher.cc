@@ -456,6 +456,7 @@ Watcher::Judgement Watcher::Judge(const FanEvent& event, const policystream::Sub
   // A directory's open is a listing (the marks carry FAN_ONDIR): judged like a file, except
   // that a whitelist lets the way to an allowed folder be listed (names only).
   const bool directory = S_ISDIR(facts.mode);
+  judgement.directory = directory;
   if (engine::IsNormalAbsolutePath(path)) {
     judgement.ruling =
         directory ? policy.RuleOnNormalDirectory(path) : policy.RuleOnNormalPath(path);
@@ -488,7 +489,7 @@ Watcher::Judgement Watcher::JudgeExec(const FanEvent& event, const engine::Compi
       Decision decision;
       decision.verdict = Verdict::kAllow;
       decision.reason = absl::StrCat(
-          "commands: ", path, " is the ELF interpreter of ",
+          "commands: ", path, engine::kElfInterpreterOf,
           absl::string_view(pending.program, pending.program_len),
           ", which was allowed; the kernel loads it as part of that exec");
       return Judgement::Of(std::move(decision));
@@ -541,13 +542,18 @@ void Watcher::Log(uint32_t uid, leash::v1::Surface surface, const Decision& deci
 
 void Watcher::Log(uint32_t uid, leash::v1::Surface surface, const Judgement& judgement,
                   absl::string_view path) {
+  const absl::string_view listing = judgement.directory ? engine::kDirectoryListing : "";
   if (!judgement.ruling) {
     LogLine(uid, surface, judgement.decision.verdict, path, /*critical=*/false,
-            [&](std::string& out) { out += judgement.decision.reason; }, judgement.enforced);
+            [&](std::string& out) { absl::StrAppend(&out, judgement.decision.reason, listing); },
+            judgement.enforced);
     return;
   }
   LogLine(uid, surface, judgement.ruling->verdict, path, /*critical=*/false,
-          [&](std::string& out) { engine::AppendReason(surface, path, *judgement.ruling, out); },
+          [&](std::string& out) {
+            engine::AppendReason(surface, path, *judgement.ruling, out);
+            out.append(listing.data(), listing.size());
+          },
           judgement.enforced);
 }
 

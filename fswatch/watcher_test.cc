@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "engine/compiled_policy.h"
 #include "fswatch/testing/fake_fanotify_source.h"
@@ -213,6 +214,37 @@ TEST_F(WatcherTest, ASubordinateUidsEventIsNotedAsItsSubjects) {
   EXPECT_EQ(source_.NotedFor(other), kUnmapped);
   EXPECT_FALSE(Allowed(fd));
   EXPECT_TRUE(Allowed(other));
+}
+
+// A directory's open is a listing, and its line says so (engine::kDirectoryListing): `leash
+// suggest` must not make it an entry, which would allow every file under it. A file's does not.
+TEST_F(WatcherTest, ADirectorysLineSaysItWasAListing) {
+  FakeEvent event;
+  event.mask = FAN_OPEN_PERM;
+  event.pid = 1234;
+  event.creds = Creds{kWhite, kWhite, kWhite, kWhite};
+  event.facts.mount = FileFacts::Mount::kOurs;
+  event.path = "/t";  // above the allow entry /t/ok: listed by name only
+  event.facts.mode = S_IFDIR | 0755;
+  const int above = source_.Push(event);
+  event.path = "/t/other";
+  const int unlisted = source_.Push(event);
+  event.path = "/t/ok/a";
+  event.facts.regular = true;
+  event.facts.mode = S_IFREG | 0644;
+  const int file = source_.Push(event);
+  Drain();
+  EXPECT_TRUE(Allowed(above));
+  EXPECT_FALSE(Allowed(unlisted));
+  EXPECT_TRUE(Allowed(file));
+  const auto records = sink_.records();
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_TRUE(absl::EndsWith(records[0].reason(), engine::kDirectoryListing))
+      << records[0].reason();
+  EXPECT_TRUE(absl::EndsWith(records[1].reason(), engine::kDirectoryListing))
+      << records[1].reason();
+  EXPECT_FALSE(absl::StrContains(records[2].reason(), engine::kDirectoryListing))
+      << records[2].reason();
 }
 
 INSTANTIATE_TEST_SUITE_P(
