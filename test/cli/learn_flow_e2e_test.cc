@@ -166,7 +166,7 @@ TEST_F(LearnFlowTest, ObserveSuggestBindThenTheWorkloadRunsUnblockedAndTheRestIs
 
   // 2. The live stream, from before the workload: --tail 0 replays nothing, so the marker's
   // line reaching it shows it subscribed. The log is compared from the same point.
-  const size_t log_start = ReadAll(decisions()).size();
+  const size_t log_start = LogSize();
   auto follow = Background::Start(
       LeashArgs({"logs", "--follow", "--json", "--account", agent_->name(), "--tail", "0"}),
       stream());
