@@ -223,11 +223,12 @@ std::string FlagsHelp(absl::string_view usage, const CommandLineRules& rules) {
 }
 
 int ParseCommandLineForMain(int argc, char** argv, absl::string_view program,
-                            absl::string_view usage, std::vector<std::string>* positional) {
+                            absl::string_view usage, std::vector<std::string>* positional,
+                            const CommandLineRules& rules) {
   absl::StatusOr<CommandLine> parsed =
-      ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc));
+      ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc), rules);
   if (parsed.ok() && parsed->help) {
-    std::cout << FlagsHelp(usage);
+    std::cout << FlagsHelp(usage, rules);
     return base::kExitOk;
   }
   if (parsed.ok() && positional == nullptr && !parsed->positional.empty()) {

@@ -73,11 +73,12 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
 // name and environment variable from `rules`).
 std::string FlagsHelp(absl::string_view usage, const CommandLineRules& rules = {});
 
-// For main(): parses argv[1..]. --help prints FlagsHelp(usage) to stdout and returns kExitOk;
-// a bad flag prints "<program>: <why>" and a pointer to --help to stderr and returns
-// kExitUsage. -1: go on, with the positional arguments in `positional` (may be null when the
-// program takes none: then one is a usage error).
+// For main(): parses argv[1..] under `rules`. --help prints FlagsHelp(usage, rules) to stdout
+// and returns kExitOk; a bad flag prints "<program>: <why>" and a pointer to --help to stderr
+// and returns kExitUsage. -1: go on, with the positional arguments in `positional` (may be null
+// when the program takes none: then one is a usage error).
 int ParseCommandLineForMain(int argc, char** argv, absl::string_view program,
-                            absl::string_view usage, std::vector<std::string>* positional);
+                            absl::string_view usage, std::vector<std::string>* positional,
+                            const CommandLineRules& rules = {});
 
 }  // namespace leash::base

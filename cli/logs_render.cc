@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "cli/suggest_command.h"
+#include "cli/suggest_fragment.h"
 #include "engine/decision.h"
 #include "engine/decision_record.h"
 
@@ -75,7 +76,7 @@ absl::StatusOr<leash::v1::WatchDecisionsRequest> LogsRequest(const Args& args, a
 }
 
 std::string HumanLine(const leash::v1::WatchDecisionsEvent& event) {
-  if (event.line().empty()) return absl::StrCat("-- ", event.notice());
+  if (event.line().empty()) return CommentText(absl::StrCat("-- ", event.notice()));
   const leash::v1::DecisionRecord& record = event.record();
   std::string account = event.account();
   if (account.empty()) {
@@ -88,11 +89,14 @@ std::string HumanLine(const leash::v1::WatchDecisionsEvent& event) {
   if (action == "block") action = "BLOCK";
   std::string what = What(record);
   if (what.empty()) what = "-";
-  // One line per decision: a reason never breaks it.
+  // One line per decision, and only text: a file name, a Host header or a tool's name is the
+  // agent's to write, and a newline or carriage return in it would print a line of its own
+  // choosing (a forged decision) and an escape sequence would drive the operator's terminal.
+  // Every control character is shown as \xNN instead (a reason's newline as a space).
   const std::string reason = absl::StrReplaceAll(record.reason(), {{"\n", " "}});
-  return absl::StrCat(ShortTime(record.ts()), "  ", account, "  ",
-                      record.surface().empty() ? "-" : record.surface(), "  ", action, "  ",
-                      what, "  ", reason, "  ref=", record.ref());
+  return CommentText(absl::StrCat(ShortTime(record.ts()), "  ", account, "  ",
+                                  record.surface().empty() ? "-" : record.surface(), "  ", action,
+                                  "  ", what, "  ", reason, "  ref=", record.ref()));
 }
 
 }  // namespace leash::cli

@@ -71,6 +71,14 @@ TEST(HumanLineTest, OneLinePerDecision) {
   record.set_surface("commands");
   record.mutable_subject()->set_binary("/usr/bin/curl");
   EXPECT_THAT(HumanLine(event), HasSubstr("uid 1001  commands  block (audit)  /usr/bin/curl"));
+  // The agent names files, hosts and tools: a newline or escape in one prints as text, never
+  // as a line of its own or a command to the terminal.
+  record.mutable_subject()->set_binary(
+      "/tmp/x\n2026-12-02 10:30:02  leash-iris  commands  allow  /tmp/x\r\x1b[2K");
+  record.set_reason("commands: /tmp/x\x1b]0;owned\x07 not in allow list");
+  const std::string forged = HumanLine(event);
+  EXPECT_EQ(forged.find_first_of("\n\r\x1b\x07"), std::string::npos) << forged;
+  EXPECT_THAT(forged, HasSubstr("/tmp/x\\x0a2026-12-02"));
   leash::v1::WatchDecisionsEvent notice;
   notice.set_notice("3 lines not sent");
   EXPECT_EQ(HumanLine(notice), "-- 3 lines not sent");

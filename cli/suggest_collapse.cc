@@ -123,6 +123,22 @@ std::string UnsuggestablePath(absl::string_view path, size_t components) {
   return "";
 }
 
+std::string UnsuggestableNetworkEntry(absl::string_view key) {
+  absl::StatusOr<engine::NetworkEntry> parsed = engine::ParseNetworkEntry(key);
+  if (!parsed.ok()) return "";  // the fragment's entry check reports it
+  if (parsed->kind == engine::NetworkEntry::Kind::kWildcard) {
+    return "the name it sent begins with '*.', which an entry reads as a wildcard matching "
+           "every name under it; allow the names it meant by hand";
+  }
+  if (parsed->kind != engine::NetworkEntry::Kind::kDomain) return "";
+  const std::vector<absl::string_view> labels = absl::StrSplit(parsed->host, '.');
+  if (labels.size() < MinParentLabels(labels.back())) {
+    return "a top-level name (or a country code's second level, like co.uk): its entry would "
+           "allow every name under it; add it by hand if that is meant";
+  }
+  return "";
+}
+
 std::vector<SuggestedEntry> CollapseNetwork(const SeenMap& seen) {
   std::vector<SuggestedEntry> out;
   // Per port: a collapse never joins two ports.

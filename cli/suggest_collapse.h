@@ -60,6 +60,13 @@ PathSuggestion CollapsePaths(const SeenMap& seen);
 // UTF-8 (the log escapes it as \xNN), glob characters in its name, or too shallow.
 std::string UnsuggestablePath(absl::string_view path, size_t components);
 
+// Why the network entry `key` (an ExactNetworkEntry key) is not suggested, or "" when it may
+// be: a name the agent sent beginning "*." (its Host header or SNI is its own to write), which
+// an entry reads as a wildcard over every name under it; or a name with fewer labels than a
+// collapse parent may have (a bare top-level name, co.uk), whose entry would allow every name
+// under it.
+std::string UnsuggestableNetworkEntry(absl::string_view key);
+
 // One entry per key, as seen (commands, tools).
 std::vector<SuggestedEntry> ExactEntries(const SeenMap& seen);
 

@@ -139,7 +139,9 @@ int RunSuggestRequest(const SuggestRequest& request, std::ostream& out, std::ost
   const std::string from = absl::StrCat(profile, ".yaml");
   const ConsentLines lines =
       SaveAndBindLines(*host, request.account, profile, fragment->config, from);
-  out << "# To put it in force, save this output as " << from << " and run:\n";
+  if (!lines.commands.empty()) {
+    out << "# To put it in force, save this output as " << from << " and run:\n";
+  }
   for (const std::string& command : lines.commands) {
     out << "#   " << CommentText(command) << "\n";
   }

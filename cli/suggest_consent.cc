@@ -43,6 +43,14 @@ ConsentLines SaveAndBindLines(const HostPolicy& host, absl::string_view account,
                               absl::string_view profile, const leash::v1::Config& fragment,
                               absl::string_view from_path) {
   ConsentLines out;
+  if (!host.floor.user().empty() && account == host.floor.user()) {
+    // leash bind refuses agent:<configured user> (engine/scope.h): print no line it refuses.
+    out.notes.push_back(absl::StrCat(
+        account, " is the configured user: it resolves to the floor with no tier of its own, so "
+        "no profile can be bound to it. To allow what it did, add the entries to the floor "
+        "(`sudo leash <surface> allow <entry>`), which widens every subject on the host"));
+    return out;
+  }
   const std::string scope = engine::Scope::Agent(std::string(account)).ToString();
   const engine::Resolver current(host.floor, host.bindings, host.profiles);
 

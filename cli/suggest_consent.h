@@ -34,7 +34,8 @@ struct ConsentLines {
 std::set<leash::v1::Surface> AuditedBeneath(const HostPolicy& host);
 
 // The lines for saving `fragment` as profile `profile` from the file `from_path` and binding it
-// to agent:<account>.
+// to agent:<account>. None for the floor's configured user, which no binding may name: a note
+// says so instead.
 ConsentLines SaveAndBindLines(const HostPolicy& host, absl::string_view account,
                               absl::string_view profile, const leash::v1::Config& fragment,
                               absl::string_view from_path);

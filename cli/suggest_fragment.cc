@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/suggest_collapse.h"
@@ -110,7 +111,17 @@ absl::StatusOr<Fragment> BuildFragment(const Observations& observations,
       fragment.notes.push_back(absl::StrCat(
           name, ": nothing allowed was seen, so the fragment leaves it as the floor has it"));
     } else if (surface == leash::v1::SURFACE_NETWORK) {
-      suggested[surface] = CollapseNetwork(needed);
+      SeenMap names;
+      for (const auto& [key, seen] : needed) {
+        if (std::string why = UnsuggestableNetworkEntry(key); !why.empty()) {
+          fragment.notes.push_back(absl::StrCat("not suggested: network '", key, "' (",
+                                                Times(seen.count), ", e.g. ref ",
+                                                seen.example_ref, "): ", why));
+          continue;
+        }
+        names.emplace(key, seen);
+      }
+      suggested[surface] = CollapseNetwork(names);
     } else if (surface == leash::v1::SURFACE_FILESYSTEM) {
       PathSuggestion paths = CollapsePaths(needed);
       suggested[surface] = std::move(paths.entries);
@@ -132,6 +143,23 @@ absl::StatusOr<Fragment> BuildFragment(const Observations& observations,
           }
         }
         suggested[surface].push_back(std::move(entry));
+      }
+    }
+    if (surface == leash::v1::SURFACE_FILESYSTEM) {
+      // A directory listed is allowed under the whitelist when an entry covers it or lies
+      // below it (its names only); one that none does is said, never made an entry.
+      for (const auto& [dir, seen] : observations.listed()) {
+        const bool reached = std::any_of(
+            suggested[surface].begin(), suggested[surface].end(),
+            [&, &dir = dir](const SuggestedEntry& entry) {
+              return entry.entry == dir || absl::StartsWith(entry.entry, absl::StrCat(dir, "/")) ||
+                     absl::StartsWith(dir, absl::StrCat(entry.entry, "/"));
+            });
+        if (reached) continue;
+        fragment.notes.push_back(absl::StrCat(
+            "not suggested: filesystem '", dir, "' (", Times(seen.count), ", e.g. ref ",
+            seen.example_ref, "): a directory it only listed; its entry would allow every file "
+            "under it; allow it by hand if that is meant"));
       }
     }
     for (const auto& [what, seen] : observations.refused(surface)) {

@@ -23,6 +23,7 @@ namespace {
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 using ::testing::Not;
 
 constexpr uint32_t kUid = 2001;
@@ -192,6 +193,81 @@ TEST(BuildFragment, ANameWithANewlineIsNotSuggestedAndItsCommentsStayComments) {
   EXPECT_THAT(fragment->notes, Contains(HasSubstr("control character")));
 }
 
+// A line as the fanotify watcher and the proxy write it, with its own reason.
+std::string LineWithReason(absl::string_view ref, absl::string_view surface,
+                           absl::string_view action, absl::string_view reason,
+                           absl::string_view subject, absl::string_view extra = "") {
+  return absl::StrCat(R"({"ts":")", kT, R"(","ref":")", ref, R"(","uid":)", kUid,
+                      R"(,"surface":")", surface, R"(","action":")", action, R"(","reason":")",
+                      reason, R"(","subject":{)", subject, "}", extra, "}");
+}
+
+// What the agent chooses (a Host header, a directory to list) or what the kernel does for it
+// (load a program's interpreter) is not something it did that an entry should allow: each
+// would widen the profile past what was seen.
+TEST(BuildFragment, NothingBroaderThanWhatWasSeen) {
+  const std::string listing(engine::kDirectoryListing);
+  const Observations seen = Observe({
+      // A Host header of "*.com" or "com", allowed (blacklist) or a would-be block (audit).
+      LineWithReason("w1", "network", "allow", "network: *.com:80 not in deny list (blacklist)",
+                     R"("domain":"*.com","ip":"192.0.2.9","port":80)"),
+      LineWithReason("w2", "network", "block", "network: com:443 not in allow list (whitelist)",
+                     R"("domain":"com","ip":"192.0.2.9","port":443)", R"(,"enforced":false)"),
+      LineWithReason("w3", "network", "allow", "network: co.uk:443 not in deny list (blacklist)",
+                     R"("domain":"co.uk","port":443)"),
+      LineWithReason("w4", "network", "allow", "network: api.example.com:443 not in deny list",
+                     R"("domain":"api.example.com","port":443)"),
+      // The ELF interpreter of an allowed program.
+      LineWithReason("i1", "commands", "allow",
+                     absl::StrCat("commands: /lib64/ld-linux-x86-64.so.2",
+                                  engine::kElfInterpreterOf,
+                                  "/usr/bin/git, which was allowed; the kernel loads it as part "
+                                  "of that exec"),
+                     R"("binary":"/lib64/ld-linux-x86-64.so.2")"),
+      LineWithReason("i2", "commands", "allow", "commands: /usr/bin/git not in deny list",
+                     R"("binary":"/usr/bin/git")"),
+      // Directories listed: the way to an allowed folder, another account's home (audit), and
+      // a folder whose file was read too.
+      LineWithReason("d1", "filesystem", "allow",
+                     absl::StrCat("filesystem: /home/iris is a directory above allow entry "
+                                  "'/home/iris/work' (listed by name only)", listing),
+                     R"("path":"/home/iris")"),
+      LineWithReason("d2", "filesystem", "block",
+                     absl::StrCat("filesystem: /home/other not in allow list (whitelist)",
+                                  listing),
+                     R"("path":"/home/other")", R"(,"enforced":false)"),
+      LineWithReason("d3", "filesystem", "allow",
+                     absl::StrCat("filesystem: /home/iris/work not in deny list", listing),
+                     R"("path":"/home/iris/work")"),
+      LineWithReason("f1", "filesystem", "allow", "filesystem: /home/iris/work/a.py not in deny",
+                     R"("path":"/home/iris/work/a.py")"),
+  });
+  absl::StatusOr<Fragment> fragment = BuildFragment(seen, {}, "profile:p");
+  ASSERT_TRUE(fragment.ok()) << fragment.status();
+  const leash::v1::Config& config = fragment->config;
+  EXPECT_THAT(config.network().allow().entries(), ElementsAre("api.example.com:443"));
+  EXPECT_THAT(config.commands().allow().entries(), ElementsAre("/usr/bin/git"));
+  EXPECT_THAT(config.filesystem().allow().entries(), ElementsAre("/home/iris/work/a.py"));
+  EXPECT_THAT(fragment->notes, Contains(HasSubstr("not suggested: network '*.com:80'")));
+  EXPECT_THAT(fragment->notes, Contains(HasSubstr("not suggested: network 'com:443'")));
+  EXPECT_THAT(fragment->notes, Contains(HasSubstr("not suggested: network 'co.uk:443'")));
+  EXPECT_THAT(fragment->notes, Contains(HasSubstr("not suggested: filesystem '/home/other'")));
+  // The way to what is allowed stays listable under the whitelist; nothing to say about it.
+  EXPECT_THAT(fragment->notes, Not(Contains(HasSubstr("'/home/iris'"))));
+
+  const engine::CompiledPolicy policy =
+      engine::CompiledPolicy::Compile(engine::WithDefaults(config));
+  EXPECT_TRUE(policy.DecideDirectory("/home/iris").allowed());
+  EXPECT_TRUE(policy.DecideDirectory("/home/iris/work").allowed());
+  EXPECT_FALSE(policy.DecidePath("/home/iris/.ssh/id_ed25519").allowed());
+  EXPECT_FALSE(policy.DecideDirectory("/home/other").allowed());
+  EXPECT_FALSE(policy.DecideCommand("/lib64/ld-linux-x86-64.so.2").allowed());
+  engine::NetworkSubject other;
+  other.domain = "evil.com";
+  other.port = 80;
+  EXPECT_FALSE(policy.DecideNetwork(other).allowed());
+}
+
 HostPolicy Host(const std::string& bindings_yaml = "") {
   HostPolicy host;
   absl::StatusOr<leash::v1::Config> floor = engine::ParseConfigYaml(
@@ -252,6 +328,18 @@ TEST(SaveAndBindLines, AlreadyBoundNeedsOnlyTheSave) {
   // /usr/bin/git is on the floor's list already: nothing to consent to.
   EXPECT_THAT(lines.commands, ElementsAre("sudo leash profile save mine --from mine.yaml"));
   EXPECT_THAT(lines.notes, Contains(HasSubstr("is bound to 'mine' already")));
+}
+
+// The configured user resolves to the floor and leash bind refuses agent:<it>: no line is
+// printed that leashd would refuse, and the note says where its entries go instead.
+TEST(SaveAndBindLines, TheConfiguredUserGetsNoBindLineButTheFloorsWay) {
+  absl::StatusOr<Fragment> fragment = BuildFragment(Observe(Workload()), {}, "profile:p");
+  ASSERT_TRUE(fragment.ok());
+  const ConsentLines lines = SaveAndBindLines(Host(), "lcli-user", "lcli-user-observed",
+                                              fragment->config, "lcli-user-observed.yaml");
+  EXPECT_THAT(lines.commands, IsEmpty());
+  EXPECT_THAT(lines.notes, ElementsAre(HasSubstr("lcli-user is the configured user")));
+  EXPECT_THAT(lines.notes, ElementsAre(HasSubstr("leash <surface> allow <entry>")));
 }
 
 // A profile inherits the audit key it does not write: over a floor that audits, a fragment of

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "cli/suggest_log_line.h"
+#include "engine/compiled_policy.h"
 #include "engine/decision.h"
 #include "engine/ip_address.h"
 #include "engine/network_entry.h"
@@ -131,6 +133,18 @@ void Observations::AddLine(absl::string_view line) {
   if (audited) ++counts_.audited;
   if (allow || audited) {
     if (key.empty()) return;  // nothing an entry could name
+    // Neither is a thing done of its own (engine/compiled_policy.h): an interpreter is part of
+    // its program's exec, and a listing's entry would allow every file under the directory.
+    if (*surface == leash::v1::SURFACE_COMMANDS &&
+        absl::StartsWith(record.reason(),
+                         absl::StrCat("commands: ", key, engine::kElfInterpreterOf))) {
+      return;
+    }
+    if (*surface == leash::v1::SURFACE_FILESYSTEM &&
+        absl::EndsWith(record.reason(), engine::kDirectoryListing)) {
+      Note(listed_[key], record, audited);
+      return;
+    }
     Note(needed_[*surface][key], record, audited);
   } else {
     Note(refused_[*surface][key.empty() ? "(unnamed)" : key], record, false);

@@ -61,6 +61,9 @@ class Observations {
   const SeenMap& needed(leash::v1::Surface surface) const;
   // Enforced blocks: the subject was refused these, so they are not suggested.
   const SeenMap& refused(leash::v1::Surface surface) const;
+  // Directories it listed (allowed, or refused only in the log), kept apart from needed():
+  // a listing is not a read of the files under it.
+  const SeenMap& listed() const { return listed_; }
   const ObservationCounts& counts() const { return counts_; }
   const ObservationFilter& filter() const { return filter_; }
 
@@ -75,6 +78,7 @@ class Observations {
   std::string until_text_;
   std::map<leash::v1::Surface, SeenMap> needed_;
   std::map<leash::v1::Surface, SeenMap> refused_;
+  SeenMap listed_;
   ObservationCounts counts_;
 };
 

@@ -150,9 +150,11 @@ const std::map<std::string, std::string>& CommandHelp() {
   most 8 at once. <when> is a duration before now (10m, 2h) or an RFC 3339 time. One line each:
   time, account, surface, action, what, reason, ref; --json prints the log's own JSON lines.
   A watcher that does not keep up is told how many lines it lost; the log file has them.
+  --action block includes an audited surface's would-be blocks (shown as block (audit));
+  an --account that is no subject of leashd is an error.
 )"},
       {"suggest", R"(usage: leash suggest --account <account> [--since 2h] [--until <when>]
-                     [--surface network|files|commands|tools]... [--log <path>]
+                     [--surface network|filesystem|commands|tools[,...]] [--log <path>]
                      [--profile <name>] [--state-dir <dir>]
   Reads the account's decisions from the decision log (default: the floor's
   logging.decisions, with its rotations <log>.1, <log>.2.gz, ... as far back as --since

@@ -11,12 +11,14 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "proto/sidecar/decision_log.h"
 
 namespace leash::controlplane {
 namespace {
 
-// A writer's batch is at most 64 KiB of whole lines plus one line (proto/sidecar/decision_log.cc).
-constexpr size_t kMaxDatagram = 256 * 1024;
+// A writer sends no datagram longer than this (proto/sidecar/decision_log.h); a longer one
+// would be cut short here.
+constexpr size_t kMaxDatagram = sidecar::kMaxFeedDatagram;
 // The reading thread's nice value. It does the hub's work for every watcher (each line parsed
 // while one is subscribed, even one whose queue is full), which on a busy host competes for the
 // CPU with the sidecars answering the kernel and the agents; test/leashd's

@@ -233,34 +233,7 @@ int RunOne(bool init, const HostCommandOptions& options, std::ostream& out, std:
 
 }  // namespace
 
-std::optional<int> RunHostCommand(int argc, const char* const* argv) {
-  bool init = false;
-  bool teardown = false;
-  HostCommandOptions options;
-  options.config_path = std::string(engine::kDefaultConfigPath);
-  options.run_dir = "/run/leash";
-  options.state_dir = "/var/lib/leash";
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const size_t eq = arg.find('=');
-    const std::string name = arg.substr(0, eq);
-    const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
-    if (arg == "--init") {
-      init = true;
-    } else if (arg == "--teardown") {
-      teardown = true;
-    } else if (arg == "--json") {
-      options.json = true;
-    } else if (name == "--config" || name == "-c") {
-      options.config_path = value;
-    } else if (name == "--run-dir") {
-      options.run_dir = value;
-    } else if (name == "--state-dir") {
-      options.state_dir = value;
-    } else if (name == "--user") {
-      options.user = value;
-    }
-  }
+int RunHostCommand(bool init, bool teardown, const HostCommandOptions& options) {
   if (init && teardown) {
     const char kBoth[] = "leashd: --init and --teardown are two commands; give one";
     if (options.json) {
@@ -270,7 +243,6 @@ std::optional<int> RunHostCommand(int argc, const char* const* argv) {
     }
     return base::kExitUsage;
   }
-  if (!init && !teardown) return std::nullopt;
   if (!options.json) return RunOne(init, options, std::cout, std::cerr);
   // --json: one object for every outcome, a refusal or an error included (what `leash` gives
   // every command; `leash init` and `leash teardown` hand over to this).

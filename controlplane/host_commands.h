@@ -6,7 +6,6 @@
 // line) and returns its exit code: 0 done, 1 refused, 2 usage.
 #pragma once
 
-#include <optional>
 #include <ostream>
 #include <string>
 
@@ -37,11 +36,9 @@ int RunInitCommand(const HostCommandOptions& options, std::ostream& out, std::os
 // configured user's, and any agent_<uid> chain still in the kernel. Root only.
 int RunTeardownCommand(const HostCommandOptions& options, std::ostream& out, std::ostream& err);
 
-// leashd's entry for the host commands: when argv holds --init or --teardown,
-// parses
-// --config=, --run-dir=, --state-dir=, --user= and --json, runs the command on
-// stdout/stderr and returns its exit code; otherwise nullopt (leashd runs as
-// the daemon).
-std::optional<int> RunHostCommand(int argc, const char* const* argv);
+// leashd's entry for the host commands, with leashd's parsed flags (--init, --teardown and the
+// options): runs the one asked for on stdout/stderr and returns its exit code; both at once is
+// a usage error.
+int RunHostCommand(bool init, bool teardown, const HostCommandOptions& options);
 
 }  // namespace leash::controlplane

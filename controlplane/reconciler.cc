@@ -532,7 +532,9 @@ void Reconciler::Onboard(Pass& pass) {
     auto it = subjects_.find(uid);
     if (it == subjects_.end()) {
       pass.added.push_back(uid);
-      onboarding.push_back(NoPolicy(d, "being onboarded", pass.floor_fail_mode));
+      leash::v1::SubjectPolicy denied = NoPolicy(d, "being onboarded", pass.floor_fail_mode);
+      denied.mutable_no_policy()->set_onboarding(true);
+      onboarding.push_back(std::move(denied));
     } else if (it->second.subordinate_uids != d.subordinate_uids || it->second.port != d.port) {
       pass.moved.push_back(uid);
       onboarding.push_back(d.policy);

@@ -271,6 +271,7 @@ TEST_F(ReconcilerTest, NewSubjectDeniedInWatcherBeforeItsChainGoesIn) {
     policystream::SubjectMapPtr map = fswatch_->map();
     ASSERT_TRUE(map->count(1001)) << "the watcher had not acked a map holding the subject";
     EXPECT_EQ(map->at(1001).policy, nullptr) << "the subject must be denied, not yet allowed";
+    EXPECT_TRUE(map->at(1001).onboarding) << "denied as a new subject, not as a misconfigured one";
     // The chain redirects to a listener the proxy already holds for this subject.
     policystream::SubjectMapPtr proxy_map = proxy_->map();
     ASSERT_TRUE(proxy_map->count(1001)) << "the proxy had not acked a map holding the subject";
@@ -283,6 +284,7 @@ TEST_F(ReconcilerTest, NewSubjectDeniedInWatcherBeforeItsChainGoesIn) {
   EXPECT_EQ(report.changes(0).change(), "added");
   EXPECT_NE(fswatch_->map()->at(1001).policy, nullptr) << "the pass must end with its policy";
   EXPECT_NE(proxy_->map()->at(1001).policy, nullptr);
+  EXPECT_FALSE(fswatch_->map()->at(1001).onboarding);
 }
 
 // Each publish is one map version that both sidecars ack before the pass goes on. A pass
@@ -666,6 +668,7 @@ TEST_F(ReconcilerTest, ChainThatWillNotApplyDeniesThatSubjectAlone) {
   auto r = Make();
   leash::v1::ReconcileReport report = r->RunPass();
   EXPECT_EQ(fswatch_->map()->at(1001).policy, nullptr);
+  EXPECT_FALSE(fswatch_->map()->at(1001).onboarding) << "denied for real, so reported critical";
   EXPECT_NE(fswatch_->map()->at(1002).policy, nullptr);
   EXPECT_THAT(Calls(netfilter_), ::testing::Contains("apply 1002:18002"));
   // The policy on disk asks for more than is in force: a write's CLI must not exit 0. And a

@@ -45,6 +45,16 @@ absl::Status ServeWatchDecisions(
     const std::function<bool(const leash::v1::WatchDecisionsEvent&)>& write) {
   absl::StatusOr<DecisionFilter> filter = FilterFromRequest(request);
   if (!filter.ok()) return filter.status();
+  const bool follow = request.follow();
+  if (!request.account().empty() && deps.is_subject && !deps.is_subject(request.account())) {
+    // With follow the account may still come: the live lines name it once a reconcile has.
+    const std::string text = absl::StrCat(
+        "no subject of leashd is named '", request.account(),
+        "', so no line matches --account (`leash status` lists the subjects: every leash-* "
+        "account and the configured user)");
+    if (!follow) return absl::NotFoundError(text);
+    if (!write(Notice(text))) return absl::OkStatus();
+  }
   ReplayStart start;
   start.ref = request.ref();
   start.tail = request.tail();
@@ -53,7 +63,6 @@ absl::Status ServeWatchDecisions(
     if (!since.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", since.status().message()));
     start.since = *since;
   }
-  const bool follow = request.follow();
   if (follow && deps.hub == nullptr) {
     return absl::UnavailableError("leashd has no live decision stream");
   }

@@ -28,13 +28,16 @@ struct WatchDecisionsDeps {
   std::string log_path;
   // Names the account of a uid, for replayed lines (live ones are named by the hub).
   std::function<std::string(uint32_t)> account_of;
+  // Whether an account name is one of leashd's subjects as account_of names them; unset: not
+  // asked. A filter on an account that is none matches no line, which is said, not left silent.
+  std::function<bool(const std::string&)> is_subject;
 };
 
 // Serves one watcher until the replay is done (without follow), its `until` has passed,
 // `cancelled` says so, or `write` returns false (the watcher went away). Returns
 // InvalidArgument for a filter that does not read; without follow, NotFound for a ref no line
-// carries and the file's error when it cannot be read (with follow these are notices and the
-// live stream still follows).
+// carries or an account that is no subject, and the file's error when it cannot be read (with
+// follow these are notices and the live stream still follows).
 absl::Status ServeWatchDecisions(const leash::v1::WatchDecisionsRequest& request,
                                  const WatchDecisionsDeps& deps,
                                  const std::function<bool()>& cancelled,

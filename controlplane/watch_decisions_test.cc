@@ -96,6 +96,29 @@ TEST(WatchDecisionsTest, RefusesAMissingRefAndAMissingFile) {
   EXPECT_EQ(Replay(request, "").status.code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// An account filter naming no subject would match nothing: said, not an empty success.
+TEST(WatchDecisionsTest, RefusesAnAccountThatIsNoSubject) {
+  const std::string path = WriteLog("account.jsonl", kLog);
+  WatchDecisionsDeps deps;
+  deps.log_path = path;
+  deps.account_of = [](uint32_t) { return std::string("leash-a"); };
+  deps.is_subject = [](const std::string& account) { return account == "leash-a"; };
+  std::vector<std::string> refs;
+  const auto write = [&](const leash::v1::WatchDecisionsEvent& event) {
+    if (!event.line().empty()) refs.push_back(event.record().ref());
+    return true;
+  };
+  leash::v1::WatchDecisionsRequest request;
+  request.set_tail(2);
+  request.set_account("leash-a");
+  EXPECT_TRUE(ServeWatchDecisions(request, deps, [] { return false; }, write).ok());
+  EXPECT_THAT(refs, ElementsAre("r3", "r4"));
+  request.set_account("leash-typo");
+  const absl::Status status = ServeWatchDecisions(request, deps, [] { return false; }, write);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(status.message(), HasSubstr("no subject of leashd is named 'leash-typo'"));
+}
+
 // Follow: the replay, then the live lines; one already replayed is not sent again; a watcher
 // that cannot keep up is told how many it lost.
 TEST(WatchDecisionsTest, FollowsAfterTheReplayOnce) {

@@ -51,6 +51,18 @@ struct Ruling {
 void AppendReason(Surface surface, absl::string_view subject, const Ruling& ruling,
                   std::string& out);
 
+// Two things the fanotify watcher allows or logs that are not a program run or a file read of
+// their own, which `leash suggest` must not turn into an entry (cli/suggest_observations.cc):
+// - a program's ELF interpreter, loaded by the kernel as part of that exec: its reason is
+//   "commands: <interpreter>" + kElfInterpreterOf + "<program>, ...". As an entry it would let
+//   the loader run any program it is handed (`ld.so /usr/bin/x` execs only ld.so);
+// - a directory's open, a listing of its names: its reason ends with kDirectoryListing. As an
+//   entry it would allow every file under it.
+// Each is the writer's text right after the record's own path (or at the reason's end), so a
+// file name cannot make another record read as one.
+inline constexpr absl::string_view kElfInterpreterOf = " is the ELF interpreter of ";
+inline constexpr absl::string_view kDirectoryListing = "; a directory, opened to list its names";
+
 // Who could have made or changed the program an exec runs, as the watcher found it on disk.
 // A name entry (`git`) stands for the system's program of that name, so it matches only a
 // program the subject could not have placed or altered: owned by root, writable by nobody

@@ -37,6 +37,7 @@
 #include "proto/sidecar/decision_log.h"
 #include "proto/policystream/policy_subscriber.h"
 #include "fswatch/exec_facts.h"
+#include "proto/sidecar/stop_signals.h"
 #include "proto/sidecar/watcher_handover.h"
 #include "engine/path_entry.h"
 #include "fswatch/fanotify_linux.h"
@@ -464,15 +465,9 @@ std::optional<int> FswatchProcess::ReadInitialMap() {
 // SIGPIPE is ignored so a closed stderr or log pipe never kills the group's holder.
 void FswatchProcess::BlockSignals() {
   signal(SIGPIPE, SIG_IGN);
-  sigemptyset(&stop_signals_);
-  sigaddset(&stop_signals_, SIGTERM);
-  sigaddset(&stop_signals_, SIGINT);
-  sigaddset(&stop_signals_, SIGHUP);
   // The takeover signal is blocked in every thread from the start: one that arrives early is
   // kept pending for the standby's wait, and one sent to a watcher already reading does nothing.
-  sigset_t blocked = stop_signals_;
-  sigaddset(&blocked, sidecar::TakeOverSignal());
-  pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
+  stop_signals_ = sidecar::BlockStopSignals({sidecar::TakeOverSignal()});
 }
 
 // Everything the loop and the watchdog will use, loaded now: the marks are not on yet.
@@ -737,16 +732,11 @@ void FswatchProcess::Rescan() {
 // Until a stop signal, or the event loop fails. Returns the exit code.
 int FswatchProcess::WaitForStop() {
   for (;;) {
-    const timespec tick{1, 0};
-    const int signal_number = sigtimedwait(&stop_signals_, nullptr, &tick);
-    if (signal_number == SIGHUP) {
-      // A cgroup-wide SIGHUP meant for leashd must not stop enforcement; maps arrive over
-      // PolicyStream, not by signal.
-      Say("SIGHUP ignored (maps arrive over PolicyStream)");
-      continue;
-    }
-    if (signal_number > 0) {
-      Say(absl::StrCat("stopping on signal ", signal_number));
+    // Woken each second to see whether the event loop failed.
+    if (const std::optional<int> stop = sidecar::WaitForStopSignal(
+            stop_signals_, absl::Seconds(1),
+            [this] { Say("SIGHUP ignored (maps arrive over PolicyStream)"); })) {
+      Say(absl::StrCat("stopping on signal ", *stop));
       return base::kExitOk;
     }
     if (const int error = loop_.failed_errno.load(); error != 0) {

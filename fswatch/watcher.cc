@@ -177,12 +177,16 @@ void Watcher::Publish(policystream::SubjectMapPtr map, uint64_t version) {
   delete old;
   version_.store(version, std::memory_order_release);
 
-  // "logged critical once": each UID that has no policy now and had one (or was absent) before.
+  // "logged critical once": each UID that has no policy now and had one (or was absent, or was
+  // only being onboarded) before. A subject being onboarded is denied without a notice: its
+  // policy follows in the same pass, and a new subject is not a misconfiguration.
   for (const auto& [uid, entry] : *map) {
-    if (entry.policy != nullptr) continue;
+    if (entry.policy != nullptr || entry.onboarding) continue;
     if (published_ != nullptr) {
       auto it = published_->find(uid);
-      if (it != published_->end() && it->second.policy == nullptr) continue;
+      if (it != published_->end() && it->second.policy == nullptr && !it->second.onboarding) {
+        continue;
+      }
     }
     const Decision decision =
         FailDecision(entry.no_policy_fail_mode, SURFACE_FILESYSTEM,
@@ -452,6 +456,7 @@ Watcher::Judgement Watcher::Judge(const FanEvent& event, const policystream::Sub
   // A directory's open is a listing (the marks carry FAN_ONDIR): judged like a file, except
   // that a whitelist lets the way to an allowed folder be listed (names only).
   const bool directory = S_ISDIR(facts.mode);
+  judgement.directory = directory;
   if (engine::IsNormalAbsolutePath(path)) {
     judgement.ruling =
         directory ? policy.RuleOnNormalDirectory(path) : policy.RuleOnNormalPath(path);
@@ -484,7 +489,7 @@ Watcher::Judgement Watcher::JudgeExec(const FanEvent& event, const engine::Compi
       Decision decision;
       decision.verdict = Verdict::kAllow;
       decision.reason = absl::StrCat(
-          "commands: ", path, " is the ELF interpreter of ",
+          "commands: ", path, engine::kElfInterpreterOf,
           absl::string_view(pending.program, pending.program_len),
           ", which was allowed; the kernel loads it as part of that exec");
       return Judgement::Of(std::move(decision));
@@ -537,13 +542,18 @@ void Watcher::Log(uint32_t uid, leash::v1::Surface surface, const Decision& deci
 
 void Watcher::Log(uint32_t uid, leash::v1::Surface surface, const Judgement& judgement,
                   absl::string_view path) {
+  const absl::string_view listing = judgement.directory ? engine::kDirectoryListing : "";
   if (!judgement.ruling) {
     LogLine(uid, surface, judgement.decision.verdict, path, /*critical=*/false,
-            [&](std::string& out) { out += judgement.decision.reason; }, judgement.enforced);
+            [&](std::string& out) { absl::StrAppend(&out, judgement.decision.reason, listing); },
+            judgement.enforced);
     return;
   }
   LogLine(uid, surface, judgement.ruling->verdict, path, /*critical=*/false,
-          [&](std::string& out) { engine::AppendReason(surface, path, *judgement.ruling, out); },
+          [&](std::string& out) {
+            engine::AppendReason(surface, path, *judgement.ruling, out);
+            out.append(listing.data(), listing.size());
+          },
           judgement.enforced);
 }
 

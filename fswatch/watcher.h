@@ -143,6 +143,8 @@ class Watcher {
     engine::Decision decision;  // when !ruling
     // False for a block on an audited surface: logged as a block, answered allow.
     bool enforced = true;
+    // The open of a directory (a listing): its reason ends with engine::kDirectoryListing.
+    bool directory = false;
     engine::Verdict verdict() const { return ruling ? ruling->verdict : decision.verdict; }
     static Judgement Of(engine::Decision decision) { return {std::nullopt, std::move(decision)}; }
   };

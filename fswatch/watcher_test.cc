@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "engine/compiled_policy.h"
 #include "fswatch/testing/fake_fanotify_source.h"
@@ -24,6 +25,7 @@ namespace leash::fswatch {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 using testing::FakeEvent;
 using testing::FakeFanotifySource;
 
@@ -212,6 +214,37 @@ TEST_F(WatcherTest, ASubordinateUidsEventIsNotedAsItsSubjects) {
   EXPECT_EQ(source_.NotedFor(other), kUnmapped);
   EXPECT_FALSE(Allowed(fd));
   EXPECT_TRUE(Allowed(other));
+}
+
+// A directory's open is a listing, and its line says so (engine::kDirectoryListing): `leash
+// suggest` must not make it an entry, which would allow every file under it. A file's does not.
+TEST_F(WatcherTest, ADirectorysLineSaysItWasAListing) {
+  FakeEvent event;
+  event.mask = FAN_OPEN_PERM;
+  event.pid = 1234;
+  event.creds = Creds{kWhite, kWhite, kWhite, kWhite};
+  event.facts.mount = FileFacts::Mount::kOurs;
+  event.path = "/t";  // above the allow entry /t/ok: listed by name only
+  event.facts.mode = S_IFDIR | 0755;
+  const int above = source_.Push(event);
+  event.path = "/t/other";
+  const int unlisted = source_.Push(event);
+  event.path = "/t/ok/a";
+  event.facts.regular = true;
+  event.facts.mode = S_IFREG | 0644;
+  const int file = source_.Push(event);
+  Drain();
+  EXPECT_TRUE(Allowed(above));
+  EXPECT_FALSE(Allowed(unlisted));
+  EXPECT_TRUE(Allowed(file));
+  const auto records = sink_.records();
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_TRUE(absl::EndsWith(records[0].reason(), engine::kDirectoryListing))
+      << records[0].reason();
+  EXPECT_TRUE(absl::EndsWith(records[1].reason(), engine::kDirectoryListing))
+      << records[1].reason();
+  EXPECT_FALSE(absl::StrContains(records[2].reason(), engine::kDirectoryListing))
+      << records[2].reason();
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -818,6 +851,36 @@ TEST(WatcherPublish, NoPolicySubjectIsAnnouncedCriticalOnceNotOnEveryMap) {
   EXPECT_EQ(critical(), 3);
   EXPECT_EQ(sink.records().back().uid(), kWhite);
   EXPECT_EQ(watcher.version(), 3u);
+}
+
+TEST(WatcherPublish, ASubjectBeingOnboardedIsDeniedWithoutANoticeAndItsLaterDenialIsAnnounced) {
+  FakeFanotifySource source;
+  RecordingSink sink;
+  WatcherOptions options;
+  options.self_pid = kSelf;
+  Watcher watcher(source, sink, options);
+  auto onboarding = std::make_shared<policystream::SubjectMap>();
+  (*onboarding)[kWhite] = WithoutPolicy(kWhite, engine::FailMode::kClosed);
+  (*onboarding)[kWhite].onboarding = true;
+  watcher.Publish(onboarding, 1);
+  EXPECT_THAT(sink.records(), IsEmpty());
+  // Denied all the same while it is being onboarded, and the open is logged as a block.
+  const int fd = source.PushOpen(100, kWhite, "/t/ok/f");
+  while (source.pending() > 0) ASSERT_EQ(watcher.RunOnce(0), 0);
+  bool allowed = true;
+  EXPECT_TRUE(source.AnswerFor(fd, allowed));
+  EXPECT_FALSE(allowed);
+  ASSERT_EQ(sink.records().size(), 1u);
+  EXPECT_EQ(sink.records()[0].severity(), "");
+  // Its chain failed, so leashd denies it for real: now it is announced, once.
+  auto denied = std::make_shared<policystream::SubjectMap>();
+  (*denied)[kWhite] = WithoutPolicy(kWhite, engine::FailMode::kClosed);
+  watcher.Publish(denied, 2);
+  ASSERT_EQ(sink.records().size(), 2u);
+  EXPECT_EQ(sink.records()[1].severity(), "critical");
+  EXPECT_THAT(sink.records()[1].reason(), HasSubstr("has no policy (dangling profile 'gone')"));
+  watcher.Publish(denied, 3);
+  EXPECT_EQ(sink.records().size(), 2u);
 }
 
 // A watcher holding a map that allows kWhite /t/ok, and a second map denying it everything.

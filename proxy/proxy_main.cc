@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/command_line.h"
 #include "base/exit_codes.h"
+#include "proto/sidecar/stop_signals.h"
 #include "proto/policystream/policy_subscriber.h"
 #include "proxy/event_loop.h"
 #include "proxy/held_port_sockets.h"
@@ -100,17 +101,6 @@ absl::Status AdoptPortSockets(ProxyFlags& flags) {
             << (held->ipv6_available ? "" : " (no IPv6 on this host)") << "\n";
   flags.options.held_ports = std::make_shared<const HeldPortSockets>(*std::move(held));
   return absl::OkStatus();
-}
-
-// Every thread inherits this mask; the main thread alone takes the signals (sigwait).
-sigset_t BlockStopSignals() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  return signals;
 }
 
 }  // namespace
@@ -214,7 +204,8 @@ int RunProxyMain(int argc, char** argv, const SinkFactory& make_sink) {
     std::cerr << "leash-proxy: --port-sockets: " << adopted.message() << "\n";
     return base::kExitStartFailed;
   }
-  const sigset_t signals = BlockStopSignals();
+  // Every thread inherits this mask; the main thread alone takes the signals.
+  const sigset_t signals = sidecar::BlockStopSignals();
 
   SinkHandle sink = make_sink(flags->decision_log_fd, flags->decision_feed_fd);
   absl::StatusOr<std::unique_ptr<EventLoop>> loop = EventLoop::Create();
@@ -261,13 +252,9 @@ int RunProxyMain(int argc, char** argv, const SinkFactory& make_sink) {
   std::cerr << "leash-proxy: running (pid " << getpid() << "), policy from " << flags->admin_socket
             << "\n";
 
-  while (true) {
-    int signal_number = 0;
-    if (sigwait(&signals, &signal_number) != 0) continue;
-    if (signal_number == SIGHUP) continue;  // policy changes arrive over PolicyStream
-    std::cerr << "leash-proxy: " << strsignal(signal_number) << ", stopping\n";
-    break;
-  }
+  const std::optional<int> stop =
+      sidecar::WaitForStopSignal(signals, absl::InfiniteDuration(), [] {});
+  std::cerr << "leash-proxy: " << strsignal(stop.value_or(SIGTERM)) << ", stopping\n";
   subscriber.Stop();
   manager->Shutdown();
   (*loop)->Stop();

@@ -3,24 +3,22 @@
 // are every Leash program's (base/exit_codes.h).
 //   leashd --init --user=<name> [--config=...] [--json]
 //   leashd --teardown [--config=...] [--run-dir=...] [--state-dir=...] [--json]
-// are the host commands `leash init` / `leash teardown` run (controlplane/host_commands.h).
+// are the host commands `leash init` / `leash teardown` run (controlplane/host_commands.h),
+// read by the same parser as the daemon's flags.
 // --tools-group is created (groupadd --system) when missing; see controlplane/tools_group.h.
-#include <cstdlib>
 #include <iostream>
-#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "controlplane/main/daemon.h"
 #include "controlplane/host_commands.h"
 #include "base/command_line.h"
 #include "base/exit_codes.h"
 
-ABSL_FLAG(std::string, config, "",
-          "the floor config (default: $LEASH_CONFIG, else /etc/leash/leash.yaml); -c=PATH too");
+ABSL_FLAG(std::string, config, "/etc/leash/leash.yaml", "the floor config");
 ABSL_FLAG(std::string, state_dir, "/var/lib/leash", "leashd's state folder");
 ABSL_FLAG(std::string, run_dir, "/run/leash", "leashd's run folder (sockets, pidfile, locks)");
 ABSL_FLAG(std::string, socket, "", "the admin socket (default: <run-dir>/leash.sock)");
@@ -40,6 +38,12 @@ ABSL_FLAG(std::string, fswatch_binary, "",
 ABSL_FLAG(std::string, resolv_conf, "/etc/resolv.conf", "the host's resolvers");
 ABSL_FLAG(std::string, netfilter, "auto",
           "auto (nftables, iptables only when nf_tables does not answer), nftables or iptables");
+ABSL_FLAG(bool, init, false,
+          "the host command `leash init` runs: write the floor for --user, then exit");
+ABSL_FLAG(bool, teardown, false,
+          "the host command `leash teardown` runs: release every chain a stopped leashd left");
+ABSL_FLAG(std::string, user, "", "--init: the leashed user (the account is made when missing)");
+ABSL_FLAG(bool, json, false, "--init, --teardown: every outcome as one JSON object on stdout");
 ABSL_FLAG(std::string, fswatch_mark_only_under, "",
           "confines the watcher's marks to the mount at this directory (tests and demos on a tmpfs)");
 
@@ -47,16 +51,15 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: leashd [--config=/etc/leash/leash.yaml] [--state-dir=DIR] [--run-dir=DIR] [flags]\n"
-    "  Leash's control plane: the chains, the sidecars, the admin and tools sockets.";
+    "  Leash's control plane: the chains, the sidecars, the admin and tools sockets.\n"
+    "       leashd --init --user=NAME [--config=...] [--json]\n"
+    "       leashd --teardown [--config=...] [--run-dir=DIR] [--state-dir=DIR] [--json]\n"
+    "  The host commands `leash init` and `leash teardown` run.";
 
 // The options from the parsed flags; InvalidArgument naming the flag that is out of range.
 absl::StatusOr<leash::controlplane::DaemonOptions> OptionsFromFlags() {
   leash::controlplane::DaemonOptions options;
   options.config_path = absl::GetFlag(FLAGS_config);
-  if (options.config_path.empty()) {
-    const char* env = std::getenv("LEASH_CONFIG");
-    options.config_path = env != nullptr && *env != '\0' ? env : "/etc/leash/leash.yaml";
-  }
   options.state_dir = absl::GetFlag(FLAGS_state_dir);
   options.run_dir = absl::GetFlag(FLAGS_run_dir);
   options.admin_socket = absl::GetFlag(FLAGS_socket);
@@ -88,23 +91,31 @@ absl::StatusOr<leash::controlplane::DaemonOptions> OptionsFromFlags() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // `leashd --init` / `leashd --teardown`: the host commands `leash init` / `leash teardown` run,
-  // before the daemon's flags are parsed (they take their own).
-  if (std::optional<int> done = leash::controlplane::RunHostCommand(argc, argv)) return *done;
-  // -c=PATH, the short --config=PATH that leash takes too.
-  std::vector<std::string> args = {argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    args.push_back(absl::StartsWith(arg, "-c=") ? "--config=" + arg.substr(3) : arg);
-  }
-  std::vector<char*> args_argv;
-  for (std::string& arg : args) args_argv.push_back(arg.data());
-  if (const int exit_code = leash::base::ParseCommandLineForMain(
-          static_cast<int>(args_argv.size()), args_argv.data(), "leashd", kUsage, nullptr);
+  // -c PATH and $LEASH_CONFIG, as leash takes them.
+  leash::base::CommandLineRules rules;
+  rules.program = "leashd";
+  rules.short_names = {{'c', "config"}};
+  rules.env_defaults = {{"config", "LEASH_CONFIG"}};
+  if (const int exit_code =
+          leash::base::ParseCommandLineForMain(argc, argv, "leashd", kUsage, nullptr, rules);
       exit_code >= 0) {
     return exit_code;
   }
   absl::StatusOr<leash::controlplane::DaemonOptions> options = OptionsFromFlags();
+  const bool init = absl::GetFlag(FLAGS_init);
+  const bool teardown = absl::GetFlag(FLAGS_teardown);
+  if (options.ok() && (init || teardown)) {
+    leash::controlplane::HostCommandOptions host;
+    host.config_path = options->config_path;
+    host.run_dir = options->run_dir;
+    host.state_dir = options->state_dir;
+    host.user = absl::GetFlag(FLAGS_user);
+    host.json = absl::GetFlag(FLAGS_json);
+    return leash::controlplane::RunHostCommand(init, teardown, host);
+  }
+  if (options.ok() && (!absl::GetFlag(FLAGS_user).empty() || absl::GetFlag(FLAGS_json))) {
+    options = absl::InvalidArgumentError("--user and --json go with --init or --teardown");
+  }
   if (!options.ok()) {
     std::cerr << "leashd: " << options.status().message() << "\n";
     return leash::base::kExitUsage;

@@ -31,6 +31,7 @@ SubjectEntry MakeSubjectEntry(const leash::v1::SubjectPolicy& wire) {
         wire.has_no_policy() ? wire.no_policy().reason() : "no policy in the update";
     leash::v1::Config fail;
     if (wire.has_no_policy()) fail.set_fail_mode(wire.no_policy().fail_mode());
+    entry.onboarding = wire.has_no_policy() && wire.no_policy().onboarding();
     entry.no_policy_fail_mode = engine::EffectiveFailMode(fail);
   }
   return entry;

@@ -30,6 +30,9 @@ struct SubjectEntry {
   std::shared_ptr<const engine::CompiledPolicy> policy;
   std::string no_policy_reason;
   engine::FailMode no_policy_fail_mode = engine::FailMode::kClosed;
+  // No policy only because the subject is being brought in (NoPolicy.onboarding): denied all
+  // the same, and not reported as critical.
+  bool onboarding = false;
   // Where the subject's DNS goes (SubjectPolicy.dns_resolvers), in order; entries that are not
   // an address are left out.
   std::vector<engine::IpAddress> dns_resolvers;

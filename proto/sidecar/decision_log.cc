@@ -247,14 +247,28 @@ class AsyncDecisionLog::Impl {
     if (!fd_failed && !WriteAll(chunk)) fd_failed = true;
     const int feed = feed_fd_.load(std::memory_order_acquire);
     if (feed < 0 || chunk.empty()) return;
-    if (send(feed, chunk.data(), chunk.size(), MSG_DONTWAIT | MSG_NOSIGNAL) ==
-        static_cast<ssize_t>(chunk.size())) {
-      return;
+    // Whole lines, at most kMaxFeedDatagram to a datagram.
+    while (!chunk.empty()) {
+      size_t end = chunk.size();
+      if (end > kMaxFeedDatagram) {
+        end = chunk.rfind('\n', kMaxFeedDatagram - 1);
+        end = end == absl::string_view::npos ? chunk.find('\n') : end;
+        end = end == absl::string_view::npos ? chunk.size() : end + 1;
+      }
+      const absl::string_view datagram = chunk.substr(0, end);
+      chunk.remove_prefix(end);
+      // A single line over the limit is not sent: the reader would only see its start.
+      if (datagram.size() <= kMaxFeedDatagram &&
+          send(feed, datagram.data(), datagram.size(), MSG_DONTWAIT | MSG_NOSIGNAL) ==
+              static_cast<ssize_t>(datagram.size())) {
+        continue;
+      }
+      // EAGAIN (leashd has not drained the socket's queue), ECONNREFUSED (no leashd end): the
+      // stream loses these lines; the log above has them.
+      feed_dropped_.fetch_add(
+          static_cast<uint64_t>(std::count(datagram.begin(), datagram.end(), '\n')),
+          std::memory_order_relaxed);
     }
-    // EAGAIN (leashd has not drained the socket's queue), ECONNREFUSED (no leashd end): the
-    // stream loses these lines; the log above has them.
-    feed_dropped_.fetch_add(static_cast<uint64_t>(std::count(chunk.begin(), chunk.end(), '\n')),
-                            std::memory_order_relaxed);
   }
 
   void WriterLoop() {

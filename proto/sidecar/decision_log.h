@@ -18,6 +18,13 @@
 
 namespace leash::sidecar {
 
+// The largest datagram a writer sends on the live feed, and the buffer leashd reads each one
+// into (controlplane/decision_feed.cc). A datagram longer than the reader's buffer would be cut
+// short without a word, so the lines it carries would be lost from the stream uncounted; a
+// writer sends longer batches as several datagrams, and a single line longer than this (a tool
+// call's inputs, escaped) is not sent and counted as a feed drop. The log file has it.
+inline constexpr size_t kMaxFeedDatagram = 256 * 1024;
+
 class AsyncDecisionLog : public engine::DecisionSink {
  public:
   // Takes ownership of `fd`. `capacity`: records the queue holds before it drops. `limits`:

@@ -394,6 +394,44 @@ TEST(DecisionFeedTest, SendsWhatTheLogWrites) {
   close(pair[0]);
 }
 
+// leashd reads each datagram into a buffer of kMaxFeedDatagram bytes, and a longer one would
+// reach it cut short, its lines lost from the stream uncounted. A tool call's inputs (the
+// agent's own) make a line as long as it likes: no datagram is longer than the buffer, and a
+// line that is not sent is counted.
+TEST(DecisionFeedTest, NoDatagramIsLongerThanLeashdReads) {
+  const std::string path = TestFile("feed_long.jsonl");
+  int pair[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair), 0);
+  const int big = 8 << 20;
+  setsockopt(pair[0], SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+  {
+    AsyncDecisionLog log(OpenForAppend(path));
+    log.AttachFeed(pair[1]);
+    for (int i = 0; i < 3; ++i) log.Record(MakeRecord(i));
+    leash::v1::DecisionRecord huge = MakeRecord(3);
+    huge.set_reason(std::string(kMaxFeedDatagram + 1000, 'a'));
+    log.Record(huge);
+    for (int i = 4; i < 100; ++i) log.Record(MakeRecord(i));
+    log.Flush();
+    EXPECT_EQ(log.feed_dropped(), 1u);
+  }
+  std::string fed;
+  std::string buffer(16 << 20, '\0');
+  for (;;) {
+    const ssize_t n = recv(pair[0], buffer.data(), buffer.size(), MSG_DONTWAIT | MSG_TRUNC);
+    if (n <= 0) break;
+    EXPECT_LE(static_cast<size_t>(n), kMaxFeedDatagram);
+    EXPECT_EQ(buffer[static_cast<size_t>(n) - 1], '\n');  // whole lines only
+    fed.append(buffer.data(), static_cast<size_t>(n));
+  }
+  const std::string written = ReadLogFile(path);
+  EXPECT_TRUE(absl::StrContains(written, "\"ref\":\"r3\""));
+  // (Not printed on failure: the line is longer than a test log wants.)
+  EXPECT_FALSE(absl::StrContains(fed, "\"ref\":\"r3\""));
+  EXPECT_TRUE(absl::StrContains(fed, "\"ref\":\"r99\""));
+  close(pair[0]);
+}
+
 // Nobody reads the feed: the enforcer is not held up, every line still reaches the log, and
 // the lines the feed lost are counted and said in a critical line.
 TEST(DecisionFeedTest, FullFeedDropsAndCountsWithoutBlocking) {

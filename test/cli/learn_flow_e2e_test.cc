@@ -238,6 +238,12 @@ bool IsAllow(const Line& line) { return line.record.action() == "allow"; }
 TEST_F(LearnFlowTest, ObserveSuggestBindThenTheWorkloadRunsUnblockedAndTheRestIsBlocked) {
   const std::string root = fs_->path();
 
+  // 0. Bringing the agent in is not a block: leashd's start onboarded it without writing a line
+  // that `leash logs --action block`, or suggest reading the same lines, would show.
+  RunResult logged_blocks = Leash({"logs", "--action", "block", "--json"});
+  ASSERT_EQ(logged_blocks.exit_code, 0) << logged_blocks.out;
+  EXPECT_EQ(logged_blocks.out, "") << "blocks logged before the agent did anything";
+
   // 1. Every surface in audit: network and tools by the floor, files and commands by the
   // agent's profile, with the acks turning audit on takes.
   std::ofstream(files_->Join("observe.yaml"))
@@ -249,8 +255,7 @@ TEST_F(LearnFlowTest, ObserveSuggestBindThenTheWorkloadRunsUnblockedAndTheRestIs
   ASSERT_EQ(bound.exit_code, 0) << bound.out;
 
   // 2. The live stream, from before the workload: --tail 0 replays nothing, so the marker's
-  // line reaching it shows it subscribed. The log is compared from the same point (leashd's
-  // start wrote the agent's onboarding lines before it).
+  // line reaching it shows it subscribed. The log is compared from the same point.
   const size_t log_start = ReadAll(decisions()).size();
   auto follow = Background::Start(
       LeashArgs({"logs", "--follow", "--json", "--account", agent_->name(), "--tail", "0"}),

@@ -14,7 +14,7 @@
 // against the mean of the two.
 //
 //   bazel run -c opt //test/fswatch:fswatch_benchmark -- [--seconds=2] [--rounds=3] [--rows=abpfcd]
-//       [--compare=/path/to/another/leash-fswatch [--compare-shared]]
+//       [--compare=/path/to/another/leash-fswatch [--compare-shared]] [--feed=both|current|none]
 //
 // --rows picks which rows to measure (all by default), e.g. --rows=d --seconds=20 to profile
 // the mapped path alone (`perf record -a -g` beside it); ratios need b and c/d in the same run.
@@ -24,6 +24,14 @@
 // measured second costs a little (an A/A run, the same binary twice, shows how much).
 // leash-fswatch runs as leashd runs it, on a group made outside it with the pending table
 // (--fanotify-fd); --compare's build gets a group of its own unless --compare-shared.
+// It also writes, as under leashd, to a live decision feed (--decision-feed-fd): a datagram
+// socket pair made and drained by leashd's own feed reader (controlplane/decision_feed.h, a
+// thread at nice 10 handing each datagram to a DecisionHub nobody watches), so (c) and (d)
+// include what the stream costs the watcher. --feed says who gets one: `both` (the default)
+// this build and --compare's, `current` this build only (for a --compare build from before
+// --decision-feed-fd, which refuses the flag), `none` neither. The datagrams and lines drained
+// are printed per watcher, beside the lines its log holds (the difference is what the feed
+// dropped), and in all at the end.
 //
 // Marks only the tmpfs it mounts (leash-fswatch with --mark-only-under; the minimal listener
 // marks that tmpfs alone).
@@ -41,15 +49,19 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "controlplane/decision_feed.h"
+#include "controlplane/decision_hub.h"
 #include "proto/sidecar/watcher_handover.h"
 #include "test/fixtures/sample_stats.h"
 #include "test/fixtures/subprocess.h"
@@ -195,6 +207,7 @@ int Main(int argc, char** argv) {
   std::string rows_wanted = "abpfcd";
   std::string compare;  // another leash-fswatch, measured as (d') after (d)
   bool shared = false;  // --compare's build also takes a shared group
+  std::string feed_for = "both";  // which watchers write to a decision feed
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--seconds=", 0) == 0) absl::SimpleAtod(arg.substr(10), &seconds);
@@ -202,6 +215,11 @@ int Main(int argc, char** argv) {
     if (arg.rfind("--rows=", 0) == 0) rows_wanted = arg.substr(7);
     if (arg.rfind("--compare=", 0) == 0) compare = arg.substr(10);
     if (arg == "--compare-shared") shared = true;
+    if (arg.rfind("--feed=", 0) == 0) feed_for = arg.substr(7);
+  }
+  if (feed_for != "both" && feed_for != "current" && feed_for != "none") {
+    fprintf(stderr, "--feed is both, current or none\n");
+    return 2;
   }
   auto want = [&rows_wanted](char row) { return rows_wanted.find(row) != std::string::npos; };
   if (geteuid() != 0) {
@@ -237,6 +255,36 @@ int Main(int argc, char** argv) {
   *map.add_subjects() = Subject((*mapped)->uid(), "lfs-bench-m", leash::v1::MODE_WHITELIST, allow,
                                 {}, leash::v1::MODE_WHITELIST, {"true"}, {});
 
+  // The feed, as leashd makes and reads it; one writer's end for every watcher of the run, as
+  // leashd keeps one per sidecar across its respawns. The hub outlives the feed's reader.
+  controlplane::DecisionHub hub([](uint32_t) { return std::string(); });
+  std::unique_ptr<controlplane::DecisionFeed> feed;
+  int feed_end = -1;
+  if (feed_for != "none") {
+    absl::StatusOr<std::unique_ptr<controlplane::DecisionFeed>> started =
+        controlplane::DecisionFeed::Start(&hub);
+    absl::StatusOr<int> end = started.ok() ? (*started)->NewWriterEnd() : started.status();
+    if (!end.ok()) {
+      fprintf(stderr, "decision feed: %s\n", std::string(end.status().message()).c_str());
+      return 1;
+    }
+    feed = *std::move(started);
+    feed_end = *end;
+  }
+  // Says what the feed drained while `watcher` ran (counts from before it started), once the
+  // reader has caught up with its log or a second has passed.
+  auto report_feed = [&](int round, const char* who, const WatcherProcess& watcher,
+                         uint64_t datagrams_before, uint64_t lines_before) {
+    const std::string log = watcher.Log();
+    const uint64_t logged = static_cast<uint64_t>(std::count(log.begin(), log.end(), '\n'));
+    WaitFor([&] { return hub.published() - lines_before >= logged; }, absl::Seconds(1));
+    fprintf(stderr, "round %d: %s decision feed: %llu datagrams, %llu lines drained (its log has "
+            "%llu lines)\n", round + 1, who,
+            static_cast<unsigned long long>(feed->datagrams() - datagrams_before),
+            static_cast<unsigned long long>(hub.published() - lines_before),
+            static_cast<unsigned long long>(logged));
+  };
+
   const uid_t mu = (*mapped)->uid(), uu = (*unmapped)->uid();
   const gid_t mg = (*mapped)->gid(), ug = (*unmapped)->gid();
   std::map<std::string, std::vector<double>> results;
@@ -271,6 +319,7 @@ int Main(int argc, char** argv) {
     start.work_dir = work;
     start.name = name;
     start.binary = binary;
+    if (binary.empty() ? feed_for != "none" : feed_for == "both") start.feed_fd = feed_end;
     if (binary.empty() || shared) {
       absl::StatusOr<sidecar::PermissionGroup> made =
           sidecar::OpenPermissionGroup(!sidecar::KernelHasPidfdInfo());
@@ -294,6 +343,8 @@ int Main(int argc, char** argv) {
   for (int round = 0; round < rounds; ++round) {
     if (!measure_listener('b', ListenerWork::kNothing, 'b')) return 1;
     if (want('c') || want('d')) {
+      const uint64_t datagrams_before = feed ? feed->datagrams() : 0;
+      const uint64_t lines_before = hub.published();
       absl::StatusOr<WatcherProcess> watcher = start_watcher(absl::StrCat("bench", round), "");
       if (!watcher.ok()) {
         fprintf(stderr, "%s\n", std::string(watcher.status().message()).c_str());
@@ -313,18 +364,30 @@ int Main(int argc, char** argv) {
       const size_t stopped = err.find("stopped:");
       fprintf(stderr, "round %d: leash-fswatch %s", round + 1,
               stopped == std::string::npos ? "(no summary)\n" : err.substr(stopped).c_str());
+      if (feed_for != "none") {
+        report_feed(round, "leash-fswatch's", *watcher, datagrams_before, lines_before);
+      }
     }
     if (!compare.empty()) {
+      const uint64_t datagrams_before = feed ? feed->datagrams() : 0;
+      const uint64_t lines_before = hub.published();
       absl::StatusOr<WatcherProcess> other = start_watcher(absl::StrCat("compare", round), compare);
       if (!other.ok()) {
-        fprintf(stderr, "--compare=%s: %s\n", compare.c_str(),
-                std::string(other.status().message()).c_str());
+        fprintf(stderr, "--compare=%s: %s%s\n", compare.c_str(),
+                std::string(other.status().message()).c_str(),
+                feed_for == "both"
+                    ? " (a build from before --decision-feed-fd needs --feed=current)"
+                    : "");
+        Run({"rm", "-rf", work}).IgnoreError();  // its logs: this build's may be large
         return 1;
       }
       for (int k : {1, 4}) results[absl::StrCat("e", k)].push_back(MeasureOpens(file, mu, mg, k, seconds));
       other->process->Signal(SIGTERM);
       other->process->Wait(absl::Seconds(10)).IgnoreError();
       close_group();
+      if (feed_for == "both") {
+        report_feed(round, "--compare's", *other, datagrams_before, lines_before);
+      }
     }
     if (!measure_listener('b', ListenerWork::kNothing, 'B')) return 1;
     if (want('a')) {
@@ -337,6 +400,14 @@ int Main(int argc, char** argv) {
   }
 
   printf("\nopen()+close() per second on a tmpfs, median of %d rounds of %.1f s\n", rounds, seconds);
+  if (feed) {
+    printf("decision feed to %s: %llu datagrams, %llu lines drained in all\n",
+           feed_for == "both" ? "leash-fswatch and --compare's" : "leash-fswatch only",
+           static_cast<unsigned long long>(feed->datagrams()),
+           static_cast<unsigned long long>(hub.published()));
+  } else {
+    printf("no decision feed (--feed=none)\n");
+  }
   printf("%-58s %14s %14s\n", "", "1 opener", "4 openers");
   const std::pair<const char*, const char*> rows[] = {
       {"a", "(a) no watcher"},

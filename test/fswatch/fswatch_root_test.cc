@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -131,9 +132,10 @@ class FswatchRootTest : public ::testing::Test {
   // Null (with the failure recorded) when the watcher did not come up.
   WatcherProcess* Start(leash::v1::PolicyUpdate map, std::vector<std::string> extra = {},
                         std::vector<std::string> env = {}, int log_fd = -1,
-                        std::string binary = "") {
+                        std::string binary = "", int feed_fd = -1) {
     WatcherStart start;
     start.binary = std::move(binary);
+    start.feed_fd = feed_fd;
     start.map = std::move(map);
     start.tmpfs = tmpfs_->path();
     start.work_dir = work_;
@@ -940,6 +942,28 @@ TEST_F(FswatchRootTest, ABlockedLogSinkDoesNotDelayAnswers) {
   // More records than the queue (8192) and the pipe (64 KiB) hold: some were lost, counted.
   EXPECT_THAT(err, ::testing::Not(HasSubstr(" 0 records lost"))) << err;
   close(pipe_fds[0]);
+}
+
+TEST_F(FswatchRootTest, AFeedHandedOverCarriesEveryLineTheLogHas) {
+  // leashd's live stream: the writer's end of a datagram pair, as --decision-feed-fd. Every
+  // batch written to the log is offered on it; nothing here is slow to read, so none is lost.
+  int pair[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair), 0);
+  WatcherProcess* w = Start(StandardMap(), {}, {}, -1, "", pair[1]);
+  ASSERT_NE(w, nullptr);
+  close(pair[1]);
+  EXPECT_EQ(Probe(*g_accounts->a, {"open", T("a/file")}), "ok");
+  EXPECT_EQ(Probe(*g_accounts->a, {"open", T("z/file")}), kEperm);
+  EXPECT_EQ(Stop(*w), 0);
+  std::string fed;
+  std::string datagram(256 * 1024, '\0');
+  for (ssize_t n; (n = recv(pair[0], datagram.data(), datagram.size(), 0)) > 0;) {
+    fed.append(datagram, 0, static_cast<size_t>(n));
+  }
+  close(pair[0]);
+  const std::string log = w->Log();
+  EXPECT_EQ(LinesFor(fed, g_accounts->a->uid(), T("z/file")).size(), 1u) << fed;
+  EXPECT_EQ(fed, log);
 }
 
 TEST_F(FswatchRootTest, MapsFromLeashdOverPolicyStreamAreAckedOnlyOnceInForce) {

@@ -80,12 +80,24 @@ absl::StatusOr<WatcherProcess> StartWatcher(const WatcherStart& start,
                            absl::StrCat("--initial-map=", map_path),
                            absl::StrCat("--mark-only-under=", start.tmpfs),
                            absl::StrCat("--decision-log-fd=", log_fd)});
-  // Inheritable copies of the group and its table, for this watcher alone.
+  // Inheritable copies of the group and its table, and of the feed's end, for this watcher
+  // alone.
   std::vector<int> handed;
   if (start.group_fd >= 0) {
     handed = {fcntl(start.group_fd, F_DUPFD, 3), fcntl(start.pending_table_fd, F_DUPFD, 3)};
     argv.push_back(absl::StrCat("--fanotify-fd=", handed[0]));
     argv.push_back(absl::StrCat("--pending-table-fd=", handed[1]));
+  }
+  if (start.feed_fd >= 0) {
+    const int feed = fcntl(start.feed_fd, F_DUPFD, 3);
+    if (feed < 0) {
+      const int error = errno;
+      for (int fd : handed) close(fd);
+      if (close_log) close(log_fd);
+      return absl::ErrnoToStatus(error, "dup of the decision feed's end");
+    }
+    handed.push_back(feed);
+    argv.push_back(absl::StrCat("--decision-feed-fd=", feed));
   }
   argv.insert(argv.end(), start.extra_args.begin(), start.extra_args.end());
   absl::StatusOr<Background> process = Background::Start(argv, watcher.stderr_path);

@@ -62,6 +62,9 @@ struct WatcherStart {
   // Close the group only once the watcher is gone: a marked group nobody reads holds every open.
   int group_fd = -1;
   int pending_table_fd = -1;
+  // When >= 0: the writer's end of a live decision feed (controlplane/decision_feed.h), handed
+  // over as --decision-feed-fd, as leashd hands it. A build from before that flag refuses it.
+  int feed_fd = -1;
   // What stderr says once the watcher is up; default "map version <v> in force" (a --standby
   // watcher says "standing by" instead).
   std::string ready_text;

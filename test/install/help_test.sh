@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Every binary Leash ships answers --help: its usage and flags on stdout, exit 0, nothing run.
+# leashd's host commands (--init, --teardown) are read by the same parser as its other flags:
+# listed by --help, and refused on a flag it does not know before anything runs.
 # The shipped binaries are the ones scripts/install's BINARIES table installs (scripts/package
 # builds the .deb through it); a binary added there and not handed to this test fails it.
 #
@@ -28,3 +30,18 @@ for name in "${shipped[@]}"; do
     fail "$name --help lists no flags: $(head -c 2000 "$out")"
   pass "$name --help exits 0 with its usage ($(wc -l <"$out") lines)"
 done
+
+# leashd names its floor as leash does: -c PATH or --config=PATH, else $LEASH_CONFIG, else the
+# installed path. Its help is rendered from the same rules its parser reads.
+leashd_help=$("${given[leashd]}" --help)
+grep -qF -- '-c, --config  the floor config (default: $LEASH_CONFIG, else /etc/leash/leash.yaml)' \
+  <<<"$leashd_help" || fail "leashd --help does not offer -c and \$LEASH_CONFIG: $leashd_help"
+pass "leashd takes -c and \$LEASH_CONFIG"
+
+leashd=${given[leashd]}
+"$leashd" --help 2>&1 | grep -q -- "--teardown" || fail "leashd --help does not list --teardown"
+code=0
+out=$("$leashd" --init --teardown --no-such-flag 2>&1 </dev/null) || code=$?
+[ "$code" -eq 2 ] && grep -q "unknown flag '--no-such-flag'" <<<"$out" ||
+  fail "leashd --init --teardown --no-such-flag: exit $code, not the parser's refusal: $out"
+pass "leashd's host commands go through its one flag parser"
