@@ -5,14 +5,30 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/json_line.h"
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/logs_render.h"
 #include "cli/offline.h"
+#include "engine/config_defaults.h"
 
 namespace leash::cli {
+namespace {
+
+// Where the floor at `config_path` has leashd write its decisions: its logging.decisions, else
+// the default. A floor that cannot be read names the default too.
+std::string DecisionLogPath(const std::string& config_path) {
+  absl::StatusOr<leash::v1::Config> floor = LoadConfigFile(config_path);
+  if (floor.ok() && floor->has_logging() && !floor->logging().decisions().empty() &&
+      floor->logging().decisions() != "stdout") {
+    return floor->logging().decisions();
+  }
+  return std::string(engine::kDefaultDecisionLog);
+}
+
+}  // namespace
 
 int RunLogs(const Args& args, Io io) {
   if (args.words.size() != 1) {
@@ -65,7 +81,16 @@ int RunLogs(const Args& args, Io io) {
       status.error_message().find("larger than max") == std::string::npos) {
     return ReportFailure(io, absl::ResourceExhaustedError(status.error_message()));
   }
-  if (!status.ok()) return ReportFailure(io, client.Explain(status));
+  if (!status.ok()) {
+    absl::Status explained = client.Explain(status);
+    if (absl::IsUnavailable(explained)) {
+      // The stream needs leashd; the durable record does not.
+      explained = absl::UnavailableError(absl::StrCat(
+          explained.message(), "; without leashd the decisions are still in the log file, ",
+          DecisionLogPath(args.config_path), " (`leash suggest` reads it too)"));
+    }
+    return ReportFailure(io, explained);
+  }
   return base::kExitOk;
 }
 

@@ -97,80 +97,83 @@ std::string CommentText(absl::string_view text) {
   return out;
 }
 
-absl::StatusOr<Fragment> BuildFragment(const Observations& observations,
-                                       const std::set<Surface>& surfaces,
-                                       absl::string_view source,
-                                       const std::set<Surface>& audited_beneath) {
-  Fragment fragment;
-  std::map<Surface, std::vector<SuggestedEntry>> suggested;
-  for (Surface surface : kSurfaces) {
-    if (!surfaces.empty() && !surfaces.count(surface)) continue;
-    const std::string name(engine::SurfaceName(surface));
-    const SeenMap& needed = observations.needed(surface);
-    if (needed.empty()) {
-      fragment.notes.push_back(absl::StrCat(
-          name, ": nothing allowed was seen, so the fragment leaves it as the floor has it"));
-    } else if (surface == leash::v1::SURFACE_NETWORK) {
-      SeenMap names;
-      for (const auto& [key, seen] : needed) {
-        if (std::string why = UnsuggestableNetworkEntry(key); !why.empty()) {
-          fragment.notes.push_back(absl::StrCat("not suggested: network '", key, "' (",
-                                                Times(seen.count), ", e.g. ref ",
-                                                seen.example_ref, "): ", why));
+namespace {
+
+std::string NotSuggested(absl::string_view surface, absl::string_view entry, uint64_t count,
+                         absl::string_view example_ref, absl::string_view why) {
+  return absl::StrCat("not suggested: ", surface, " '", entry, "' (", Times(count),
+                      ", e.g. ref ", example_ref, "): ", why);
+}
+
+// What one surface's observations suggest; what they cannot is said in `notes`.
+std::vector<SuggestedEntry> SuggestSurface(const Observations& observations, Surface surface,
+                                           std::vector<std::string>& notes) {
+  const std::string name(engine::SurfaceName(surface));
+  const SeenMap& needed = observations.needed(surface);
+  std::vector<SuggestedEntry> suggested;
+  if (needed.empty()) {
+    notes.push_back(absl::StrCat(
+        name, ": nothing allowed was seen, so the fragment leaves it as the floor has it"));
+  } else if (surface == leash::v1::SURFACE_NETWORK) {
+    SeenMap names;
+    for (const auto& [key, seen] : needed) {
+      if (std::string why = UnsuggestableNetworkEntry(key); !why.empty()) {
+        notes.push_back(NotSuggested(name, key, seen.count, seen.example_ref, why));
+        continue;
+      }
+      names.emplace(key, seen);
+    }
+    suggested = CollapseNetwork(names);
+  } else if (surface == leash::v1::SURFACE_FILESYSTEM) {
+    PathSuggestion paths = CollapsePaths(needed);
+    suggested = std::move(paths.entries);
+    for (const SuggestedEntry& left : paths.left_out) {
+      notes.push_back(
+          NotSuggested(name, left.entry, left.count, left.example_ref, left.left_out_because));
+    }
+  } else {
+    for (SuggestedEntry& entry : ExactEntries(needed)) {
+      // A binary's path is a path: escaped bytes or a glob name would name another file.
+      if (surface == leash::v1::SURFACE_COMMANDS) {
+        const std::string why = UnsuggestablePath(entry.entry, kShallowPathDepth);
+        if (!why.empty()) {
+          notes.push_back(NotSuggested(name, entry.entry, entry.count, entry.example_ref, why));
           continue;
         }
-        names.emplace(key, seen);
       }
-      suggested[surface] = CollapseNetwork(names);
-    } else if (surface == leash::v1::SURFACE_FILESYSTEM) {
-      PathSuggestion paths = CollapsePaths(needed);
-      suggested[surface] = std::move(paths.entries);
-      for (const SuggestedEntry& left : paths.left_out) {
-        fragment.notes.push_back(absl::StrCat("not suggested: filesystem '", left.entry, "' (",
-                                              Times(left.count), ", e.g. ref ",
-                                              left.example_ref, "): ", left.left_out_because));
-      }
-    } else {
-      for (SuggestedEntry& entry : ExactEntries(needed)) {
-        // A binary's path is a path: escaped bytes or a glob name would name another file.
-        if (surface == leash::v1::SURFACE_COMMANDS) {
-          const std::string why = UnsuggestablePath(entry.entry, kShallowPathDepth);
-          if (!why.empty()) {
-            fragment.notes.push_back(absl::StrCat("not suggested: commands '", entry.entry,
-                                                  "' (", Times(entry.count), ", e.g. ref ",
-                                                  entry.example_ref, "): ", why));
-            continue;
-          }
-        }
-        suggested[surface].push_back(std::move(entry));
-      }
-    }
-    if (surface == leash::v1::SURFACE_FILESYSTEM) {
-      // A directory listed is allowed under the whitelist when an entry covers it or lies
-      // below it (its names only); one that none does is said, never made an entry.
-      for (const auto& [dir, seen] : observations.listed()) {
-        const bool reached = std::any_of(
-            suggested[surface].begin(), suggested[surface].end(),
-            [&, &dir = dir](const SuggestedEntry& entry) {
-              return entry.entry == dir || absl::StartsWith(entry.entry, absl::StrCat(dir, "/")) ||
-                     absl::StartsWith(dir, absl::StrCat(entry.entry, "/"));
-            });
-        if (reached) continue;
-        fragment.notes.push_back(absl::StrCat(
-            "not suggested: filesystem '", dir, "' (", Times(seen.count), ", e.g. ref ",
-            seen.example_ref, "): a directory it only listed; its entry would allow every file "
-            "under it; allow it by hand if that is meant"));
-      }
-    }
-    for (const auto& [what, seen] : observations.refused(surface)) {
-      fragment.notes.push_back(absl::StrCat("refused, not suggested: ", name, " '", what, "' (",
-                                            Times(seen.count), ", e.g. ref ", seen.example_ref,
-                                            "): ", seen.reason));
+      suggested.push_back(std::move(entry));
     }
   }
+  if (surface == leash::v1::SURFACE_FILESYSTEM) {
+    // A directory listed is allowed under the whitelist when an entry covers it or lies below
+    // it (its names only); one that none does is said, never made an entry.
+    for (const auto& [dir, seen] : observations.listed()) {
+      const bool reached =
+          std::any_of(suggested.begin(), suggested.end(),
+                      [&, &dir = dir](const SuggestedEntry& entry) {
+                        return entry.entry == dir ||
+                               absl::StartsWith(entry.entry, absl::StrCat(dir, "/")) ||
+                               absl::StartsWith(dir, absl::StrCat(entry.entry, "/"));
+                      });
+      if (reached) continue;
+      notes.push_back(NotSuggested(
+          name, dir, seen.count, seen.example_ref,
+          "a directory it only listed; its entry would allow every file under it; allow it by "
+          "hand if that is meant"));
+    }
+  }
+  for (const auto& [what, seen] : observations.refused(surface)) {
+    notes.push_back(absl::StrCat("refused, not suggested: ", name, " '", what, "' (",
+                                 Times(seen.count), ", e.g. ref ", seen.example_ref,
+                                 "): ", seen.reason));
+  }
+  return suggested;
+}
 
-  // The entry grammar's judgement, as a profile save makes it: an entry that can never match
-  // is left out and said, never written.
+// The entry grammar's judgement, as a profile save makes it: an entry that can never match is
+// taken out and said, never written.
+void DropInertEntries(std::map<Surface, std::vector<SuggestedEntry>>& suggested,
+                      std::vector<std::string>& notes) {
   leash::v1::Config candidate;
   for (const auto& [surface, entries] : suggested) {
     leash::v1::EntryList* allow = AllowListOf(candidate, surface);
@@ -179,12 +182,9 @@ absl::StatusOr<Fragment> BuildFragment(const Observations& observations,
   absl::flat_hash_set<std::string> inert;  // "<field>\n<entry>"
   for (const leash::v1::InertEntry& entry : engine::InertEntries(candidate)) {
     inert.insert(absl::StrCat(entry.field(), "\n", entry.entry()));
-    fragment.notes.push_back(absl::StrCat("not suggested: ", entry.field(), " '", entry.entry(),
-                                          "' can never match: ", entry.reason()));
+    notes.push_back(absl::StrCat("not suggested: ", entry.field(), " '", entry.entry(),
+                                 "' can never match: ", entry.reason()));
   }
-
-  YAML::Emitter out;
-  out << YAML::BeginMap;
   for (auto& [surface, entries] : suggested) {
     const std::string name(engine::SurfaceName(surface));
     entries.erase(std::remove_if(entries.begin(), entries.end(),
@@ -193,8 +193,18 @@ absl::StatusOr<Fragment> BuildFragment(const Observations& observations,
                                        absl::StrCat(name, ".allow\n", entry.entry));
                                  }),
                   entries.end());
-    // A whitelist with nothing in it would refuse the surface everything: leave it out.
+  }
+}
+
+// The fragment's YAML, each entry annotated, and its Config; a surface with no entry is left
+// out (a whitelist with nothing in it would refuse the surface everything).
+absl::Status WriteFragment(const std::map<Surface, std::vector<SuggestedEntry>>& suggested,
+                           const std::set<Surface>& audited_beneath, Fragment& fragment) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  for (const auto& [surface, entries] : suggested) {
     if (entries.empty()) continue;
+    const std::string name(engine::SurfaceName(surface));
     leash::v1::EntryList* allow = AllowListOf(fragment.config, surface);
     out << YAML::Key << name << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "mode" << YAML::Value << "whitelist";
@@ -215,13 +225,6 @@ absl::StatusOr<Fragment> BuildFragment(const Observations& observations,
     out << YAML::EndMap;
   }
   out << YAML::EndMap;
-  for (Surface surface : audited_beneath) {
-    const auto written = suggested.find(surface);
-    if (written != suggested.end() && !written->second.empty()) continue;
-    fragment.notes.push_back(absl::StrCat(
-        engine::SurfaceName(surface), ": the floor audits it and this fragment leaves it as the "
-        "floor has it, so under this profile it stays in audit and blocks nothing"));
-  }
   if (!out.good()) {
     return absl::InternalError(absl::StrCat("the fragment could not be written as YAML: ",
                                             out.GetLastError()));
@@ -229,6 +232,32 @@ absl::StatusOr<Fragment> BuildFragment(const Observations& observations,
   fragment.yaml = fragment.config.ByteSizeLong() == 0
                       ? "{}\n"
                       : absl::StrCat(absl::string_view(out.c_str(), out.size()), "\n");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Fragment> BuildFragment(const Observations& observations,
+                                       const std::set<Surface>& surfaces,
+                                       absl::string_view source,
+                                       const std::set<Surface>& audited_beneath) {
+  Fragment fragment;
+  std::map<Surface, std::vector<SuggestedEntry>> suggested;
+  for (Surface surface : kSurfaces) {
+    if (!surfaces.empty() && !surfaces.count(surface)) continue;
+    suggested[surface] = SuggestSurface(observations, surface, fragment.notes);
+  }
+  DropInertEntries(suggested, fragment.notes);
+  if (absl::Status written = WriteFragment(suggested, audited_beneath, fragment); !written.ok()) {
+    return written;
+  }
+  for (Surface surface : audited_beneath) {
+    const auto written = suggested.find(surface);
+    if (written != suggested.end() && !written->second.empty()) continue;
+    fragment.notes.push_back(absl::StrCat(
+        engine::SurfaceName(surface), ": the floor audits it and this fragment leaves it as the "
+        "floor has it, so under this profile it stays in audit and blocks nothing"));
+  }
 
   absl::StatusOr<leash::v1::Config> read_back =
       engine::ParseConfigYaml(fragment.yaml, engine::ConfigKind::kProfile, "suggested fragment");

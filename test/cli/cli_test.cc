@@ -204,6 +204,17 @@ TEST_F(CliTest, ExitCodesAreAsDocumented) {
                        .value();
   EXPECT_EQ(away.exit_code, 3) << away.out;
   EXPECT_THAT(away.out, HasSubstr("leashd is not answering on /tmp/no-leashd.sock"));
+  // The stream needs leashd; the log file does not, and logs says where it is.
+  RunResult logs_away =
+      leash::testing::Run({RunfilePath("cli/leash"), "--socket=/tmp/no-leashd.sock",
+                           "--config=" + leashd_->config_path(), "logs"})
+          .value();
+  EXPECT_EQ(logs_away.exit_code, 3) << logs_away.out;
+  EXPECT_THAT(logs_away.out, HasSubstr("leashd is not answering on /tmp/no-leashd.sock"));
+  EXPECT_THAT(logs_away.out,
+              HasSubstr(absl::StrCat("the decisions are still in the log file, ",
+                                     files_->Join("decisions.jsonl"))))
+      << "the floor's logging.decisions";
 }
 
 // leashd's API carries UTF-8 text only, and a file name is any bytes: such a subject is
