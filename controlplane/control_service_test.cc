@@ -347,7 +347,10 @@ TEST_F(ControlServiceTest, RemoveEntryOfAnAllowTightensIsWrittenKeepingCommentsA
   remove.set_surface(leash::v1::SURFACE_NETWORK);
   remove.set_entry("pypi.org");
   leash::v1::PolicyWriteResponse response;
-  ASSERT_TRUE(service_.RemoveEntry(nullptr, &remove, &response).ok());
+  {
+    const grpc::Status status = service_.RemoveEntry(nullptr, &remove, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
   EXPECT_TRUE(response.written()) << response.DebugString();
   EXPECT_FALSE(response.has_refusal());
   EXPECT_TRUE(response.notices().empty()) << response.DebugString();
@@ -381,7 +384,10 @@ TEST_F(ControlServiceTest, RemoveEntryOfADenyLoosensAndIsRefusedUntilItsAckIsGiv
 
   remove.add_acks("unset.deny:network:evil.example");
   leash::v1::PolicyWriteResponse written;
-  ASSERT_TRUE(service_.RemoveEntry(nullptr, &remove, &written).ok());
+  {
+    const grpc::Status status = service_.RemoveEntry(nullptr, &remove, &written);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
   EXPECT_TRUE(written.written()) << written.DebugString();
   EXPECT_THAT(Contents(Config()), HasSubstr("  deny: [\"bad.example\"]  # never\n"));
   EXPECT_EQ(loop_.passes(), 1u);
@@ -510,7 +516,10 @@ TEST_F(ControlServiceTest, WritesAndValidateAgree_AFloorEditValidateWouldCallAnE
   add.set_surface(leash::v1::SURFACE_TOOLS);
   add.set_list(leash::v1::LIST_KIND_ALLOW);
   add.set_entry("search");
-  ASSERT_TRUE(service_.AddEntry(nullptr, &add, &response).ok());
+  {
+    const grpc::Status status = service_.AddEntry(nullptr, &add, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
   EXPECT_FALSE(response.written());
   EXPECT_EQ(response.refusal().kind(), "validate");
   EXPECT_EQ(response.refusal().findings(0).field(), "tools.allow");
@@ -519,7 +528,10 @@ TEST_F(ControlServiceTest, WritesAndValidateAgree_AFloorEditValidateWouldCallAnE
 
   // What adds no error is written as before.
   add.set_list(leash::v1::LIST_KIND_DENY);
-  ASSERT_TRUE(service_.AddEntry(nullptr, &add, &response).ok());
+  {
+    const grpc::Status status = service_.AddEntry(nullptr, &add, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
   EXPECT_TRUE(response.written()) << response.DebugString();
 }
 

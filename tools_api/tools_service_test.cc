@@ -1,7 +1,7 @@
 // The CheckTool service over a real gRPC server on a Unix socket under TEST_TMPDIR: answers
 // and decision records in-process, over-deep and malformed requests answered as blocks (not
 // INTERNAL), and the same API driven from separate processes — the C++ client and a Python
-// client whose stubs are generated at test time.
+// client whose stubs are generated at build time.
 #include "tools_api/tools_service.h"
 
 #include <algorithm>
@@ -32,7 +32,6 @@ using ::testing::Not;
 const std::string kGhp = absl::StrCat("ghp_", "R8dKq2ZfT0wLx7NvB4mYc1HsJ9pEa6GuW3oV");
 constexpr uint64_t kRandomBits = 0x123456789abcdefULL;
 const absl::Time kNow = absl::FromUnixSeconds(1795000000);
-constexpr char kGoogleapis[] = "/usr/share/gocode/src/github.com/gogo/googleapis";
 
 std::shared_ptr<const engine::CompiledPolicy> Policy(uint64_t max_input_bytes = 1 << 20,
                                                     bool audit = false) {
@@ -589,34 +588,26 @@ TEST_F(ToolsServiceTest, CppClientProcess) {
 }
 
 TEST_F(ToolsServiceTest, PythonClientProcess) {
-  const std::string out_dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/py");
-  const std::vector<std::string> base = {"/usr/bin/python3",
-                                         "tools_api/testing/check_tool_client.py",
-                                         "--target",
-                                         harness_->target(),
-                                         "--proto-root",
-                                         "proto",
-                                         "--googleapis",
-                                         kGoogleapis,
-                                         "--out",
-                                         out_dir};
-  std::vector<std::string> allow = base;
-  allow.insert(allow.end(), {"--name", "shell", "--inputs", R"({"to":"alice@corp.io"})"});
-  absl::StatusOr<std::string> allowed = leash::testing::RunOk(allow, absl::Seconds(60));
-  ASSERT_TRUE(allowed.ok()) << allowed.status();
-  EXPECT_THAT(*allowed, HasSubstr("code: 0\naction: ACTION_ALLOW\n"));
-  EXPECT_THAT(*allowed, HasSubstr("finding: pii email $.to al****io\n"));
+  // Both calls from one Python process: an allowed one, then a blocked one.
+  absl::StatusOr<std::string> out = leash::testing::RunOk(
+      {"/usr/bin/python3", "tools_api/testing/check_tool_client.py", "--target",
+       harness_->target(), "--stubs", "tools_api/testing/py", "--call", "shell",
+       R"({"to":"alice@corp.io"})", "--call", "shell", absl::StrCat(R"({"k":")", kGhp, "\"}")},
+      absl::Seconds(60));
+  ASSERT_TRUE(out.ok()) << out.status();
+  const size_t second = out->find("call: 2\n");
+  ASSERT_NE(second, std::string::npos) << *out;
+  const std::string allowed = out->substr(0, second);
+  const std::string blocked = out->substr(second);
+  EXPECT_THAT(allowed, HasSubstr("call: 1\ncode: 0\naction: ACTION_ALLOW\n"));
+  EXPECT_THAT(allowed, HasSubstr("finding: pii email $.to al****io\n"));
 
-  std::vector<std::string> block = base;
-  block.insert(block.end(), {"--name", "shell", "--inputs", absl::StrCat(R"({"k":")", kGhp, "\"}")});
-  absl::StatusOr<std::string> blocked = leash::testing::RunOk(block, absl::Seconds(60));
-  ASSERT_TRUE(blocked.ok()) << blocked.status();
-  EXPECT_THAT(*blocked, HasSubstr("code: 7\n"));
-  EXPECT_THAT(*blocked, HasSubstr("message: tools: shell inputs blocked by inspection"));
-  EXPECT_THAT(*blocked, HasSubstr("details_code: 7\naction: ACTION_BLOCK\n"));
-  EXPECT_THAT(*blocked, HasSubstr("finding: secrets github_token $.k ghp_****W3oV\n"));
-  EXPECT_THAT(*blocked, HasSubstr("trailer_matches_details: true\n"));
-  EXPECT_THAT(*blocked, Not(HasSubstr(kGhp)));
+  EXPECT_THAT(blocked, HasSubstr("code: 7\n"));
+  EXPECT_THAT(blocked, HasSubstr("message: tools: shell inputs blocked by inspection"));
+  EXPECT_THAT(blocked, HasSubstr("details_code: 7\naction: ACTION_BLOCK\n"));
+  EXPECT_THAT(blocked, HasSubstr("finding: secrets github_token $.k ghp_****W3oV\n"));
+  EXPECT_THAT(blocked, HasSubstr("trailer_matches_details: true\n"));
+  EXPECT_THAT(*out, Not(HasSubstr(kGhp)));
 }
 
 }  // namespace

@@ -459,7 +459,7 @@ AsyncDecisionLog::AsyncDecisionLog(int fd, size_t capacity, DecisionLineGate::Li
 AsyncDecisionLog::~AsyncDecisionLog() {
   // A writer stuck on a descriptor nobody drains must not hold up the caller's shutdown: after
   // a bounded wait the writer is left running on its (leaked) state.
-  if (!impl_->Stop(std::chrono::seconds(2))) {
+  if (!impl_->Stop(shutdown_wait_)) {
     dprintf(2, "leash decision log: writer still blocked on its descriptor at shutdown; "
                "records still queued are lost\n");
     (void)impl_.release();

@@ -8,6 +8,7 @@
 // and the count of lost records is itself written as a critical record once there is room.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -30,8 +31,14 @@ class AsyncDecisionLog : public engine::DecisionSink {
   // the allow lines each subject may write (DecisionLineGate).
   explicit AsyncDecisionLog(int fd, size_t capacity = 8192,
                             DecisionLineGate::Limits limits = DecisionLineGate::Limits());
-  // Writes what is queued, then stops the writer thread and closes the descriptor.
+  // Writes what is queued, then stops the writer thread and closes the descriptor. A writer
+  // still blocked on its descriptor after shutdown_wait() is left running on its own (leaked)
+  // state, so a descriptor nobody drains cannot hold up the caller's shutdown.
   ~AsyncDecisionLog() override;
+
+  // How long the destructor waits for the writer (2 s unless set; tests set less).
+  void set_shutdown_wait(std::chrono::milliseconds wait) { shutdown_wait_ = wait; }
+  std::chrono::milliseconds shutdown_wait() const { return shutdown_wait_; }
 
   // Never blocks and never takes a lock the writer thread can hold for long. Thread-safe.
   // Applies the gate (the record's uid, action and severity) before anything is queued.
@@ -63,6 +70,7 @@ class AsyncDecisionLog : public engine::DecisionSink {
  private:
   class Impl;
   std::unique_ptr<Impl> impl_;
+  std::chrono::milliseconds shutdown_wait_{std::chrono::seconds(2)};
 };
 
 }  // namespace leash::sidecar

@@ -17,10 +17,10 @@ LEASH_PACKAGES=(
   # test/install/package_test.sh: the .deb scripts/package builds is checked by lintian.
   lintian
   python3 python3-grpcio
-  # tools_api: Python stubs generated at test time (python3-grpc-tools), and
-  # google/rpc/status.proto for CheckTool's error details (shipped, unchanged from
-  # googleapis, in golang-github-gogo-googleapis-dev).
-  python3-grpc-tools golang-github-gogo-googleapis-dev
+  # tools_api: google/rpc/status.proto for CheckTool's error details (shipped, unchanged
+  # from googleapis, in golang-github-gogo-googleapis-dev); the Python client's stubs come
+  # from protobuf-compiler-grpc's grpc_python_plugin at build time.
+  golang-github-gogo-googleapis-dev
 )
 
 leash_install_deps() {

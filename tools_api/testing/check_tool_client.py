@@ -1,48 +1,31 @@
 """A CheckTool client in Python, for the service tests: proves the Tools API is usable outside
-C++ with nothing but python3-grpcio and stubs generated from the .proto files at test time.
+C++ with nothing but python3-grpcio and stubs generated from the .proto files (at build time,
+by //tools_api:check_tool_client_py_stubs).
 
-  check_tool_client.py --target unix:PATH --proto-root DIR --googleapis DIR --out DIR
-      --name NAME [--inputs JSON | --inputs-json JSON] [--account NAME]
+  check_tool_client.py --target unix:PATH --stubs DIR --call NAME INPUTS [--call NAME INPUTS]...
 
-Prints "key: value" lines like the C++ client.
+INPUTS is the JSON value sent as CheckToolRequest.inputs. The calls are made in order from one
+process (starting Python and loading grpc is most of the time); each call's answer is printed
+as "key: value" lines like the C++ client's, after a "call: N" line (N counts from 1).
 """
 import argparse
 import json
-import os
-import subprocess
 import sys
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--target", required=True)
-    p.add_argument("--proto-root", required=True)
-    p.add_argument("--googleapis", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--name", required=True)
-    p.add_argument("--inputs")
-    p.add_argument("--inputs-json")
-    p.add_argument("--account", default="")
+    p.add_argument("--stubs", required=True)
+    p.add_argument("--call", nargs=2, action="append", required=True, metavar=("NAME", "INPUTS"))
     args = p.parse_args()
 
-    os.makedirs(args.out, exist_ok=True)
-    subprocess.run(
-        [sys.executable, "-m", "grpc_tools.protoc", "-I" + args.proto_root, "-I/usr/include",
-         "-I" + args.googleapis, "--python_out=" + args.out, "--grpc_python_out=" + args.out,
-         "leash/v1/tools.proto", "leash/v1/decision.proto", "google/rpc/status.proto"],
-        check=True)
-    sys.path.insert(0, args.out)
+    sys.path.insert(0, args.stubs)
 
     import grpc
     from google.protobuf import json_format
     from google.rpc import status_pb2
     from leash.v1 import decision_pb2, tools_pb2, tools_pb2_grpc
-
-    request = tools_pb2.CheckToolRequest(name=args.name, account=args.account)
-    if args.inputs is not None:
-        json_format.Parse(json.dumps({"inputs": json.loads(args.inputs)}), request)
-    if args.inputs_json is not None:
-        request.inputs_json = args.inputs_json
 
     def show(response):
         print("action:", decision_pb2.Action.Name(response.action))
@@ -51,8 +34,9 @@ def main():
         for f in response.findings:
             print("finding:", f.category, f.detector, f.json_path, f.masked)
 
-    with grpc.insecure_channel(args.target) as channel:
-        stub = tools_pb2_grpc.ToolsStub(channel)
+    def call(stub, name, inputs):
+        request = tools_pb2.CheckToolRequest(name=name)
+        json_format.Parse(json.dumps({"inputs": json.loads(inputs)}), request)
         try:
             response = stub.CheckTool(request, timeout=20)
             print("code:", 0)
@@ -72,6 +56,12 @@ def main():
                 trailers["leash-check-tool-response-bin"])
             print("trailer_matches_details:",
                   "true" if from_trailer == from_details else "false")
+
+    with grpc.insecure_channel(args.target) as channel:
+        stub = tools_pb2_grpc.ToolsStub(channel)
+        for number, (name, inputs) in enumerate(args.call, start=1):
+            print("call:", number)
+            call(stub, name, inputs)
 
 
 if __name__ == "__main__":
