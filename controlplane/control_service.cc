@@ -164,7 +164,8 @@ grpc::Status ControlService::EditFloor(
       }
       // The same edit made in the operator's text keeps its comments and layout.
       absl::StatusOr<FloorWrite> written = WriteEditedFloor(
-          deps_.config_path, floor->text, edit_text(floor->text), config, (*user)->gid);
+          deps_.config_path, floor->text, edit_text(floor->text), config, deps_.floor_owner,
+          (*user)->gid);
       if (!written.ok()) return ToGrpc(written.status());
       outcome.written = true;
       if (!written->text_kept) outcome.notices.push_back(written->notice);

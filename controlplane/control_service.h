@@ -16,6 +16,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "controlplane/account_source.h"
+#include "controlplane/floor_file.h"
 #include "controlplane/netfilter.h"
 #include "controlplane/policy_store.h"
 #include "controlplane/reconcile_loop.h"
@@ -36,6 +37,9 @@ inline constexpr size_t kMaxAdminRequestBytes = 2 * engine::kMaxPolicyYamlBytes;
 
 struct ControlDeps {
   std::string config_path;
+  // Who owns the floor a write leaves behind: root in leashd; a unit test run without root
+  // names itself, the one owner it may give a file.
+  uid_t floor_owner = kFloorOwner;
   BindingStore* store = nullptr;
   AccountSource* accounts = nullptr;
   SubjectDirectory* subjects = nullptr;

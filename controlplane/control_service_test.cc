@@ -87,6 +87,8 @@ class ControlServiceTest : public ::testing::Test {
   ControlDeps Deps() {
     ControlDeps deps;
     deps.config_path = Config();
+    // Its floor writes run as whoever runs the test: the fast tier needs no root.
+    deps.floor_owner = geteuid();
     deps.store = &store_;
     deps.accounts = &accounts_;
     deps.subjects = &subjects_;

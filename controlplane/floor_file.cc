@@ -95,7 +95,8 @@ absl::StatusOr<std::string> PatchFloorMode(absl::string_view text, leash::v1::Su
 
 absl::StatusOr<FloorWrite> WriteEditedFloor(const std::string& path, const std::string& original,
                                             const absl::StatusOr<std::string>& patched,
-                                            const leash::v1::Config& edited, gid_t gid) {
+                                            const leash::v1::Config& edited, uid_t owner,
+                                            gid_t gid) {
   // The patched text is kept only if it reads back to exactly the Config the edit meant.
   std::string why_not;
   if (!patched.ok()) {
@@ -113,35 +114,36 @@ absl::StatusOr<FloorWrite> WriteEditedFloor(const std::string& path, const std::
     if (absl::Status written = base::WriteFileAtomically(path, *patched, 0640); !written.ok()) {
       return written;
     }
-    if (absl::Status owned = RestateFloorPermissions(path, gid); !owned.ok()) return owned;
+    if (absl::Status owned = RestateFloorPermissions(path, owner, gid); !owned.ok()) return owned;
     return FloorWrite{true, ""};
   }
   // Rewritten whole: the text as it was goes aside first, comments and all.
   const std::string aside = path + ".before-edit";
   if (absl::Status saved = base::WriteFileAtomically(aside, original, 0640); !saved.ok()) return saved;
-  if (absl::Status owned = RestateFloorPermissions(aside, gid); !owned.ok()) return owned;
-  if (absl::Status written = WriteFloor(path, edited, gid); !written.ok()) return written;
+  if (absl::Status owned = RestateFloorPermissions(aside, owner, gid); !owned.ok()) return owned;
+  if (absl::Status written = WriteFloor(path, edited, owner, gid); !written.ok()) return written;
   return FloorWrite{false, absl::StrCat(path, " was rewritten whole, without its comments and "
                                               "layout (", why_not, "); its previous text is in ",
                                         aside)};
 }
 
-absl::Status RestateFloorPermissions(const std::string& path, gid_t gid) {
-  if (chown(path.c_str(), 0, gid) != 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("chown root:", gid, " ", path));
+absl::Status RestateFloorPermissions(const std::string& path, uid_t owner, gid_t gid) {
+  if (chown(path.c_str(), owner, gid) != 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("chown ", owner, ":", gid, " ", path));
   }
   if (chmod(path.c_str(), 0640) != 0) return absl::ErrnoToStatus(errno, "chmod 0640 " + path);
   return absl::OkStatus();
 }
 
-absl::Status WriteFloor(const std::string& path, const leash::v1::Config& config, gid_t gid) {
+absl::Status WriteFloor(const std::string& path, const leash::v1::Config& config, uid_t owner,
+                        gid_t gid) {
   const std::string text = absl::StrCat(
       "# Leash floor policy. Written by leash; edit with `leash <surface> allow|deny|mode` or by\n"
       "# hand, then `leash validate`. Mode 0640 root:<leashed user> is re-stated on every write.\n",
       engine::EmitConfigYaml(config));
   absl::Status written = base::WriteFileAtomically(path, text, 0640);
   if (!written.ok()) return written;
-  return RestateFloorPermissions(path, gid);
+  return RestateFloorPermissions(path, owner, gid);
 }
 
 absl::StatusOr<bool> AddFloorEntry(leash::v1::Config& config, leash::v1::Surface surface,

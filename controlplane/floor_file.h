@@ -47,16 +47,22 @@ struct FloorWrite {
 
 // Writes the floor after an edit: `patched` (the edit made in `original`, the text as read)
 // when it reads back to exactly `edited`; otherwise `original` is first saved as
-// <path>.before-edit (0640 root:`gid`) and `edited` written whole, and the notice says so.
+// <path>.before-edit (0640 `owner`:`gid`) and `edited` written whole, and the notice says so.
 absl::StatusOr<FloorWrite> WriteEditedFloor(const std::string& path, const std::string& original,
                                             const absl::StatusOr<std::string>& patched,
-                                            const leash::v1::Config& edited, gid_t gid);
+                                            const leash::v1::Config& edited, uid_t owner,
+                                            gid_t gid);
 
-// Writes `config` atomically as `path`, mode 0640, owner root, group `gid`.
-absl::Status WriteFloor(const std::string& path, const leash::v1::Config& config, gid_t gid);
+// Writes `config` atomically as `path`, mode 0640, owner `owner` (root, kFloorOwner, in leashd;
+// a test run without root names itself), group `gid`.
+absl::Status WriteFloor(const std::string& path, const leash::v1::Config& config, uid_t owner,
+                        gid_t gid);
 
 // Re-states the mode and owner of an existing floor (install/upgrade repair).
-absl::Status RestateFloorPermissions(const std::string& path, gid_t gid);
+absl::Status RestateFloorPermissions(const std::string& path, uid_t owner, gid_t gid);
+
+// The floor's owner: root. Only root may rewrite it; the leashed user reads it by its group.
+inline constexpr uid_t kFloorOwner = 0;
 
 // Adds `entry` to `surface`'s allow (allow=true) or deny list of `config`. An entry that can
 // never match is refused: InvalidArgument with `inert` filled (field, entry, reason). An entry

@@ -31,7 +31,7 @@ TEST(FloorFile, WriteIs0640RootGroupAndRoundTrips) {
   config.mutable_network()->set_mode(leash::v1::MODE_WHITELIST);
   config.mutable_network()->mutable_allow()->add_entries("github.com");
   const gid_t gid = getegid() == 0 ? 4242 : getegid();
-  ASSERT_TRUE(WriteFloor(path, config, gid).ok());
+  ASSERT_TRUE(WriteFloor(path, config, kFloorOwner, gid).ok());
   struct stat st;
   ASSERT_EQ(stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0640u);
@@ -68,7 +68,7 @@ TEST(FloorFile, AnEditKeepsTheOperatorsCommentsAndLayout) {
   absl::StatusOr<FloorWrite> written = WriteEditedFloor(
       path, floor->text,
       PatchFloorEntry(floor->text, leash::v1::SURFACE_NETWORK, true, "pypi.org"), floor->config,
-      gid);
+      kFloorOwner, gid);
   ASSERT_TRUE(written.ok()) << written.status();
   EXPECT_TRUE(written->text_kept) << written->notice;
   EXPECT_EQ(Slurp(path),
@@ -90,7 +90,7 @@ TEST(FloorFile, AnEditKeepsTheOperatorsCommentsAndLayout) {
   written = WriteEditedFloor(
       path, floor->text,
       PatchFloorMode(floor->text, leash::v1::SURFACE_COMMANDS, leash::v1::MODE_WHITELIST),
-      floor->config, gid);
+      floor->config, kFloorOwner, gid);
   ASSERT_TRUE(written.ok()) << written.status();
   EXPECT_TRUE(written->text_kept) << written->notice;
   EXPECT_THAT(Slurp(path),
@@ -110,7 +110,7 @@ TEST(FloorFile, AnEditTheTextCannotTakeRewritesWholeAndKeepsThePreviousTextAside
   ASSERT_TRUE(*AddFloorEntry(floor->config, leash::v1::SURFACE_TOOLS, false, "shell", nullptr));
   absl::StatusOr<FloorWrite> written = WriteEditedFloor(
       path, floor->text, PatchFloorEntry(floor->text, leash::v1::SURFACE_TOOLS, false, "shell"),
-      floor->config, getegid());
+      floor->config, kFloorOwner, getegid());
   ASSERT_TRUE(written.ok()) << written.status();
   EXPECT_FALSE(written->text_kept);
   EXPECT_EQ(written->notice,
@@ -137,7 +137,7 @@ TEST(FloorFile, AnEditedTextThatReadsBackDifferentlyIsNotWritten) {
   absl::StatusOr<FloorWrite> written = WriteEditedFloor(
       path, floor->text,
       PatchFloorEntry(floor->text, leash::v1::SURFACE_NETWORK, true, "evil.example"),
-      floor->config, getegid());
+      floor->config, kFloorOwner, getegid());
   ASSERT_TRUE(written.ok()) << written.status();
   EXPECT_FALSE(written->text_kept);
   EXPECT_THAT(written->notice, HasSubstr("did not read back to the edited policy"));

@@ -118,8 +118,9 @@ int RunInitCommand(const HostCommandOptions& options, std::ostream& out, std::os
   // layout included — and only re-states its mode and owner: "re-states it on
   // upgrade so an existing box is repaired".
   const bool keep = existed && current->user() == user;
-  absl::Status written = keep ? RestateFloorPermissions(options.config_path, pw->pw_gid)
-                              : WriteFloor(options.config_path, config, pw->pw_gid);
+  absl::Status written =
+      keep ? RestateFloorPermissions(options.config_path, kFloorOwner, pw->pw_gid)
+           : WriteFloor(options.config_path, config, kFloorOwner, pw->pw_gid);
   if (!written.ok()) {
     err << "leash init: " << written.message() << "\n";
     return base::kExitRefused;
