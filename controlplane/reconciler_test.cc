@@ -761,8 +761,10 @@ TEST_F(ReconcilerTest, ListenerThatWillNotBindDeniesThatSubjectAlone) {
 TEST_F(ReconcilerTest, ASidecarThatDoesNotAcknowledgeLeavesThePolicyNotInForce) {
   accounts_.Add("leash-iris", 1001);
   proxy_.reset();  // no proxy subscribed: nobody acknowledges the network side
+  // Long enough for the watcher that does acknowledge to be seen doing so on a loaded machine
+  // (its ack is real, on another thread); each publish waits it out for the absent proxy.
   auto r = Make(/*single_subject=*/false, /*tools_max_request_bytes=*/0,
-                /*ack_timeout=*/absl::Milliseconds(200));
+                /*ack_timeout=*/absl::Seconds(1));
   leash::v1::ReconcileReport report = r->RunPass();
   // A first pass publishes twice (new subjects denied first, then their policies): each
   // version the proxy did not acknowledge is named.
