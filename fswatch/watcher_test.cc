@@ -853,34 +853,27 @@ TEST(WatcherPublish, NoPolicySubjectIsAnnouncedCriticalOnceNotOnEveryMap) {
   EXPECT_EQ(watcher.version(), 3u);
 }
 
-TEST(WatcherPublish, ASubjectBeingOnboardedIsDeniedWithoutANoticeAndItsLaterDenialIsAnnounced) {
-  FakeFanotifySource source;
-  RecordingSink sink;
-  WatcherOptions options;
-  options.self_pid = kSelf;
-  Watcher watcher(source, sink, options);
+TEST_F(WatcherTest, ASubjectBeingOnboardedIsDeniedWithoutANoticeAndItsLaterDenialIsAnnounced) {
   auto onboarding = std::make_shared<policystream::SubjectMap>();
   (*onboarding)[kWhite] = WithoutPolicy(kWhite, engine::FailMode::kClosed);
   (*onboarding)[kWhite].onboarding = true;
-  watcher.Publish(onboarding, 1);
-  EXPECT_THAT(sink.records(), IsEmpty());
+  watcher_.Publish(onboarding, 2);
+  EXPECT_THAT(sink_.records(), IsEmpty());
   // Denied all the same while it is being onboarded, and the open is logged as a block.
-  const int fd = source.PushOpen(100, kWhite, "/t/ok/f");
-  while (source.pending() > 0) ASSERT_EQ(watcher.RunOnce(0), 0);
-  bool allowed = true;
-  EXPECT_TRUE(source.AnswerFor(fd, allowed));
-  EXPECT_FALSE(allowed);
-  ASSERT_EQ(sink.records().size(), 1u);
-  EXPECT_EQ(sink.records()[0].severity(), "");
+  const int fd = source_.PushOpen(100, kWhite, "/t/ok/f");
+  Drain();
+  EXPECT_FALSE(Allowed(fd));
+  ASSERT_EQ(sink_.records().size(), 1u);
+  EXPECT_EQ(sink_.records()[0].severity(), "");
   // Its chain failed, so leashd denies it for real: now it is announced, once.
   auto denied = std::make_shared<policystream::SubjectMap>();
   (*denied)[kWhite] = WithoutPolicy(kWhite, engine::FailMode::kClosed);
-  watcher.Publish(denied, 2);
-  ASSERT_EQ(sink.records().size(), 2u);
-  EXPECT_EQ(sink.records()[1].severity(), "critical");
-  EXPECT_THAT(sink.records()[1].reason(), HasSubstr("has no policy (dangling profile 'gone')"));
-  watcher.Publish(denied, 3);
-  EXPECT_EQ(sink.records().size(), 2u);
+  watcher_.Publish(denied, 3);
+  ASSERT_EQ(sink_.records().size(), 2u);
+  EXPECT_EQ(sink_.records()[1].severity(), "critical");
+  EXPECT_THAT(sink_.records()[1].reason(), HasSubstr("has no policy (dangling profile 'gone')"));
+  watcher_.Publish(denied, 4);
+  EXPECT_EQ(sink_.records().size(), 2u);
 }
 
 // A watcher holding a map that allows kWhite /t/ok, and a second map denying it everything.
