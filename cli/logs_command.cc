@@ -15,20 +15,6 @@
 #include "engine/config_defaults.h"
 
 namespace leash::cli {
-namespace {
-
-// Where the floor at `config_path` has leashd write its decisions: its logging.decisions, else
-// the default. A floor that cannot be read names the default too.
-std::string DecisionLogPath(const std::string& config_path) {
-  absl::StatusOr<leash::v1::Config> floor = LoadConfigFile(config_path);
-  if (floor.ok() && floor->has_logging() && !floor->logging().decisions().empty() &&
-      floor->logging().decisions() != "stdout") {
-    return floor->logging().decisions();
-  }
-  return std::string(engine::kDefaultDecisionLog);
-}
-
-}  // namespace
 
 int RunLogs(const Args& args, Io io) {
   if (args.words.size() != 1) {
@@ -84,10 +70,13 @@ int RunLogs(const Args& args, Io io) {
   if (!status.ok()) {
     absl::Status explained = client.Explain(status);
     if (absl::IsUnavailable(explained)) {
-      // The stream needs leashd; the durable record does not.
+      // The stream needs leashd; the durable record does not. A floor that cannot be read
+      // names the default file.
+      absl::StatusOr<leash::v1::Config> floor = LoadConfigFile(args.config_path);
       explained = absl::UnavailableError(absl::StrCat(
           explained.message(), "; without leashd the decisions are still in the log file, ",
-          DecisionLogPath(args.config_path), " (`leash suggest` reads it too)"));
+          floor.ok() ? engine::DecisionLogFile(*floor) : std::string(engine::kDefaultDecisionLog),
+          " (`leash suggest` reads it too)"));
     }
     return ReportFailure(io, explained);
   }

@@ -24,14 +24,6 @@ int Fail(std::ostream& err, const absl::Status& status) {
   return absl::IsInvalidArgument(status) ? kUsage : kFailed;
 }
 
-std::string DefaultLogPath(const absl::StatusOr<HostPolicy>& host) {
-  if (host.ok() && host->floor.has_logging() && host->floor.logging().has_decisions() &&
-      host->floor.logging().decisions() != "stdout") {
-    return host->floor.logging().decisions();
-  }
-  return std::string(engine::kDefaultDecisionLog);
-}
-
 }  // namespace
 
 absl::StatusOr<absl::Time> ParseSuggestTime(absl::string_view text, absl::Time now) {
@@ -82,7 +74,10 @@ int RunSuggestRequest(const SuggestRequest& request, std::ostream& out, std::ost
   const absl::StatusOr<HostPolicy> host = ReadHostPolicy(request.config_path, request.state_dir);
   const std::set<leash::v1::Surface> audited_beneath =
       host.ok() ? AuditedBeneath(*host) : std::set<leash::v1::Surface>{};
-  const std::string log_path = request.log_path.empty() ? DefaultLogPath(host) : request.log_path;
+  const std::string log_path = request.log_path.empty()
+                                   ? (host.ok() ? engine::DecisionLogFile(host->floor)
+                                                : std::string(engine::kDefaultDecisionLog))
+                                   : request.log_path;
   Observations observations(filter);
   absl::StatusOr<std::vector<std::string>> read =
       ReadDecisionLog(log_path, filter.since,

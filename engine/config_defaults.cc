@@ -65,4 +65,12 @@ leash::v1::Config WithDefaults(const leash::v1::Config& config) {
   return out;
 }
 
+std::string DecisionLogFile(const leash::v1::Config& floor) {
+  if (floor.has_logging() && floor.logging().has_decisions() &&
+      floor.logging().decisions() != "stdout") {
+    return floor.logging().decisions();
+  }
+  return std::string(kDefaultDecisionLog);
+}
+
 }  // namespace leash::engine

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "absl/strings/string_view.h"
 #include "leash/v1/policy.pb.h"
@@ -25,6 +26,10 @@ FailMode EffectiveFailMode(const leash::v1::Config& config);
 
 // Whether `fail_mode` is a value validate accepts without a warning.
 bool IsKnownFailMode(absl::string_view fail_mode);
+
+// The file `floor` has leashd write its decisions to: its logging.decisions, or the default
+// when it names none or names stdout (then there is no file to read).
+std::string DecisionLogFile(const leash::v1::Config& floor);
 
 // `config` with every absent field set to its default. The result has every optional scalar
 // and every EntryList present.
