@@ -581,10 +581,7 @@ std::optional<int> Daemon::StartAdminSocket() {
   }
   deps.decisions.account_of = [this](uint32_t uid) { return decision_hub_->AccountOf(uid); };
   deps.decisions.is_subject = [this](const std::string& account) {
-    for (const auto& [uid, view] : subjects_.All()) {
-      if (view.state.account.name == account) return true;
-    }
-    return false;
+    return subjects_.ByAccount(account).has_value();
   };
   deps.config_path = options_.config_path;
   deps.store = store_.get();

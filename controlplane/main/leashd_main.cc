@@ -17,8 +17,9 @@
 #include "controlplane/host_commands.h"
 #include "base/command_line.h"
 #include "base/exit_codes.h"
+#include "engine/config_defaults.h"
 
-ABSL_FLAG(std::string, config, "/etc/leash/leash.yaml", "the floor config");
+ABSL_FLAG(std::string, config, std::string(leash::engine::kDefaultConfigPath), "the floor config");
 ABSL_FLAG(std::string, state_dir, "/var/lib/leash", "leashd's state folder");
 ABSL_FLAG(std::string, run_dir, "/run/leash", "leashd's run folder (sockets, pidfile, locks)");
 ABSL_FLAG(std::string, socket, "", "the admin socket (default: <run-dir>/leash.sock)");
