@@ -529,7 +529,8 @@ void FswatchProcess::SayWhatIsJudged() {
   const int stack_error = LoadingElfInterpreter(getpid(), own_stack);
   Say(stack_error == 0 && HasCapability(CAP_SYS_PTRACE) && HasCapability(CAP_DAC_READ_SEARCH)
           ? "ELF interpreters: an allowed program's loader is allowed as part of its exec "
-            "(PT_INTERP, one thread, /proc/<pid>/stack in load_elf_binary)"
+            "(the file PT_INTERP names from the host's root, root-controlled; one thread, "
+            "/proc/<pid>/stack in load_elf_binary)"
           : absl::StrCat("ELF interpreters: NOT recognized (/proc/<pid>/stack: ",
                          stack_error == 0 ? "readable" : strerror(stack_error),
                          "; CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH are needed for other "

@@ -120,19 +120,13 @@ int RootControlledProgram(int fd, absl::string_view path, uint32_t uid, uint32_t
   return 0;
 }
 
-int IdentityInRootOf(pid_t pid, const char* path, uint64_t& dev, uint64_t& ino) {
+int IdentityOnHost(const char* path, uint64_t& dev, uint64_t& ino) {
   if (path[0] != '/') return EINVAL;
-  char root_path[32];
-  snprintf(root_path, sizeof(root_path), "/proc/%d/root", static_cast<int>(pid));
-  const int root = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (root < 0) return errno;
   open_how how{};
   how.flags = O_PATH | O_CLOEXEC;
-  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-  const int file = static_cast<int>(syscall(SYS_openat2, root, path, &how, sizeof(how)));
-  const int open_error = errno;
-  close(root);
-  if (file < 0) return open_error;
+  how.resolve = RESOLVE_NO_MAGICLINKS;
+  const int file = static_cast<int>(syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how)));
+  if (file < 0) return errno;
   struct statx facts;
   const int read = statx(file, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO, &facts);
   const int read_error = errno;

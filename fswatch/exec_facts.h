@@ -27,11 +27,12 @@ int RootControlledProgram(int fd, absl::string_view path, uint32_t uid, uint32_t
 // pread. `len` 0: not ELF, or no PT_INTERP. Returns 0, or an errno when reading failed.
 int ReadElfInterpreter(int fd, char* buffer, size_t capacity, size_t& len);
 
-// The identity (st_dev, st_ino) of the file the absolute `path` names as process `pid` sees it:
-// resolved under that process's root (/proc/<pid>/root, RESOLVE_IN_ROOT, so an absolute link
-// inside a chroot or a container resolves inside it too), following links. O_PATH opens only,
-// which raise no permission event. Returns 0 or an errno (EINVAL: `path` is not absolute).
-int IdentityInRootOf(pid_t pid, const char* path, uint64_t& dev, uint64_t& ino);
+// The identity (st_dev, st_ino) of the file the absolute `path` names from the caller's own
+// root and mount namespace (the watcher's: the host's), following links as the kernel does for
+// PT_INTERP. Never as an exec'ing process sees it: a chroot, a pivot_root or a mount namespace
+// is the agent's to arrange, so a loader found there is the agent's choice. One O_PATH open,
+// which raises no permission event. Returns 0 or an errno (EINVAL: `path` is not absolute).
+int IdentityOnHost(const char* path, uint64_t& dev, uint64_t& ino);
 
 // Whether process `pid` has exactly one thread and that thread's kernel stack
 // (/proc/<pid>/stack, root only) shows the ELF loader. Returns 0 or an errno (ENOENT: a

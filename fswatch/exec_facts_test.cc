@@ -106,6 +106,22 @@ TEST(RootControlledProgram, NotInAFolderOthersCanWriteOrWithGroupWrite) {
   }
 }
 
+// PT_INTERP is resolved from the caller's root, following links as the kernel does, but never
+// through a /proc magic link (which would be some process's root or descriptor, its choice).
+TEST(IdentityOnHost, FollowsLinksFromTheCallersRootAndNoMagicLink) {
+  const std::string interp = Interpreter("/bin/true");
+  ASSERT_FALSE(interp.empty());
+  struct stat named;
+  ASSERT_EQ(stat(interp.c_str(), &named), 0) << interp;
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+  ASSERT_EQ(IdentityOnHost(interp.c_str(), dev, ino), 0) << interp;
+  EXPECT_EQ(dev, named.st_dev);
+  EXPECT_EQ(ino, named.st_ino);
+  EXPECT_EQ(IdentityOnHost("/proc/self/root/bin/true", dev, ino), ELOOP);
+  EXPECT_EQ(IdentityOnHost("bin/true", dev, ino), EINVAL);
+}
+
 TEST(LoadingElfInterpreter, AProcessNotInExecIsNot) {
   bool out = true;
   ASSERT_EQ(LoadingElfInterpreter(getpid(), out), 0) << "needs root (/proc/<pid>/stack)";

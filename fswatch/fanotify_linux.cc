@@ -390,9 +390,8 @@ int FanotifyLinux::ElfInterpreterOf(const FanEvent& event, char* buffer, size_t 
   return ReadElfInterpreter(event.fd, buffer, capacity, len);
 }
 
-int FanotifyLinux::IdentityOf(const FanEvent& event, const char* path, uint64_t& dev,
-                              uint64_t& ino) {
-  return IdentityInRootOf(event.pid, path, dev, ino);
+int FanotifyLinux::HostIdentityOf(const char* path, uint64_t& dev, uint64_t& ino) {
+  return IdentityOnHost(path, dev, ino);
 }
 
 int FanotifyLinux::IsLoadingElfInterpreter(const FanEvent& event, bool& out) {

@@ -100,7 +100,7 @@ class FanotifyLinux : public FanotifySource {
                        bool& out) override;
   int ElfInterpreterOf(const FanEvent& event, char* buffer, size_t capacity,
                        size_t& len) override;
-  int IdentityOf(const FanEvent& event, const char* path, uint64_t& dev, uint64_t& ino) override;
+  int HostIdentityOf(const char* path, uint64_t& dev, uint64_t& ino) override;
   int IsLoadingElfInterpreter(const FanEvent& event, bool& out) override;
   IdentityMethod identity_method() const override { return identity_; }
   absl::Status MarkFilesystem(const std::string& path) override;

@@ -136,11 +136,10 @@ class FanotifySource {
   // Returns 0 or an errno.
   virtual int ElfInterpreterOf(const FanEvent& event, char* buffer, size_t capacity,
                                size_t& len) = 0;
-  // The identity (st_dev, st_ino) of the file `path` names as the event's process sees it
-  // (under its own root: a chroot or a container resolves the path inside itself), following
-  // links. Returns 0 or an errno.
-  virtual int IdentityOf(const FanEvent& event, const char* path, uint64_t& dev,
-                         uint64_t& ino) = 0;
+  // The identity (st_dev, st_ino) of the file the absolute `path` names from the watcher's
+  // own root (the host's), following links; never as an event's process sees it, whose root
+  // and mounts are its own to arrange. Returns 0 or an errno.
+  virtual int HostIdentityOf(const char* path, uint64_t& dev, uint64_t& ino) = 0;
   // Whether the event's process is, right now, the kernel loading an ELF program's
   // interpreter: it has a single thread (so the thread in this exec is the one the event
   // names) and that thread's kernel stack is in the ELF loader (load_elf_binary), not in a

@@ -478,6 +478,11 @@ Watcher::Judgement Watcher::Judge(const FanEvent& event, const policystream::Sub
 
 Watcher::Judgement Watcher::JudgeExec(const FanEvent& event, const engine::CompiledPolicy& policy,
                                       const FileFacts& facts, absl::string_view path) {
+  // An allowed program's interpreter must pass what a name entry's program must (the host's
+  // PT_INTERP may still lead to a file the agent owns or may rewrite), and any other exec is a
+  // command that needs it: asked once.
+  bool root_controlled = false;
+  if (source_.IsRootControlled(event, path, facts, root_controlled) != 0) root_controlled = false;
   PendingInterpreter& pending =
       interpreters_[static_cast<uint32_t>(event.pid) % interpreters_.size()];
   if (pending.pid == event.pid) {
@@ -485,7 +490,7 @@ Watcher::Judgement Watcher::JudgeExec(const FanEvent& event, const engine::Compi
     // exec of the process (the loader run directly, a later exec after this one failed) is a
     // command of its own.
     pending.pid = 0;
-    if (IsPendingInterpreter(event, pending, facts, path)) {
+    if (root_controlled && IsPendingInterpreter(event, pending, facts)) {
       Decision decision;
       decision.verdict = Verdict::kAllow;
       decision.reason = absl::StrCat(
@@ -495,8 +500,6 @@ Watcher::Judgement Watcher::JudgeExec(const FanEvent& event, const engine::Compi
       return Judgement::Of(std::move(decision));
     }
   }
-  bool root_controlled = false;
-  if (source_.IsRootControlled(event, path, facts, root_controlled) != 0) root_controlled = false;
   Decision decision = policy.DecideCommand(
       path, root_controlled ? engine::ProgramOrigin::kRootControlled
                             : engine::ProgramOrigin::kOther);
@@ -517,17 +520,17 @@ Watcher::Judgement Watcher::JudgeExec(const FanEvent& event, const engine::Compi
 }
 
 bool Watcher::IsPendingInterpreter(const FanEvent& event, const PendingInterpreter& pending,
-                                   const FileFacts& facts, absl::string_view path) {
-  // The file the kernel opened is the one PT_INTERP names, as the process sees it: resolved
-  // under its own root, so a program in a chroot or a container finds its own loader.
-  bool same = absl::string_view(pending.interp, pending.interp_len) == path;
-  if (!same) {
-    uint64_t dev = 0;
-    uint64_t ino = 0;
-    same = source_.IdentityOf(event, pending.interp, dev, ino) == 0 && dev == facts.dev &&
-           ino == facts.ino;
+                                   const FileFacts& facts) {
+  // The file the kernel opened is the very file PT_INTERP names from the host's root, by
+  // identity, never by name: the exec'ing process's root and mounts are its own to arrange (a
+  // chroot, pivot_root or a bind mount in a user namespace of its own puts its own file at the
+  // loader's path), and a path string says nothing about which file is behind it.
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+  if (source_.HostIdentityOf(pending.interp, dev, ino) != 0 || dev != facts.dev ||
+      ino != facts.ino) {
+    return false;
   }
-  if (!same) return false;
   // And the open is the ELF loader's, in this exec, not a program's own: the same file run
   // directly (`ld.so /usr/bin/curl`) after a failed exec, or by another thread, is not.
   bool loading = false;

@@ -167,8 +167,10 @@ class Watcher {
   // judged by the policy (a name entry only for a root-controlled program).
   Judgement JudgeExec(const FanEvent& event, const engine::CompiledPolicy& policy,
                       const FileFacts& facts, absl::string_view path);
+  // Whether a root-controlled exec event is the kernel loading `pending`'s interpreter: the
+  // very file (dev, ino) its PT_INTERP names from the host's root, opened by the ELF loader.
   bool IsPendingInterpreter(const FanEvent& event, const PendingInterpreter& pending,
-                            const FileFacts& facts, absl::string_view path);
+                            const FileFacts& facts);
   // The subject `uid` belongs to: its own, or the one whose subordinate range holds it.
   static const policystream::SubjectEntry* SubjectOf(const State& state, uint32_t uid);
   // Judges a mapped subject's event. Sets `path` to the path the record shows (empty when it

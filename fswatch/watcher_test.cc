@@ -26,6 +26,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using testing::FakeEvent;
 using testing::FakeFanotifySource;
 
@@ -472,6 +473,39 @@ TEST_F(WatcherTest, AnInterpreterOtherThanThePrograms_IsACommandOfItsOwn) {
   const int loader = source_.Push(LoaderOpen(1234, true));
   Drain();
   EXPECT_FALSE(Allowed(loader));
+}
+
+// The interpreter is judged by identity, never by the name the kernel reports: a file at the
+// path PT_INTERP names (as a chroot or another mount namespace shows it) that is not the file
+// the host's root resolves that path to is a command of its own.
+TEST_F(WatcherTest, AnInterpreterIsTheHostsFileOrACommandOfItsOwn) {
+  source_.SetIdentity(kLoaderInterp, 8, 777);
+  source_.Push(DynamicProgram(1234, "/usr/bin/true"));
+  Drain();
+  FakeEvent elsewhere = LoaderOpen(1234, true);
+  elsewhere.path = kLoaderInterp;  // the name PT_INTERP says, another file
+  elsewhere.facts.ino = 778;
+  const int loader = source_.Push(elsewhere);
+  Drain();
+  EXPECT_FALSE(Allowed(loader));
+  ASSERT_EQ(sink_.records().size(), 2u);
+  EXPECT_THAT(sink_.records()[1].reason(), Not(HasSubstr("is the ELF interpreter of")));
+  EXPECT_THAT(sink_.records()[1].reason(), HasSubstr("not in allow list"));
+}
+
+// The very file PT_INTERP names, but one the subject could have made or changed: it passes no
+// more than a name entry's program would.
+TEST_F(WatcherTest, AnInterpreterTheSubjectCouldHaveMadeIsACommandOfItsOwn) {
+  source_.SetIdentity(kLoaderInterp, 8, 777);
+  source_.Push(DynamicProgram(1234, "/usr/bin/true"));
+  Drain();
+  FakeEvent agents = LoaderOpen(1234, true);
+  agents.root_controlled = false;
+  const int loader = source_.Push(agents);
+  Drain();
+  EXPECT_FALSE(Allowed(loader));
+  ASSERT_EQ(sink_.records().size(), 2u);
+  EXPECT_THAT(sink_.records()[1].reason(), Not(HasSubstr("is the ELF interpreter of")));
 }
 
 TEST_F(WatcherTest, ANameEntryMatchesOnlyARootControlledProgram) {

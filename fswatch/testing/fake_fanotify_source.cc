@@ -196,8 +196,7 @@ int FakeFanotifySource::ElfInterpreterOf(const FanEvent& event, char* buffer, si
   return 0;
 }
 
-int FakeFanotifySource::IdentityOf(const FanEvent& event, const char* path, uint64_t& dev,
-                                   uint64_t& ino) {
+int FakeFanotifySource::HostIdentityOf(const char* path, uint64_t& dev, uint64_t& ino) {
   std::lock_guard<std::mutex> lock(mu_);
   ++exec_fact_calls_;
   auto it = identities_.find(path);

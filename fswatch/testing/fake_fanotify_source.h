@@ -73,7 +73,7 @@ class FakeFanotifySource : public FanotifySource {
   void FailMark(const std::string& path, int error);
 
   void set_identity_method(IdentityMethod method) { method_ = method; }
-  // What IdentityOf(path) finds (otherwise ENOENT).
+  // What HostIdentityOf(path) finds (otherwise ENOENT).
   void SetIdentity(const std::string& path, uint64_t dev, uint64_t ino) {
     std::lock_guard<std::mutex> lock(mu_);
     identities_[path] = {dev, ino};
@@ -97,7 +97,7 @@ class FakeFanotifySource : public FanotifySource {
                        bool& out) override;
   int ElfInterpreterOf(const FanEvent& event, char* buffer, size_t capacity,
                        size_t& len) override;
-  int IdentityOf(const FanEvent& event, const char* path, uint64_t& dev, uint64_t& ino) override;
+  int HostIdentityOf(const char* path, uint64_t& dev, uint64_t& ino) override;
   int IsLoadingElfInterpreter(const FanEvent& event, bool& out) override;
   IdentityMethod identity_method() const override { return method_; }
   absl::Status MarkFilesystem(const std::string& path) override;

@@ -29,6 +29,7 @@ namespace leash::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using leash::v1::MODE_WHITELIST;
 
 constexpr char kEperm[] = "errno=1";
@@ -92,15 +93,18 @@ class ExecRulesTest : public ::testing::Test {
     }
     if (!link_dir_.empty()) {
       unlink(Interp().c_str());
+      unlink(AgentInterp().c_str());
       rmdir(link_dir_.c_str());
     }
   }
 
   std::string T(absl::string_view rel) const { return absl::StrCat(tmpfs_->path(), "/", rel); }
   std::string Interp() const { return link_dir_ + "/ld"; }
+  // A second PT_INTERP name in root's folder, made to name a file the agent owns.
+  std::string AgentInterp() const { return link_dir_ + "/la"; }
 
-  // Copies `from` to `to` (root's, 0755) with its PT_INTERP naming Interp().
-  bool Relinked(const std::string& from, const std::string& to) {
+  // Copies `from` to `to` (root's, 0755) with its PT_INTERP naming `interp` (default Interp()).
+  bool Relinked(const std::string& from, const std::string& to, std::string interp = "") {
     std::string bytes = ReadFileOrEmpty(from);
     const std::string old(kSystemInterp, strlen(kSystemInterp) + 1);
     const size_t at = bytes.find(old);
@@ -108,7 +112,11 @@ class ExecRulesTest : public ::testing::Test {
       ADD_FAILURE() << from << " does not name " << kSystemInterp;
       return false;
     }
-    std::string replacement = Interp();
+    std::string replacement = interp.empty() ? Interp() : interp;
+    if (replacement.size() >= old.size()) {
+      ADD_FAILURE() << replacement << " does not fit where " << kSystemInterp << " was";
+      return false;
+    }
     replacement.resize(old.size(), '\0');
     bytes.replace(at, old.size(), replacement);
     return WriteFile(to, bytes, 0755).ok() && chmod(to.c_str(), 0755) == 0;
@@ -286,6 +294,88 @@ TEST_F(ExecRulesTest, AScriptsInterpreterIsACommandOfItsOwn) {
   const std::vector<std::string> loader = CommandLines(log, T("sys/ld.so"));
   ASSERT_EQ(loader.size(), 1u) << log;
   EXPECT_THAT(loader[0], HasSubstr(absl::StrCat("ELF interpreter of ", T("sys/true"))));
+}
+
+// The interpreter is allowed with its program only when it is the very file PT_INTERP names
+// from the host's root. In a user namespace of its own the agent may chroot into a folder it
+// owns, where the loader path an allowed program names is its own file (here an identical copy
+// of the loader): the kernel loads that file, which must be judged as a command of its own.
+TEST_F(ExecRulesTest, AnInterpreterIsTheHostsFileOrACommandOfItsOwn) {
+  ASSERT_EQ(access(kSystemInterp, R_OK), 0) << "this test needs " << kSystemInterp;
+  ASSERT_TRUE(WriteFile(T("sys/readable"), "data\n").ok());
+  // The agent's folder. Only /usr/bin in it is root's, holding root's unmodified copy of cat
+  // (the name entry `cat` matches it: root's program in root's folder).
+  const std::string jail = T("home/jail");
+  auto J = [&jail](absl::string_view rel) { return absl::StrCat(jail, rel); };
+  for (const char* dir : {"", "/usr", "/lib64", "/usr/bin"}) {
+    ASSERT_EQ(mkdir(J(dir).c_str(), 0755), 0) << dir;
+    if (absl::string_view(dir) != "/usr/bin") {
+      ASSERT_EQ(chown(J(dir).c_str(), g_agent->uid(), g_agent->gid()), 0) << dir;
+    }
+  }
+  ASSERT_TRUE(RunOk({"cp", "/usr/bin/cat", J("/usr/bin/cat")}).ok());
+  // The agent's own files: the loader at the path cat's PT_INTERP names, and the libraries.
+  ASSERT_TRUE(
+      RunOk(g_agent->AsUser({"cp", "-L", kSystemInterp, J("/lib64/ld-linux-x86-64.so.2")})).ok());
+  absl::StatusOr<std::string> libraries = RunOk({"ldd", "/usr/bin/cat"});
+  ASSERT_TRUE(libraries.ok()) << libraries.status();
+  for (absl::string_view line : absl::StrSplit(*libraries, '\n', absl::SkipEmpty())) {
+    const size_t arrow = line.find("=> /");
+    if (arrow == absl::string_view::npos) continue;
+    absl::string_view library = line.substr(arrow + 3);
+    library = library.substr(0, library.find(' '));
+    ASSERT_TRUE(
+        RunOk(g_agent->AsUser({"cp", "-L", "--parents", std::string(library), jail})).ok())
+        << library;
+  }
+  ASSERT_TRUE(
+      RunOk(g_agent->AsUser({"sh", "-c", absl::StrCat("echo jailed > ", J("/note"))})).ok());
+  Start({"cat"});
+
+  // In a user namespace of its own, chroot into its folder, run the allowed cat.
+  absl::StatusOr<RunResult> jailed = leash::testing::Run(
+      g_agent->AsUser({"unshare", "--user", "--map-root-user", "chroot", jail, "/usr/bin/cat",
+                       "/note"}),
+      absl::Seconds(20));
+  ASSERT_TRUE(jailed.ok()) << jailed.status();
+  EXPECT_THAT(jailed->out, HasSubstr("Operation not permitted"));
+  EXPECT_THAT(jailed->out, Not(HasSubstr("jailed")));
+  // The host's loader (here the tmpfs copy PT_INTERP names through root's link) for an
+  // allowed program is still part of its exec.
+  EXPECT_EQ(Exec({T("sys/cat"), T("sys/readable")}), "data");
+
+  const std::string log = Log();
+  const std::vector<std::string> program = CommandLines(log, J("/usr/bin/cat"));
+  ASSERT_EQ(program.size(), 1u) << log;
+  EXPECT_THAT(program[0], HasSubstr("\"action\":\"allow\""));
+  const std::vector<std::string> agents = CommandLines(log, J("/lib64/ld-linux-x86-64.so.2"));
+  ASSERT_EQ(agents.size(), 1u) << log;
+  EXPECT_THAT(agents[0], HasSubstr("\"action\":\"block\""));
+  EXPECT_THAT(agents[0], Not(HasSubstr("is the ELF interpreter of")));
+  EXPECT_THAT(agents[0], HasSubstr("not in allow list"));
+  const std::vector<std::string> hosts = CommandLines(log, T("sys/ld.so"));
+  ASSERT_EQ(hosts.size(), 1u) << log;
+  EXPECT_THAT(hosts[0], HasSubstr("\"action\":\"allow\""));
+  EXPECT_THAT(hosts[0], HasSubstr(absl::StrCat("is the ELF interpreter of ", T("sys/cat"))));
+}
+
+// A program root installed may name, from the host's root, a loader the agent owns (here
+// through root's own link): the very file PT_INTERP names, but one the agent could have made
+// or changed, so it passes no more than the name rule would let it: a command of its own.
+TEST_F(ExecRulesTest, AnInterpreterTheAgentCouldHaveMadeIsACommandOfItsOwn) {
+  ASSERT_TRUE(WriteFile(T("sys/readable"), "data\n").ok());
+  ASSERT_TRUE(RunOk(g_agent->AsUser({"cp", T("sys/ld.so"), T("home/ld.so")})).ok());
+  ASSERT_EQ(symlink(T("home/ld.so").c_str(), AgentInterp().c_str()), 0);
+  ASSERT_EQ(mkdir(T("sys/other").c_str(), 0755), 0);
+  ASSERT_TRUE(Relinked("/bin/cat", T("sys/other/cat"), AgentInterp()));
+  Start({"cat"});
+  EXPECT_EQ(Exec({T("sys/other/cat"), T("sys/readable")}), kEperm);
+  EXPECT_EQ(Exec({T("sys/cat"), T("sys/readable")}), "data");
+  const std::string log = Log();
+  const std::vector<std::string> agents = CommandLines(log, T("home/ld.so"));
+  ASSERT_EQ(agents.size(), 1u) << log;
+  EXPECT_THAT(agents[0], HasSubstr("\"action\":\"block\""));
+  EXPECT_THAT(agents[0], Not(HasSubstr("is the ELF interpreter of")));
 }
 
 }  // namespace

@@ -5,9 +5,17 @@
 # @system names. A test marks only its own tmpfs, never /, so the programs an agent runs under
 # @system are these copies, run in a chroot: the same binaries and files, under DEST.
 #
-#   make_system_root.sh DEST
+#
+# The programs' loader must be the host's file as the watcher sees it: it resolves PT_INTERP
+# from the host's root, never inside the chroot. So every copied ELF file's PT_INTERP is
+# rewritten to INTERP, a short absolute path (at most as long as the system's loader path)
+# that names the copy's loader both ways: inside the copy a link made here, on the host a link
+# the caller makes (INTERP -> DEST/<the system's loader path>) and removes.
+#
+#   make_system_root.sh DEST INTERP
 set -euo pipefail
 dest=$1
+interp=$2
 
 copy() {  # a file, under its own name, in a folder resolved as the real system resolves it
   local path=$1
@@ -59,3 +67,71 @@ mknod -m 0666 "$dest/dev/null" c 1 3
 mknod -m 0666 "$dest/dev/zero" c 1 5
 mknod -m 0666 "$dest/dev/urandom" c 1 9
 mknod -m 0666 "$dest/dev/tty" c 5 0
+
+# PT_INTERP: the system's loader path (the one bash names) becomes INTERP in every copied ELF
+# file that names it, padded with NULs in place; nothing else in a file changes.
+system_interp=$(python3 - "$dest" "$interp" <<'PY'
+import os, struct, sys
+
+dest, new = sys.argv[1], sys.argv[2].encode()
+
+def interp_slot(f):
+    """(offset, size) of PT_INTERP in the ELF file f, or None."""
+    ident = f.read(16)
+    if len(ident) < 16 or ident[:4] != b"\x7fELF":
+        return None
+    if ident[4] not in (1, 2) or ident[5] not in (1, 2):
+        return None
+    end = "<" if ident[5] == 1 else ">"
+    if ident[4] == 2:
+        f.seek(32); phoff, = struct.unpack(end + "Q", f.read(8))
+        f.seek(54); phentsize, phnum = struct.unpack(end + "HH", f.read(4))
+        fmt, type_at, off_at, size_at = end + "IIQQQQQQ", 0, 2, 5
+    else:
+        f.seek(28); phoff, = struct.unpack(end + "I", f.read(4))
+        f.seek(42); phentsize, phnum = struct.unpack(end + "HH", f.read(4))
+        fmt, type_at, off_at, size_at = end + "IIIIIIII", 0, 1, 4
+    if phentsize != struct.calcsize(fmt):
+        return None
+    for i in range(phnum):
+        f.seek(phoff + i * phentsize)
+        header = struct.unpack(fmt, f.read(phentsize))
+        if header[type_at] == 3:  # PT_INTERP
+            return header[off_at], header[size_at]
+    return None
+
+def read_interp(path):
+    with open(path, "rb") as f:
+        slot = interp_slot(f)
+        if slot is None:
+            return None
+        f.seek(slot[0])
+        return f.read(slot[1])
+
+old = read_interp(os.path.join(dest, "usr/bin/bash"))
+if not old or not old.endswith(b"\0"):
+    sys.exit("the copied bash names no loader")
+if len(new) + 1 > len(old):
+    sys.exit(f"{new.decode()} does not fit where {old[:-1].decode()} was")
+for top, dirs, files in os.walk(dest):
+    for name in files:
+        path = os.path.join(top, name)
+        if os.path.islink(path) or not os.path.isfile(path):
+            continue
+        with open(path, "r+b") as f:
+            try:
+                slot = interp_slot(f)
+            except (struct.error, OSError):
+                continue
+            if slot is None or slot[1] != len(old):
+                continue
+            f.seek(slot[0])
+            if f.read(slot[1]) != old:
+                continue
+            f.seek(slot[0])
+            f.write(new.ljust(len(old), b"\0"))
+print(old[:-1].decode())
+PY
+)
+mkdir -p "$dest$(dirname "$interp")"
+ln -sfn "$system_interp" "$dest$interp"

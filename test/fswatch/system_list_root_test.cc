@@ -5,15 +5,20 @@
 // A test marks only a tmpfs of its own, never / (a stalled watcher on / freezes the host), so
 // the system the agent runs is a copy of this host's (make_system_root.sh: the same binaries,
 // libraries, python standard library and git-core) on a tmpfs under the test's mount, entered
-// with chroot. The kernel reports those files under that folder, so the shipped @system list is
-// handed to the engine with each entry under it; everything else (the list's entries, their
-// expansion, the judging of every open and listing) is what an installed host does. The
-// commands surface is a blacklist here: this test is about what the filesystem allows, except in
-// the last test, which runs the README's quick-start policy (docs/examples/leash.yaml) whole.
+// with chroot. Its programs' PT_INTERP names a link that leads to the copy's loader from the
+// host's root too (the watcher resolves it there), as /lib64/ld-linux-x86-64.so.2 leads to the
+// loader of a host whose root filesystem is marked. The kernel reports those files under that
+// folder, so the shipped @system list is handed to the engine with each entry under it;
+// everything else (the list's entries, their expansion, the judging of every open and
+// listing) is what an installed host does. The commands surface is a blacklist here: this test
+// is about what the filesystem allows, except in the last test, which runs the README's
+// quick-start policy (docs/examples/leash.yaml) whole.
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -59,8 +64,17 @@ struct World {
   std::unique_ptr<TmpfsMount> tmpfs;
   std::string root;
   bool mounted = false;
+  // The copied programs' PT_INTERP: a link in a root-only folder on the host's /tmp to the
+  // copy's loader (the watcher resolves PT_INTERP from the host's root); inside the copy the
+  // same path is a link to its loader by its own name.
+  std::string interp_dir;
+  std::string Interp() const { return interp_dir + "/ld"; }
   std::string problem;  // why the world could not be made
   ~World() {
+    if (!interp_dir.empty()) {
+      unlink(Interp().c_str());
+      rmdir(interp_dir.c_str());
+    }
     if (mounted) umount2(root.c_str(), MNT_DETACH);
   }
 };
@@ -81,12 +95,30 @@ std::string MakeWorld(World& w) {
     return absl::StrCat("mount ", w.root, ": ", strerror(errno));
   }
   w.mounted = true;
+  const std::string interp_dir = absl::StrCat("/tmp/ls", getpid());
+  if (mkdir(interp_dir.c_str(), 0755) != 0) {
+    return absl::StrCat("mkdir ", interp_dir, ": ", strerror(errno));
+  }
+  w.interp_dir = interp_dir;
   // After the account exists, so the copied passwd names it.
   absl::StatusOr<RunResult> made =
-      leash::testing::Run({"bash", kMakeSystemRoot, w.root}, absl::Minutes(5));
+      leash::testing::Run({"bash", kMakeSystemRoot, w.root, w.Interp()}, absl::Minutes(5));
   if (!made.ok()) return std::string(made.status().message());
   if (made->exit_code != 0) return absl::StrCat(kMakeSystemRoot, " failed: ", made->out);
   auto r = [&w](absl::string_view path) { return absl::StrCat(w.root, path); };
+  // The copy's loader: what the link in the copy names, inside the copy.
+  char in_copy[PATH_MAX];
+  const ssize_t in_copy_len = readlink(r(w.Interp()).c_str(), in_copy, sizeof(in_copy) - 1);
+  if (in_copy_len <= 0) return absl::StrCat("readlink ", r(w.Interp()), ": ", strerror(errno));
+  in_copy[in_copy_len] = '\0';
+  char copied_loader[PATH_MAX];
+  if (realpath(r(in_copy).c_str(), copied_loader) == nullptr ||
+      !absl::StartsWith(copied_loader, w.root + "/")) {
+    return absl::StrCat("the copy's loader ", r(in_copy), " is not a file in the copy");
+  }
+  if (symlink(copied_loader, w.Interp().c_str()) != 0) {
+    return absl::StrCat("symlink ", w.Interp(), ": ", strerror(errno));
+  }
   // Files @system never names, readable by mode so that only the policy refuses them.
   if (!WriteFile(r("/etc/shadow"), "root:$6$not-a-real-hash:19000::::::\n", 0644).ok() ||
       mkdir(r("/etc/ssh").c_str(), 0755) != 0 ||
