@@ -563,6 +563,7 @@ void FswatchProcess::MakeWatcher() {
 }
 
 void FswatchProcess::StartLoop() {
+  watcher_->StartPassClock();
   loop_.thread = std::thread([this] {
     pthread_setname_np(pthread_self(), "fsw-loop");
     loop_.tid.store(static_cast<pid_t>(syscall(SYS_gettid)));
