@@ -55,6 +55,13 @@ struct SidecarSpec {
   // the host, and exits).
   std::vector<std::string> standby_args;
   int takeover_signal = 0;
+  // With standby_args: the very first process is a standby too, handed the sidecar once it is
+  // ready, right after `before_first_takeover` returns (on the monitor thread). For a group
+  // that another reader reads meanwhile (leashd's holding reader, while a new leashd takes over
+  // a group its predecessor's watchers held): two readers of one group must never overlap, and
+  // the first watcher's own exec needs a reader to answer it.
+  bool first_as_standby = false;
+  std::function<void()> before_first_takeover;
   // Time a new process has to connect and say hello before it is treated as hung.
   absl::Duration startup_grace = absl::Seconds(15);
 };
@@ -116,6 +123,8 @@ class SidecarSupervisor {
     absl::Time next_spawn = absl::InfinitePast();
     absl::Duration backoff = absl::ZeroDuration();  // after the last failed spawn
     uint32_t restarts = 0;
+    // spec.first_as_standby, and no standby has been handed the sidecar yet.
+    bool awaiting_first = false;
   };
   absl::StatusOr<pid_t> Spawn(const SidecarSpec& spec, int ready_write = -1);
   void Monitor();
