@@ -253,7 +253,7 @@ std::string SidecarSupervisor::TendWithStandby(Child& child, absl::Time now,
     } else {
       // Nothing reads the group now, and nothing can be started: its exec would wait for an
       // answer nobody gives. A standby still starting holds the group too (and may itself be
-      // waiting on it): it goes, so that leashd closing its copy releases the host.
+      // waiting on it): it goes, and leashd's holding reader reads the group from then on.
       if (child.standby_pid > 0) {
         kill(child.standby_pid, SIGKILL);
         for (int waited_ms = 0; waited_ms < 2000; ++waited_ms) {
@@ -299,7 +299,7 @@ void SidecarSupervisor::Monitor() {
           bool spawn_standby = false;
           std::string reason = TendWithStandby(child, now, spawn_standby);
           if (!reason.empty() && give_up_reason.empty()) {
-            give_up_reason = absl::StrCat(reason, "; exiting for systemd to restart leash");
+            give_up_reason = absl::StrCat(reason, "; giving up on the sidecars");
           }
           if (spawn_standby) standbys.push_back(kind);
           continue;
@@ -334,7 +334,7 @@ void SidecarSupervisor::Monitor() {
         if (static_cast<int>(child.deaths.size()) > policy_.max_deaths) {
           give_up_reason = absl::StrCat(child.spec.name, " died ", child.deaths.size(),
                                         " times in ", absl::FormatDuration(policy_.window),
-                                        "; exiting for systemd to restart leash");
+                                        "; giving up on the sidecars");
         } else {
           respawn.emplace_back(kind, child.spec.name);
         }
