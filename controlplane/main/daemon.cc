@@ -359,7 +359,8 @@ Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {
 // Signals are taken by the main thread alone (sigwait), so block them before any thread.
 void Daemon::BlockSignals() {
   sigemptyset(&signals_);
-  for (int s : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&signals_, s);
+  // SIGUSR2 is leashd's own: the supervisor's give-up tells the main thread to hold with it.
+  for (int s : {SIGHUP, SIGTERM, SIGINT, SIGUSR2}) sigaddset(&signals_, s);
   pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
   base::InstallStackDumpHandler();
 }
@@ -583,7 +584,7 @@ std::optional<int> Daemon::StartAdminSocket() {
                                                       // stops the sidecars and holds it.
                                                       failed_.store(true);
                                                       hold_requested_.store(true);
-                                                      kill(getpid(), SIGTERM);
+                                                      kill(getpid(), SIGUSR2);
                                                     });
   // The live decision stream: every writer's feed ends here, and WatchDecisions reads it.
   decision_hub_ = std::make_unique<DecisionHub>([this](uint32_t uid) {
@@ -898,8 +899,8 @@ void Daemon::WaitForStopSignal() {
       loop_->Request();
       continue;
     }
-    if (signal == SIGTERM && hold_requested_.exchange(false)) {
-      HoldAfterGiveUp();
+    if (signal == SIGUSR2) {
+      if (hold_requested_.exchange(false)) HoldAfterGiveUp();
       continue;
     }
     if (!failed_.load()) Say(absl::StrCat("signal ", signal, ": stopping"));
