@@ -27,6 +27,7 @@ namespace {
 
 constexpr long kSysPidfdOpen = 434;          // Linux >= 5.3
 constexpr long kSysPidfdSendSignal = 424;    // Linux >= 5.1
+constexpr long kSysPidfdGetfd = 438;         // Linux >= 5.6
 
 int PidfdSignal(int pidfd, int signal) {
   return syscall(kSysPidfdSendSignal, pidfd, signal, nullptr, 0) == 0 ? 0 : errno;
@@ -53,6 +54,7 @@ struct Leftover {
   int pidfd;
   pid_t pid;
   std::string name;
+  std::string cmdline;
 };
 
 // Whether `pid` runs as root from the binary `cmdline` names: a command line is the process's
@@ -121,16 +123,20 @@ bool IsSidecarOf(absl::string_view cmdline, const std::vector<std::string>& bina
                      [&](absl::string_view arg) { return arg == socket || arg == admin; });
 }
 
-std::vector<std::string> StopLeftoverSidecars(const std::vector<std::string>& binaries,
-                                              const std::string& admin_socket) {
-  std::vector<std::string> lines;
+namespace {
+
+// Every live process IsSidecarOf says is one of `binaries`, running as root from that binary,
+// held by a pidfd opened before its command line was read.
+std::vector<Leftover> FindLeftovers(const std::vector<std::string>& binaries,
+                                    const std::string& admin_socket,
+                                    std::vector<std::string>& lines) {
+  std::vector<Leftover> found;
   DIR* proc = opendir("/proc");
   if (proc == nullptr) {
     lines.push_back(absl::StrCat("cannot look for sidecars a previous leashd left running: "
                                  "opendir /proc: errno ", errno));
-    return lines;
+    return found;
   }
-  std::vector<Leftover> found;
   while (const dirent* entry = readdir(proc)) {
     int pid = 0;
     if (!absl::SimpleAtoi(entry->d_name, &pid) || pid <= 0 || pid == getpid()) continue;
@@ -148,15 +154,68 @@ std::vector<std::string> StopLeftoverSidecars(const std::vector<std::string>& bi
     const absl::StatusOr<std::string> cmdline = base::ReadFile(absl::StrCat("/proc/", pid, "/cmdline"));
     if (cmdline.ok() && IsSidecarOf(*cmdline, binaries, admin_socket) &&
         RunsAsRootFrom(pid, *cmdline) && PidfdSignal(static_cast<int>(pidfd), 0) == 0) {
-      found.push_back(Leftover{static_cast<int>(pidfd), pid, NameOf(*cmdline)});
+      found.push_back(Leftover{static_cast<int>(pidfd), pid, NameOf(*cmdline), *cmdline});
       continue;
     }
     close(static_cast<int>(pidfd));
   }
   closedir(proc);
+  return found;
+}
+
+}  // namespace
+
+std::vector<std::string> StopLeftoverSidecars(const std::vector<std::string>& binaries,
+                                              const std::string& admin_socket) {
+  std::vector<std::string> lines;
+  const std::vector<Leftover> found = FindLeftovers(binaries, admin_socket, lines);
   StopAll(found, lines);
   for (const Leftover& leftover : found) close(leftover.pidfd);
   return lines;
+}
+
+std::optional<std::pair<int, int>> WatcherGroupNumbers(absl::string_view cmdline) {
+  if (!cmdline.empty() && cmdline.back() == '\0') cmdline.remove_suffix(1);
+  int group = -1, table = -1;
+  for (absl::string_view arg : absl::StrSplit(cmdline, '\0')) {
+    if (absl::ConsumePrefix(&arg, "--fanotify-fd=")) {
+      if (!absl::SimpleAtoi(arg, &group)) group = -1;
+    } else if (absl::ConsumePrefix(&arg, "--pending-table-fd=")) {
+      if (!absl::SimpleAtoi(arg, &table)) table = -1;
+    }
+  }
+  if (group < 0 || table < 0) return std::nullopt;
+  return std::make_pair(group, table);
+}
+
+std::optional<LeftoverGroup> TakeLeftoverGroup(const std::string& fswatch_binary,
+                                               const std::string& admin_socket,
+                                               std::vector<std::string>& lines) {
+  std::optional<LeftoverGroup> taken;
+  for (const Leftover& leftover : FindLeftovers({fswatch_binary}, admin_socket, lines)) {
+    const std::optional<std::pair<int, int>> numbers = WatcherGroupNumbers(leftover.cmdline);
+    if (!taken && numbers) {
+      const long group = syscall(kSysPidfdGetfd, leftover.pidfd, numbers->first, 0);
+      const int group_error = errno;
+      const long table = syscall(kSysPidfdGetfd, leftover.pidfd, numbers->second, 0);
+      const int table_error = errno;
+      if (group >= 0 && table >= 0) {
+        taken = LeftoverGroup{static_cast<int>(group), static_cast<int>(table), leftover.pid};
+        lines.push_back(absl::StrCat("took over the fanotify group ", leftover.name, " (pid ",
+                                     leftover.pid, ") that a previous leashd left running "
+                                     "holds: its marks stay while the leftovers stop"));
+      } else {
+        if (group >= 0) close(static_cast<int>(group));
+        if (table >= 0) close(static_cast<int>(table));
+        lines.push_back(absl::StrCat(
+            "cannot take the fanotify group from ", leftover.name, " (pid ", leftover.pid,
+            "): pidfd_getfd: errno ", group >= 0 ? table_error : group_error,
+            "; a new group is made, and the old one closes when the leftovers stop"));
+      }
+    }
+    close(leftover.pidfd);
+  }
+  return taken;
 }
 
 }  // namespace leash::controlplane

@@ -6,7 +6,11 @@
 // leashd knows no live leashd owns them, and stops them before starting its own.
 #pragma once
 
+#include <sys/types.h>
+
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -24,5 +28,27 @@ bool IsSidecarOf(absl::string_view cmdline, const std::vector<std::string>& bina
 // is never signalled. Returns a line for the log for each one found.
 std::vector<std::string> StopLeftoverSidecars(const std::vector<std::string>& binaries,
                                               const std::string& admin_socket);
+
+// The descriptor numbers a watcher's command line says it holds the fanotify group and the
+// pending table under (--fanotify-fd=N --pending-table-fd=M, as leashd starts it), or nullopt
+// when it names either not.
+std::optional<std::pair<int, int>> WatcherGroupNumbers(absl::string_view cmdline);
+
+// The fanotify group (and its pending table) that a watcher a previous leashd left running
+// holds, duplicated into this process (pidfd_getfd) before the leftovers are stopped: the next
+// leashd keeps that very group, so its marks never go. Stopping the last holders of a group
+// closes it, which answers every pending event allow and takes the marks with it, and a new
+// group is not marked until a new watcher has a map: every subject's opens would go unjudged
+// in between.
+struct LeftoverGroup {
+  int group_fd = -1;
+  int pending_table_fd = -1;
+  pid_t from = 0;  // the leftover watcher it was taken from
+};
+// `fswatch_binary` and `admin_socket` as for StopLeftoverSidecars. nullopt when no leftover
+// watcher runs (or none whose descriptors could be taken; `lines` then says why).
+std::optional<LeftoverGroup> TakeLeftoverGroup(const std::string& fswatch_binary,
+                                               const std::string& admin_socket,
+                                               std::vector<std::string>& lines);
 
 }  // namespace leash::controlplane

@@ -48,5 +48,20 @@ TEST(IsSidecarOfTest, OtherProgramsNamingTheSocketAreLeftAlone) {
   EXPECT_FALSE(IsSidecarOf("", kBinaries, kSocket));
 }
 
+// The numbers the next leashd takes a leftover watcher's group and table under.
+TEST(WatcherGroupNumbersTest, ALeftoverWatchersGroupIsFoundUnderTheNumbersItWasGiven) {
+  const auto numbers = WatcherGroupNumbers(
+      "/usr/lib/leash/leash-fswatch\0--socket=/run/leash/leash.sock\0--decision-log-fd=3\0"
+      "--fanotify-fd=4\0--pending-table-fd=5\0--standby\0"s);
+  ASSERT_TRUE(numbers.has_value());
+  EXPECT_EQ(numbers->first, 4);
+  EXPECT_EQ(numbers->second, 5);
+  // Either missing or not a number: nothing to take (a new group is made).
+  EXPECT_FALSE(WatcherGroupNumbers("/usr/lib/leash/leash-fswatch\0--fanotify-fd=4\0"s));
+  EXPECT_FALSE(WatcherGroupNumbers(
+      "/usr/lib/leash/leash-fswatch\0--fanotify-fd=x\0--pending-table-fd=5\0"s));
+  EXPECT_FALSE(WatcherGroupNumbers(""));
+}
+
 }  // namespace
 }  // namespace leash::controlplane

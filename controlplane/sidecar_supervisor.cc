@@ -120,7 +120,8 @@ absl::Status SidecarSupervisor::Start(SidecarSpec spec) {
   if (!spec.standby_args.empty() && pipe2(ready, O_CLOEXEC | O_NONBLOCK) != 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat("pipe for ", spec.name, "'s standby"));
   }
-  absl::StatusOr<pid_t> pid = Spawn(spec);
+  const bool first_as_standby = spec.first_as_standby && !spec.standby_args.empty();
+  absl::StatusOr<pid_t> pid = Spawn(spec, first_as_standby ? ready[1] : -1);
   if (!pid.ok()) {
     for (int fd : ready) {
       if (fd >= 0) close(fd);
@@ -130,8 +131,14 @@ absl::Status SidecarSupervisor::Start(SidecarSpec spec) {
   absl::MutexLock lock(&mu_);
   Child& child = children_[spec.kind];
   child.spec = std::move(spec);
-  child.pid = *pid;
   child.started = clock_.Now();
+  if (first_as_standby) {
+    child.standby_pid = *pid;
+    child.standby_started = child.started;
+    child.awaiting_first = true;
+  } else {
+    child.pid = *pid;
+  }
   child.ready_read = ready[0];
   child.ready_write = ready[1];
   return absl::OkStatus();
@@ -206,6 +213,32 @@ std::string SidecarSupervisor::TendWithStandby(Child& child, absl::Time now,
       child.awaiting_respawn = true;
     }
   }
+  if (child.pid == 0 && child.awaiting_first) {
+    // The first process is a standby: handed the sidecar once ready, after whoever reads the
+    // group meanwhile has stopped. One that died or hung before it was ready (a death) is
+    // spawned again here; the reader meanwhile goes on answering.
+    if (child.standby_pid > 0 && child.standby_ready) {
+      if (spec.before_first_takeover) spec.before_first_takeover();
+      child.awaiting_first = false;
+      kill(child.standby_pid, spec.takeover_signal);
+      std::fprintf(stderr, "leashd: handed %s to its first watcher (pid %d)\n", name,
+                   child.standby_pid);
+      child.pid = child.standby_pid;
+      child.started = now;
+      child.standby_pid = 0;
+      child.standby_ready = false;
+      return "";
+    }
+    while (!child.deaths.empty() && now - child.deaths.front() > policy_.window) {
+      child.deaths.pop_front();
+    }
+    if (static_cast<int>(child.deaths.size()) > policy_.max_deaths) {
+      return absl::StrCat(spec.name, " died ", child.deaths.size(), " times in ",
+                          absl::FormatDuration(policy_.window), " before it first read");
+    }
+    spawn_standby = child.standby_pid == 0 && now >= child.next_standby;
+    return "";
+  }
   if (child.pid == 0) {
     if (child.standby_pid > 0 && child.standby_ready) {
       kill(child.standby_pid, spec.takeover_signal);
@@ -220,7 +253,7 @@ std::string SidecarSupervisor::TendWithStandby(Child& child, absl::Time now,
     } else {
       // Nothing reads the group now, and nothing can be started: its exec would wait for an
       // answer nobody gives. A standby still starting holds the group too (and may itself be
-      // waiting on it): it goes, so that leashd closing its copy releases the host.
+      // waiting on it): it goes, and leashd's holding reader reads the group from then on.
       if (child.standby_pid > 0) {
         kill(child.standby_pid, SIGKILL);
         for (int waited_ms = 0; waited_ms < 2000; ++waited_ms) {
@@ -266,7 +299,7 @@ void SidecarSupervisor::Monitor() {
           bool spawn_standby = false;
           std::string reason = TendWithStandby(child, now, spawn_standby);
           if (!reason.empty() && give_up_reason.empty()) {
-            give_up_reason = absl::StrCat(reason, "; exiting for systemd to restart leash");
+            give_up_reason = absl::StrCat(reason, "; giving up on the sidecars");
           }
           if (spawn_standby) standbys.push_back(kind);
           continue;
@@ -301,7 +334,7 @@ void SidecarSupervisor::Monitor() {
         if (static_cast<int>(child.deaths.size()) > policy_.max_deaths) {
           give_up_reason = absl::StrCat(child.spec.name, " died ", child.deaths.size(),
                                         " times in ", absl::FormatDuration(policy_.window),
-                                        "; exiting for systemd to restart leash");
+                                        "; giving up on the sidecars");
         } else {
           respawn.emplace_back(kind, child.spec.name);
         }

@@ -3,7 +3,8 @@
 // map over PolicyStream, so chains and listeners are untouched — and kills one that stopped
 // answering (a SIGSTOPped process stops its own watchdog too, so only a missed heartbeat can
 // tell). More than 3 deaths of one sidecar in 10 minutes means something is wrong that a
-// respawn will not fix: the supervisor gives up and leashd exits for systemd to restart it.
+// respawn will not fix: the supervisor gives up, and leashd stops the sidecars and holds
+// (fswatch/README.md, "After leashd gives up").
 #pragma once
 
 #include <sys/types.h>
@@ -51,10 +52,17 @@ struct SidecarSpec {
   // it is ready. When the running one dies (or is killed for silence), the ready standby is
   // sent `takeover_signal` and becomes the sidecar; a new standby follows once it is
   // connected. No process is spawned while neither runs: with no ready standby the supervisor
-  // kills a standby still starting and gives up (leashd then closes the group, which releases
-  // the host, and exits).
+  // kills a standby still starting and gives up (leashd then reads the group itself, denying
+  // every subject's event: fswatch/README.md, "After leashd gives up").
   std::vector<std::string> standby_args;
   int takeover_signal = 0;
+  // With standby_args: the very first process is a standby too, handed the sidecar once it is
+  // ready, right after `before_first_takeover` returns (on the monitor thread). For a group
+  // that another reader reads meanwhile (leashd's holding reader, while a new leashd takes over
+  // a group its predecessor's watchers held): two readers of one group must never overlap, and
+  // the first watcher's own exec needs a reader to answer it.
+  bool first_as_standby = false;
+  std::function<void()> before_first_takeover;
   // Time a new process has to connect and say hello before it is treated as hung.
   absl::Duration startup_grace = absl::Seconds(15);
 };
@@ -73,9 +81,9 @@ struct SupervisorPolicy {
 class SidecarSupervisor {
  public:
   // `give_up` is called (once, from the monitor thread) with the reason when a sidecar died too
-  // often; leashd then exits non-zero for systemd to restart it. `clock` times the polls,
-  // backoffs, the death window, start-up grace and heartbeat silence; it outlives the
-  // supervisor.
+  // often; leashd then stops the sidecars and holds, exiting only when stopped. `clock` times
+  // the polls, backoffs, the death window, start-up grace and heartbeat silence; it outlives
+  // the supervisor.
   SidecarSupervisor(policystream::PolicyStreamService* stream, SupervisorPolicy policy,
                     std::function<void(const std::string& reason)> give_up,
                     Clock& clock = Clock::Real());
@@ -116,6 +124,8 @@ class SidecarSupervisor {
     absl::Time next_spawn = absl::InfinitePast();
     absl::Duration backoff = absl::ZeroDuration();  // after the last failed spawn
     uint32_t restarts = 0;
+    // spec.first_as_standby, and no standby has been handed the sidecar yet.
+    bool awaiting_first = false;
   };
   absl::StatusOr<pid_t> Spawn(const SidecarSpec& spec, int ready_write = -1);
   void Monitor();

@@ -502,7 +502,9 @@ std::optional<int> FswatchProcess::OpenGroup() {
       return StartFailed(absl::StrCat("--pending-table-fd=", flags_.pending_table_fd, ": ",
                                       table.status().message()));
     }
-    close(flags_.pending_table_fd);  // the mapping stays
+    // Kept open under the number --pending-table-fd names, as the group is under
+    // --fanotify-fd: a leashd started after this one's was killed takes both from us by those
+    // numbers (controlplane/leftover_sidecars.h, TakeLeftoverGroup) before it stops us.
     opened = FanotifyLinux::Adopt(flags_.fanotify_fd, preference, *table);
   } else {
     opened = FanotifyLinux::Open(preference);
@@ -564,6 +566,7 @@ void FswatchProcess::MakeWatcher() {
 }
 
 void FswatchProcess::StartLoop() {
+  watcher_->StartPassClock();
   loop_.thread = std::thread([this] {
     pthread_setname_np(pthread_self(), "fsw-loop");
     loop_.tid.store(static_cast<pid_t>(syscall(SYS_gettid)));

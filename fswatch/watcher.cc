@@ -248,6 +248,8 @@ void Watcher::LogAbandoned(uint64_t noted, bool allowed) {
       decision, /*path=*/{}, /*critical=*/(noted & kSubject) == 0);
 }
 
+void Watcher::StartPassClock() { last_pass_ns_.store(MonotonicNs(), std::memory_order_relaxed); }
+
 int Watcher::RunOnce(int timeout_ms) {
   const int n = source_.ReadEvents(absl::MakeSpan(batch_), timeout_ms);
   last_pass_ns_.store(MonotonicNs(), std::memory_order_relaxed);

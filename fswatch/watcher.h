@@ -104,6 +104,10 @@ class Watcher {
 
   // CLOCK_MONOTONIC nanoseconds at the start of the last pass, for the watchdog.
   int64_t last_pass_ns() const { return last_pass_ns_.load(std::memory_order_relaxed); }
+  // Counts the watchdog's time from now: called as the loop starts. A standby's watcher is made
+  // long before its loop (it may stand by for hours), and a stamp from then would read as a
+  // loop that made no pass for that long, ending the new reader at once on its takeover.
+  void StartPassClock();
 
   // Heartbeat counters: events answered, records lost, queue overflows since start.
   uint64_t events_answered() const { return events_.load(std::memory_order_relaxed); }

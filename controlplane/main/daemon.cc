@@ -27,6 +27,7 @@
 #include "controlplane/decision_log_file.h"
 #include "controlplane/instance_lock.h"
 #include "controlplane/floor_file.h"
+#include "controlplane/holding_reader.h"
 #include "controlplane/inbound_routed_netfilter.h"
 #include "base/install_layout.h"
 #include "controlplane/iptables_netfilter.h"
@@ -252,11 +253,19 @@ class Daemon {
   // The subjects the iptables fallback cannot enforce: closed, loudly (after every pass).
   void CloseAgentsOnFallback(const leash::v1::ReconcileReport& report);
   // Closing leashd's copy releases the host (every pending event allowed) once no watcher
-  // holds one: on the stop path, and as soon as the supervisor gives up, before anything of
-  // leashd's that may be waiting on the group (a reconcile reading /etc/passwd) is waited for.
+  // holds one: on a deliberate stop's path only, after the watchers and the holding reader.
   void ReleaseFanotifyGroup() {
     if (const int fd = fanotify_group_.exchange(-1); fd >= 0) close(fd);
   }
+  // After a give-up: the sidecars stopped, and the group kept and read by leashd's holding
+  // reader, which denies every subject's event (fswatch/README.md, "After leashd gives up").
+  void HoldAfterGiveUp();
+  // Starts the holding reader on the group (nullopt), or says why it cannot.
+  std::optional<std::string> StartHoldingReader();
+  // Whether `uid` is a subject's, for the holding reader: one in force, or one of the accounts
+  // leashd started with (an agent account, or the floor's user on a single-subject host), with
+  // their subordinate UIDs.
+  bool IsSubjectUid(uint32_t uid) const;
   // The proxy's port sockets for leash-proxy, said; its --port-sockets flag.
   std::string HandOverPortSockets();
   std::vector<std::string> FswatchArgv() const;
@@ -305,6 +314,14 @@ class Daemon {
   // takes over, through the pending table.
   std::atomic<int> fanotify_group_{-1};
   int pending_table_ = -1;
+  // Taken over from watchers a killed leashd left running (leftover_sidecars.h), rather than
+  // made: then the first watcher is a standby, handed the group once the holding reader stops.
+  bool group_taken_over_ = false;
+  // leashd's own reader of the group while no watcher may read it (holding_reader.h).
+  absl::Mutex holding_mu_;
+  std::unique_ptr<HoldingReader> holding_ ABSL_GUARDED_BY(holding_mu_);
+  // Set by the supervisor's give-up; the main thread then holds (HoldAfterGiveUp).
+  std::atomic<bool> hold_requested_{false};
   // Set (from the supervisor's monitor thread) when leashd gives up on a sidecar: the exit that
   // follows is for failure, and leaves every chain in place.
   std::atomic<bool> failed_{false};
@@ -342,7 +359,8 @@ Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {
 // Signals are taken by the main thread alone (sigwait), so block them before any thread.
 void Daemon::BlockSignals() {
   sigemptyset(&signals_);
-  for (int s : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&signals_, s);
+  // SIGUSR2 is leashd's own: the supervisor's give-up tells the main thread to hold with it.
+  for (int s : {SIGHUP, SIGTERM, SIGINT, SIGUSR2}) sigaddset(&signals_, s);
   pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
   base::InstallStackDumpHandler();
 }
@@ -562,9 +580,11 @@ std::optional<int> Daemon::StartAdminSocket() {
   SupervisorPolicy supervisor_policy;
   supervisor_ = std::make_unique<SidecarSupervisor>(&stream_, supervisor_policy,
                                                     [this](const std::string&) {
+                                                      // The group is kept: the main thread
+                                                      // stops the sidecars and holds it.
                                                       failed_.store(true);
-                                                      ReleaseFanotifyGroup();
-                                                      kill(getpid(), SIGTERM);
+                                                      hold_requested_.store(true);
+                                                      kill(getpid(), SIGUSR2);
                                                     });
   // The live decision stream: every writer's feed ends here, and WatchDecisions reads it.
   decision_hub_ = std::make_unique<DecisionHub>([this](uint32_t uid) {
@@ -679,9 +699,39 @@ std::optional<int> Daemon::StartSidecars() {
   // still running were left by one that was killed, and would hold the ports and the fanotify
   // group against ours. Stopped only now, when ours are about to start: until then they still
   // enforce the last map they had (a start refused above leaves them so).
+  // A leftover watcher's group is taken over first, so that stopping the leftovers does not
+  // close it (its marks would go, and every subject's opens go unjudged until a new watcher
+  // marks a new group). Nothing reads it from their stop until the holding reader starts: an
+  // open on its marks waits meanwhile, and this thread opens nothing but /proc.
+  if (filesystem_on_) {
+    std::vector<std::string> lines;
+    if (std::optional<LeftoverGroup> taken =
+            TakeLeftoverGroup(options_.fswatch_binary, options_.admin_socket, lines);
+        taken && sidecar::PermissionGroupFlags(taken->group_fd).ok() &&
+        sidecar::PendingTable::Map(taken->pending_table_fd).ok()) {
+      close(fanotify_group_.exchange(taken->group_fd));  // new, unmarked: nothing pending
+      close(pending_table_);
+      pending_table_ = taken->pending_table_fd;
+      group_taken_over_ = true;
+    } else if (taken) {
+      close(taken->group_fd);
+      close(taken->pending_table_fd);
+      lines.push_back("the leftover watcher's descriptors are not a fanotify group and a pending "
+                      "table; a new group is made");
+    }
+    for (const std::string& line : lines) Say(line);
+  }
   for (const std::string& line : StopLeftoverSidecars(
            {options_.fswatch_binary, options_.proxy_binary}, options_.admin_socket)) {
     Say(line);
+  }
+  if (group_taken_over_) {
+    if (std::optional<std::string> why = StartHoldingReader()) {
+      return Refuse(absl::StrCat("cannot read the fanotify group taken over from the previous "
+                                 "leashd's watchers: ", *why));
+    }
+    Say("leashd reads the group taken over (every subject's event denied) until its first "
+        "watcher is ready to take it");
   }
   if (network_on_) proxy_argv.push_back(HandOverPortSockets());
   for (const auto& [on, name, kind, argv] :
@@ -710,6 +760,13 @@ std::optional<int> Daemon::StartSidecars() {
       spec.standby_args = {"--standby", "--ready-fd={ready_fd}"};
       spec.takeover_signal = sidecar::TakeOverSignal();
       spec.heartbeat_timeout = options_.fswatch_heartbeat_timeout;
+      if (group_taken_over_) {
+        spec.first_as_standby = true;
+        spec.before_first_takeover = [this] {
+          absl::MutexLock lock(&holding_mu_);
+          if (holding_ != nullptr) holding_->Stop();
+        };
+      }
     }
     if (absl::Status started = supervisor_->Start(spec); !started.ok()) {
       return Refuse(std::string(started.message()));
@@ -842,6 +899,10 @@ void Daemon::WaitForStopSignal() {
       loop_->Request();
       continue;
     }
+    if (signal == SIGUSR2) {
+      if (hold_requested_.exchange(false)) HoldAfterGiveUp();
+      continue;
+    }
     if (!failed_.load()) Say(absl::StrCat("signal ", signal, ": stopping"));
     return;
   }
@@ -857,9 +918,17 @@ int Daemon::Stop() {
   if (tools_server_) tools_server_->Shutdown();
   admin_->Shutdown();
   supervisor_->Stop();
+  {
+    absl::MutexLock lock(&holding_mu_);
+    if (holding_ != nullptr) {
+      holding_->Stop();
+      Say(absl::StrCat("the holding reader answered ", holding_->denied(), " subject event(s) "
+                       "deny and ", holding_->allowed(), " other(s) allow"));
+    }
+  }
   // Every watcher is gone: nothing reads the group, so it is closed before anything here opens
   // a file (the kernel answers every pending event allow, which releases the host:
-  // docs/ARCHITECTURE.md, rule F4).
+  // docs/ARCHITECTURE.md, rule F4). Only a deliberate stop comes here.
   ReleaseFanotifyGroup();
   if (pending_table_ >= 0) close(pending_table_);
   // A failure never un-confines: an exit for failure leaves every chain in place, so a leashed
@@ -879,6 +948,57 @@ int Daemon::Stop() {
   // A stop for failure is a refusal to go on: systemd restarts leash, and `leash teardown
   // --unless-failed` keeps the chains (cli/service_stop.cc).
   return failed_.load() ? base::kExitRefused : base::kExitOk;
+}
+
+bool Daemon::IsSubjectUid(uint32_t uid) const {
+  if (subjects_.ByUid(uid).has_value()) return true;
+  auto holds = [uid](const Account& account) {
+    if (account.uid == uid) return true;
+    for (const engine::UidRange& range : account.subordinate_uids) {
+      if (range.Contains(uid)) return true;
+    }
+    return false;
+  };
+  // Before the first pass: the accounts leashd started with (the configured user is a subject
+  // only on a single-subject host).
+  return single_subject_ ? holds(user_) : std::any_of(agents_.begin(), agents_.end(), holds);
+}
+
+std::optional<std::string> Daemon::StartHoldingReader() {
+  const int group = fanotify_group_.load();
+  if (group < 0) return std::string("leashd holds no group");
+  absl::StatusOr<sidecar::PendingTable*> table = sidecar::PendingTable::Map(pending_table_);
+  if (!table.ok()) return std::string(table.status().message());
+  absl::StatusOr<std::unique_ptr<HoldingReader>> reader = HoldingReader::Start(
+      group, *table, [this](uint32_t uid) { return IsSubjectUid(uid); });
+  if (!reader.ok()) return std::string(reader.status().message());
+  absl::MutexLock lock(&holding_mu_);
+  holding_ = *std::move(reader);
+  return std::nullopt;
+}
+
+void Daemon::HoldAfterGiveUp() {
+  // Both sidecars and the standby, stopped and reaped: from then on nobody reads the group
+  // until the holding reader does, and nothing here opens a file meanwhile.
+  supervisor_->Stop();
+  if (fanotify_group_.load() < 0) {
+    Say("gave up: the sidecars are stopped; leashd stays running with every chain in place "
+        "(each subject's network closed) until it is stopped or restarted");
+    return;
+  }
+  if (std::optional<std::string> why = StartHoldingReader()) {
+    // Nobody can read the group: kept, it would hold every open on the marked filesystems
+    // forever. The last resort is rule F4's release, said loudly.
+    Say(absl::StrCat("CRITICAL: gave up, and leashd cannot read the fanotify group itself (", *why,
+                     "): closing it, which answers every pending event allow; the filesystem "
+                     "is not enforced until leash is restarted"));
+    ReleaseFanotifyGroup();
+    return;
+  }
+  Say("gave up: the sidecars are stopped; leashd stays running, keeps the fanotify group and "
+      "answers it itself: every subject's open and exec denied, everyone else's allowed, and "
+      "every chain stays in place (each subject's network closed). `systemctl restart leash` "
+      "once the cause is fixed");
 }
 
 void Daemon::ReleaseEveryChain() {

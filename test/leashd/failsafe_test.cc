@@ -293,9 +293,10 @@ class FailsafeTest : public RootTest {
   std::unique_ptr<LeashdInstance> leashd_;
 };
 
-// The watcher's fourth death in ten minutes: leashd gives up and exits 1, and every chain stays,
-// so the agent's connection out is refused (its redirect target, the proxy, is gone) rather
-// than let through.
+// The watcher's fourth death in ten minutes: leashd gives up, stops its sidecars and stays
+// running (holding the fanotify group); every chain stays, so the agent's connection out is
+// refused (its redirect target, the proxy, is gone) rather than let through. Stopped then, it
+// exits 1, for failure, and still leaves every chain.
 TEST_F(FailsafeTest, AnExitForFailureLeavesEveryChainInPlaceSoTheNetworkStaysClosed) {
   ASSERT_NO_FATAL_FAILURE(AddAgent("leash-fsa"));
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
@@ -315,10 +316,18 @@ TEST_F(FailsafeTest, AnExitForFailureLeavesEveryChainInPlaceSoTheNetworkStaysClo
     ASSERT_NE(next, 0u) << "death " << death << "\n" << leashd_->Log();
     watcher = next;
   }
-  absl::StatusOr<int> ended = leashd_->WaitForExit(absl::Seconds(60));
-  ASSERT_TRUE(ended.ok()) << "leashd did not give up:\n" << leashd_->Log();
-  EXPECT_TRUE(WIFEXITED(*ended) && WEXITSTATUS(*ended) == 1) << *ended << "\n" << leashd_->Log();
+  ASSERT_TRUE(WaitFor([&] { return absl::StrContains(leashd_->Log(), "gave up: the sidecars are "
+                                                                    "stopped"); },
+                      absl::Seconds(60)))
+      << "leashd did not give up:\n" << leashd_->Log();
   EXPECT_THAT(leashd_->Log(), HasSubstr("leash-fswatch died 4 times in 10m"));
+  // While leashd holds on, it still holds the proxy ports (nothing else can bind them) and
+  // accepts on none: the agent's connection is never answered, and never let out.
+  const std::string held = AgentConnectsOnce();
+  EXPECT_THAT(held, ::testing::AnyOf(::testing::Eq("REFUSED"), HasSubstr("TimeoutError"))) << held;
+  absl::StatusOr<int> ended = leashd_->Stop();
+  ASSERT_TRUE(ended.ok()) << leashd_->Log();
+  EXPECT_TRUE(WIFEXITED(*ended) && WEXITSTATUS(*ended) == 1) << *ended << "\n" << leashd_->Log();
   EXPECT_THAT(leashd_->Log(), HasSubstr("exiting for failure: every chain is left in place"));
   EXPECT_THAT(leashd_->Log(), Not(HasSubstr("released ")));
 
