@@ -88,6 +88,9 @@ struct NetfilterCounters {
   // TCP to a destination off this host that was not an allowed answer: it escaped the redirect
   // to the proxy (untracked, or another nat rule took it), and was dropped.
   uint64_t unproxied_dropped_packets = 0;
+  // DNS (UDP or TCP port 53) to a loopback address that is neither redirected to the subject's
+  // filter nor one of its own resolvers under network.dns: resolvers, refused.
+  uint64_t loopback_dns_refused_packets = 0;
 };
 
 // The checks every implementation makes before touching the kernel: a UID other than root
