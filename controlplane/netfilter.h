@@ -59,9 +59,10 @@ struct NetfilterSubject {
   bool inbound_allowed = false;
   // The resolvers (the host's /etc/resolv.conf, or network.dns_resolvers). Empty: no DNS.
   std::vector<engine::IpAddress> dns_resolvers;
-  // network.dns: filter — UDP and TCP to a resolver's port 53 are redirected to the UID's own
-  // DNS listener (the proxy's UDP socket and TCP listener on `port`), and only that passes the
-  // UDP drop. False (network.dns: resolvers): UDP/53 to the resolvers passes the drop unjudged.
+  // network.dns: filter — UDP and TCP to port 53 of a resolver or of any loopback address are
+  // redirected to the UID's own DNS listener (the proxy's UDP socket and TCP listener on
+  // `port`), and only that passes the UDP drop. False (network.dns: resolvers): UDP/53 to the
+  // resolvers passes the drop unjudged, and loopback DNS reaches only the loopback resolvers.
   bool dns_filter = false;
   // The proxy could not bind this UID's listener (someone else holds the port): its TCP is
   // refused (reset) at its own chain rather than redirected to whoever holds the port.
