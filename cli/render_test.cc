@@ -48,7 +48,11 @@ constexpr char kSubjectsAndSidecars[] = R"pb(
   subjects {
     account: "leash-iris" uid: 1001 port: 18001 state: "enforced"
     profiles: "profile:web-research"
-    counters { inbound_dropped_packets: 3 unproxied_dropped_packets: 2 loopback_dns_refused_packets: 4 }
+    counters {
+      inbound_dropped_packets: 3
+      unproxied_dropped_packets: 2
+      loopback_dns_refused_packets: 4
+    }
     subordinate_uids { first: 100000 last: 165535 }
   }
   subjects {

@@ -36,7 +36,8 @@ constexpr char kUdp6[] =
     "00000000:00000000 00:00000000 00000000   0        0 7 2 0000000000000000 0\n";
 
 TEST(LoopbackResolvers, Port53SocketsAreTcpListenersAndUnconnectedUdp) {
-  EXPECT_THAT(Port53Sockets(kTcp, /*tcp=*/true), ElementsAre(Addr("127.0.0.53"), Addr("127.0.0.54")));
+  EXPECT_THAT(Port53Sockets(kTcp, /*tcp=*/true),
+              ElementsAre(Addr("127.0.0.53"), Addr("127.0.0.54")));
   EXPECT_THAT(Port53Sockets(kUdp6, /*tcp=*/false),
               ElementsAre(Addr("::1"), Addr("::"), Addr("::ffff:127.0.0.1")));
   EXPECT_THAT(Port53Sockets("garbage\n\n1: zz:35 00:00 0A", true), ElementsAre());

@@ -572,11 +572,11 @@ void AddLoopbackDnsRules(NftBatch& batch, const LeashTable& table, const std::st
         RuleBuilder own(table, chain);
         MatchResolver(own, table, resolver, protocol);
         own.Counter().Verdict(NFT_RETURN);
+        const char* family = resolver.family == IpAddress::Family::kV4 ? "ip" : "ip6";
         batch.AddRule(own.rule(),
-                      absl::StrCat("add rule `", resolver.family == IpAddress::Family::kV4 ? "ip" : "ip6",
-                                   " daddr ", engine::FormatIpAddress(resolver), " ",
-                                   ProtocolText(protocol), " dport 53 return` to ", table.Label(),
-                                   " ", chain));
+                      absl::StrCat("add rule `", family, " daddr ",
+                                   engine::FormatIpAddress(resolver), " ", ProtocolText(protocol),
+                                   " dport 53 return` to ", table.Label(), " ", chain));
       }
     }
   }

@@ -416,21 +416,31 @@ TEST(NftRuleset, SubjectInFilterTableDropsAllButTcpAndDnsToResolvers) {
                               Addr("::ffff:10.0.0.53")})},
                 {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
-              ElementsAreArray(FilterChain1001({kSquatDrop1001, kInboundDrop1001, kUnproxiedDrop1001, kLoopbackDnsUdpRefused1001, kLoopbackDnsTcpRefused1001, kLoopback6DnsUdpRefused1001, kLoopback6DnsTcpRefused1001, kDns10_0_0_53, kDns2001_db8__53, kNotTcpDrop1001})));
+              ElementsAreArray(FilterChain1001(
+                  {kSquatDrop1001, kInboundDrop1001, kUnproxiedDrop1001, kLoopbackDnsUdpRefused1001,
+                   kLoopbackDnsTcpRefused1001, kLoopback6DnsUdpRefused1001,
+                   kLoopback6DnsTcpRefused1001, kDns10_0_0_53, kDns2001_db8__53,
+                   kNotTcpDrop1001})));
 }
 
 TEST(NftRuleset, SubjectWithoutResolversDropsAllUdp) {
   NftBatch batch(1);
   ApplySubjects(batch, Inet(), {MakeSubject(1001, 18001)}, {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
-              ElementsAreArray(FilterChain1001({kSquatDrop1001, kInboundDrop1001, kUnproxiedDrop1001, kLoopbackDnsUdpRefused1001, kLoopbackDnsTcpRefused1001, kLoopback6DnsUdpRefused1001, kLoopback6DnsTcpRefused1001, kNotTcpDrop1001})));
+              ElementsAreArray(FilterChain1001(
+                  {kSquatDrop1001, kInboundDrop1001, kUnproxiedDrop1001, kLoopbackDnsUdpRefused1001,
+                   kLoopbackDnsTcpRefused1001, kLoopback6DnsUdpRefused1001,
+                   kLoopback6DnsTcpRefused1001, kNotTcpDrop1001})));
 }
 
 TEST(NftRuleset, UdpAllowedSubjectReturnsUdpAndStillDropsTheRest) {
   NftBatch batch(1);
   ApplySubjects(batch, Inet(), {MakeSubject(1001, 18001, true, {Addr("10.0.0.53")})}, {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
-              ElementsAreArray(FilterChain1001({kSquatDrop1001, kInboundDrop1001, kUnproxiedDrop1001, kLoopbackDnsUdpRefused1001, kLoopbackDnsTcpRefused1001, kLoopback6DnsUdpRefused1001, kLoopback6DnsTcpRefused1001, kUdpReturn1001, kNotTcpDrop1001})));
+              ElementsAreArray(FilterChain1001(
+                  {kSquatDrop1001, kInboundDrop1001, kUnproxiedDrop1001, kLoopbackDnsUdpRefused1001,
+                   kLoopbackDnsTcpRefused1001, kLoopback6DnsUdpRefused1001,
+                   kLoopback6DnsTcpRefused1001, kUdpReturn1001, kNotTcpDrop1001})));
 }
 
 // network.inbound: allow — the answers of this UID's TCP listeners return (counted); every other
@@ -442,7 +452,10 @@ TEST(NftRuleset, InboundAllowedSubjectReturnsReplyTcpAndStillDropsUnproxiedTcp) 
   NftBatch batch(1);
   ApplySubjects(batch, Inet(), {subject}, {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
-              ElementsAreArray(FilterChain1001({kSquatDrop1001, kInboundTcpReturn1001, kUnproxiedDrop1001, kLoopbackDnsUdpRefused1001, kLoopbackDnsTcpRefused1001, kLoopback6DnsUdpRefused1001, kLoopback6DnsTcpRefused1001, kNotTcpDrop1001})));
+              ElementsAreArray(FilterChain1001(
+                  {kSquatDrop1001, kInboundTcpReturn1001, kUnproxiedDrop1001,
+                   kLoopbackDnsUdpRefused1001, kLoopbackDnsTcpRefused1001,
+                   kLoopback6DnsUdpRefused1001, kLoopback6DnsTcpRefused1001, kNotTcpDrop1001})));
 }
 
 // The nat tables are untouched by the inbound setting: an answer never meets a nat chain.
@@ -517,7 +530,11 @@ TEST(NftRuleset, RefusedTcpIsResetAfterTheLoopbackExemption) {
   NftBatch batch(1);
   ApplySubjects(batch, Inet(), {subject}, {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
-              ElementsAreArray(FilterChain1001({kSquatDrop1001, kInboundDrop1001, kUnproxiedDrop1001, kLoopbackDnsUdpRefused1001, kLoopbackDnsTcpRefused1001, kLoopback6DnsUdpRefused1001, kLoopback6DnsTcpRefused1001, kUdpReturn1001, kFilterLoopbackExempt1001, kFilterLoopback6Exempt1001, kTcpReset1001, kNotTcpDrop1001})));
+              ElementsAreArray(FilterChain1001(
+                  {kSquatDrop1001, kInboundDrop1001, kUnproxiedDrop1001, kLoopbackDnsUdpRefused1001,
+                   kLoopbackDnsTcpRefused1001, kLoopback6DnsUdpRefused1001,
+                   kLoopback6DnsTcpRefused1001, kUdpReturn1001, kFilterLoopbackExempt1001,
+                   kFilterLoopback6Exempt1001, kTcpReset1001, kNotTcpDrop1001})));
 }
 
 constexpr char kRedirectDns10_0_0_53Udp[] =

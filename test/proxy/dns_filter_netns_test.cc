@@ -101,7 +101,8 @@ class DnsFilterNetnsTest : public ::testing::Test {
       local_resolver_ = local->release();
       for (const char* address : kOtherLoopbackResolvers) {
         absl::StatusOr<std::unique_ptr<TestResolver>> other =
-            TestResolver::Start(address, {{"allowed.test", {"192.0.2.99"}}, {kExfil, {"192.0.2.66"}}});
+            TestResolver::Start(address, {{"allowed.test", {"192.0.2.99"}},
+                                          {kExfil, {"192.0.2.66"}}});
         if (!other.ok()) return other.status();
         other_local_resolvers_.push_back(other->release());
       }
