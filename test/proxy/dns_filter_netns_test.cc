@@ -20,6 +20,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "controlplane/loopback_resolvers.h"
+#include "controlplane/netfilter_factory.h"
 #include "proxy/testing/upstream_server.h"
 #include "test/fixtures/root.h"
 #include "test/proxy/test_resolver.h"
@@ -348,6 +349,21 @@ TEST_F(DnsFilterNetnsTest, LoopbackDnsWithoutAFilterIsRefusedButToTheSubjectsOwn
     }
   }
   for (const TestResolver* other : other_local_resolvers_) EXPECT_EQ(other->asked_total(), 0);
+  {
+    // Each refusal is counted on the subject's own chain, as `leash status` shows it: at least
+    // the four TCP SYNs and four datagrams above.
+    absl::StatusOr<NetNamespace::Entered> entered = bed_->ns().Enter();
+    ASSERT_TRUE(entered.ok()) << entered.status();
+    absl::StatusOr<controlplane::NetfilterChoice> nft =
+        controlplane::ChooseNetfilter(controlplane::NetfilterBackend::kNftables);
+    ASSERT_TRUE(nft.ok()) << nft.status();
+    for (size_t agent : {kUnfiltered, kUnfilteredUdp, kUnfilteredLoopback, kNoResolvers}) {
+      absl::StatusOr<controlplane::NetfilterCounters> counters =
+          nft->netfilter->ReadCounters(bed_->uid(agent));
+      ASSERT_TRUE(counters.ok()) << counters.status();
+      EXPECT_GE(counters->loopback_dns_refused_packets, 8u) << agent;
+    }
+  }
   const int before = local_resolver_->Asked("allowed.test");
   for (const char* transport : {"udp", "tcp"}) {
     EXPECT_EQ(Dns(kUnfilteredLoopback, {transport, "127.0.0.53", "allowed.test"}),
