@@ -80,7 +80,36 @@ std::string RenderCounters(const leash::v1::SubjectStatus& subject) {
       " packets dropped", allowed ? absl::StrCat(", ", c.inbound_allowed_packets(), " served")
                                   : std::string(),
       "; tcp escaping the proxy: ", c.unproxied_dropped_packets(),
-      " packets dropped (since the chain was applied)\n");
+      " packets dropped; loopback dns refused: ", c.loopback_dns_refused_packets(),
+      " packets (since the chain was applied)\n");
+}
+
+// The host's loopback resolvers as leashd found them (rule N15 of docs/ARCHITECTURE.md): the
+// local servers an agent's DNS might try around its filter. Nothing for an offline answer,
+// which has not asked leashd.
+std::string RenderLoopbackResolvers(const leash::v1::StatusResponse& response) {
+  if (response.offline()) return "";
+  if (!response.loopback_resolvers_error().empty()) {
+    return absl::StrCat("loopback resolvers: cannot be read: ", response.loopback_resolvers_error(),
+                        "\n");
+  }
+  if (response.loopback_resolvers().empty()) return "loopback resolvers: none found\n";
+  std::vector<std::string> found;
+  for (const leash::v1::LoopbackResolver& r : response.loopback_resolvers()) {
+    std::vector<std::string> where;
+    if (r.in_resolv_conf()) where.push_back("resolv.conf");
+    if (r.address() == "0.0.0.0" || r.address() == "::") where.push_back("every address");
+    std::vector<std::string> listening;
+    if (r.udp()) listening.push_back("udp");
+    if (r.tcp()) listening.push_back("tcp");
+    if (listening.empty()) listening.push_back("nothing listening");
+    std::string detail = absl::StrJoin(where, ", ");
+    absl::StrAppend(&detail, detail.empty() ? "" : "; ", absl::StrJoin(listening, ", "));
+    found.push_back(absl::StrCat(r.address(), " (", detail, ")"));
+  }
+  return absl::StrCat("loopback resolvers: ", absl::StrJoin(found, ", "),
+                      "\n  (an agent's DNS to any of them goes to its filter, or is refused: "
+                      "rule N15)\n");
 }
 
 // The surfaces of `policy` in audit, in capitals ("NETWORK, TOOLS"): a surface that blocks
@@ -209,7 +238,7 @@ std::string RenderStatus(const leash::v1::StatusResponse& response) {
     if (!response.netfilter().empty()) {
       absl::StrAppend(&out, "network enforcement: ", response.netfilter(), "\n");
     }
-    return out + RenderSubjectsAndSidecars(response);
+    return out + RenderLoopbackResolvers(response) + RenderSubjectsAndSidecars(response);
   }
   std::string out = absl::StrCat("user: ", response.user());
   if (response.uid() != 0 || response.user() == "root") absl::StrAppend(&out, " (uid ", response.uid(), ")");
@@ -248,7 +277,7 @@ std::string RenderStatus(const leash::v1::StatusResponse& response) {
                   e.filesystem() ? "on" : "OFF", ", tools ", e.tools() ? "on" : "OFF", "\n");
   absl::StrAppend(&out, "decision log: ", floor.logging().decisions(), "\n");
   if (!response.netfilter().empty()) absl::StrAppend(&out, "network enforcement: ", response.netfilter(), "\n");
-  return out + RenderSubjectsAndSidecars(response);
+  return out + RenderLoopbackResolvers(response) + RenderSubjectsAndSidecars(response);
 }
 
 std::string RenderBindings(const leash::v1::ListBindingsResponse& response) {

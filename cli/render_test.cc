@@ -41,11 +41,18 @@ constexpr char kFloor[] = R"pb(
 
 constexpr char kSubjectsAndSidecars[] = R"pb(
   netfilter: "nftables"
+  loopback_resolvers { address: "127.0.0.53" in_resolv_conf: true udp: true tcp: true }
+  loopback_resolvers { address: "127.0.0.54" udp: true tcp: true }
+  loopback_resolvers { address: "0.0.0.0" udp: true }
   map_version: 7
   subjects {
     account: "leash-iris" uid: 1001 port: 18001 state: "enforced"
     profiles: "profile:web-research"
-    counters { inbound_dropped_packets: 3 unproxied_dropped_packets: 2 }
+    counters {
+      inbound_dropped_packets: 3
+      unproxied_dropped_packets: 2
+      loopback_dns_refused_packets: 4
+    }
     subordinate_uids { first: 100000 last: 165535 }
   }
   subjects {
@@ -63,10 +70,13 @@ constexpr char kSubjectsAndSidecars[] = R"pb(
 )pb";
 
 constexpr char kSubjectsAndSidecarsText[] =
+    "loopback resolvers: 127.0.0.53 (resolv.conf; udp, tcp), 127.0.0.54 (udp, tcp), 0.0.0.0 "
+    "(every address; udp)\n"
+    "  (an agent's DNS to any of them goes to its filter, or is refused: rule N15)\n"
     "subjects (2, map version 7):\n"
     "  leash-iris       uid 1001   port 18001 enforced       from profile:web-research\n"
-    "    inbound (drop): 3 packets dropped; tcp escaping the proxy: 2 packets dropped (since the "
-    "chain was applied)\n"
+    "    inbound (drop): 3 packets dropped; tcp escaping the proxy: 2 packets dropped; loopback "
+    "dns refused: 4 packets (since the chain was applied)\n"
     "    subordinate uids 100000-165535; gids none\n"
     "  leash-vader      uid 1002   port 18002 no-policy      (profile 'gone' does not exist)\n"
     "    counters: cannot be read: UID 1002 has no chain\n"
@@ -108,6 +118,18 @@ TEST(RenderStatus, AnUnreadableFloorIsSaidAndNoFloorTableIsShown) {
   EXPECT_THAT(text, Not(HasSubstr("enforcers:")));
   EXPECT_THAT(text, Not(HasSubstr("surface ")));
   EXPECT_THAT(text, HasSubstr(kSubjectsAndSidecarsText));
+}
+
+// Rule N15's line: none found, or why they could not be read; nothing when offline (leashd
+// was not asked).
+TEST(RenderStatus, LoopbackResolversNoneFoundUnreadableOrOffline) {
+  leash::v1::StatusResponse status;
+  EXPECT_THAT(RenderStatus(status), HasSubstr("loopback resolvers: none found\n"));
+  status.set_loopback_resolvers_error("/proc/thread-self/net/udp: permission denied");
+  EXPECT_THAT(RenderStatus(status),
+              HasSubstr("loopback resolvers: cannot be read: /proc/thread-self/net/udp"));
+  status.set_offline(true);
+  EXPECT_THAT(RenderStatus(status), Not(HasSubstr("loopback resolvers")));
 }
 
 TEST(RenderStatus, InboundAllowShowsWhatWasServed) {

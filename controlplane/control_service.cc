@@ -5,6 +5,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "proto/host/command_links.h"
 #include "controlplane/floor_file.h"
 #include "engine/check_subject.h"
@@ -372,6 +373,7 @@ grpc::Status ControlService::GetStatus(grpc::ServerContext*, const leash::v1::St
         out->set_inbound_dropped_packets(counters->inbound_dropped_packets);
         out->set_inbound_allowed_packets(counters->inbound_allowed_packets);
         out->set_unproxied_dropped_packets(counters->unproxied_dropped_packets);
+        out->set_loopback_dns_refused_packets(counters->loopback_dns_refused_packets);
       } else {
         subject->set_counters_error(std::string(counters.status().message()));
       }
@@ -386,7 +388,51 @@ grpc::Status ControlService::GetStatus(grpc::ServerContext*, const leash::v1::St
   *response->mutable_last_reconcile() = deps_.loop->last_report();
   response->set_reconcile_passes(deps_.loop->passes());
   response->set_netfilter(deps_.netfilter_description);
+  if (deps_.loopback_resolvers) {
+    absl::StatusOr<std::vector<LoopbackResolver>> found = deps_.loopback_resolvers();
+    if (found.ok()) {
+      for (const LoopbackResolver& resolver : *found) {
+        leash::v1::LoopbackResolver* out = response->add_loopback_resolvers();
+        out->set_address(engine::FormatIpAddress(resolver.address));
+        out->set_in_resolv_conf(resolver.in_resolv_conf);
+        out->set_udp(resolver.udp);
+        out->set_tcp(resolver.tcp);
+      }
+    } else {
+      response->set_loopback_resolvers_error(std::string(found.status().message()));
+    }
+  }
   return grpc::Status::OK;
+}
+
+// What rule N15 of docs/ARCHITECTURE.md stands in front of on this host: its loopback
+// resolvers (info), or why they could not be read (a warning: the rule holds regardless).
+leash::v1::Finding ControlService::LoopbackResolverFinding() const {
+  leash::v1::Finding finding;
+  finding.set_source("host");
+  finding.set_field("loopback resolvers");
+  absl::StatusOr<std::vector<LoopbackResolver>> found = deps_.loopback_resolvers();
+  if (!found.ok()) {
+    finding.set_severity(leash::v1::SEVERITY_WARNING);
+    finding.set_message(absl::StrCat("this host's loopback resolvers could not be read (",
+                                     found.status().message(),
+                                     "); an agent's DNS to any loopback address still goes to "
+                                     "its filter, or is refused"));
+    return finding;
+  }
+  finding.set_severity(leash::v1::SEVERITY_INFO);
+  std::vector<std::string> described;
+  for (const LoopbackResolver& resolver : *found) {
+    described.push_back(DescribeLoopbackResolver(resolver));
+  }
+  finding.set_message(
+      described.empty()
+          ? std::string("this host answers DNS on no loopback address")
+          : absl::StrCat("this host answers DNS on loopback at ", absl::StrJoin(described, ", "),
+                         ": an agent's DNS to any of them goes to its filter (network.dns: "
+                         "filter), or is refused unless it is one of its own resolvers "
+                         "(network.dns: resolvers)"));
+  return finding;
 }
 
 grpc::Status ControlService::Validate(grpc::ServerContext*, const leash::v1::ValidateRequest*,
@@ -425,6 +471,7 @@ grpc::Status ControlService::Validate(grpc::ServerContext*, const leash::v1::Val
   for (leash::v1::Finding& finding : host::ExecRouteFindings(host::ReadExecRoutes())) {
     *response->add_findings() = std::move(finding);
   }
+  if (deps_.loopback_resolvers) *response->add_findings() = LoopbackResolverFinding();
   for (const auto& [uid, view] : deps_.subjects->All()) {
     for (leash::v1::Finding& finding : SubordinateIdFindings(view.state)) {
       *response->add_findings() = std::move(finding);

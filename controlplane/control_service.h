@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "controlplane/account_source.h"
 #include "controlplane/floor_file.h"
+#include "controlplane/loopback_resolvers.h"
 #include "controlplane/netfilter.h"
 #include "controlplane/policy_store.h"
 #include "controlplane/reconcile_loop.h"
@@ -55,6 +56,9 @@ struct ControlDeps {
   // The tools service's would-be blocks (per subject UID; leashd counts them itself), for
   // status beside the sidecars' (from their heartbeats). Unset or empty: none.
   std::function<std::vector<leash::v1::WouldBeBlocks>()> tools_would_be_blocks;
+  // The host's loopback resolvers, for status (controlplane/loopback_resolvers.h). Unset: none
+  // shown.
+  std::function<absl::StatusOr<std::vector<LoopbackResolver>>()> loopback_resolvers;
   // The decision stream (WatchDecisions): the hub and the log file to replay.
   WatchDecisionsDeps decisions;
   // How long a write waits for its reconcile.
@@ -106,6 +110,8 @@ class ControlService final : public leash::v1::Control::Service {
                               grpc::ServerWriter<leash::v1::WatchDecisionsEvent>*) override;
 
  private:
+  // validate's finding about the host's loopback resolvers (deps_.loopback_resolvers is set).
+  leash::v1::Finding LoopbackResolverFinding() const;
   // What the stores need from the host for one judgement: the floor, the agent accounts, the
   // named lists.
   HostInputs Host() const;

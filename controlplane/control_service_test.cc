@@ -479,6 +479,49 @@ TEST_F(ControlServiceTest, ProfileDeleteRefusedWhenBoundAndBindingsMarkDangling)
 }
 
 // `leash validate` names an agent's subordinate IDs and the command that removes them.
+// Rule N15's operator side: status lists the host's loopback resolvers as leashd found them
+// (or why it could not), and validate names them in one host finding.
+TEST_F(ControlServiceTest, StatusAndValidateNameTheHostsLoopbackResolvers) {
+  ControlDeps deps = Deps();
+  deps.loopback_resolvers = []() -> absl::StatusOr<std::vector<LoopbackResolver>> {
+    return MergeLoopbackResolvers({*engine::ParseIpAddress("127.0.0.53")},
+                                  {*engine::ParseIpAddress("127.0.0.54")},
+                                  {*engine::ParseIpAddress("127.0.0.53"),
+                                   *engine::ParseIpAddress("127.0.0.54")});
+  };
+  ControlService service(deps);
+  leash::v1::StatusResponse status;
+  ASSERT_TRUE(service.GetStatus(nullptr, nullptr, &status).ok());
+  ASSERT_EQ(status.loopback_resolvers_size(), 2) << status.DebugString();
+  EXPECT_EQ(status.loopback_resolvers(0).address(), "127.0.0.53");
+  EXPECT_TRUE(status.loopback_resolvers(0).in_resolv_conf());
+  EXPECT_FALSE(status.loopback_resolvers(0).udp());
+  EXPECT_TRUE(status.loopback_resolvers(0).tcp());
+  EXPECT_EQ(status.loopback_resolvers(1).address(), "127.0.0.54");
+  EXPECT_FALSE(status.loopback_resolvers(1).in_resolv_conf());
+  EXPECT_TRUE(status.loopback_resolvers(1).udp());
+  leash::v1::ValidateResponse validate;
+  ASSERT_TRUE(service.Validate(nullptr, nullptr, &validate).ok());
+  bool found = false;
+  for (const leash::v1::Finding& finding : validate.findings()) {
+    if (finding.field() != "loopback resolvers") continue;
+    found = true;
+    EXPECT_EQ(finding.severity(), leash::v1::SEVERITY_INFO);
+    EXPECT_THAT(finding.message(),
+                HasSubstr("127.0.0.53 (resolv.conf; tcp), 127.0.0.54 (udp, tcp): an agent's DNS"));
+  }
+  EXPECT_TRUE(found) << validate.DebugString();
+
+  deps.loopback_resolvers = []() -> absl::StatusOr<std::vector<LoopbackResolver>> {
+    return absl::PermissionDeniedError("/proc/thread-self/net/udp: permission denied");
+  };
+  ControlService unreadable(deps);
+  leash::v1::StatusResponse no_status;
+  ASSERT_TRUE(unreadable.GetStatus(nullptr, nullptr, &no_status).ok());
+  EXPECT_EQ(no_status.loopback_resolvers_size(), 0);
+  EXPECT_THAT(no_status.loopback_resolvers_error(), HasSubstr("/proc/thread-self/net/udp"));
+}
+
 TEST_F(ControlServiceTest, ValidateWarnsOfAnAgentsSubordinateIdsWithTheFix) {
   SubjectState iris = Subject("leash-iris", 1001, true);
   iris.account.subordinate_uids = {{100000, 165535}};

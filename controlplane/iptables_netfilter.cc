@@ -231,8 +231,26 @@ std::vector<std::string> IptablesAddLines(const NetfilterSubject& subject) {
   // line carries the subject's comment, so a release finds them all.
   for (const engine::UidRange& uids : DispatchedUids(subject)) {
     const std::string owner = absl::StrCat("-m owner --uid-owner ", engine::FormatUidRange(uids));
-    lines.push_back(absl::StrCat("-A OUTPUT -d 127.0.0.0/8 -p tcp ", owner, " -m tcp ! --dport ",
-                                 kProxyPortFirst, ":", kProxyPortLast, " ", comment, " -j RETURN"));
+    // Port 53 of loopback is no local service to exempt: under network.dns: filter the proxy
+    // takes TCP DNS to any loopback address for the subject's filter, as the nftables chain
+    // does (docs/ARCHITECTURE.md, rule N15); under network.dns: resolvers only the subject's
+    // own loopback resolvers are reached directly, and the proxy judges the rest.
+    if (!subject.dns_filter) {
+      for (const engine::IpAddress& raw : subject.dns_resolvers) {
+        const engine::IpAddress resolver = engine::UnmapV4(raw);
+        if (resolver.family != engine::IpAddress::Family::kV4 ||
+            !engine::IsLoopbackAddress(resolver)) {
+          continue;
+        }
+        const std::string line =
+            absl::StrCat("-A OUTPUT -d ", engine::FormatIpAddress(resolver), "/32 -p tcp ", owner,
+                         " -m tcp --dport 53 ", comment, " -j RETURN");
+        if (std::find(lines.begin(), lines.end(), line) == lines.end()) lines.push_back(line);
+      }
+    }
+    lines.push_back(absl::StrCat("-A OUTPUT -d 127.0.0.0/8 -p tcp ", owner,
+                                 " -m multiport ! --dports 53,", kProxyPortFirst, ":",
+                                 kProxyPortLast, " ", comment, " -j RETURN"));
     lines.push_back(absl::StrCat("-A OUTPUT -p tcp ", owner, " ", comment,
                                  " -j REDIRECT --to-ports ", subject.port));
   }

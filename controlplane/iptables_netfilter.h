@@ -6,8 +6,10 @@
 // redirect, no UDP drop.
 //
 // Per UID, two rules appended to nat OUTPUT, tagged with a comment so they can be found again:
-//   -A OUTPUT -d 127.0.0.0/8 -p tcp -m owner --uid-owner U -m tcp ! --dport 18000:18999
-//       -m comment --comment leash-agent-U -j RETURN
+//   -A OUTPUT -d <loopback resolver>/32 -p tcp -m owner --uid-owner U -m tcp --dport 53
+//       -m comment --comment leash-agent-U -j RETURN     (network.dns: resolvers only)
+//   -A OUTPUT -d 127.0.0.0/8 -p tcp -m owner --uid-owner U -m multiport
+//       ! --dports 53,18000:18999 -m comment --comment leash-agent-U -j RETURN
 //   -A OUTPUT -p tcp -m owner --uid-owner U -m comment --comment leash-agent-U
 //       -j REDIRECT --to-ports P
 // and, in filter OUTPUT, the IPv4 half of the nftables filter chain's off-loopback rules (no

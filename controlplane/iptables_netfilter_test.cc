@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "controlplane/testing/fake_netfilter.h"
+#include "engine/ip_address.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -74,12 +75,33 @@ TEST(IptablesText, AClosedUidIsFoundAsClosedNotAsEnforced) {
   EXPECT_THAT(IptablesDeleteLines(kSavedClosed, 1001), SizeIs(1));
 }
 
-TEST(IptablesText, AddLinesAreLoopbackExemptionExceptProxyRangeThenRedirect) {
+TEST(IptablesText, AddLinesAreLoopbackExemptionExceptDnsAndProxyRangeThenRedirect) {
   EXPECT_THAT(IptablesAddLines(MakeSubject(1001, 18001)),
-              ElementsAre("-A OUTPUT -d 127.0.0.0/8 -p tcp -m owner --uid-owner 1001 -m tcp ! "
-                          "--dport 18000:18999 -m comment --comment leash-agent-1001 -j RETURN",
+              ElementsAre("-A OUTPUT -d 127.0.0.0/8 -p tcp -m owner --uid-owner 1001 -m multiport "
+                          "! --dports 53,18000:18999 -m comment --comment leash-agent-1001 -j "
+                          "RETURN",
                           "-A OUTPUT -p tcp -m owner --uid-owner 1001 -m comment --comment "
                           "leash-agent-1001 -j REDIRECT --to-ports 18001"));
+}
+
+// Rule N15 in the fallback: TCP DNS to a loopback address goes to the proxy (the subject's
+// filter), except, under network.dns: resolvers, to the subject's own loopback resolvers (IPv4:
+// the fallback has no IPv6 rules; a mapped spelling and a repeat collapse into one line).
+TEST(IptablesText, LoopbackDnsIsNeverExemptButAResolversModeSubjectsOwnLoopbackResolverIs) {
+  NetfilterSubject subject = MakeSubject(
+      1001, 18001, false,
+      {*engine::ParseIpAddress("127.0.0.53"), *engine::ParseIpAddress("10.0.0.53"),
+       *engine::ParseIpAddress("::1"), *engine::ParseIpAddress("::ffff:127.0.0.53")});
+  EXPECT_THAT(IptablesAddLines(subject),
+              ElementsAre("-A OUTPUT -d 127.0.0.53/32 -p tcp -m owner --uid-owner 1001 -m tcp "
+                          "--dport 53 -m comment --comment leash-agent-1001 -j RETURN",
+                          "-A OUTPUT -d 127.0.0.0/8 -p tcp -m owner --uid-owner 1001 -m multiport "
+                          "! --dports 53,18000:18999 -m comment --comment leash-agent-1001 -j "
+                          "RETURN",
+                          "-A OUTPUT -p tcp -m owner --uid-owner 1001 -m comment --comment "
+                          "leash-agent-1001 -j REDIRECT --to-ports 18001"));
+  subject.dns_filter = true;
+  EXPECT_THAT(IptablesAddLines(subject), SizeIs(2));
 }
 
 TEST(IptablesText, SubordinateRangesGetTheSameRulesUnderTheSubjectsComment) {
@@ -88,8 +110,8 @@ TEST(IptablesText, SubordinateRangesGetTheSameRulesUnderTheSubjectsComment) {
   const std::vector<std::string> lines = IptablesAddLines(subject);
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(lines[2],
-            "-A OUTPUT -d 127.0.0.0/8 -p tcp -m owner --uid-owner 100000-165535 -m tcp ! "
-            "--dport 18000:18999 -m comment --comment leash-agent-1001 -j RETURN");
+            "-A OUTPUT -d 127.0.0.0/8 -p tcp -m owner --uid-owner 100000-165535 -m multiport ! "
+            "--dports 53,18000:18999 -m comment --comment leash-agent-1001 -j RETURN");
   EXPECT_EQ(lines[3],
             "-A OUTPUT -p tcp -m owner --uid-owner 100000-165535 -m comment --comment "
             "leash-agent-1001 -j REDIRECT --to-ports 18001");

@@ -59,9 +59,10 @@ struct NetfilterSubject {
   bool inbound_allowed = false;
   // The resolvers (the host's /etc/resolv.conf, or network.dns_resolvers). Empty: no DNS.
   std::vector<engine::IpAddress> dns_resolvers;
-  // network.dns: filter — UDP and TCP to a resolver's port 53 are redirected to the UID's own
-  // DNS listener (the proxy's UDP socket and TCP listener on `port`), and only that passes the
-  // UDP drop. False (network.dns: resolvers): UDP/53 to the resolvers passes the drop unjudged.
+  // network.dns: filter — UDP and TCP to port 53 of a resolver or of any loopback address are
+  // redirected to the UID's own DNS listener (the proxy's UDP socket and TCP listener on
+  // `port`), and only that passes the UDP drop. False (network.dns: resolvers): UDP/53 to the
+  // resolvers passes the drop unjudged, and loopback DNS reaches only the loopback resolvers.
   bool dns_filter = false;
   // The proxy could not bind this UID's listener (someone else holds the port): its TCP is
   // refused (reset) at its own chain rather than redirected to whoever holds the port.
@@ -88,6 +89,9 @@ struct NetfilterCounters {
   // TCP to a destination off this host that was not an allowed answer: it escaped the redirect
   // to the proxy (untracked, or another nat rule took it), and was dropped.
   uint64_t unproxied_dropped_packets = 0;
+  // DNS (UDP or TCP port 53) to a loopback address that is neither redirected to the subject's
+  // filter nor one of its own resolvers under network.dns: resolvers, refused.
+  uint64_t loopback_dns_refused_packets = 0;
 };
 
 // The checks every implementation makes before touching the kernel: a UID other than root

@@ -229,6 +229,14 @@ class RuleBuilder {
     nftnl_expr_set_u32(redir.get(), NFTNL_EXPR_REDIR_FLAGS, NF_NAT_RANGE_PROTO_SPECIFIED);
     return Add(std::move(redir));
   }
+  // `reject with icmpx type port-unreachable` (inet): the sender's socket sees ECONNREFUSED
+  // at once rather than waiting out its timeout.
+  RuleBuilder& RejectWithPortUnreachable() {
+    ExprPtr e(nftnl_expr_alloc("reject"));
+    nftnl_expr_set_u32(e.get(), NFTNL_EXPR_REJECT_TYPE, NFT_REJECT_ICMPX_UNREACH);
+    nftnl_expr_set_u8(e.get(), NFTNL_EXPR_REJECT_CODE, NFT_REJECT_ICMPX_PORT_UNREACH);
+    return Add(std::move(e));
+  }
   RuleBuilder& RejectWithTcpReset() {
     ExprPtr e(nftnl_expr_alloc("reject"));
     nftnl_expr_set_u32(e.get(), NFTNL_EXPR_REJECT_TYPE, NFT_REJECT_TCP_RST);
@@ -335,21 +343,29 @@ std::string ElementsLabel(absl::Span<const OwnedInterval> intervals) {
 
 std::string PortRange() { return absl::StrCat(kProxyPortFirst, "-", kProxyPortLast); }
 
-// `ip daddr 127.0.0.0/8 tcp dport != 18000-18999 return` (`ip6 daddr ::1 ...` for v6): a
-// local service is exempt, the proxy range is not. In the inet filter table the rule first
-// names its family (`meta nfproto`).
-void AddLoopbackExemption(NftBatch& batch, const LeashTable& table, const std::string& chain,
-                          bool v4) {
-  RuleBuilder exempt(table, chain);
+// `ip daddr 127.0.0.0/8` (`ip6 daddr ::1` for v6) on `rule`; in the inet filter table the match
+// first names its family (`meta nfproto`).
+void MatchLoopback(RuleBuilder& rule, const LeashTable& table, bool v4) {
   if (table.family == NFPROTO_INET) {
-    exempt.Meta(NFT_META_NFPROTO).CmpEqU8(v4 ? NFPROTO_IPV4 : NFPROTO_IPV6);
+    rule.Meta(NFT_META_NFPROTO).CmpEqU8(v4 ? NFPROTO_IPV4 : NFPROTO_IPV6);
   }
   if (v4) {
     // ip daddr 127.0.0.0/8: nft compiles the /8 to a one-byte compare.
-    exempt.Payload(NFT_PAYLOAD_NETWORK_HEADER, 16, 1).CmpEqU8(127);
+    rule.Payload(NFT_PAYLOAD_NETWORK_HEADER, 16, 1).CmpEqU8(127);
   } else {
-    exempt.Payload(NFT_PAYLOAD_NETWORK_HEADER, 24, 16).CmpEq(&in6addr_loopback, 16);
+    rule.Payload(NFT_PAYLOAD_NETWORK_HEADER, 24, 16).CmpEq(&in6addr_loopback, 16);
   }
+}
+
+const char* LoopbackText(bool v4) { return v4 ? "ip daddr 127.0.0.0/8" : "ip6 daddr ::1"; }
+const char* ProtocolText(uint8_t protocol) { return protocol == IPPROTO_UDP ? "udp" : "tcp"; }
+
+// `ip daddr 127.0.0.0/8 tcp dport != 18000-18999 return` (`ip6 daddr ::1 ...` for v6): a
+// local service is exempt, the proxy range is not.
+void AddLoopbackExemption(NftBatch& batch, const LeashTable& table, const std::string& chain,
+                          bool v4) {
+  RuleBuilder exempt(table, chain);
+  MatchLoopback(exempt, table, v4);
   exempt.Meta(NFT_META_L4PROTO)
       .CmpEqU8(IPPROTO_TCP)
       .DestinationPort()
@@ -357,9 +373,16 @@ void AddLoopbackExemption(NftBatch& batch, const LeashTable& table, const std::s
       .Counter()
       .Verdict(NFT_RETURN);
   batch.AddRule(exempt.rule(),
-                absl::StrCat("add rule `", v4 ? "ip daddr 127.0.0.0/8" : "ip6 daddr ::1",
-                             " tcp dport != ", PortRange(), " return` to ", table.Label(), " ",
-                             chain));
+                absl::StrCat("add rule `", LoopbackText(v4), " tcp dport != ", PortRange(),
+                             " return` to ", table.Label(), " ", chain));
+}
+
+// `ip daddr 127.0.0.0/8 <udp|tcp> dport 53` (`ip6 daddr ::1 ...`) on `rule`: DNS to any
+// loopback address, whichever resolver of this host answers there.
+void MatchLoopbackDns(RuleBuilder& rule, const LeashTable& table, bool v4, uint8_t protocol) {
+  const uint16_t dport = htons(kDnsPort);
+  MatchLoopback(rule, table, v4);
+  rule.Meta(NFT_META_L4PROTO).CmpEqU8(protocol).DestinationPort().CmpEq(&dport, sizeof(dport));
 }
 
 // The subject's resolvers of this table's family, unmapped and without repeats.
@@ -391,23 +414,37 @@ void MatchResolver(RuleBuilder& rule, const LeashTable& table, const IpAddress& 
 }
 
 // network.dns: filter — DNS to the resolvers, UDP and TCP, goes to the subject's own DNS
-// listener in the proxy (the UDP socket and the TCP listener on its port). First in the chain:
-// a resolver on loopback (127.0.0.53) would otherwise meet the loopback exemption, and TCP
-// DNS to it would never reach the filter.
+// listener in the proxy (the UDP socket and the TCP listener on its port), and so does DNS to
+// every loopback address, the resolvers' or not: a host's local resolvers answer on more
+// addresses than resolv.conf names (systemd-resolved on 127.0.0.53 and 127.0.0.54, dnsmasq or
+// unbound on 127.0.0.1), and each is a way to the same upstream. Before the loopback
+// exemption, which would otherwise let TCP DNS to them past the filter (docs/ARCHITECTURE.md,
+// rule N15). The filter forwards to the subject's resolvers, wherever the agent aimed.
 void AddDnsRedirects(NftBatch& batch, const LeashTable& table, const std::string& chain,
                      const NetfilterSubject& subject) {
   if (!subject.dns_filter) return;
+  const char* family = table.family == NFPROTO_IPV4 ? "ip" : "ip6";
   for (const IpAddress& resolver : ResolversOf(subject, table.family)) {
+    if (engine::IsLoopbackAddress(resolver)) continue;  // the loopback rules below hold it
     for (uint8_t protocol : {IPPROTO_UDP, IPPROTO_TCP}) {
       RuleBuilder redirect(table, chain);
       MatchResolver(redirect, table, resolver, protocol);
       redirect.Counter().RedirectToPort(subject.port);
       batch.AddRule(redirect.rule(),
-                    absl::StrCat("add rule `", table.family == NFPROTO_IPV4 ? "ip" : "ip6",
-                                 " daddr ", engine::FormatIpAddress(resolver), " ",
-                                 protocol == IPPROTO_UDP ? "udp" : "tcp", " dport 53 redirect to :",
+                    absl::StrCat("add rule `", family, " daddr ", engine::FormatIpAddress(resolver),
+                                 " ", ProtocolText(protocol), " dport 53 redirect to :",
                                  subject.port, "` to ", table.Label(), " ", chain));
     }
+  }
+  const bool v4 = table.family == NFPROTO_IPV4;
+  for (uint8_t protocol : {IPPROTO_UDP, IPPROTO_TCP}) {
+    RuleBuilder redirect(table, chain);
+    MatchLoopbackDns(redirect, table, v4, protocol);
+    redirect.Counter().RedirectToPort(subject.port);
+    batch.AddRule(redirect.rule(),
+                  absl::StrCat("add rule `", LoopbackText(v4), " ", ProtocolText(protocol),
+                               " dport 53 redirect to :", subject.port, "` to ", table.Label(),
+                               " ", chain));
   }
 }
 
@@ -434,7 +471,9 @@ void AddDnsRules(NftBatch& batch, const LeashTable& table, const std::string& ch
                  const NetfilterSubject& subject) {
   if (subject.udp_allowed) return;
   if (subject.dns_filter) {
-    if (subject.refuse_tcp || ResolversOf(subject, table.family).empty()) return;
+    // Loopback DNS is redirected here with or without resolvers (the filter answers a subject
+    // that has none, and says why in its decision line).
+    if (subject.refuse_tcp) return;
     const uint16_t port = htons(subject.port);
     for (bool v4 : {true, false}) {
       RuleBuilder own(table, chain);
@@ -458,6 +497,7 @@ void AddDnsRules(NftBatch& batch, const LeashTable& table, const std::string& ch
     return;
   }
   for (const IpAddress& resolver : ResolversOf(subject, table.family)) {
+    if (engine::IsLoopbackAddress(resolver)) continue;  // returned by AddLoopbackDnsRules
     RuleBuilder dns(table, chain);
     MatchResolver(dns, table, resolver, IPPROTO_UDP);
     dns.Counter().Verdict(NFT_RETURN);
@@ -515,6 +555,49 @@ void AddOffHostRules(NftBatch& batch, const LeashTable& table, const std::string
                                                "local drop` to ", table.Label(), " ", chain));
 }
 
+// DNS to a loopback address that reaches the filter chain unredirected: refused (TCP reset,
+// UDP port unreachable), before the UDP of network.udp: allow and the refused subject's
+// loopback exemption can return it. Under network.dns: filter the nat chain has sent every
+// such question to the subject's filter, so nothing is left here to match but what no nat
+// chain saw. Under network.dns: resolvers (and for a subject with no policy, which has no
+// filter) only the subject's own loopback resolvers are reached, over UDP and TCP: a local
+// resolver on another loopback address is an unjudged way to the same upstream
+// (docs/ARCHITECTURE.md, rule N15). Counted under kLoopbackDnsRefusedComment.
+void AddLoopbackDnsRules(NftBatch& batch, const LeashTable& table, const std::string& chain,
+                         const NetfilterSubject& subject) {
+  if (!subject.dns_filter) {
+    for (const IpAddress& resolver : ResolversOf(subject, table.family)) {
+      if (!engine::IsLoopbackAddress(resolver)) continue;
+      for (uint8_t protocol : {IPPROTO_UDP, IPPROTO_TCP}) {
+        RuleBuilder own(table, chain);
+        MatchResolver(own, table, resolver, protocol);
+        own.Counter().Verdict(NFT_RETURN);
+        const char* family = resolver.family == IpAddress::Family::kV4 ? "ip" : "ip6";
+        batch.AddRule(own.rule(),
+                      absl::StrCat("add rule `", family, " daddr ",
+                                   engine::FormatIpAddress(resolver), " ", ProtocolText(protocol),
+                                   " dport 53 return` to ", table.Label(), " ", chain));
+      }
+    }
+  }
+  for (bool v4 : {true, false}) {
+    for (uint8_t protocol : {IPPROTO_UDP, IPPROTO_TCP}) {
+      RuleBuilder refuse(table, chain);
+      MatchLoopbackDns(refuse, table, v4, protocol);
+      refuse.Counter();
+      if (protocol == IPPROTO_TCP) {
+        refuse.RejectWithTcpReset();
+      } else {
+        refuse.RejectWithPortUnreachable();
+      }
+      refuse.Comment(kLoopbackDnsRefusedComment);
+      batch.AddRule(refuse.rule(),
+                    absl::StrCat("add rule `", LoopbackText(v4), " ", ProtocolText(protocol),
+                                 " dport 53 reject` to ", table.Label(), " ", chain));
+    }
+  }
+}
+
 // `table`'s hooked chain `output` on the output hook, policy accept: type nat at
 // NF_IP_PRI_NAT_DST (-100, where `nft` puts `priority dstnat`) for the redirect tables, type
 // filter at 0 otherwise.
@@ -556,6 +639,7 @@ void AddFilterRules(NftBatch& batch, const LeashTable& table, const std::string&
                              " tcp flags & (syn | ack) == syn | ack drop` to ", table.Label(), " ",
                              chain));
   AddOffHostRules(batch, table, chain, subject);
+  AddLoopbackDnsRules(batch, table, chain, subject);
   if (subject.udp_allowed) {
     // network.udp: allow — UDP unfiltered, as a choice.
     RuleBuilder udp(table, chain);
@@ -636,7 +720,9 @@ void TallyCounters(const nftnl_rule* rule, NetfilterCounters& counters) {
   uint64_t* target = comment == kInboundDropComment    ? &counters.inbound_dropped_packets
                      : comment == kInboundAllowComment  ? &counters.inbound_allowed_packets
                      : comment == kUnproxiedDropComment ? &counters.unproxied_dropped_packets
-                                                        : nullptr;
+                     : comment == kLoopbackDnsRefusedComment
+                         ? &counters.loopback_dns_refused_packets
+                         : nullptr;
   if (target == nullptr) return;
   nftnl_expr_iter* it = nftnl_expr_iter_create(rule);
   for (nftnl_expr* e = nftnl_expr_iter_next(it); e != nullptr; e = nftnl_expr_iter_next(it)) {

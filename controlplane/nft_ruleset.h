@@ -12,7 +12,11 @@
 //     chain agent_<uid> {                         hookless, one per UID
 //       ip daddr <resolver> udp dport 53 counter redirect to :<port>   (network.dns: filter,
 //       ip daddr <resolver> tcp dport 53 counter redirect to :<port>    per resolver of the
-//                                                                       table's family)
+//                                                                       table's family that
+//                                                                       is not loopback)
+//       ip daddr 127.0.0.0/8 udp dport 53 counter redirect to :<port>  (network.dns: filter:
+//       ip daddr 127.0.0.0/8 tcp dport 53 counter redirect to :<port>   DNS to any loopback
+//                                                                       address; ip6: ::1)
 //       ip daddr 127.0.0.0/8 tcp dport != 18000-18999 counter return   (ip6: ip6 daddr ::1)
 //       meta l4proto tcp counter redirect to :<port>
 //     }
@@ -35,6 +39,14 @@
 //                                                    l4proto tcp counter return` instead)
 //       meta l4proto tcp fib daddr type != local counter drop
 //                                                   (TCP that escaped the redirect)
+//       ip daddr <loopback resolver> udp dport 53 counter return   (network.dns: resolvers, and
+//       ip daddr <loopback resolver> tcp dport 53 counter return    a subject with no policy:
+//                                                                   its own loopback resolvers)
+//       meta nfproto ipv4 ip daddr 127.0.0.0/8 udp dport 53 counter reject  (icmpx port-
+//       meta nfproto ipv4 ip daddr 127.0.0.0/8 tcp dport 53 counter reject   unreachable; tcp
+//       meta nfproto ipv6 ip6 daddr ::1 udp dport 53 counter reject          reset: DNS to a
+//       meta nfproto ipv6 ip6 daddr ::1 tcp dport 53 counter reject          loopback address
+//                                                                            no redirect took)
 //       meta l4proto udp counter return                     (only when network.udp: allow)
 //       ip daddr 127.0.0.1 udp dport <port> counter return   (network.dns: filter: the DNS
 //       ip6 daddr ::1 udp dport <port> counter return         the nat chain redirected; not
@@ -122,6 +134,7 @@ inline constexpr int kGuardMarkPriority = -150;  // NF_IP_PRI_MANGLE: before any
 inline constexpr char kInboundDropComment[] = "leash: inbound dropped";
 inline constexpr char kInboundAllowComment[] = "leash: inbound allowed";
 inline constexpr char kUnproxiedDropComment[] = "leash: tcp past the proxy dropped";
+inline constexpr char kLoopbackDnsRefusedComment[] = "leash: loopback dns refused";
 
 // ip leash, ip6 leash, inet leash_filter — in that order.
 const std::vector<LeashTable>& LeashTables();

@@ -31,6 +31,7 @@ namespace {
 
 using ::leash::controlplane::testing::MakeSubject;
 using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::Optional;
 
@@ -256,6 +257,42 @@ constexpr char kUnproxiedDrop1001[] =
 constexpr char kUdpReturn1001[] =
     "agent_1001: [ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000011 ] "
     "[ counter pkts 0 bytes 0 ] [ immediate reg 0 return ]";
+// The refusals of DNS to loopback every filter chain ends its returns with: IPv4 then IPv6, UDP
+// (port unreachable) then TCP (reset), as nft compiles `meta nfproto ipv4 ip daddr 127.0.0.0/8
+// udp dport 53 counter reject with icmpx type port-unreachable` and its siblings.
+constexpr char kLoopbackDnsUdpRefused1001[] =
+    "agent_1001: [ meta load nfproto => reg 1 ] [ cmp eq reg 1 0x00000002 ] "
+    "[ payload load 1b @ network header + 16 => reg 1 ] [ cmp eq reg 1 0x0000007f ] "
+    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000011 ] "
+    "[ payload load 2b @ transport header + 2 => reg 1 ] [ cmp eq reg 1 0x00003500 ] "
+    "[ counter pkts 0 bytes 0 ] [ reject type 2 code 1 ]";
+constexpr char kLoopbackDnsTcpRefused1001[] =
+    "agent_1001: [ meta load nfproto => reg 1 ] [ cmp eq reg 1 0x00000002 ] "
+    "[ payload load 1b @ network header + 16 => reg 1 ] [ cmp eq reg 1 0x0000007f ] "
+    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
+    "[ payload load 2b @ transport header + 2 => reg 1 ] [ cmp eq reg 1 0x00003500 ] "
+    "[ counter pkts 0 bytes 0 ] [ reject type 1 code 0 ]";
+constexpr char kLoopback6DnsUdpRefused1001[] =
+    "agent_1001: [ meta load nfproto => reg 1 ] [ cmp eq reg 1 0x0000000a ] "
+    "[ payload load 16b @ network header + 24 => reg 1 ] "
+    "[ cmp eq reg 1 0x00000000 0x00000000 0x00000000 0x01000000 ] "
+    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000011 ] "
+    "[ payload load 2b @ transport header + 2 => reg 1 ] [ cmp eq reg 1 0x00003500 ] "
+    "[ counter pkts 0 bytes 0 ] [ reject type 2 code 1 ]";
+constexpr char kLoopback6DnsTcpRefused1001[] =
+    "agent_1001: [ meta load nfproto => reg 1 ] [ cmp eq reg 1 0x0000000a ] "
+    "[ payload load 16b @ network header + 24 => reg 1 ] "
+    "[ cmp eq reg 1 0x00000000 0x00000000 0x00000000 0x01000000 ] "
+    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
+    "[ payload load 2b @ transport header + 2 => reg 1 ] [ cmp eq reg 1 0x00003500 ] "
+    "[ counter pkts 0 bytes 0 ] [ reject type 1 code 0 ]";
+// Filter-chain commands for agent_1001: its chain, `rules` (each a rule's text), its element.
+std::vector<std::string> FilterChain1001(const std::vector<std::string>& rules) {
+  std::vector<std::string> out = {"newchain 1 agent_1001"};
+  for (const std::string& rule : rules) out.push_back("newrule 1 " + rule);
+  out.push_back("newsetelem 1 agents: 1001 : jump agent_1001 end 1002");
+  return out;
+}
 constexpr char kNotTcpDrop1001[] =
     "agent_1001: [ meta load l4proto => reg 1 ] [ cmp neq reg 1 0x00000006 ] "
     "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ]";
@@ -379,36 +416,31 @@ TEST(NftRuleset, SubjectInFilterTableDropsAllButTcpAndDnsToResolvers) {
                               Addr("::ffff:10.0.0.53")})},
                 {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
-              ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
-                          absl::StrCat("newrule 1 ", kInboundDrop1001),
-                          absl::StrCat("newrule 1 ", kUnproxiedDrop1001),
-                          absl::StrCat("newrule 1 ", kDns10_0_0_53),
-                          absl::StrCat("newrule 1 ", kDns2001_db8__53),
-                          absl::StrCat("newrule 1 ", kNotTcpDrop1001),
-                          "newsetelem 1 agents: 1001 : jump agent_1001 end 1002"));
+              ElementsAreArray(FilterChain1001(
+                  {kSquatDrop1001, kInboundDrop1001, kUnproxiedDrop1001, kLoopbackDnsUdpRefused1001,
+                   kLoopbackDnsTcpRefused1001, kLoopback6DnsUdpRefused1001,
+                   kLoopback6DnsTcpRefused1001, kDns10_0_0_53, kDns2001_db8__53,
+                   kNotTcpDrop1001})));
 }
 
 TEST(NftRuleset, SubjectWithoutResolversDropsAllUdp) {
   NftBatch batch(1);
   ApplySubjects(batch, Inet(), {MakeSubject(1001, 18001)}, {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
-              ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
-                          absl::StrCat("newrule 1 ", kInboundDrop1001),
-                          absl::StrCat("newrule 1 ", kUnproxiedDrop1001),
-                          absl::StrCat("newrule 1 ", kNotTcpDrop1001),
-                          "newsetelem 1 agents: 1001 : jump agent_1001 end 1002"));
+              ElementsAreArray(FilterChain1001(
+                  {kSquatDrop1001, kInboundDrop1001, kUnproxiedDrop1001, kLoopbackDnsUdpRefused1001,
+                   kLoopbackDnsTcpRefused1001, kLoopback6DnsUdpRefused1001,
+                   kLoopback6DnsTcpRefused1001, kNotTcpDrop1001})));
 }
 
 TEST(NftRuleset, UdpAllowedSubjectReturnsUdpAndStillDropsTheRest) {
   NftBatch batch(1);
   ApplySubjects(batch, Inet(), {MakeSubject(1001, 18001, true, {Addr("10.0.0.53")})}, {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
-              ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
-                          absl::StrCat("newrule 1 ", kInboundDrop1001),
-                          absl::StrCat("newrule 1 ", kUnproxiedDrop1001),
-                          absl::StrCat("newrule 1 ", kUdpReturn1001),
-                          absl::StrCat("newrule 1 ", kNotTcpDrop1001),
-                          "newsetelem 1 agents: 1001 : jump agent_1001 end 1002"));
+              ElementsAreArray(FilterChain1001(
+                  {kSquatDrop1001, kInboundDrop1001, kUnproxiedDrop1001, kLoopbackDnsUdpRefused1001,
+                   kLoopbackDnsTcpRefused1001, kLoopback6DnsUdpRefused1001,
+                   kLoopback6DnsTcpRefused1001, kUdpReturn1001, kNotTcpDrop1001})));
 }
 
 // network.inbound: allow — the answers of this UID's TCP listeners return (counted); every other
@@ -420,11 +452,10 @@ TEST(NftRuleset, InboundAllowedSubjectReturnsReplyTcpAndStillDropsUnproxiedTcp) 
   NftBatch batch(1);
   ApplySubjects(batch, Inet(), {subject}, {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
-              ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
-                          absl::StrCat("newrule 1 ", kInboundTcpReturn1001),
-                          absl::StrCat("newrule 1 ", kUnproxiedDrop1001),
-                          absl::StrCat("newrule 1 ", kNotTcpDrop1001),
-                          "newsetelem 1 agents: 1001 : jump agent_1001 end 1002"));
+              ElementsAreArray(FilterChain1001(
+                  {kSquatDrop1001, kInboundTcpReturn1001, kUnproxiedDrop1001,
+                   kLoopbackDnsUdpRefused1001, kLoopbackDnsTcpRefused1001,
+                   kLoopback6DnsUdpRefused1001, kLoopback6DnsTcpRefused1001, kNotTcpDrop1001})));
 }
 
 // The nat tables are untouched by the inbound setting: an answer never meets a nat chain.
@@ -465,10 +496,11 @@ TEST(NftRuleset, CountedRulesCarryTheCommentsTallyCountersReads) {
       TallyCounters(rule, counters);
       nftnl_rule_free(rule);
     }
-    EXPECT_EQ(tagged, 2) << inbound_allowed;
+    EXPECT_EQ(tagged, 6) << inbound_allowed;
     EXPECT_EQ(counters.inbound_dropped_packets, inbound_allowed ? 0u : 7u);
     EXPECT_EQ(counters.inbound_allowed_packets, inbound_allowed ? 7u : 0u);
     EXPECT_EQ(counters.unproxied_dropped_packets, 7u);
+    EXPECT_EQ(counters.loopback_dns_refused_packets, 4u * 7);
   }
 }
 
@@ -498,15 +530,151 @@ TEST(NftRuleset, RefusedTcpIsResetAfterTheLoopbackExemption) {
   NftBatch batch(1);
   ApplySubjects(batch, Inet(), {subject}, {}, {});
   EXPECT_THAT(Commands(Decode(batch.Finish())),
-              ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
-                          absl::StrCat("newrule 1 ", kInboundDrop1001),
-                          absl::StrCat("newrule 1 ", kUnproxiedDrop1001),
-                          absl::StrCat("newrule 1 ", kUdpReturn1001),
-                          absl::StrCat("newrule 1 ", kFilterLoopbackExempt1001),
-                          absl::StrCat("newrule 1 ", kFilterLoopback6Exempt1001),
-                          absl::StrCat("newrule 1 ", kTcpReset1001),
-                          absl::StrCat("newrule 1 ", kNotTcpDrop1001),
-                          "newsetelem 1 agents: 1001 : jump agent_1001 end 1002"));
+              ElementsAreArray(FilterChain1001(
+                  {kSquatDrop1001, kInboundDrop1001, kUnproxiedDrop1001, kLoopbackDnsUdpRefused1001,
+                   kLoopbackDnsTcpRefused1001, kLoopback6DnsUdpRefused1001,
+                   kLoopback6DnsTcpRefused1001, kUdpReturn1001, kFilterLoopbackExempt1001,
+                   kFilterLoopback6Exempt1001, kTcpReset1001, kNotTcpDrop1001})));
+}
+
+constexpr char kRedirectDns10_0_0_53Udp[] =
+    "agent_1001: [ payload load 4b @ network header + 16 => reg 1 ] [ cmp eq reg 1 0x3500000a ] "
+    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000011 ] "
+    "[ payload load 2b @ transport header + 2 => reg 1 ] [ cmp eq reg 1 0x00003500 ] "
+    "[ counter pkts 0 bytes 0 ] [ immediate reg 1 0x00005146 ] "
+    "[ redir proto_min reg 1 flags 0x2 ]";
+constexpr char kRedirectDns10_0_0_53Tcp[] =
+    "agent_1001: [ payload load 4b @ network header + 16 => reg 1 ] [ cmp eq reg 1 0x3500000a ] "
+    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
+    "[ payload load 2b @ transport header + 2 => reg 1 ] [ cmp eq reg 1 0x00003500 ] "
+    "[ counter pkts 0 bytes 0 ] [ immediate reg 1 0x00005146 ] "
+    "[ redir proto_min reg 1 flags 0x2 ]";
+// `ip daddr 127.0.0.0/8 udp dport 53 counter redirect to :18001` and its siblings, as nft
+// compiles them.
+constexpr char kRedirectLoopbackDnsUdp[] =
+    "agent_1001: [ payload load 1b @ network header + 16 => reg 1 ] [ cmp eq reg 1 0x0000007f ] "
+    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000011 ] "
+    "[ payload load 2b @ transport header + 2 => reg 1 ] [ cmp eq reg 1 0x00003500 ] "
+    "[ counter pkts 0 bytes 0 ] [ immediate reg 1 0x00005146 ] "
+    "[ redir proto_min reg 1 flags 0x2 ]";
+constexpr char kRedirectLoopbackDnsTcp[] =
+    "agent_1001: [ payload load 1b @ network header + 16 => reg 1 ] [ cmp eq reg 1 0x0000007f ] "
+    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
+    "[ payload load 2b @ transport header + 2 => reg 1 ] [ cmp eq reg 1 0x00003500 ] "
+    "[ counter pkts 0 bytes 0 ] [ immediate reg 1 0x00005146 ] "
+    "[ redir proto_min reg 1 flags 0x2 ]";
+constexpr char kRedirectLoopback6DnsUdp[] =
+    "agent_1001: [ payload load 16b @ network header + 24 => reg 1 ] "
+    "[ cmp eq reg 1 0x00000000 0x00000000 0x00000000 0x01000000 ] "
+    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000011 ] "
+    "[ payload load 2b @ transport header + 2 => reg 1 ] [ cmp eq reg 1 0x00003500 ] "
+    "[ counter pkts 0 bytes 0 ] [ immediate reg 1 0x00005146 ] "
+    "[ redir proto_min reg 1 flags 0x2 ]";
+constexpr char kRedirectLoopback6DnsTcp[] =
+    "agent_1001: [ payload load 16b @ network header + 24 => reg 1 ] "
+    "[ cmp eq reg 1 0x00000000 0x00000000 0x00000000 0x01000000 ] "
+    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
+    "[ payload load 2b @ transport header + 2 => reg 1 ] [ cmp eq reg 1 0x00003500 ] "
+    "[ counter pkts 0 bytes 0 ] [ immediate reg 1 0x00005146 ] "
+    "[ redir proto_min reg 1 flags 0x2 ]";
+
+// Rule N15: under network.dns: filter, DNS to every loopback address of the table's family goes
+// to the filter, before the loopback exemption; a loopback resolver needs no rule of its own.
+TEST(NftRuleset, LoopbackDnsIsRedirectedToTheFilterBeforeTheLoopbackExemption) {
+  NetfilterSubject subject =
+      MakeSubject(1001, 18001, false, {Addr("10.0.0.53"), Addr("127.0.0.53"), Addr("::1")});
+  subject.dns_filter = true;
+  NftBatch ip(1);
+  ApplySubjects(ip, Ip(), {subject}, {}, {});
+  EXPECT_THAT(Commands(Decode(ip.Finish())),
+              ElementsAre("newchain 2 agent_1001",
+                          absl::StrCat("newrule 2 ", kRedirectDns10_0_0_53Udp),
+                          absl::StrCat("newrule 2 ", kRedirectDns10_0_0_53Tcp),
+                          absl::StrCat("newrule 2 ", kRedirectLoopbackDnsUdp),
+                          absl::StrCat("newrule 2 ", kRedirectLoopbackDnsTcp),
+                          absl::StrCat("newrule 2 ", kLoopbackExempt1001),
+                          absl::StrCat("newrule 2 ", kRedirect1001To18001),
+                          "newsetelem 2 agents: 1001 : jump agent_1001 end 1002"));
+  // No IPv6 resolver but ::1: the loopback rules are all there is.
+  NftBatch ip6(1);
+  ApplySubjects(ip6, Ip6(), {subject}, {}, {});
+  EXPECT_THAT(Commands(Decode(ip6.Finish())),
+              ElementsAre("newchain 10 agent_1001",
+                          absl::StrCat("newrule 10 ", kRedirectLoopback6DnsUdp),
+                          absl::StrCat("newrule 10 ", kRedirectLoopback6DnsTcp),
+                          absl::StrCat("newrule 10 ", kLoopback6Exempt1001),
+                          absl::StrCat("newrule 10 ", kRedirect1001To18001),
+                          "newsetelem 10 agents: 1001 : jump agent_1001 end 1002"));
+  // network.dns: resolvers redirects no DNS: loopback DNS is the filter chain's to refuse.
+  subject.dns_filter = false;
+  NftBatch unfiltered(1);
+  ApplySubjects(unfiltered, Ip(), {subject}, {}, {});
+  EXPECT_THAT(Commands(Decode(unfiltered.Finish())),
+              ElementsAre("newchain 2 agent_1001", absl::StrCat("newrule 2 ", kLoopbackExempt1001),
+                          absl::StrCat("newrule 2 ", kRedirect1001To18001),
+                          "newsetelem 2 agents: 1001 : jump agent_1001 end 1002"));
+}
+
+constexpr char kOwnDnsV4Return1001[] =
+    "agent_1001: [ meta load nfproto => reg 1 ] [ cmp eq reg 1 0x00000002 ] "
+    "[ payload load 4b @ network header + 16 => reg 1 ] [ cmp eq reg 1 0x0100007f ] "
+    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000011 ] "
+    "[ payload load 2b @ transport header + 2 => reg 1 ] [ cmp eq reg 1 0x00005146 ] "
+    "[ counter pkts 0 bytes 0 ] [ immediate reg 0 return ]";
+constexpr char kOwnDnsV6Return1001[] =
+    "agent_1001: [ meta load nfproto => reg 1 ] [ cmp eq reg 1 0x0000000a ] "
+    "[ payload load 16b @ network header + 24 => reg 1 ] "
+    "[ cmp eq reg 1 0x00000000 0x00000000 0x00000000 0x01000000 ] "
+    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000011 ] "
+    "[ payload load 2b @ transport header + 2 => reg 1 ] [ cmp eq reg 1 0x00005146 ] "
+    "[ counter pkts 0 bytes 0 ] [ immediate reg 0 return ]";
+
+// Under network.dns: filter the subject's own DNS socket is reachable even with no resolvers:
+// the nat chain redirects loopback DNS there all the same, and the filter answers it.
+TEST(NftRuleset, AFilteredSubjectWithoutResolversStillReachesItsFilter) {
+  NetfilterSubject subject = MakeSubject(1001, 18001);
+  subject.dns_filter = true;
+  NftBatch batch(1);
+  ApplySubjects(batch, Inet(), {subject}, {}, {});
+  EXPECT_THAT(Commands(Decode(batch.Finish())),
+              ElementsAreArray(FilterChain1001(
+                  {kSquatDrop1001, kInboundDrop1001, kUnproxiedDrop1001,
+                   kLoopbackDnsUdpRefused1001, kLoopbackDnsTcpRefused1001,
+                   kLoopback6DnsUdpRefused1001, kLoopback6DnsTcpRefused1001,
+                   kOwnDnsV4Return1001, kOwnDnsV6Return1001, kNotTcpDrop1001})));
+}
+
+constexpr char kOwnLoopbackResolverUdp1001[] =
+    "agent_1001: [ meta load nfproto => reg 1 ] [ cmp eq reg 1 0x00000002 ] "
+    "[ payload load 4b @ network header + 16 => reg 1 ] [ cmp eq reg 1 0x3500007f ] "
+    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000011 ] "
+    "[ payload load 2b @ transport header + 2 => reg 1 ] [ cmp eq reg 1 0x00003500 ] "
+    "[ counter pkts 0 bytes 0 ] [ immediate reg 0 return ]";
+constexpr char kOwnLoopbackResolverTcp1001[] =
+    "agent_1001: [ meta load nfproto => reg 1 ] [ cmp eq reg 1 0x00000002 ] "
+    "[ payload load 4b @ network header + 16 => reg 1 ] [ cmp eq reg 1 0x3500007f ] "
+    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
+    "[ payload load 2b @ transport header + 2 => reg 1 ] [ cmp eq reg 1 0x00003500 ] "
+    "[ counter pkts 0 bytes 0 ] [ immediate reg 0 return ]";
+
+// Rule N15 without a filter (network.dns: resolvers): the subject's own loopback resolver is
+// reached over UDP and TCP, returned before the refusal of every other loopback address's DNS;
+// under network.udp: allow too, whose UDP return comes only after the refusal.
+TEST(NftRuleset, WithoutAFilterLoopbackDnsReachesOnlyTheSubjectsOwnLoopbackResolver) {
+  for (const bool udp_allowed : {false, true}) {
+    NftBatch batch(1);
+    ApplySubjects(batch, Inet(),
+                  {MakeSubject(1001, 18001, udp_allowed, {Addr("127.0.0.53"), Addr("10.0.0.53")})},
+                  {}, {});
+    std::vector<std::string> rules = {
+        kSquatDrop1001, kInboundDrop1001, kUnproxiedDrop1001, kOwnLoopbackResolverUdp1001,
+        kOwnLoopbackResolverTcp1001, kLoopbackDnsUdpRefused1001, kLoopbackDnsTcpRefused1001,
+        kLoopback6DnsUdpRefused1001, kLoopback6DnsTcpRefused1001};
+    rules.push_back(udp_allowed ? kUdpReturn1001 : kDns10_0_0_53);
+    rules.push_back(kNotTcpDrop1001);
+    EXPECT_THAT(Commands(Decode(batch.Finish())), ElementsAreArray(FilterChain1001(rules)))
+        << udp_allowed;
+  }
 }
 
 TEST(NftRuleset, ReleaseDeletesElementsBeforeChains) {
@@ -595,10 +763,11 @@ TEST(NftBatchFraming, ThousandSubjectsFitOneBatchWithElementsGrouped) {
   }
   for (const LeashTable& table : LeashTables()) ApplySubjects(batch, table, subjects, {}, {});
   const std::vector<Message> messages = Decode(batch.Finish());
-  // Per UID: in each nat table a chain and two rules, in the filter table a chain and five
-  // (squatter, inbound, unproxied TCP, DNS, not-TCP); intervals 128 to a message (8 per table).
-  EXPECT_EQ(batch.command_count(), 1000 * 12 + 3 * 8);
-  EXPECT_EQ(messages.size(), 1000u * 12 + 3 * 8 + 2);
+  // Per UID: in each nat table a chain and two rules, in the filter table a chain and nine
+  // (squatter, inbound, unproxied TCP, four loopback DNS refusals, DNS, not-TCP); intervals 128
+  // to a message (8 per table).
+  EXPECT_EQ(batch.command_count(), 1000 * 16 + 3 * 8);
+  EXPECT_EQ(messages.size(), 1000u * 16 + 3 * 8 + 2);
   EXPECT_EQ(messages.back().type, NFNL_MSG_BATCH_END);
   size_t elements = 0;
   for (const Message& m : messages) {

@@ -43,6 +43,15 @@ IpAddress UnmapV4(const IpAddress& address) {
   return v4;
 }
 
+bool IsLoopbackAddress(const IpAddress& address) {
+  const IpAddress ip = UnmapV4(address);
+  if (ip.family == IpAddress::Family::kV4) return ip.bytes[0] == 127;
+  for (int i = 0; i < 15; ++i) {
+    if (ip.bytes[i] != 0) return false;
+  }
+  return ip.bytes[15] == 1;
+}
+
 IpAddress MaskAddress(const IpAddress& address, int prefix_len) {
   IpAddress masked = address;
   const int bytes = address.bit_length() / 8;

@@ -34,6 +34,9 @@ std::string FormatIpAddress(const IpAddress& address);
 // addresses unchanged. A dual-stack socket reports IPv4 peers this way.
 IpAddress UnmapV4(const IpAddress& address);
 
+// Whether `address` is a loopback address: 127.0.0.0/8, ::1, or one of those IPv4-mapped.
+bool IsLoopbackAddress(const IpAddress& address);
+
 // `address` with every bit past `prefix_len` cleared.
 IpAddress MaskAddress(const IpAddress& address, int prefix_len);
 

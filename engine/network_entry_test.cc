@@ -123,6 +123,21 @@ TEST(ResolverEntry, NameIsInertBecauseNftCannotRenderIt) {
 }
 
 }  // namespace
+TEST(LoopbackAddress, TheWholeLoopbackRangeOfBothFamiliesAndItsMappedSpelling) {
+  auto loopback = [](const char* ip) { return IsLoopbackAddress(*ParseIpAddress(ip)); };
+  EXPECT_TRUE(loopback("127.0.0.1"));
+  EXPECT_TRUE(loopback("127.0.0.54"));
+  EXPECT_TRUE(loopback("127.255.255.255"));
+  EXPECT_TRUE(loopback("::1"));
+  EXPECT_TRUE(loopback("::ffff:127.0.0.53"));
+  EXPECT_FALSE(loopback("128.0.0.1"));
+  EXPECT_FALSE(loopback("10.0.0.53"));
+  EXPECT_FALSE(loopback("::2"));
+  EXPECT_FALSE(loopback("::"));
+  EXPECT_FALSE(loopback("0.0.0.0"));
+  EXPECT_FALSE(loopback("::ffff:10.0.0.1"));
+}
+
 TEST(ReservedLoopbackPort, LoopbackAndUnspecifiedAddressesInTheRange) {
   auto reserved = [](const char* ip, uint16_t port) {
     return IsReservedLoopbackPort(*ParseIpAddress(ip), port);

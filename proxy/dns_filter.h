@@ -1,6 +1,7 @@
 // A subject's DNS filter (network.dns: filter): every DNS question a leashed UID sends to its
-// resolvers reaches the proxy (the nat chain redirects UDP and TCP to port 53 of a resolver to
-// the subject's own port, identity by port as for its TCP). The filter answers only a question
+// resolvers or to any loopback address reaches the proxy (the nat chain redirects UDP and TCP
+// to port 53 of a resolver or of 127.0.0.0/8 and ::1 to the subject's own port, identity by
+// port as for its TCP; docs/ARCHITECTURE.md, rule N15). The filter answers only a question
 // whose name the subject's network policy could allow (engine::CompiledPolicy::DecideDnsName),
 // forwarding it to the subject's resolvers, and answers every other name NXDOMAIN; each
 // question writes one decision record under the subject's UID (surface network, the name, why).

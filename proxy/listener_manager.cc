@@ -506,7 +506,7 @@ void ListenerManager::Handle(Listener* listener, unsigned tag, int fd) {
                    &*original);
     return;
   }
-  if (original->port == kDnsPort && IsDnsFilterResolver(*listener->entry, original->ip)) {
+  if (original->port == kDnsPort && IsDnsFilterDestination(*listener->entry, original->ip)) {
     DnsTcpSession::Start(&context_, dns_filter_.get(), fd, AskerOf(*listener),
                          context_.options.dns_tcp_idle_timeout);
     return;
@@ -514,13 +514,14 @@ void ListenerManager::Handle(Listener* listener, unsigned tag, int fd) {
   Connection::Start(&context_, fd, uid, listener->entry->policy, *original);
 }
 
-bool ListenerManager::IsDnsFilterResolver(const policystream::SubjectEntry& entry,
-                                          const engine::IpAddress& ip) {
+bool ListenerManager::IsDnsFilterDestination(const policystream::SubjectEntry& entry,
+                                             const engine::IpAddress& ip) {
   if (entry.policy == nullptr ||
       entry.policy->config().network().dns() == leash::v1::DNS_MODE_RESOLVERS) {
     return false;
   }
   const engine::IpAddress unmapped = engine::UnmapV4(ip);
+  if (engine::IsLoopbackAddress(unmapped)) return true;
   return std::find(entry.dns_resolvers.begin(), entry.dns_resolvers.end(), unmapped) !=
          entry.dns_resolvers.end();
 }

@@ -78,8 +78,10 @@ class ListenerManager {
   // the listener is not fully in force or the subject has none).
   static DnsAsker AskerOf(const Listener& listener);
   // Whether a TCP connection to `ip`:53 is DNS for the subject's filter: network.dns is filter
-  // and `ip` is one of its resolvers.
-  static bool IsDnsFilterResolver(const policystream::SubjectEntry& entry, const engine::IpAddress& ip);
+  // and `ip` is one of its resolvers or a loopback address (the nat chain sends DNS to every
+  // loopback address to the filter: a local resolver answers on more than resolv.conf names).
+  static bool IsDnsFilterDestination(const policystream::SubjectEntry& entry,
+                                     const engine::IpAddress& ip);
   void Handle(Listener* listener, unsigned tag, int fd);
   void RefuseCritical(int fd, uint32_t uid, const std::string& reason,
                       const SocketAddress* original_dst);

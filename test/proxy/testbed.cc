@@ -74,6 +74,7 @@ absl::StatusOr<std::unique_ptr<ProxyTestbed>> ProxyTestbed::Create(const Testbed
         agent.dns_resolvers.push_back(*engine::ParseIpAddress(resolver));
       }
       agent.dns_filter = options.dns[i].filter;
+      agent.udp_allowed = options.dns[i].udp_allow;
     }
     redirected.push_back(std::move(agent));
   }
@@ -189,6 +190,9 @@ leash::v1::SubjectPolicy ProxyTestbed::Subject(size_t agent, const std::string& 
     }
     subject.mutable_policy()->mutable_network()->set_dns(
         options_.dns[agent].filter ? leash::v1::DNS_MODE_FILTER : leash::v1::DNS_MODE_RESOLVERS);
+    if (options_.dns[agent].udp_allow) {
+      subject.mutable_policy()->mutable_network()->set_udp(leash::v1::UDP_MODE_ALLOW);
+    }
   }
   return subject;
 }

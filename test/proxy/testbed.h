@@ -44,6 +44,8 @@ struct TestbedOptions {
   struct Dns {
     std::vector<std::string> resolvers;
     bool filter = true;
+    // network.udp: allow in the agent's chain (and its policy).
+    bool udp_allow = false;
   };
   std::vector<Dns> dns;
 };
