@@ -84,6 +84,12 @@ class SidecarSupervisor {
   // Spawns the sidecar and watches it from now on.
   absl::Status Start(SidecarSpec spec);
 
+  // Gives the sidecar of `spec.kind` a new spec (leash-proxy: port sockets leashd took since it
+  // started) and restarts it on it: the running process is killed and respawned at once, and
+  // that death is not counted against max_deaths. Not for a sidecar with a standby.
+  // NotFound when that sidecar was never started.
+  absl::Status Replace(SidecarSpec spec);
+
   // SIGTERM to every sidecar, then SIGKILL after `grace`; reaps them. No respawns after.
   void Stop(absl::Duration grace = absl::Seconds(3));
 
@@ -116,6 +122,8 @@ class SidecarSupervisor {
     absl::Time next_spawn = absl::InfinitePast();
     absl::Duration backoff = absl::ZeroDuration();  // after the last failed spawn
     uint32_t restarts = 0;
+    // Killed by Replace: respawned at once, not counted as a death.
+    bool replacing = false;
   };
   absl::StatusOr<pid_t> Spawn(const SidecarSpec& spec, int ready_write = -1);
   void Monitor();

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <thread>
 #include <tuple>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
@@ -47,6 +49,7 @@
 #include "proto/sidecar/watcher_handover.h"
 #include "controlplane/sidecar_supervisor.h"
 #include "controlplane/subject_directory.h"
+#include "controlplane/port_holders.h"
 #include "controlplane/systemd_notify.h"
 #include "controlplane/tiered_policy_source.h"
 #include "controlplane/tools_group.h"
@@ -201,6 +204,35 @@ std::vector<std::string> LiftFallbackClosures(Netfilter& nft) {
   return said;
 }
 
+// The name leashd's proxy port sockets carry in systemd's file-descriptor store.
+constexpr char kProxyPortsFdName[] = "leash-proxy-ports";
+
+// Puts `fds` in systemd's file-descriptor store (nothing without $NOTIFY_SOCKET): a restart of
+// leashd under systemd then never lets go of them. systemd ignores a descriptor it already
+// holds, so sending one twice is harmless.
+void StoreInSystemd(const std::vector<int>& fds) {
+  if (fds.empty()) return;
+  if (absl::Status stored = StoreFdsInSystemd(kProxyPortsFdName, fds); !stored.ok()) {
+    Say(absl::StrCat("warning: could not put ", fds.size(), " proxy port socket(s) in systemd's "
+                     "file-descriptor store (", stored.message(), "); a restart lets go of them "
+                     "for as long as it takes"));
+  }
+}
+
+std::string AccountName(uint32_t uid) {
+  passwd entry{};
+  passwd* found = nullptr;
+  char buffer[4096];
+  if (getpwuid_r(uid, &entry, buffer, sizeof(buffer), &found) != 0 || found == nullptr) return "";
+  return found->pw_name;
+}
+
+// "--port-sockets={fd:0}-{fd:N-1}" for `handed` inherited sockets.
+std::string PortSocketsFlag(size_t handed) {
+  return handed == 0 ? std::string("--port-sockets=none")
+                     : absl::StrCat("--port-sockets={fd:0}-{fd:", handed - 1, "}");
+}
+
 // leashd holds `held` port sockets, and a spawn briefly holds a second copy of the `handed`
 // ones; the rest is gRPC, the stores and the log. Raises the soft limit to the hard one if
 // that is short.
@@ -259,6 +291,11 @@ class Daemon {
   }
   // The proxy's port sockets for leash-proxy, said; its --port-sockets flag.
   std::string HandOverPortSockets();
+  // Before every pass: binds the proxy ports not held yet; new ones go into systemd's store and
+  // to a restarted leash-proxy. Returns what to say (once per change of who holds the rest).
+  std::vector<std::string> RetakeProxyPorts();
+  // Who holds the ports leashd does not, from the kernel's socket tables.
+  std::string DescribeHolders(const std::vector<ProxyPortHold::Missing>& missing) const;
   std::vector<std::string> FswatchArgv() const;
   void ReleaseEveryChain();
 
@@ -279,6 +316,10 @@ class Daemon {
   int log_fd_ = -1;
   std::optional<InstanceLock> instance_;
   ProxyPortHold port_hold_;
+  // The proxy's spec as last started (its port sockets, its feed), and who holds the ports
+  // leashd does not, as last said (both touched by the reconcile thread only, after start).
+  SidecarSpec proxy_spec_;
+  std::string port_holders_;
   policystream::PolicyStreamService stream_;
   std::unique_ptr<BindingStore> store_;
   std::unique_ptr<TieredPolicySource> policies_;
@@ -448,7 +489,29 @@ std::optional<int> Daemon::HoldProxyPorts() {
         !enough.ok()) {
       return Refuse(std::string(enough.message()));
     }
+    // Under systemd, the sockets the previous leashd put in the service's file-descriptor
+    // store come back first: the ports never left Leash's hands across the restart.
+    size_t adopted = 0;
+    std::vector<std::string> refused;
+    for (const auto& [fd, name] : TakeListenFds()) {
+      if (name != kProxyPortsFdName) {
+        close(fd);
+        continue;
+      }
+      if (absl::Status taken = port_hold_.Adopt(fd); taken.ok()) {
+        ++adopted;
+      } else {
+        refused.push_back(std::string(taken.message()));
+        close(fd);
+      }
+    }
+    if (adopted > 0 || !refused.empty()) {
+      Say(absl::StrCat("took back ", adopted, " proxy port socket(s) from systemd's "
+                       "file-descriptor store", refused.empty() ? "" : "; closed ",
+                       refused.empty() ? "" : absl::StrJoin(refused, "; ")));
+    }
     port_hold_.TakeMissing();
+    StoreInSystemd(port_hold_.AllDescriptors());
   }
   store_ = std::make_unique<BindingStore>(BindingStore::Options(options_.state_dir));
   policies_ = std::make_unique<TieredPolicySource>(options_.config_path, store_.get());
@@ -505,6 +568,10 @@ void Daemon::MakeReconcileLoop() {
   // A port someone else bound while leashd was down carries no account's traffic: its account
   // moves to a fresh port, and no new account is given it.
   o.port_usable = [this](uint16_t port) { return port_hold_.Holds(port); };
+  // A port another process held is taken back on the first pass after it lets go; a subject
+  // without one is told who holds them.
+  o.retake_ports = [this] { return RetakeProxyPorts(); };
+  o.port_holders = [this] { return port_holders_; };
   if (tools_on_) {
     o.tools_max_request_bytes = static_cast<uint64_t>(options_.tools_limits.max_request_bytes);
   }
@@ -655,8 +722,8 @@ std::string Daemon::HandOverPortSockets() {
   if (!targets.empty()) {
     Say(absl::StrCat(
         "CRITICAL: ", targets.size(), " proxy port socket(s) are held by another process, "
-        "bound while leashd was not running: ", ProxyPortHold::Describe(targets),
-        ". An agent whose port this is moves to a fresh one, no account is given one again, "
+        "bound while leashd was not running: ", ProxyPortHold::Describe(targets), " (",
+        DescribeHolders(targets), "). An agent whose port this is moves to a fresh one, no account is given one again, "
         "and the single-subject port 18443 cannot move: its subject is denied all TCP (its "
         "chain resets it) until leash restarts after it is released; `ss -ltunp` shows who "
         "holds them"));
@@ -667,8 +734,61 @@ std::string Daemon::HandOverPortSockets() {
         "some address of this host, so leashd cannot hold them there: ",
         ProxyPortHold::Describe(elsewhere), ". No redirect goes there; `ss -ltunp` shows who"));
   }
-  return handed == 0 ? std::string("--port-sockets=none")
-                     : absl::StrCat("--port-sockets={fd:0}-{fd:", handed - 1, "}");
+  return PortSocketsFlag(handed);
+}
+
+std::string Daemon::DescribeHolders(const std::vector<ProxyPortHold::Missing>& missing) const {
+  std::set<std::pair<bool, uint16_t>> wanted;
+  for (const ProxyPortHold::Missing& m : missing) wanted.insert({m.udp, m.port});
+  return DescribePortHolders(FindPortHolders(wanted), &AccountName);
+}
+
+std::vector<std::string> Daemon::RetakeProxyPorts() {
+  if (!network_on_ || port_hold_.total() == port_hold_.total_wanted()) {
+    port_holders_.clear();
+    return {};
+  }
+  const std::vector<int> before = port_hold_.AllDescriptors();
+  const size_t handed_before = port_hold_.Descriptors().size();
+  const std::vector<ProxyPortHold::Missing> missing = port_hold_.TakeMissing();
+  std::vector<std::string> said;
+  const std::set<int> had(before.begin(), before.end());
+  std::vector<int> taken;
+  for (int fd : port_hold_.AllDescriptors()) {
+    if (had.count(fd) == 0) taken.push_back(fd);
+  }
+  StoreInSystemd(taken);
+  const size_t handed = port_hold_.Descriptors().size();
+  if (handed != handed_before && supervisor_ != nullptr) {
+    // The proxy only listens on sockets leashd hands it at spawn: it is restarted on the new
+    // set (its listeners are leashd's sockets, so none is lost; connections in flight are cut).
+    SidecarSpec spec = proxy_spec_;
+    const int feed = spec.inherited_fds.back();
+    spec.inherited_fds = port_hold_.Descriptors();
+    for (std::string& arg : spec.argv) {
+      if (absl::StartsWith(arg, "--port-sockets=")) arg = PortSocketsFlag(handed);
+      if (absl::StartsWith(arg, "--decision-feed-fd=")) {
+        arg = absl::StrCat("--decision-feed-fd={fd:", spec.inherited_fds.size(), "}");
+      }
+    }
+    spec.inherited_fds.push_back(feed);
+    if (absl::Status replaced = supervisor_->Replace(spec); replaced.ok()) {
+      proxy_spec_ = std::move(spec);
+      said.push_back(absl::StrCat("took back ", handed - handed_before, " proxy port socket(s) "
+                                  "another process had held; leash-proxy restarted with ",
+                                  handed, " of ", port_hold_.wanted()));
+    } else {
+      said.push_back(absl::StrCat("warning: ", replaced.message()));
+    }
+  }
+  const std::string holders = missing.empty() ? "" : DescribeHolders(missing);
+  if (holders != port_holders_ && !missing.empty()) {
+    said.push_back(absl::StrCat("critical: ", missing.size(), " proxy port socket(s) still held "
+                                "by another process: ", ProxyPortHold::Describe(missing),
+                                holders.empty() ? "" : "; ", holders));
+  }
+  port_holders_ = holders;
+  return said;
 }
 
 std::optional<int> Daemon::StartSidecars() {
@@ -706,6 +826,7 @@ std::optional<int> Daemon::StartSidecars() {
     spec.argv.push_back(
         absl::StrCat("--decision-feed-fd={fd:", spec.inherited_fds.size(), "}"));
     spec.inherited_fds.push_back(*feed);
+    if (kind == leash::v1::SIDECAR_KIND_PROXY) proxy_spec_ = spec;
     if (kind == leash::v1::SIDECAR_KIND_FSWATCH) {
       spec.standby_args = {"--standby", "--ready-fd={ready_fd}"};
       spec.takeover_signal = sidecar::TakeOverSignal();
