@@ -162,8 +162,12 @@ std::string DescribePortHolders(const std::vector<PortHolder>& holders,
       if (!holder.commands.empty()) absl::StrAppend(&who, " (", holder.commands, ")");
     }
     std::vector<std::string> held;
-    if (!holder.tcp_ports.empty()) held.push_back(absl::StrCat("tcp ", FoldPorts(holder.tcp_ports)));
-    if (!holder.udp_ports.empty()) held.push_back(absl::StrCat("udp ", FoldPorts(holder.udp_ports)));
+    if (!holder.tcp_ports.empty()) {
+      held.push_back(absl::StrCat("tcp ", FoldPorts(holder.tcp_ports)));
+    }
+    if (!holder.udp_ports.empty()) {
+      held.push_back(absl::StrCat("udp ", FoldPorts(holder.udp_ports)));
+    }
     clauses.push_back(absl::StrCat(who, " holds ", absl::StrJoin(held, ", ")));
   }
   return absl::StrJoin(clauses, "; ");

@@ -1,7 +1,9 @@
 // Who holds a port of the proxy range that leashd could not: the owning UID and processes of
 // every other socket bound there, read from the kernel's socket tables (/proc/net/tcp, tcp6,
 // udp, udp6: local port, UID, inode) and each process's descriptors (/proc/<pid>/fd ->
-// socket:[inode]). Said in leashd's log, in a refused subject's `leash status` detail and in
+// socket:[inode]). A TCP socket that is bound but neither listening nor connected is not in
+// /proc/net/tcp (only sock_diag's bound-inactive dump, `ss -tan state bound-inactive`, shows
+// it): such a holder is not found, and the caller says so. Said in leashd's log, in a refused subject's `leash status` detail and in
 // the decision log, so an operator can find and stop the squatter.
 #pragma once
 

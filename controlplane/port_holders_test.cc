@@ -32,6 +32,8 @@ int BindLoopback(int type, uint16_t* port) {
 TEST(PortHoldersTest, FindsTheProcessAndUidHoldingAPortAndNotThisProcess) {
   uint16_t tcp_port = 0, udp_port = 0;
   const int tcp = BindLoopback(SOCK_STREAM, &tcp_port);
+  // Listening: a TCP socket only bound is not in /proc/net/tcp (port_holders.h).
+  ASSERT_EQ(listen(tcp, 1), 0);
   const int udp = BindLoopback(SOCK_DGRAM, &udp_port);
   ASSERT_GE(tcp, 0);
   ASSERT_GE(udp, 0);

@@ -84,9 +84,9 @@ class SidecarSupervisor {
   // Spawns the sidecar and watches it from now on.
   absl::Status Start(SidecarSpec spec);
 
-  // Gives the sidecar of `spec.kind` a new spec (leash-proxy: port sockets leashd took since it
-  // started) and restarts it on it: the running process is killed and respawned at once, and
-  // that death is not counted against max_deaths. Not for a sidecar with a standby.
+  // Gives the sidecar of that kind a new SidecarSpec (leash-proxy: port sockets leashd took
+  // since it started) and restarts it on it: the running process is killed and respawned at
+  // once, and that death is not counted against max_deaths. Not for a sidecar with a standby.
   // NotFound when that sidecar was never started.
   absl::Status Replace(SidecarSpec spec);
 

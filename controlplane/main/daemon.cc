@@ -11,11 +11,13 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 #include <thread>
 #include <tuple>
 
+#include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -55,6 +57,7 @@
 #include "controlplane/tools_group.h"
 #include "controlplane/unix_grpc_server.h"
 #include "engine/config_defaults.h"
+#include "engine/decision_record.h"
 #include "engine/validate.h"
 #include "tools_api/tools_service.h"
 
@@ -296,6 +299,9 @@ class Daemon {
   std::vector<std::string> RetakeProxyPorts();
   // Who holds the ports leashd does not, from the kernel's socket tables.
   std::string DescribeHolders(const std::vector<ProxyPortHold::Missing>& missing) const;
+  // A critical network block in the decision log for each subject newly refused for want of a
+  // proxy port (its chain refuses everything), with who holds the ports; once per change.
+  void LogRefusedSubjects();
   std::vector<std::string> FswatchArgv() const;
   void ReleaseEveryChain();
 
@@ -320,6 +326,10 @@ class Daemon {
   // leashd does not, as last said (both touched by the reconcile thread only, after start).
   SidecarSpec proxy_spec_;
   std::string port_holders_;
+  // leashd's own lines in the decision log (the refused subjects), and what each said last.
+  std::unique_ptr<sidecar::AsyncDecisionLog> notes_log_;
+  std::map<uint32_t, std::string> said_refused_;
+  absl::BitGen bitgen_;
   policystream::PolicyStreamService stream_;
   std::unique_ptr<BindingStore> store_;
   std::unique_ptr<TieredPolicySource> policies_;
@@ -585,6 +595,7 @@ void Daemon::MakeReconcileLoop() {
       [this](const leash::v1::ReconcileReport& report) {
         LogReport(report);
         subjects_.Update(reconciler_->subjects());
+        LogRefusedSubjects();
         CloseAgentsOnFallback(report);
       },
       absl::Seconds(30), nullptr, options_.reconcile_retry);
@@ -723,10 +734,10 @@ std::string Daemon::HandOverPortSockets() {
     Say(absl::StrCat(
         "CRITICAL: ", targets.size(), " proxy port socket(s) are held by another process, "
         "bound while leashd was not running: ", ProxyPortHold::Describe(targets), " (",
-        DescribeHolders(targets), "). An agent whose port this is moves to a fresh one, no account is given one again, "
+        DescribeHolders(targets),
+        "). An agent whose port this is moves to a fresh one, no account is given one again, "
         "and the single-subject port 18443 cannot move: its subject is denied all TCP (its "
-        "chain resets it) until leash restarts after it is released; `ss -ltunp` shows who "
-        "holds them"));
+        "chain resets it); leashd takes each back on the first reconcile after it is released"));
   }
   if (!elsewhere.empty()) {
     Say(absl::StrCat(
@@ -737,10 +748,47 @@ std::string Daemon::HandOverPortSockets() {
   return PortSocketsFlag(handed);
 }
 
+void Daemon::LogRefusedSubjects() {
+  if (notes_log_ == nullptr) return;
+  std::map<uint32_t, std::string> refused;
+  for (const auto& [uid, state] : reconciler_->subjects()) {
+    if (state.in_discovery && state.chain && state.chain->port == 0) refused[uid] = state.problem;
+  }
+  for (const auto& [uid, problem] : refused) {
+    auto said = said_refused_.find(uid);
+    if (said != said_refused_.end() && said->second == problem) continue;
+    leash::v1::DecisionRecord record;
+    record.set_ts(absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone()));
+    record.set_ref(engine::MakeRef(absl::Uniform<uint64_t>(bitgen_)));
+    record.set_uid(uid);
+    record.set_surface("network");
+    record.set_action("block");
+    record.set_reason(problem);
+    record.set_severity("critical");
+    notes_log_->Record(std::move(record));
+  }
+  said_refused_ = std::move(refused);
+}
+
 std::string Daemon::DescribeHolders(const std::vector<ProxyPortHold::Missing>& missing) const {
   std::set<std::pair<bool, uint16_t>> wanted;
   for (const ProxyPortHold::Missing& m : missing) wanted.insert({m.udp, m.port});
-  return DescribePortHolders(FindPortHolders(wanted), &AccountName);
+  const std::vector<PortHolder> holders = FindPortHolders(wanted);
+  std::string said = DescribePortHolders(holders, &AccountName);
+  for (const PortHolder& holder : holders) {
+    for (uint16_t port : holder.tcp_ports) wanted.erase({false, port});
+    for (uint16_t port : holder.udp_ports) wanted.erase({true, port});
+  }
+  std::set<uint16_t> unfound_tcp, unfound_udp;
+  for (const auto& [udp, port] : wanted) (udp ? unfound_udp : unfound_tcp).insert(port);
+  if (!unfound_tcp.empty() || !unfound_udp.empty()) {
+    absl::StrAppend(&said, said.empty() ? "" : "; ",
+                    "no holder found in the socket tables for",
+                    unfound_tcp.empty() ? "" : " tcp ", FoldPorts(unfound_tcp),
+                    unfound_udp.empty() ? "" : " udp ", FoldPorts(unfound_udp),
+                    " (a TCP socket only bound shows in `ss -tanp state bound-inactive`)");
+  }
+  return said;
 }
 
 std::vector<std::string> Daemon::RetakeProxyPorts() {
@@ -803,7 +851,13 @@ std::optional<int> Daemon::StartSidecars() {
            {options_.fswatch_binary, options_.proxy_binary}, options_.admin_socket)) {
     Say(line);
   }
-  if (network_on_) proxy_argv.push_back(HandOverPortSockets());
+  if (network_on_) {
+    proxy_argv.push_back(HandOverPortSockets());
+    notes_log_ = std::make_unique<sidecar::AsyncDecisionLog>(fcntl(log_fd_, F_DUPFD_CLOEXEC, 3));
+    absl::StatusOr<int> notes_feed = decision_feed_->NewWriterEnd();
+    if (!notes_feed.ok()) return Refuse(std::string(notes_feed.status().message()));
+    notes_log_->AttachFeed(*notes_feed);
+  }
   for (const auto& [on, name, kind, argv] :
        {std::tuple{filesystem_on_, "leash-fswatch", leash::v1::SIDECAR_KIND_FSWATCH,
                    FswatchArgv()},

@@ -476,6 +476,22 @@ TEST_F(ProxyPortsTest, APortlessSubjectIsRefusedAndRecoversOnTheNextReconcile) {
   EXPECT_THAT(status.detail(), HasSubstr(absl::StrCat("pid ", holder)));
   EXPECT_THAT(status.detail(), HasSubstr("tcp 18000-18999"));
   EXPECT_THAT(leashd_->Log(), HasSubstr(absl::StrCat("uid ", squatter_->uid())));
+  // The decision log says it too: a critical network block under b's UID naming the holder.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        for (absl::string_view line :
+             absl::StrSplit(ReadAll(files_->Join("decisions.jsonl")), '\n')) {
+          if (absl::StrContains(line, absl::StrCat("\"uid\":", b.uid())) &&
+              absl::StrContains(line, "refused: no proxy port") &&
+              absl::StrContains(line, absl::StrCat("pid ", holder)) &&
+              absl::StrContains(line, "critical")) {
+            return true;
+          }
+        }
+        return false;
+      },
+      absl::Seconds(10)))
+      << ReadAll(files_->Join("decisions.jsonl"));
   for (const auto& [suffix, agent] : agents_) {
     EXPECT_EQ(ConnectAs(*agent, "192.0.2.11", 8080), "refused") << agent->name();
     // Dropped at its chain: sendto fails (EPERM) or nothing comes back.
