@@ -641,6 +641,7 @@ TEST_F(ProxyPortsTest, UnderSystemdTheFdStoreKeepsEveryPortAcrossARestart) {
       << "the store holds " << store.size() << " descriptors\n" << leashd_->Log();
   ASSERT_EQ(store.size(), 6000u);
   const std::string log = StartLoop();
+  const int64_t stop_sent = MonotonicNs();
   ASSERT_TRUE(leashd_->Stop().ok());
   // The window a restart without the store leaves open: the squatter looping all through it.
   absl::SleepFor(absl::Milliseconds(300));
@@ -648,8 +649,12 @@ TEST_F(ProxyPortsTest, UnderSystemdTheFdStoreKeepsEveryPortAcrossARestart) {
   const absl::Status relaunched = leashd_->Relaunch(store.fds(), store.names());
   unsetenv("NOTIFY_SOCKET");
   ASSERT_TRUE(relaunched.ok()) << relaunched;
+  const int64_t new_up = MonotonicNs();
   ASSERT_NO_FATAL_FAILURE(WaitForAgentsEnforced());
   const LoopResult loop = StopLoop(log);
+  std::cout << "restart with the fd store: SIGTERM to new leashd answering "
+            << (new_up - stop_sent) / 1000000 << " ms; squatter won " << loop.wins.size()
+            << " binds in " << loop.attempts << " attempts over " << loop.rounds << " rounds\n";
   EXPECT_GT(loop.rounds, 0u);
   EXPECT_TRUE(loop.won_lines.empty()) << "the squatter bound " << loop.won_lines.size()
                                       << " port(s), first: " << loop.won_lines.front();
