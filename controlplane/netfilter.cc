@@ -14,7 +14,13 @@ absl::Status ValidateNetfilterSubject(const NetfilterSubject& subject) {
   }
   // Only a port inside the reserved range is safe: loopback is exempt from the redirect
   // everywhere else, so another agent could reach a listener outside it directly.
-  if (subject.port < kProxyPortFirst || subject.port > kProxyPortLast) {
+  // Port 0 is the refuse-all chain of a subject that has no port: nothing is redirected.
+  if (subject.port == 0 && !subject.refuse_tcp) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "UID ", subject.uid, " has no proxy port and its chain does not refuse its TCP: with "
+        "nothing to redirect to, only a refuse-all chain is safe"));
+  }
+  if (subject.port != 0 && (subject.port < kProxyPortFirst || subject.port > kProxyPortLast)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "UID ", subject.uid, " has proxy port ", subject.port, ", outside the reserved range ",
         kProxyPortFirst, "-", kProxyPortLast, "; the port map assigns ports in that range"));

@@ -49,7 +49,9 @@ struct NetfilterSubject {
   // dispatched to the same chain, so a process of the agent inside its own user namespace
   // meets the same redirect and filter.
   std::vector<engine::UidRange> subordinate_uids;
-  // The UID's proxy listener port (127.0.0.1 and ::1).
+  // The UID's proxy listener port (127.0.0.1 and ::1). 0: the subject has no port (none could
+  // be held for it): its chain is the refuse-all one (refuse_tcp set, nothing redirected, no
+  // DNS let through), so that no subject is ever left without a chain.
   uint16_t port = 0;
   // network.udp: allow — UDP unfiltered, as an explicit choice.
   bool udp_allowed = false;

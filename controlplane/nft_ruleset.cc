@@ -453,6 +453,11 @@ void AddRedirectRules(NftBatch& batch, const LeashTable& table, const std::strin
   // Loopback (a local service) is exempt, except the proxy range: an attempt at another
   // subject's listener falls through to this UID's own redirect (docs/ARCHITECTURE.md,
   // rule N7: the loopback exemption excludes the proxy port range 18000-18999).
+  // No port (the refuse-all chain): nothing to redirect to; the filter chain refuses it all.
+  if (subject.port == 0) {
+    AddLoopbackExemption(batch, table, chain, table.family == NFPROTO_IPV4);
+    return;
+  }
   AddDnsRedirects(batch, table, chain, subject);
   AddLoopbackExemption(batch, table, chain, table.family == NFPROTO_IPV4);
   RuleBuilder redirect(table, chain);
@@ -469,7 +474,7 @@ void AddRedirectRules(NftBatch& batch, const LeashTable& table, const std::strin
 // and stays closed.
 void AddDnsRules(NftBatch& batch, const LeashTable& table, const std::string& chain,
                  const NetfilterSubject& subject) {
-  if (subject.udp_allowed) return;
+  if (subject.udp_allowed || subject.port == 0) return;
   if (subject.dns_filter) {
     // Loopback DNS is redirected here with or without resolvers (the filter answers a subject
     // that has none, and says why in its decision line).

@@ -677,6 +677,43 @@ TEST(NftRuleset, WithoutAFilterLoopbackDnsReachesOnlyTheSubjectsOwnLoopbackResol
   }
 }
 
+// A subject that has no proxy port: its nat chains redirect nothing (not even its DNS, even
+// under network.dns: filter), and its filter chain resets every TCP connection but loopback
+// services and drops every other protocol, DNS to its resolvers included.
+TEST(NftRuleset, APortlessSubjectsChainRefusesEverything) {
+  NetfilterSubject subject =
+      MakeSubject(1001, 0, false, {Addr("10.0.0.53"), Addr("2001:db8::53")});
+  subject.dns_filter = true;
+  subject.refuse_tcp = true;
+  ASSERT_TRUE(ValidateNetfilterSubject(subject).ok());
+  for (const LeashTable* table : {&Ip(), &Ip6()}) {
+    NftBatch batch(1);
+    ApplySubjects(batch, *table, {subject}, {}, {});
+    const std::vector<Message> messages = Decode(batch.Finish());
+    const std::string f = absl::StrCat(table->family);
+    EXPECT_THAT(Commands(messages),
+                ElementsAre("newchain " + f + " agent_1001",
+                            "newrule " + f + " " +
+                                (table == &Ip() ? kLoopbackExempt1001 : kLoopback6Exempt1001),
+                            "newsetelem " + f + " agents: 1001 : jump agent_1001 end 1002"))
+        << table->Label();
+  }
+  NftBatch batch(1);
+  ApplySubjects(batch, Inet(), {subject}, {}, {});
+  EXPECT_THAT(Commands(Decode(batch.Finish())),
+              ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
+                          absl::StrCat("newrule 1 ", kInboundDrop1001),
+                          absl::StrCat("newrule 1 ", kUnproxiedDrop1001),
+                          absl::StrCat("newrule 1 ", kFilterLoopbackExempt1001),
+                          absl::StrCat("newrule 1 ", kFilterLoopback6Exempt1001),
+                          absl::StrCat("newrule 1 ", kTcpReset1001),
+                          absl::StrCat("newrule 1 ", kNotTcpDrop1001),
+                          "newsetelem 1 agents: 1001 : jump agent_1001 end 1002"));
+  // Port 0 without refusing TCP would redirect to nothing: refused before the kernel.
+  subject.refuse_tcp = false;
+  EXPECT_THAT(ValidateNetfilterSubject(subject).message(), HasSubstr("has no proxy port"));
+}
+
 TEST(NftRuleset, ReleaseDeletesElementsBeforeChains) {
   NftBatch batch(1);
   ReleaseSubjects(batch, Ip6(), {{1001, {{1001, 1001}, {100000, 165535}}}, {1002, {{1002, 1002}}}},

@@ -79,9 +79,19 @@ absl::StatusOr<uint16_t> PortMap::NextPort(const std::string& account,
                                            const std::function<bool(uint16_t)>& usable) {
   // Ports are never reused: the next port is past the highest ever handed out.
   uint32_t next = std::max<uint32_t>(kProxyPortFirst, highest_port_ + 1u);
-  while (next <= kProxyPortLast &&
-         (next == kSingleSubjectPort || (usable && !usable(static_cast<uint16_t>(next))))) {
+  uint32_t unusable = 0;
+  while (next <= kProxyPortLast) {
+    if (next != kSingleSubjectPort) {
+      if (!usable || usable(static_cast<uint16_t>(next))) break;
+      ++unusable;
+    }
     ++next;
+  }
+  if (next > kProxyPortLast && unusable > 0) {
+    // Not recorded as handed out: once another process lets go, a later pass finds them.
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "no proxy port left for ", account, ": the ", unusable, " port(s) of ", kProxyPortFirst,
+        "-", kProxyPortLast, " never handed out are held by another process"));
   }
   if (next > kProxyPortLast) {
     return absl::ResourceExhaustedError(absl::StrCat(

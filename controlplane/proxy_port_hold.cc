@@ -135,6 +135,71 @@ std::vector<ProxyPortHold::Missing> ProxyPortHold::TakeMissing(int attempts,
   return missing;
 }
 
+absl::Status ProxyPortHold::Adopt(int fd) {
+  int type = 0, reuseport = 0;
+  socklen_t length = sizeof(type);
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("descriptor ", fd, " is not a socket"));
+  }
+  length = sizeof(reuseport);
+  getsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &reuseport, &length);
+  sockaddr_storage storage{};
+  length = sizeof(storage);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length) != 0 ||
+      (type != SOCK_STREAM && type != SOCK_DGRAM) || reuseport == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("descriptor ", fd, " is not a bound SO_REUSEPORT TCP or UDP socket"));
+  }
+  char text[INET6_ADDRSTRLEN] = {};
+  uint16_t port = 0;
+  bool v6 = storage.ss_family == AF_INET6;
+  if (storage.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&storage);
+    inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text));
+    port = ntohs(in->sin_port);
+  } else if (v6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&storage);
+    inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text));
+    port = ntohs(in6->sin6_port);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("descriptor ", fd, " is not an IP socket"));
+  }
+  if (port < options_.first_port || port > options_.last_port) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("descriptor ", fd, " is bound to port ", port, ", outside the range"));
+  }
+  Sockets& sockets = type == SOCK_DGRAM ? udp_ : tcp_;
+  const size_t i = port - options_.first_port;
+  const std::string address = text;
+  std::vector<int>* slot = nullptr;
+  if (!v6 && address == options_.ipv4_address) slot = &sockets.v4;
+  if (v6 && address == options_.ipv6_address) slot = &sockets.v6;
+  // The wildcard: :: dual stack, or 0.0.0.0 on a host without IPv6.
+  if ((v6 && address == "::") || (!v6 && address == "0.0.0.0")) slot = &sockets.any;
+  if (slot == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("descriptor ", fd, " is bound to ", address,
+                                                   ", not an address leashd holds"));
+  }
+  if ((*slot)[i] >= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("descriptor ", fd, " is a second socket for ", address, " port ", port));
+  }
+  (*slot)[i] = fd;
+  return absl::OkStatus();
+}
+
+std::vector<int> ProxyPortHold::AllDescriptors() const {
+  std::vector<int> fds;
+  for (const Sockets* sockets : {&tcp_, &udp_}) {
+    for (const std::vector<int>* family : {&sockets->v4, &sockets->v6, &sockets->any}) {
+      for (int fd : *family) {
+        if (fd >= 0) fds.push_back(fd);
+      }
+    }
+  }
+  return fds;
+}
+
 std::vector<int> ProxyPortHold::Descriptors() const {
   std::vector<int> fds;
   for (const Sockets* sockets : {&tcp_, &udp_}) {

@@ -17,14 +17,19 @@
 //
 // What it cannot hold: a port another process bound while leashd was not running. That one is
 // reported as missing; the proxy gets no socket for it, so a subject given it is acked as a
-// failed listener and its chain resets its TCP (fail closed), until leashd starts again once
-// that process has let go.
+// failed listener and its chain resets its TCP (fail closed). leashd tries the missing ones
+// again before every reconcile (TakeMissing), so a port is back in its hands on the first pass
+// after that process lets go.
+//
+// Across a restart under systemd the sockets are not closed at all: leashd puts every one in
+// the service's file-descriptor store, and the next leashd takes them back (Adopt).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "engine/reserved_ports.h"
 
@@ -63,6 +68,14 @@ class ProxyPortHold {
   // host does not have (no IPv6, or no ::1 on lo) is not missing: nothing can be redirected
   // there, and nobody can bind it either.
   std::vector<Missing> TakeMissing(int attempts = 1, absl::Duration between = absl::ZeroDuration());
+
+  // Takes `fd`, a socket a previous leashd held (from systemd's file-descriptor store), into
+  // the slot its protocol, address and port name. InvalidArgument (and `fd` untouched) when it
+  // is not one of this hold's sockets or its slot is already held: the caller closes it.
+  absl::Status Adopt(int fd);
+
+  // Every held descriptor, the wildcards included: what goes into systemd's store.
+  std::vector<int> AllDescriptors() const;
 
   // The held redirect-target descriptors (close-on-exec): TCP IPv4 ports ascending, then IPv6,
   // then the same for UDP: what a proxy spawn inherits.

@@ -282,6 +282,9 @@ bool Reconciler::Look(Pass& pass) {
   if (!snapshot.ok()) return pass.Wholesale(snapshot.status());
   pass.snapshot = *std::move(snapshot);
   for (std::string& note : pass.snapshot->Notes()) report.add_warnings(std::move(note));
+  if (options_.retake_ports) {
+    for (std::string& line : options_.retake_ports()) report.add_warnings(std::move(line));
+  }
   if (!options_.single_subject) {
     absl::StatusOr<PortMap> loaded = LoadPorts();
     if (!loaded.ok()) return pass.Wholesale(loaded.status());
@@ -406,7 +409,12 @@ void Reconciler::PlanPort(Pass& pass, Desired& d) {
   const std::optional<uint16_t> before = pass.ports->PortOf(account.name);
   absl::StatusOr<uint16_t> port = pass.ports->Assign(account, options_.port_usable);
   if (!port.ok()) {
-    d.problem = std::string(port.status().message());
+    // No port: its chain is the refuse-all one (PlanChain), and every pass tries again.
+    const std::string holders = options_.port_holders ? options_.port_holders() : "";
+    d.problem = absl::StrCat(
+        "refused: no proxy port for it, so every connection it makes (TCP, UDP, DNS) is refused "
+        "by its chain until one frees up (", port.status().message(), ")",
+        holders.empty() ? "" : absl::StrCat("; ", holders));
     d.runtime_problem = true;
     return;
   }
@@ -445,12 +453,14 @@ std::optional<NetfilterSubject> Reconciler::PlanChain(
   // A subject with no policy keeps its chain (and its listener refuses): without one its
   // processes would reach the network unfiltered.
   const bool network_on = !d.problem.empty() || policy.policy().enforcers().network();
-  if (!options_.network_enforced || d.port == 0 || !network_on) return std::nullopt;
+  if (!options_.network_enforced || !network_on) return std::nullopt;
   NetfilterSubject chain;
   chain.uid = d.account.uid;
   chain.subordinate_uids = d.subordinate_uids;
+  // No port (none could be held for it): the refuse-all chain. Never no chain: without one its
+  // processes would reach the network unfiltered.
   chain.port = d.port;
-  chain.refuse_tcp = pass.unbound.count(d.account.uid) > 0;
+  chain.refuse_tcp = d.port == 0 || pass.unbound.count(d.account.uid) > 0;
   if (d.problem.empty()) {
     const leash::v1::NetworkPolicy& network = policy.policy().network();
     chain.udp_allowed = network.udp() == leash::v1::UDP_MODE_ALLOW;
@@ -558,7 +568,7 @@ void Reconciler::SettleListeners(Pass& pass) {
   for (auto& [uid, d] : pass.desired) {
     if (!d.in_discovery) continue;  // it keeps its chain exactly as it was
     const bool refuse = pass.unbound.count(uid) > 0;
-    if (d.chain) d.chain->refuse_tcp = refuse;
+    if (d.chain) d.chain->refuse_tcp = refuse || d.chain->port == 0;
     if (refuse && d.policy.has_policy()) {
       DenyAtRuntime(d, absl::StrCat("its proxy listener would not bind (port ", d.port,
                                     "; leashd's log says why, e.g. another process holds it)"),

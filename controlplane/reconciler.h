@@ -16,6 +16,8 @@
 //    refused, every fs/exec event denied) and keeps its chain — "renamed out of the prefix",
 //    "really deleted" and "the name service answered with a short list" look the same;
 //  - one subject that will not resolve, apply or bind is denied alone and said out loud;
+//  - a subject that cannot get a proxy port still gets a chain: the refuse-all one (port 0), and
+//    is given a port on the first pass after one frees up;
 //  - a pass that fails wholesale (passwd unreadable, the port map corrupt, the floor
 //    unreadable) changes nothing at all: "I could not look" never becomes "nothing to confine".
 //
@@ -68,6 +70,12 @@ struct ReconcilerOptions {
   // account is never given one that cannot, and an account whose port cannot is moved to a
   // fresh one (said as critical). Null: every port.
   std::function<bool(uint16_t)> port_usable;
+  // Called at the start of every pass (leashd: takes back every proxy port it does not hold
+  // yet, so a port freed since the last pass is usable in this one). Returns lines to say.
+  std::function<std::vector<std::string>()> retake_ports;
+  // Who holds the proxy ports leashd does not ("uid 1001 (x) pid 42 (y) holds tcp 18000-18999"),
+  // said in a portless subject's denial. Null or "": not known.
+  std::function<std::string()> port_holders;
 };
 
 // A subject as leashd has put it in force.

@@ -182,12 +182,14 @@ class ReconcilerTest : public ::testing::Test {
     options.resolv_conf_path = dir_->Join("resolv.conf");
     if (!command_search_path_.empty()) options.command_search_path = command_search_path_;
     options.exec_routes_root = dir_->path();  // no settings there: every route reads as open
+    if (tweak_) tweak_(options);
     return std::make_unique<Reconciler>(options, &accounts_, &policies_, &netfilter_, &stream_);
   }
   const SubjectState& Subject(const Reconciler& r, uint32_t uid) { return r.subjects().at(uid); }
 
   std::unique_ptr<leash::testing::TempDir> dir_;
   std::vector<std::string> command_search_path_;
+  std::function<void(ReconcilerOptions&)> tweak_;
   policystream::PolicyStreamService stream_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<FakeSidecar> fswatch_;
@@ -216,6 +218,55 @@ TEST_F(ReconcilerTest, DiscoversTwoAgentsEachResolvedSeparately) {
   EXPECT_EQ(Subject(*r, 1001).port, 18001);
   EXPECT_EQ(Subject(*r, 1002).port, 18002);
   EXPECT_THAT(Calls(netfilter_), ElementsAre("apply-all 1000 1001 1002"));
+}
+
+// A subject that cannot get a proxy port (every one held by another process) still gets a
+// chain: the refuse-all one (port 0, TCP refused, no UDP or DNS let through), denied with who
+// holds the ports said; every pass asks for the ports again, and the first one after they free
+// gives it a port, its policy and the normal chain.
+TEST_F(ReconcilerTest, APortlessSubjectGetsTheRefuseAllChainAndAPortOnceOneFrees) {
+  accounts_.Add("leash-iris", 1001);
+  policies_.Set("leash-iris", "openai.com");
+  bool ports_free = false;
+  int retakes = 0;
+  tweak_ = [&](ReconcilerOptions& options) {
+    options.port_usable = [&](uint16_t) { return ports_free; };
+    options.retake_ports = [&] {
+      ++retakes;
+      return std::vector<std::string>();
+    };
+    options.port_holders = [] { return std::string("uid 1234 pid 99 (squat) holds tcp 18000-18999"); };
+  };
+  auto r = Make();
+  leash::v1::ReconcileReport report = r->RunPass();
+  ASSERT_TRUE(report.error().empty()) << report.error();
+  EXPECT_EQ(retakes, 1);
+  for (uint32_t uid : {1000u, 1001u}) {
+    const SubjectState& state = Subject(*r, uid);
+    EXPECT_EQ(state.port, 0);
+    ASSERT_TRUE(state.chain.has_value()) << uid;
+    EXPECT_EQ(state.chain->port, 0);
+    EXPECT_TRUE(state.chain->refuse_tcp);
+    EXPECT_FALSE(state.chain->udp_allowed);
+    EXPECT_TRUE(state.chain->dns_resolvers.empty());
+    EXPECT_THAT(state.problem, HasSubstr("refused: no proxy port for it"));
+    EXPECT_THAT(state.problem, HasSubstr("uid 1234 pid 99 (squat)"));
+    ASSERT_EQ(netfilter_.subjects().count(uid), 1u);
+    EXPECT_EQ(netfilter_.subjects().at(uid).port, 0);
+  }
+  EXPECT_FALSE(report.not_in_force().empty());  // so the loop tries again
+  ports_free = true;
+  report = r->RunPass();
+  ASSERT_TRUE(report.error().empty()) << report.error();
+  EXPECT_EQ(retakes, 2);
+  EXPECT_EQ(Subject(*r, 1001).port, 18001);
+  EXPECT_TRUE(Subject(*r, 1001).problem.empty()) << Subject(*r, 1001).problem;
+  ASSERT_TRUE(Subject(*r, 1001).chain.has_value());
+  EXPECT_FALSE(Subject(*r, 1001).chain->refuse_tcp);
+  EXPECT_EQ(netfilter_.subjects().at(1001).port, 18001);
+  ASSERT_NE(fswatch_->map(), nullptr);
+  EXPECT_TRUE(fswatch_->map()->at(1001).policy->DecideNetwork({"openai.com", std::nullopt, 443})
+                  .allowed());
 }
 
 TEST_F(ReconcilerTest, ANameEntryReachesASameNamedLinksTargetResolvedOnEveryPass) {

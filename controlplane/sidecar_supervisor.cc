@@ -144,6 +144,24 @@ absl::Status SidecarSupervisor::Start(SidecarSpec spec) {
   return absl::OkStatus();
 }
 
+absl::Status SidecarSupervisor::Replace(SidecarSpec spec) {
+  absl::MutexLock lock(&mu_);
+  auto it = children_.find(spec.kind);
+  if (it == children_.end()) {
+    return absl::NotFoundError(absl::StrCat(spec.name, " was never started: nothing to replace"));
+  }
+  if (!spec.standby_args.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(spec.name, " runs with a standby"));
+  }
+  Child& child = it->second;
+  child.spec = std::move(spec);
+  if (child.pid > 0) {
+    child.replacing = true;
+    kill(child.pid, SIGKILL);  // reaped and respawned on the monitor's next pass
+  }
+  return absl::OkStatus();
+}
+
 bool SidecarSupervisor::Silent(Child& child, absl::Time now, const char*& why) {
   const policystream::SidecarState state = stream_->State(child.spec.kind);
   if (state.pid != static_cast<uint32_t>(child.pid)) {
@@ -311,7 +329,12 @@ void SidecarSupervisor::Monitor() {
             std::fprintf(stderr, "leashd: %s (pid %d) %s\n", child.spec.name.c_str(), child.pid,
                          DescribeExit(status).c_str());
             child.pid = 0;
-            child.deaths.push_back(now);
+            if (child.replacing) {
+              child.replacing = false;
+              child.next_spawn = absl::InfinitePast();
+            } else {
+              child.deaths.push_back(now);
+            }
             child.awaiting_respawn = true;
           } else {
             // Alive: is it answering? A SIGSTOPped process sends no heartbeats.

@@ -92,6 +92,12 @@ class SidecarSupervisor {
   // Spawns the sidecar and watches it from now on.
   absl::Status Start(SidecarSpec spec);
 
+  // Gives the sidecar of that kind a new SidecarSpec (leash-proxy: port sockets leashd took
+  // since it started) and restarts it on it: the running process is killed and respawned at
+  // once, and that death is not counted against max_deaths. Not for a sidecar with a standby.
+  // NotFound when that sidecar was never started.
+  absl::Status Replace(SidecarSpec spec);
+
   // SIGTERM to every sidecar, then SIGKILL after `grace`; reaps them. No respawns after.
   void Stop(absl::Duration grace = absl::Seconds(3));
 
@@ -126,6 +132,8 @@ class SidecarSupervisor {
     uint32_t restarts = 0;
     // spec.first_as_standby, and no standby has been handed the sidecar yet.
     bool awaiting_first = false;
+    // Killed by Replace: respawned at once, not counted as a death.
+    bool replacing = false;
   };
   absl::StatusOr<pid_t> Spawn(const SidecarSpec& spec, int ready_write = -1);
   void Monitor();

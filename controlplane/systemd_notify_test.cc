@@ -1,5 +1,6 @@
 #include "controlplane/systemd_notify.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -7,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -35,6 +38,28 @@ class NotifyReceiver {
     if (name_[0] == '/') unlink(name_.c_str());
   }
   bool bound() const { return bound_; }
+  // One datagram's text and the descriptors it carried (closed here); "<nothing>" when none.
+  std::string ReceiveWithFds(size_t* fds) {
+    char buffer[4096];
+    iovec iov{buffer, sizeof(buffer)};
+    std::vector<char> control(CMSG_SPACE(sizeof(int) * 253));
+    msghdr message{};
+    message.msg_iov = &iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control.data();
+    message.msg_controllen = control.size();
+    const ssize_t n = recvmsg(fd_, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    *fds = 0;
+    if (n < 0) return "<nothing>";
+    for (cmsghdr* h = CMSG_FIRSTHDR(&message); h != nullptr; h = CMSG_NXTHDR(&message, h)) {
+      if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
+      const size_t count = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      const int* data = reinterpret_cast<const int*>(CMSG_DATA(h));
+      for (size_t i = 0; i < count; ++i) close(data[i]);
+      *fds += count;
+    }
+    return std::string(buffer, static_cast<size_t>(n));
+  }
   std::string Receive() {
     char buffer[4096];
     const ssize_t n = recv(fd_, buffer, sizeof(buffer), MSG_DONTWAIT);
@@ -53,8 +78,72 @@ class SystemdNotifyTest : public ::testing::Test {
     unsetenv("NOTIFY_SOCKET");
     unsetenv("WATCHDOG_USEC");
     unsetenv("WATCHDOG_PID");
+    unsetenv("LISTEN_PID");
+    unsetenv("LISTEN_FDS");
+    unsetenv("LISTEN_FDNAMES");
   }
 };
+
+// More descriptors than one SCM_RIGHTS message carries go in several datagrams, each a
+// complete FDSTORE=1 message with the name and FDPOLL=0.
+TEST_F(SystemdNotifyTest, StoredDescriptorsGoInDatagramsOfAtMost253) {
+  const std::string path = absl::StrCat("@leash-fdstore-test-", getpid());
+  NotifyReceiver receiver(path);
+  ASSERT_TRUE(receiver.bound());
+  setenv("NOTIFY_SOCKET", path.c_str(), 1);
+  std::vector<int> fds(600, -1);
+  for (int& fd : fds) fd = dup(0);
+  ASSERT_TRUE(StoreFdsInSystemd("leash-proxy-ports", fds).ok());
+  for (int fd : fds) close(fd);
+  std::vector<size_t> counts;
+  for (int i = 0; i < 3; ++i) {
+    size_t count = 0;
+    EXPECT_EQ(receiver.ReceiveWithFds(&count),
+              "FDSTORE=1\nFDNAME=leash-proxy-ports\nFDPOLL=0");
+    counts.push_back(count);
+  }
+  EXPECT_THAT(counts, ::testing::ElementsAre(253u, 253u, 94u));
+  size_t none = 0;
+  EXPECT_EQ(receiver.ReceiveWithFds(&none), "<nothing>");
+}
+
+// LISTEN_FDS for this process: descriptors 3.. with their names, close-on-exec, and the
+// variables gone so no child takes them. For another process (LISTEN_PID): nothing.
+TEST_F(SystemdNotifyTest, ListenFdsAreTakenOnlyForThisProcessAndTheVariablesUnset) {
+  setenv("LISTEN_PID", "1", 1);
+  setenv("LISTEN_FDS", "1", 1);
+  EXPECT_TRUE(TakeListenFds().empty());
+  EXPECT_EQ(std::getenv("LISTEN_FDS"), nullptr);
+  // Descriptors 3 and 4, as systemd passes them.
+  const int a = dup(0), b = dup(0);
+  const int moved_a = fcntl(a, F_DUPFD, 100), moved_b = fcntl(b, F_DUPFD, 100);
+  close(a);
+  close(b);
+  const int saved3 = fcntl(3, F_DUPFD, 200), saved4 = fcntl(4, F_DUPFD, 200);
+  ASSERT_EQ(dup2(moved_a, 3), 3);
+  ASSERT_EQ(dup2(moved_b, 4), 4);
+  setenv("LISTEN_PID", absl::StrCat(getpid()).c_str(), 1);
+  setenv("LISTEN_FDS", "2", 1);
+  setenv("LISTEN_FDNAMES", "leash-proxy-ports:other", 1);
+  const std::vector<std::pair<int, std::string>> taken = TakeListenFds();
+  ASSERT_EQ(taken.size(), 2u);
+  EXPECT_EQ(taken[0], (std::pair<int, std::string>{3, "leash-proxy-ports"}));
+  EXPECT_EQ(taken[1], (std::pair<int, std::string>{4, "other"}));
+  EXPECT_EQ(fcntl(3, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+  EXPECT_EQ(std::getenv("LISTEN_PID"), nullptr);
+  EXPECT_EQ(std::getenv("LISTEN_FDNAMES"), nullptr);
+  // Put back whatever the test runner had there.
+  for (auto [fd, saved] : {std::pair{3, saved3}, std::pair{4, saved4}}) {
+    if (saved >= 0) {
+      dup2(saved, fd);
+      close(saved);
+    } else {
+      close(fd);
+    }
+  }
+  close(moved_a);
+  close(moved_b);
+}
 
 TEST_F(SystemdNotifyTest, WithoutNotifySocketNothingIsSentAndNothingFails) {
   unsetenv("NOTIFY_SOCKET");

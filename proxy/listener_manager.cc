@@ -101,7 +101,7 @@ BindResult ListenHeld(const HeldPortSockets& held, bool v6, const std::string& i
     result.status = absl::FailedPreconditionError(absl::StrCat(
         "leashd holds no ", udp ? "UDP" : "TCP", " socket for ", where,
         ": another process bound that port while leashd was not running (`ss -ltnp 'sport = :",
-        port, "'` shows which); restart leash once it has let go"));
+        port, "'` shows which); leashd takes it back on the first reconcile after that process lets go"));
     return result;
   }
   if (!udp && listen(it->second, kBacklog) != 0) {

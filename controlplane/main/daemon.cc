@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -10,11 +11,14 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 #include <thread>
 #include <tuple>
 
+#include "absl/random/random.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
@@ -49,11 +53,13 @@
 #include "proto/sidecar/watcher_handover.h"
 #include "controlplane/sidecar_supervisor.h"
 #include "controlplane/subject_directory.h"
+#include "controlplane/port_holders.h"
 #include "controlplane/systemd_notify.h"
 #include "controlplane/tiered_policy_source.h"
 #include "controlplane/tools_group.h"
 #include "controlplane/unix_grpc_server.h"
 #include "engine/config_defaults.h"
+#include "engine/decision_record.h"
 #include "engine/validate.h"
 #include "tools_api/tools_service.h"
 
@@ -203,6 +209,35 @@ std::vector<std::string> LiftFallbackClosures(Netfilter& nft) {
   return said;
 }
 
+// The name leashd's proxy port sockets carry in systemd's file-descriptor store.
+constexpr char kProxyPortsFdName[] = "leash-proxy-ports";
+
+// Puts `fds` in systemd's file-descriptor store (nothing without $NOTIFY_SOCKET): a restart of
+// leashd under systemd then never lets go of them. systemd ignores a descriptor it already
+// holds, so sending one twice is harmless.
+void StoreInSystemd(const std::vector<int>& fds) {
+  if (fds.empty()) return;
+  if (absl::Status stored = StoreFdsInSystemd(kProxyPortsFdName, fds); !stored.ok()) {
+    Say(absl::StrCat("warning: could not put ", fds.size(), " proxy port socket(s) in systemd's "
+                     "file-descriptor store (", stored.message(), "); a restart lets go of them "
+                     "for as long as it takes"));
+  }
+}
+
+std::string AccountName(uint32_t uid) {
+  passwd entry{};
+  passwd* found = nullptr;
+  char buffer[4096];
+  if (getpwuid_r(uid, &entry, buffer, sizeof(buffer), &found) != 0 || found == nullptr) return "";
+  return found->pw_name;
+}
+
+// "--port-sockets={fd:0}-{fd:N-1}" for `handed` inherited sockets.
+std::string PortSocketsFlag(size_t handed) {
+  return handed == 0 ? std::string("--port-sockets=none")
+                     : absl::StrCat("--port-sockets={fd:0}-{fd:", handed - 1, "}");
+}
+
 // leashd holds `held` port sockets, and a spawn briefly holds a second copy of the `handed`
 // ones; the rest is gRPC, the stores and the log. Raises the soft limit to the hard one if
 // that is short.
@@ -269,6 +304,14 @@ class Daemon {
   bool IsSubjectUid(uint32_t uid) const;
   // The proxy's port sockets for leash-proxy, said; its --port-sockets flag.
   std::string HandOverPortSockets();
+  // Before every pass: binds the proxy ports not held yet; new ones go into systemd's store and
+  // to a restarted leash-proxy. Returns what to say (once per change of who holds the rest).
+  std::vector<std::string> RetakeProxyPorts();
+  // Who holds the ports leashd does not, from the kernel's socket tables.
+  std::string DescribeHolders(const std::vector<ProxyPortHold::Missing>& missing) const;
+  // A critical network block in the decision log for each subject newly refused for want of a
+  // proxy port (its chain refuses everything), with who holds the ports; once per change.
+  void LogRefusedSubjects();
   std::vector<std::string> FswatchArgv() const;
   void ReleaseEveryChain();
 
@@ -289,6 +332,14 @@ class Daemon {
   int log_fd_ = -1;
   std::optional<InstanceLock> instance_;
   ProxyPortHold port_hold_;
+  // The proxy's spec as last started (its port sockets, its feed), and who holds the ports
+  // leashd does not, as last said (both touched by the reconcile thread only, after start).
+  SidecarSpec proxy_spec_;
+  std::string port_holders_;
+  // leashd's own lines in the decision log (the refused subjects), and what each said last.
+  std::unique_ptr<sidecar::AsyncDecisionLog> notes_log_;
+  std::map<uint32_t, std::string> said_refused_;
+  absl::BitGen bitgen_;
   policystream::PolicyStreamService stream_;
   std::unique_ptr<BindingStore> store_;
   std::unique_ptr<TieredPolicySource> policies_;
@@ -467,7 +518,29 @@ std::optional<int> Daemon::HoldProxyPorts() {
         !enough.ok()) {
       return Refuse(std::string(enough.message()));
     }
+    // Under systemd, the sockets the previous leashd put in the service's file-descriptor
+    // store come back first: the ports never left Leash's hands across the restart.
+    size_t adopted = 0;
+    std::vector<std::string> refused;
+    for (const auto& [fd, name] : TakeListenFds()) {
+      if (name != kProxyPortsFdName) {
+        close(fd);
+        continue;
+      }
+      if (absl::Status taken = port_hold_.Adopt(fd); taken.ok()) {
+        ++adopted;
+      } else {
+        refused.push_back(std::string(taken.message()));
+        close(fd);
+      }
+    }
+    if (adopted > 0 || !refused.empty()) {
+      Say(absl::StrCat("took back ", adopted, " proxy port socket(s) from systemd's "
+                       "file-descriptor store", refused.empty() ? "" : "; closed ",
+                       refused.empty() ? "" : absl::StrJoin(refused, "; ")));
+    }
     port_hold_.TakeMissing();
+    StoreInSystemd(port_hold_.AllDescriptors());
   }
   store_ = std::make_unique<BindingStore>(BindingStore::Options(options_.state_dir));
   policies_ = std::make_unique<TieredPolicySource>(options_.config_path, store_.get());
@@ -524,6 +597,10 @@ void Daemon::MakeReconcileLoop() {
   // A port someone else bound while leashd was down carries no account's traffic: its account
   // moves to a fresh port, and no new account is given it.
   o.port_usable = [this](uint16_t port) { return port_hold_.Holds(port); };
+  // A port another process held is taken back on the first pass after it lets go; a subject
+  // without one is told who holds them.
+  o.retake_ports = [this] { return RetakeProxyPorts(); };
+  o.port_holders = [this] { return port_holders_; };
   if (tools_on_) {
     o.tools_max_request_bytes = static_cast<uint64_t>(options_.tools_limits.max_request_bytes);
   }
@@ -537,6 +614,7 @@ void Daemon::MakeReconcileLoop() {
       [this](const leash::v1::ReconcileReport& report) {
         LogReport(report);
         subjects_.Update(reconciler_->subjects());
+        LogRefusedSubjects();
         CloseAgentsOnFallback(report);
       },
       absl::Seconds(30), nullptr, options_.reconcile_retry);
@@ -677,11 +755,11 @@ std::string Daemon::HandOverPortSockets() {
   if (!targets.empty()) {
     Say(absl::StrCat(
         "CRITICAL: ", targets.size(), " proxy port socket(s) are held by another process, "
-        "bound while leashd was not running: ", ProxyPortHold::Describe(targets),
-        ". An agent whose port this is moves to a fresh one, no account is given one again, "
+        "bound while leashd was not running: ", ProxyPortHold::Describe(targets), " (",
+        DescribeHolders(targets),
+        "). An agent whose port this is moves to a fresh one, no account is given one again, "
         "and the single-subject port 18443 cannot move: its subject is denied all TCP (its "
-        "chain resets it) until leash restarts after it is released; `ss -ltunp` shows who "
-        "holds them"));
+        "chain resets it); leashd takes each back on the first reconcile after it is released"));
   }
   if (!elsewhere.empty()) {
     Say(absl::StrCat(
@@ -689,8 +767,98 @@ std::string Daemon::HandOverPortSockets() {
         "some address of this host, so leashd cannot hold them there: ",
         ProxyPortHold::Describe(elsewhere), ". No redirect goes there; `ss -ltunp` shows who"));
   }
-  return handed == 0 ? std::string("--port-sockets=none")
-                     : absl::StrCat("--port-sockets={fd:0}-{fd:", handed - 1, "}");
+  return PortSocketsFlag(handed);
+}
+
+void Daemon::LogRefusedSubjects() {
+  if (notes_log_ == nullptr) return;
+  std::map<uint32_t, std::string> refused;
+  for (const auto& [uid, state] : reconciler_->subjects()) {
+    if (state.in_discovery && state.chain && state.chain->port == 0) refused[uid] = state.problem;
+  }
+  for (const auto& [uid, problem] : refused) {
+    auto said = said_refused_.find(uid);
+    if (said != said_refused_.end() && said->second == problem) continue;
+    leash::v1::DecisionRecord record;
+    record.set_ts(absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone()));
+    record.set_ref(engine::MakeRef(absl::Uniform<uint64_t>(bitgen_)));
+    record.set_uid(uid);
+    record.set_surface("network");
+    record.set_action("block");
+    record.set_reason(problem);
+    record.set_severity("critical");
+    notes_log_->Record(std::move(record));
+  }
+  said_refused_ = std::move(refused);
+}
+
+std::string Daemon::DescribeHolders(const std::vector<ProxyPortHold::Missing>& missing) const {
+  std::set<std::pair<bool, uint16_t>> wanted;
+  for (const ProxyPortHold::Missing& m : missing) wanted.insert({m.udp, m.port});
+  const std::vector<PortHolder> holders = FindPortHolders(wanted);
+  std::string said = DescribePortHolders(holders, &AccountName);
+  for (const PortHolder& holder : holders) {
+    for (uint16_t port : holder.tcp_ports) wanted.erase({false, port});
+    for (uint16_t port : holder.udp_ports) wanted.erase({true, port});
+  }
+  std::set<uint16_t> unfound_tcp, unfound_udp;
+  for (const auto& [udp, port] : wanted) (udp ? unfound_udp : unfound_tcp).insert(port);
+  if (!unfound_tcp.empty() || !unfound_udp.empty()) {
+    absl::StrAppend(&said, said.empty() ? "" : "; ",
+                    "no holder found in the socket tables for",
+                    unfound_tcp.empty() ? "" : " tcp ", FoldPorts(unfound_tcp),
+                    unfound_udp.empty() ? "" : " udp ", FoldPorts(unfound_udp),
+                    " (a TCP socket only bound shows in `ss -tanp state bound-inactive`)");
+  }
+  return said;
+}
+
+std::vector<std::string> Daemon::RetakeProxyPorts() {
+  if (!network_on_ || port_hold_.total() == port_hold_.total_wanted()) {
+    port_holders_.clear();
+    return {};
+  }
+  const std::vector<int> before = port_hold_.AllDescriptors();
+  const size_t handed_before = port_hold_.Descriptors().size();
+  const std::vector<ProxyPortHold::Missing> missing = port_hold_.TakeMissing();
+  std::vector<std::string> said;
+  const std::set<int> had(before.begin(), before.end());
+  std::vector<int> taken;
+  for (int fd : port_hold_.AllDescriptors()) {
+    if (had.count(fd) == 0) taken.push_back(fd);
+  }
+  StoreInSystemd(taken);
+  const size_t handed = port_hold_.Descriptors().size();
+  if (handed != handed_before && supervisor_ != nullptr) {
+    // The proxy only listens on sockets leashd hands it at spawn: it is restarted on the new
+    // set (its listeners are leashd's sockets, so none is lost; connections in flight are cut).
+    SidecarSpec spec = proxy_spec_;
+    const int feed = spec.inherited_fds.back();
+    spec.inherited_fds = port_hold_.Descriptors();
+    for (std::string& arg : spec.argv) {
+      if (absl::StartsWith(arg, "--port-sockets=")) arg = PortSocketsFlag(handed);
+      if (absl::StartsWith(arg, "--decision-feed-fd=")) {
+        arg = absl::StrCat("--decision-feed-fd={fd:", spec.inherited_fds.size(), "}");
+      }
+    }
+    spec.inherited_fds.push_back(feed);
+    if (absl::Status replaced = supervisor_->Replace(spec); replaced.ok()) {
+      proxy_spec_ = std::move(spec);
+      said.push_back(absl::StrCat("took back ", handed - handed_before, " proxy port socket(s) "
+                                  "another process had held; leash-proxy restarted with ",
+                                  handed, " of ", port_hold_.wanted()));
+    } else {
+      said.push_back(absl::StrCat("warning: ", replaced.message()));
+    }
+  }
+  const std::string holders = missing.empty() ? "" : DescribeHolders(missing);
+  if (holders != port_holders_ && !missing.empty()) {
+    said.push_back(absl::StrCat("critical: ", missing.size(), " proxy port socket(s) still held "
+                                "by another process: ", ProxyPortHold::Describe(missing),
+                                holders.empty() ? "" : "; ", holders));
+  }
+  port_holders_ = holders;
+  return said;
 }
 
 std::optional<int> Daemon::StartSidecars() {
@@ -735,7 +903,13 @@ std::optional<int> Daemon::StartSidecars() {
     Say("leashd reads the group taken over (every subject's event denied) until its first "
         "watcher is ready to take it");
   }
-  if (network_on_) proxy_argv.push_back(HandOverPortSockets());
+  if (network_on_) {
+    proxy_argv.push_back(HandOverPortSockets());
+    notes_log_ = std::make_unique<sidecar::AsyncDecisionLog>(fcntl(log_fd_, F_DUPFD_CLOEXEC, 3));
+    absl::StatusOr<int> notes_feed = decision_feed_->NewWriterEnd();
+    if (!notes_feed.ok()) return Refuse(std::string(notes_feed.status().message()));
+    notes_log_->AttachFeed(*notes_feed);
+  }
   for (const auto& [on, name, kind, argv] :
        {std::tuple{filesystem_on_, "leash-fswatch", leash::v1::SIDECAR_KIND_FSWATCH,
                    FswatchArgv()},
@@ -758,6 +932,7 @@ std::optional<int> Daemon::StartSidecars() {
     spec.argv.push_back(
         absl::StrCat("--decision-feed-fd={fd:", spec.inherited_fds.size(), "}"));
     spec.inherited_fds.push_back(*feed);
+    if (kind == leash::v1::SIDECAR_KIND_PROXY) proxy_spec_ = spec;
     if (kind == leash::v1::SIDECAR_KIND_FSWATCH) {
       spec.standby_args = {"--standby", "--ready-fd={ready_fd}"};
       spec.takeover_signal = sidecar::TakeOverSignal();

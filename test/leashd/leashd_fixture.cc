@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "grpcpp/grpcpp.h"
 
@@ -91,15 +92,22 @@ absl::Status LeashdInstance::WaitUntilUp() {
   return absl::OkStatus();
 }
 
-absl::Status LeashdInstance::Relaunch() {
+absl::Status LeashdInstance::Relaunch(const std::vector<int>& pass_fds,
+                                      const std::vector<std::string>& fd_names) {
   if (process_.Running()) {
     return absl::FailedPreconditionError("Relaunch: the previous leashd is still running");
   }
   // Appended to the same log: the first run's lines stay readable above the second's.
   const std::string log = dir_->Join("leashd.log");
-  std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$@\" >>\"$0\" 2>&1", log};
+  // The shell's pid is leashd's: every step after it execs.
+  const std::string listen =
+      pass_fds.empty() ? ""
+                       : absl::StrCat("LISTEN_PID=$$ LISTEN_FDS=", pass_fds.size(),
+                                      " LISTEN_FDNAMES='", absl::StrJoin(fd_names, ":"), "' ");
+  std::vector<std::string> argv = {"/bin/sh", "-c",
+                                   absl::StrCat(listen, "exec \"$@\" >>\"$0\" 2>&1"), log};
   argv.insert(argv.end(), argv_.begin(), argv_.end());
-  absl::StatusOr<Background> process = Background::Start(argv);
+  absl::StatusOr<Background> process = Background::Start(argv, "", pass_fds);
   if (!process.ok()) return process.status();
   process_ = *std::move(process);
   stopped_ = false;

@@ -45,7 +45,11 @@ class LeashdInstance {
   bool stopped() const { return stopped_; }
   // Starts leashd again with the same command line (folders, config, namespace) once the
   // previous process has gone, however it went; returns once the admin socket answers.
-  absl::Status Relaunch();
+  // With `pass_fds`: as systemd starts a service again with its file-descriptor store: they
+  // are descriptors 3.. of the new leashd, with LISTEN_FDS, LISTEN_FDNAMES (`fd_names`, joined
+  // by ':') and LISTEN_PID (the new process) set.
+  absl::Status Relaunch(const std::vector<int>& pass_fds = {},
+                        const std::vector<std::string>& fd_names = {});
   // The command line leashd was started with: a second leashd on the same folders.
   const std::vector<std::string>& argv() const { return argv_; }
   // `leash <args>` against this instance (config and socket filled in), as root.

@@ -10,6 +10,15 @@
 //   port_squatter hold ADDRESS PORT
 //       Binds and listens there (SO_REUSEADDR): "listening", or "error <ERRNO>"; answers each
 //       connection with "squatter" until SIGTERM, then prints "served=<n>".
+//   port_squatter holdall FIRST LAST
+//       Binds every port FIRST..LAST on 127.0.0.1, TCP (listening) and UDP, and keeps them:
+//       "holding tcp=<n> udp=<n>" once done; at SIGTERM closes them all and prints
+//       "served=<connections queued on them>".
+//   port_squatter udpecho ADDRESS PORT
+//       A UDP server: "listening", answers each datagram with "echo" until SIGTERM, then prints
+//       "served=<n>".
+//   port_squatter udpsend ADDRESS PORT
+//       Sends one datagram there: "answered", "silent" (nothing within 2 s), or "error <ERRNO>".
 //   port_squatter connect ADDRESS PORT
 //       Connects and sends an HTTP request for blocked.example; prints "refused" (the
 //       connection was reset before it was established: no listener took it), or "judged"
@@ -18,6 +27,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +38,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -146,6 +157,91 @@ int Hold(const char* address, uint16_t port) {
   return 0;
 }
 
+int HoldAll(uint16_t first, uint16_t last) {
+  rlimit limit{};
+  getrlimit(RLIMIT_NOFILE, &limit);
+  limit.rlim_cur = limit.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &limit);
+  std::vector<int> listeners, datagrams;
+  for (uint32_t port = first; port <= last; ++port) {
+    sockaddr_storage storage;
+    const socklen_t length = Fill("127.0.0.1", AF_INET, static_cast<uint16_t>(port), &storage);
+    const int tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    const int one = 1;
+    setsockopt(tcp, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(tcp, reinterpret_cast<sockaddr*>(&storage), length) == 0 && listen(tcp, 16) == 0) {
+      listeners.push_back(tcp);
+    } else {
+      close(tcp);
+    }
+    const int udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (bind(udp, reinterpret_cast<sockaddr*>(&storage), length) == 0) {
+      datagrams.push_back(udp);
+    } else {
+      close(udp);
+    }
+  }
+  std::printf("holding tcp=%zu udp=%zu\n", listeners.size(), datagrams.size());
+  std::fflush(stdout);
+  while (!stop) pause();
+  int served = 0;
+  for (int fd : listeners) {
+    while (true) {
+      const int client = accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (client < 0) break;
+      ++served;
+      close(client);
+    }
+    close(fd);
+  }
+  for (int fd : datagrams) close(fd);
+  std::printf("served=%d\n", served);
+  return 0;
+}
+
+int UdpEcho(const char* address, uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage storage;
+  const socklen_t length = Fill(address, AF_INET, port, &storage);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&storage), length) != 0) {
+    std::printf("error %s\n", ErrnoName(errno));
+    return 0;
+  }
+  std::printf("listening\n");
+  std::fflush(stdout);
+  int served = 0;
+  while (!stop) {
+    pollfd wait{fd, POLLIN, 0};
+    if (poll(&wait, 1, 100) <= 0) continue;
+    char buffer[512];
+    sockaddr_storage peer;
+    socklen_t peer_length = sizeof(peer);
+    if (recvfrom(fd, buffer, sizeof(buffer), 0, reinterpret_cast<sockaddr*>(&peer),
+                 &peer_length) < 0) {
+      continue;
+    }
+    ++served;
+    (void)sendto(fd, "echo", 4, 0, reinterpret_cast<sockaddr*>(&peer), peer_length);
+  }
+  std::printf("served=%d\n", served);
+  return 0;
+}
+
+int UdpSend(const char* address, uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  timeval timeout{2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  sockaddr_storage storage;
+  const socklen_t length = Fill(address, AF_INET, port, &storage);
+  if (sendto(fd, "ping", 4, 0, reinterpret_cast<sockaddr*>(&storage), length) < 0) {
+    std::printf("error %s\n", ErrnoName(errno));
+    return 0;
+  }
+  char reply[16];
+  std::printf(recv(fd, reply, sizeof(reply), 0) > 0 ? "answered\n" : "silent\n");
+  return 0;
+}
+
 int Connect(const char* address, uint16_t port) {
   const int family = std::strchr(address, ':') != nullptr ? AF_INET6 : AF_INET;
   const int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -189,8 +285,12 @@ int main(int argc, char** argv) {
     if (mode == "loop") return Loop(static_cast<uint16_t>(a), static_cast<uint16_t>(b));
     if (mode == "hold") return Hold(argv[2], static_cast<uint16_t>(b));
     if (mode == "connect") return Connect(argv[2], static_cast<uint16_t>(b));
+    if (mode == "holdall") return HoldAll(static_cast<uint16_t>(a), static_cast<uint16_t>(b));
+    if (mode == "udpecho") return UdpEcho(argv[2], static_cast<uint16_t>(b));
+    if (mode == "udpsend") return UdpSend(argv[2], static_cast<uint16_t>(b));
   }
   std::fprintf(stderr,
-               "usage: port_squatter loop FIRST LAST | hold ADDRESS PORT | connect ADDRESS PORT\n");
+               "usage: port_squatter loop FIRST LAST | hold ADDRESS PORT | holdall FIRST LAST | "
+               "udpecho ADDRESS PORT | udpsend ADDRESS PORT | connect ADDRESS PORT\n");
   return 2;
 }

@@ -5,15 +5,23 @@
 // while a new subject is onboarded, and across a leashd restart. Every subject's connection is
 // then checked to be judged by its listener (accepted, decided and logged), not refused.
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
+#include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -101,8 +109,11 @@ class ProxyPortsTest : public RootTest {
     ASSERT_NE(agent, nullptr);
     agents_[suffix] = agent;
     // A running leashd learns of it as of a useradd on the host.
-    if (leashd_ != nullptr) {
+    if (leashd_ != nullptr && !leashd_->stopped()) {
       ASSERT_TRUE(leashd_->PublishAccounts().ok());
+    } else if (leashd_ != nullptr) {
+      // Stopped: nothing has the view mounted, so its files are written for the next start.
+      ASSERT_TRUE(view_->Wrap({}).ok());
     }
   }
 
@@ -227,6 +238,36 @@ class ProxyPortsTest : public RootTest {
           absl::Seconds(10)))
           << agent->name() << "\n" << ReadAll(files_->Join("decisions.jsonl"));
     }
+  }
+
+  // `port_squatter <mode> <args>` as the squatter account in the namespace, in the background,
+  // once its log starts with `ready`; the log's path.
+  std::string StartSquatter(const std::vector<std::string>& args, const std::string& ready) {
+    const std::string log = files_->Join(absl::StrCat("squatter-", loops_.size()));
+    std::vector<std::string> argv = {RunfilePath("test/leashd/port_squatter")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    absl::StatusOr<Background> started = Background::Start(ns_->Exec(squatter_->AsUser(argv)), log);
+    EXPECT_TRUE(started.ok()) << started.status();
+    if (!started.ok()) return log;
+    loops_.push_back(*std::move(started));
+    EXPECT_TRUE(WaitFor([&] { return absl::StartsWith(ReadAll(log), ready); }, absl::Seconds(30)))
+        << ReadAll(log);
+    return log;
+  }
+
+  // Ends the background squatter process `index` and returns what it printed.
+  std::string StopSquatter(size_t index, const std::string& log) {
+    loops_[index].Signal(SIGTERM);
+    EXPECT_TRUE(loops_[index].Wait(absl::Seconds(10)).ok());
+    return ReadAll(log);
+  }
+
+  // `port_squatter udpsend` as `account`.
+  std::string UdpSendAs(const TestAccount& account, const std::string& address, uint16_t port) {
+    auto run = ns_->Run(account.AsUser(
+        {RunfilePath("test/leashd/port_squatter"), "udpsend", address, absl::StrCat(port)}));
+    if (!run.ok()) return run.status().ToString();
+    return std::string(absl::StripAsciiWhitespace(run->out));
   }
 
   std::string tag_;
@@ -400,6 +441,227 @@ TEST_F(ProxyPortsTest, TheSingleSubjectPortWonDuringARestartFailsClosed) {
   EXPECT_TRUE(loops_.back().Wait(absl::Seconds(10)).ok());
   loops_.clear();
   EXPECT_THAT(ReadAll(hold_log), HasSubstr("served=0")) << "the subject reached the squatter";
+}
+
+// A subject that cannot get a proxy port (another account held every port of the range,
+// TCP and UDP, while leashd was stopped) still gets a chain: the refuse-all one. Its TCP and its
+// UDP (DNS among it) to a server in the namespace never get there; `leash status` says it is
+// refused and names who holds the ports (UID and PID) and leashd's log says so too; and once the holder lets go, the next
+// reconcile gives it a port and its policy, with no restart (leashd takes the freed ports back
+// before that pass). The agent that had a port before
+// the squat (its listener now cannot bind) comes back the same way.
+TEST_F(ProxyPortsTest, APortlessSubjectIsRefusedAndRecoversOnTheNextReconcile) {
+  ASSERT_NO_FATAL_FAILURE(AddAgent("a"));
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  ASSERT_NO_FATAL_FAILURE(WaitForAgentsEnforced());
+  ASSERT_TRUE(leashd_->Stop().ok());
+  // While leashd is stopped: the squatter takes every port, and a new agent appears.
+  const std::string hold_log = StartSquatter({"holdall", "18000", "18999"}, "holding ");
+  ASSERT_THAT(ReadAll(hold_log), HasSubstr("holding tcp=1000 udp=1000"));
+  const pid_t holder = loops_.back().pid();
+  const size_t hold_index = loops_.size() - 1;
+  ASSERT_NO_FATAL_FAILURE(AddAgent("b"));
+  // Servers the agents aim at, off loopback: TCP 8080 and UDP 5353.
+  const std::string tcp_log = StartSquatter({"hold", "192.0.2.11", "8080"}, "listening");
+  const size_t tcp_index = loops_.size() - 1;
+  const std::string udp_log = StartSquatter({"udpecho", "192.0.2.11", "5353"}, "listening");
+  const size_t udp_index = loops_.size() - 1;
+  ASSERT_TRUE(leashd_->Relaunch().ok()) << leashd_->Log();
+
+  const TestAccount& b = *agents_["b"];
+  leash::v1::SubjectStatus status = Subjects()[b.name()];
+  EXPECT_NE(status.state(), "enforced");
+  EXPECT_THAT(status.detail(), HasSubstr("refused: no proxy port for it"));
+  EXPECT_THAT(status.detail(), HasSubstr(absl::StrCat("uid ", squatter_->uid())));
+  EXPECT_THAT(status.detail(), HasSubstr(absl::StrCat("pid ", holder)));
+  EXPECT_THAT(status.detail(), HasSubstr("tcp 18000-18999"));
+  EXPECT_THAT(leashd_->Log(), HasSubstr(absl::StrCat("uid ", squatter_->uid())));
+  // The decision log says it too: a critical network block under b's UID naming the holder.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        for (absl::string_view line :
+             absl::StrSplit(ReadAll(files_->Join("decisions.jsonl")), '\n')) {
+          if (absl::StrContains(line, absl::StrCat("\"uid\":", b.uid())) &&
+              absl::StrContains(line, "refused: no proxy port") &&
+              absl::StrContains(line, absl::StrCat("pid ", holder)) &&
+              absl::StrContains(line, "critical")) {
+            return true;
+          }
+        }
+        return false;
+      },
+      absl::Seconds(10)))
+      << ReadAll(files_->Join("decisions.jsonl"));
+  for (const auto& [suffix, agent] : agents_) {
+    EXPECT_EQ(ConnectAs(*agent, "192.0.2.11", 8080), "refused") << agent->name();
+    // Dropped at its chain: sendto fails (EPERM) or nothing comes back.
+    EXPECT_NE(UdpSendAs(*agent, "192.0.2.11", 5353), "answered") << agent->name();
+  }
+  EXPECT_THAT(StopSquatter(tcp_index, tcp_log), HasSubstr("served=0"))
+      << "a refused subject's TCP reached the server";
+  EXPECT_THAT(StopSquatter(udp_index, udp_log), HasSubstr("served=0"))
+      << "a refused subject's UDP reached the server";
+  EXPECT_THAT(StopSquatter(hold_index, hold_log), HasSubstr("served=0"))
+      << "a subject was redirected to the squatter";
+
+  // The squatter has let go: the next reconcile brings every subject back, no restart.
+  const uint64_t passes = leashd_->Status()->reconcile_passes();
+  ASSERT_TRUE(leashd_->Sighup().ok());
+  ASSERT_TRUE(leashd_->WaitForPasses(passes + 1, absl::Seconds(60)).ok());
+  ASSERT_NO_FATAL_FAILURE(WaitForAgentsEnforced());
+  EXPECT_NE(Subjects()[b.name()].port(), 0u);
+  ExpectEveryAgentJudged();
+}
+
+// The notify socket systemd gives a Type=notify service, played by the test: it keeps every
+// descriptor sent with FDSTORE=1 (by FDNAME), as systemd's file-descriptor store does, and
+// hands them back on the next start.
+class FakeFdStore {
+ public:
+  explicit FakeFdStore(const std::string& path) : path_(path) {
+    fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", path.c_str());
+    unlink(path.c_str());
+    bound_ = bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+    const timeval tick{0, 200000};  // so the reader sees stop_ without a datagram
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tick, sizeof(tick));
+    const int size = 4 << 20;
+    setsockopt(fd_, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size));
+    reader_ = std::thread([this] { Read(); });
+  }
+  ~FakeFdStore() {
+    stop_ = true;
+    shutdown(fd_, SHUT_RDWR);
+    reader_.join();
+    close(fd_);
+    unlink(path_.c_str());
+    for (int fd : fds_) close(fd);
+  }
+  bool bound() const { return bound_; }
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return fds_.size();
+  }
+  std::vector<int> fds() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return fds_;
+  }
+  std::vector<std::string> names() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return names_;
+  }
+
+ private:
+  void Read() {
+    std::vector<char> control(CMSG_SPACE(sizeof(int) * 253));
+    while (!stop_) {
+      char text[4096];
+      iovec iov{text, sizeof(text) - 1};
+      msghdr message{};
+      message.msg_iov = &iov;
+      message.msg_iovlen = 1;
+      message.msg_control = control.data();
+      message.msg_controllen = control.size();
+      const ssize_t n = recvmsg(fd_, &message, MSG_CMSG_CLOEXEC);
+      if (n <= 0) continue;
+      text[n] = '\0';
+      std::vector<int> received;
+      for (cmsghdr* h = CMSG_FIRSTHDR(&message); h != nullptr; h = CMSG_NXTHDR(&message, h)) {
+        if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
+        const size_t count = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        const int* data = reinterpret_cast<const int*>(CMSG_DATA(h));
+        received.assign(data, data + count);
+      }
+      std::string name = "stored";
+      bool store = false;
+      for (absl::string_view line : absl::StrSplit(text, '\n')) {
+        if (line == "FDSTORE=1") store = true;
+        if (absl::ConsumePrefix(&line, "FDNAME=")) name = std::string(line);
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      for (int fd : received) {
+        if (!store) {
+          close(fd);
+          continue;
+        }
+        // systemd keeps one copy of a kernel object: a descriptor sent twice is dropped.
+        struct stat mine, theirs;
+        bool duplicate = false;
+        fstat(fd, &theirs);
+        for (int kept : fds_) {
+          if (fstat(kept, &mine) == 0 && mine.st_ino == theirs.st_ino &&
+              mine.st_dev == theirs.st_dev) {
+            duplicate = true;
+            break;
+          }
+        }
+        if (duplicate) {
+          close(fd);
+          continue;
+        }
+        fds_.push_back(fd);
+        names_.push_back(name);
+      }
+    }
+  }
+
+  const std::string path_;
+  int fd_ = -1;
+  bool bound_ = false;
+  std::atomic<bool> stop_{false};
+  std::thread reader_;
+  std::mutex mu_;
+  std::vector<int> fds_;
+  std::vector<std::string> names_;
+};
+
+// Under systemd the proxy's ports never leave Leash's hands across a restart: leashd puts every
+// port socket in the service's file-descriptor store, systemd (here, the test) keeps them while
+// leashd is down and passes them to the next leashd (LISTEN_FDS), which takes them back. A
+// squatter binding every port in a loop through the whole restart wins none.
+TEST_F(ProxyPortsTest, UnderSystemdTheFdStoreKeepsEveryPortAcrossARestart) {
+  ASSERT_NO_FATAL_FAILURE(AddAgent("a"));
+  ASSERT_NO_FATAL_FAILURE(AddAgent("b"));
+  rlimit limit{};
+  getrlimit(RLIMIT_NOFILE, &limit);
+  limit.rlim_cur = limit.rlim_max;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &limit), 0);
+  const std::string path = absl::StrCat("/tmp/lnfy-", tag_);
+  FakeFdStore store(path);
+  ASSERT_TRUE(store.bound()) << path;
+  // leashd inherits the test's environment, as a service gets NOTIFY_SOCKET from systemd.
+  setenv("NOTIFY_SOCKET", path.c_str(), 1);
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  unsetenv("NOTIFY_SOCKET");
+  ASSERT_NO_FATAL_FAILURE(WaitForAgentsEnforced());
+  // Every socket leashd holds: TCP and UDP on 127.0.0.1, ::1 and the wildcard.
+  EXPECT_TRUE(WaitFor([&] { return store.size() >= 6000; }, absl::Seconds(30)))
+      << "the store holds " << store.size() << " descriptors\n" << leashd_->Log();
+  ASSERT_EQ(store.size(), 6000u);
+  const std::string log = StartLoop();
+  const int64_t stop_sent = MonotonicNs();
+  ASSERT_TRUE(leashd_->Stop().ok());
+  // The window a restart without the store leaves open: the squatter looping all through it.
+  absl::SleepFor(absl::Milliseconds(300));
+  setenv("NOTIFY_SOCKET", path.c_str(), 1);
+  const absl::Status relaunched = leashd_->Relaunch(store.fds(), store.names());
+  unsetenv("NOTIFY_SOCKET");
+  ASSERT_TRUE(relaunched.ok()) << relaunched;
+  const int64_t new_up = MonotonicNs();
+  ASSERT_NO_FATAL_FAILURE(WaitForAgentsEnforced());
+  const LoopResult loop = StopLoop(log);
+  std::cout << "restart with the fd store: SIGTERM to new leashd answering "
+            << (new_up - stop_sent) / 1000000 << " ms; squatter won " << loop.wins.size()
+            << " binds in " << loop.attempts << " attempts over " << loop.rounds << " rounds\n";
+  EXPECT_GT(loop.rounds, 0u);
+  EXPECT_TRUE(loop.won_lines.empty()) << "the squatter bound " << loop.won_lines.size()
+                                      << " port(s), first: " << loop.won_lines.front();
+  EXPECT_THAT(leashd_->Log(), HasSubstr("took back 6000 proxy port socket(s) from systemd's "
+                                        "file-descriptor store"));
+  EXPECT_THAT(leashd_->Log(), HasSubstr("holding 4000 of 4000 proxy port sockets"));
+  ExpectEveryAgentJudged();
 }
 
 }  // namespace
