@@ -1,12 +1,16 @@
 #include "engine/validate.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "engine/config_defaults.h"
+#include "engine/guarded_ranges.h"
+#include "engine/network_entry.h"
 #include "engine/inert_entries.h"
 #include "engine/path_entry.h"
 
@@ -73,6 +77,45 @@ void CheckDeniesTheFloorHas(const Surface& floor, const Surface& profile, absl::
 
 }  // namespace
 
+namespace {
+
+// The guarded addresses and ranges (engine/guarded_ranges.h) an IP/CIDR allow entry opens to
+// a name: each one the entry holds or lies inside, in the family the matcher reads it in.
+std::vector<std::string> GuardedRangesOpenedBy(const NetworkEntry& entry) {
+  std::vector<std::string> opened;
+  for (const GuardedRangeEntry& range : GuardedRanges()) {
+    if (range.network.family != entry.network.family) continue;
+    const int common = std::min(range.prefix_len, entry.prefix_len);
+    if (!(MaskAddress(range.network, common) == MaskAddress(entry.network, common))) continue;
+    const absl::string_view text = absl::StripPrefix(range.text, "in ");
+    opened.push_back(range.prefix_len == range.network.bit_length()
+                         ? absl::StrCat(FormatIpAddress(range.network), ": ", text)
+                         : std::string(text));
+  }
+  return opened;
+}
+
+void CheckGuardedAllowEntries(const leash::v1::Config& config, absl::string_view source,
+                              std::vector<Finding>& out) {
+  if (config.network().mode() == leash::v1::MODE_BLACKLIST) return;  // allow not consulted
+  for (const std::string& raw : config.network().allow().entries()) {
+    absl::StatusOr<NetworkEntry> entry = ParseNetworkEntry(raw);
+    if (!entry.ok() || entry->kind != NetworkEntry::Kind::kNetwork) continue;
+    const std::vector<std::string> opened = GuardedRangesOpenedBy(*entry);
+    if (opened.empty()) continue;
+    const std::string list = absl::StrJoin(opened, "; ");  // a short fixed table: all of it
+    out.push_back(MakeFinding(
+        leash::v1::SEVERITY_WARNING, source, "network.allow", raw,
+        absl::StrCat("allow entry '", raw, "' opens addresses the proxy's destination guard keeps "
+                     "names away from (", list,
+                     "): a name allowed by another entry that resolves there (DNS rebinding, a "
+                     "zone the agent controls) is connected to as well; keep it only if the agent "
+                     "must reach them")));
+  }
+}
+
+}  // namespace
+
 std::vector<Finding> ValidateProfileDenies(const leash::v1::Config& floor,
                                            const leash::v1::Config& profile,
                                            absl::string_view source) {
@@ -96,6 +139,7 @@ std::vector<Finding> ValidateBlacklistAllow(const leash::v1::Config& config,
 
 std::vector<Finding> ValidateConfig(const leash::v1::Config& config, absl::string_view source) {
   std::vector<Finding> out = ValidateBlacklistAllow(config, source);
+  CheckGuardedAllowEntries(config, source, out);
 
   for (const leash::v1::InertEntry& inert : InertEntries(config)) {
     if (IsInertDeny(inert)) {

@@ -18,7 +18,10 @@ namespace leash::engine {
 //  - an inert deny entry: blocks nothing (critical); an inert allow entry (warning);
 //  - commands in blacklist mode: a copied or renamed binary evades it (warning);
 //  - a fail_mode that is neither closed nor open: treated as closed (warning);
-//  - a surface in audit: it blocks nothing (warning).
+//  - a surface in audit: it blocks nothing (warning);
+//  - an IP/CIDR network allow entry that opens an address or range the proxy's destination
+//    guard keeps names away from (engine/guarded_ranges.h): a name resolving there is then
+//    connected to (warning, naming each, the cloud metadata addresses by what they are).
 std::vector<leash::v1::Finding> ValidateConfig(const leash::v1::Config& config,
                                                absl::string_view source);
 

@@ -183,5 +183,53 @@ TEST(NewBlockingFindings, WritesAndValidateAgree_OnlyErrorsTheWriteAddsCount) {
   EXPECT_TRUE(NewBlockingFindings(after, before).empty());
 }
 
+// An IP/CIDR allow entry is what lets a name lead to a guarded address (the proxy's destination
+// guard yields to it): validate names every guarded address or range an entry opens, the cloud
+// metadata addresses by what they are, whether the entry names one exactly or holds it.
+TEST(Validate, AnAllowEntryOpeningAGuardedAddressIsNamed) {
+  struct Case {
+    const char* entry;
+    std::vector<std::string> named;  // fragments the finding must hold; empty: no finding
+  };
+  const std::vector<Case> cases = {
+      {"168.63.129.16", {"168.63.129.16: Azure's platform address (WireServer)"}},
+      {"169.254.169.254/32", {"169.254.169.254: the cloud metadata address"}},
+      {"[fd00:ec2::254]:80", {"fd00:ec2::254: the cloud metadata address"}},
+      {"100.64.0.0/10",
+       {"100.100.100.200: the Alibaba Cloud metadata address", "shared (carrier-grade NAT)"}},
+      {"0.0.0.0/0",
+       {"169.254.169.254: the cloud metadata address", "168.63.129.16: Azure's platform address",
+        "loopback 127.0.0.0/8"}},
+      {"10.1.0.0/16", {"private 10.0.0.0/8"}},
+      {"::/0", {"fd00:ec2::254: the cloud metadata address", "loopback address ::1"}},
+      {"192.0.2.0/24", {}},
+      {"168.63.129.17", {}},
+      {"github.com", {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.entry);
+    Config config;
+    config.mutable_network()->set_mode(leash::v1::MODE_WHITELIST);
+    config.mutable_network()->mutable_allow()->add_entries(c.entry);
+    const std::vector<Finding> findings = ValidateConfig(config, "floor");
+    const Finding* found = nullptr;
+    for (const Finding& f : findings) {
+      if (f.field() == "network.allow" && f.entry() == c.entry) found = &f;
+    }
+    if (c.named.empty()) {
+      EXPECT_EQ(found, nullptr) << found->message();
+      continue;
+    }
+    ASSERT_NE(found, nullptr);
+    EXPECT_EQ(found->severity(), leash::v1::SEVERITY_WARNING);
+    EXPECT_EQ(found->source(), "floor");
+    EXPECT_THAT(found->message(), HasSubstr("destination guard"));
+    for (const std::string& fragment : c.named) {
+      EXPECT_THAT(found->message(), HasSubstr(fragment));
+    }
+    EXPECT_FALSE(HasBlockingFinding(findings));
+  }
+}
+
 }  // namespace
 }  // namespace leash::engine

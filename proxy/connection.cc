@@ -305,7 +305,9 @@ void Connection::OnResolved(const ResolveResult& result) {
     if (context_->options.guard_name_destinations &&
         again.matched_on != engine::MatchedOn::kIp) {
       if (!own) own = OwnAddresses(context_->options);  // read once per answer, only when needed
-      if (std::optional<std::string> guarded = GuardNamedAddress(address, *own, policy_->fail_mode())) {
+      if (std::optional<std::string> guarded =
+              GuardNamedAddress(address, original_dst_.port, *own,
+                                context_->options.routes.get(), policy_->fail_mode())) {
         refused.push_back(*std::move(guarded));
         continue;
       }

@@ -2,62 +2,19 @@
 
 #include <array>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
 namespace leash::proxy {
 namespace {
 
+using engine::GuardedRangeEntry;
 using engine::IpAddress;
 
-struct Range {
-  IpAddress network;
-  int prefix_len;
-  GuardedRange range;
-  absl::string_view text;
-};
-
-IpAddress Parse(absl::string_view text) { return *engine::ParseIpAddress(text); }
-
-// Most specific first where ranges nest (the metadata address inside link-local).
-const std::vector<Range>& Ranges() {
-  static const std::vector<Range>* const ranges = new std::vector<Range>{
-      {Parse("169.254.169.254"), 32, GuardedRange::kMetadata, "the cloud metadata address"},
-      {Parse("fd00:ec2::254"), 128, GuardedRange::kMetadata, "the cloud metadata address"},
-      {Parse("0.0.0.0"), 8, GuardedRange::kUnspecified, "in unspecified 0.0.0.0/8"},
-      {Parse("::"), 128, GuardedRange::kUnspecified, "the unspecified address ::"},
-      {Parse("127.0.0.0"), 8, GuardedRange::kLoopback, "in loopback 127.0.0.0/8"},
-      {Parse("::1"), 128, GuardedRange::kLoopback, "the loopback address ::1"},
-      {Parse("169.254.0.0"), 16, GuardedRange::kLinkLocal, "in link-local 169.254.0.0/16"},
-      {Parse("fe80::"), 10, GuardedRange::kLinkLocal, "in link-local fe80::/10"},
-      {Parse("10.0.0.0"), 8, GuardedRange::kPrivate, "in private 10.0.0.0/8"},
-      {Parse("172.16.0.0"), 12, GuardedRange::kPrivate, "in private 172.16.0.0/12"},
-      {Parse("192.168.0.0"), 16, GuardedRange::kPrivate, "in private 192.168.0.0/16"},
-      {Parse("fc00::"), 7, GuardedRange::kPrivate, "in unique-local fc00::/7"},
-      {Parse("fec0::"), 10, GuardedRange::kPrivate, "in site-local fec0::/10"},
-      // Local-use NAT64 (RFC 8215): where the IPv4 address sits depends on the local prefix
-      // length, so the whole range is treated as the site's own.
-      {Parse("64:ff9b:1::"), 48, GuardedRange::kPrivate, "in local-use NAT64 64:ff9b:1::/48"},
-      {Parse("100.64.0.0"), 10, GuardedRange::kSharedSpace,
-       "in shared (carrier-grade NAT) 100.64.0.0/10"},
-      {Parse("224.0.0.0"), 4, GuardedRange::kMulticast, "in multicast 224.0.0.0/4"},
-      {Parse("ff00::"), 8, GuardedRange::kMulticast, "in multicast ff00::/8"},
-      {Parse("240.0.0.0"), 4, GuardedRange::kReserved,
-       "in reserved 240.0.0.0/4 (with the broadcast address 255.255.255.255)"},
-      {Parse("192.0.0.0"), 24, GuardedRange::kReserved,
-       "in IETF protocol assignments 192.0.0.0/24"},
-  };
-  return *ranges;
-}
-
-const Range* RangeOf(const IpAddress& address) {
-  for (const Range& range : Ranges()) {
-    if (range.network.family == address.family &&
-        engine::MaskAddress(address, range.prefix_len) == range.network) {
-      return &range;
-    }
-  }
-  return nullptr;
+const engine::GuardedRangeEntry* RangeOf(const IpAddress& address) {
+  return engine::GuardedRangeOf(address);
 }
 
 IpAddress V4From(const uint8_t* bytes) {
@@ -103,19 +60,54 @@ bool IsHostAddress(const IpAddress& address, absl::Span<const IpAddress> host_ad
   return false;
 }
 
+// What a route of `kind` makes of its address, for a refusal: this host, multicast, or
+// nothing (nullopt).
+std::optional<std::pair<GuardedRange, absl::string_view>> RouteRange(RouteKind kind) {
+  switch (kind) {
+    case RouteKind::kLocal:
+      return std::make_pair(GuardedRange::kThisHost,
+                            absl::string_view("routed to this host (the kernel's route for it is local)"));
+    case RouteKind::kBroadcast:
+      return std::make_pair(GuardedRange::kThisHost,
+                            absl::string_view("a broadcast address of this host's networks (the "
+                                              "kernel's route for it is broadcast)"));
+    case RouteKind::kAnycast:
+      return std::make_pair(GuardedRange::kThisHost,
+                            absl::string_view("an anycast address this host answers for (the "
+                                              "kernel's route for it is anycast)"));
+    case RouteKind::kMulticast:
+      return std::make_pair(GuardedRange::kMulticast,
+                            absl::string_view("routed as multicast (the kernel's route for it is "
+                                              "multicast)"));
+    case RouteKind::kRemote:
+    case RouteKind::kNoRoute:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
+std::vector<IpAddress> RoutedForms(const IpAddress& address) {
+  std::vector<IpAddress> forms = {engine::UnmapV4(address)};
+  if (forms.front().family == IpAddress::Family::kV6) {
+    if (std::optional<IpAddress> carried = CarriedV4(address)) forms.push_back(*carried);
+  }
+  return forms;
+}
+
 Classification ClassifyDestination(const IpAddress& address,
-                                   absl::Span<const IpAddress> host_addresses) {
+                                   absl::Span<const IpAddress> host_addresses,
+                                   absl::Span<const RoutedAddress> routes) {
   Classification result;
-  if (const Range* range = RangeOf(address)) {
+  if (const GuardedRangeEntry* range = RangeOf(address)) {
     result.range = range->range;
     result.range_text = range->text;
     return result;
   }
   const std::optional<IpAddress> carried = CarriedV4(address);
   if (carried) {
-    if (const Range* range = RangeOf(*carried)) {
+    if (const GuardedRangeEntry* range = RangeOf(*carried)) {
       result.range = range->range;
       result.range_text = range->text;
       result.carried_v4 = carried;
@@ -127,6 +119,22 @@ Classification ClassifyDestination(const IpAddress& address,
     result.range = GuardedRange::kThisHost;
     result.range_text = "an address of this host's own interfaces";
     if (carried && !IsHostAddress(address, host_addresses)) result.carried_v4 = carried;
+    return result;
+  }
+  // The kernel's routes, the address itself first: "this host" is what it routes locally.
+  const IpAddress unmapped = engine::UnmapV4(address);
+  for (const bool own_form : {true, false}) {
+    for (const RoutedAddress& routed : routes) {
+      if ((routed.address == unmapped) != own_form) continue;
+      if (!own_form && !(carried && routed.address == *carried)) continue;
+      if (std::optional<std::pair<GuardedRange, absl::string_view>> found =
+              RouteRange(routed.kind)) {
+        result.range = found->first;
+        result.range_text = found->second;
+        if (!own_form) result.carried_v4 = carried;
+        return result;
+      }
+    }
   }
   return result;
 }
@@ -138,9 +146,10 @@ std::string ExactAddressEntry(const IpAddress& address) {
 
 std::optional<std::string> GuardNameDestination(const IpAddress& address,
                                                 bool allowed_by_address_entry,
-                                                absl::Span<const IpAddress> host_addresses) {
+                                                absl::Span<const IpAddress> host_addresses,
+                                                absl::Span<const RoutedAddress> routes) {
   if (allowed_by_address_entry) return std::nullopt;
-  const Classification found = ClassifyDestination(address, host_addresses);
+  const Classification found = ClassifyDestination(address, host_addresses, routes);
   if (found.range == GuardedRange::kPublic) return std::nullopt;
   std::string reason = engine::FormatIpAddress(address);
   if (found.carried_v4) {

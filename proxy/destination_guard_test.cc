@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "engine/network_entry.h"
 #include "gtest/gtest.h"
 
@@ -71,7 +72,7 @@ TEST(DestinationGuardTest, ClassifiesEveryRangeInEveryForm) {
       {"2002:a9fe:a9fe::", GuardedRange::kMetadata, "169.254.169.254"},
       // Link-local.
       {"169.254.0.1", GuardedRange::kLinkLocal, ""},
-      {"169.254.169.253", GuardedRange::kLinkLocal, ""},
+      {"169.254.169.252", GuardedRange::kLinkLocal, ""},
       {"fe80::1", GuardedRange::kLinkLocal, ""},
       {"febf::1", GuardedRange::kLinkLocal, ""},
       {"::ffff:169.254.1.1", GuardedRange::kLinkLocal, "169.254.1.1"},
@@ -83,7 +84,7 @@ TEST(DestinationGuardTest, ClassifiesEveryRangeInEveryForm) {
       {"192.168.1.1", GuardedRange::kPrivate, ""},
       {"fc00::1", GuardedRange::kPrivate, ""},
       {"fd12:3456::1", GuardedRange::kPrivate, ""},
-      {"fd00:ec2::253", GuardedRange::kPrivate, ""},  // beside the metadata address
+      {"fd00:ec2::252", GuardedRange::kPrivate, ""},  // beside the metadata addresses
       {"fec0::1", GuardedRange::kPrivate, ""},
       {"64:ff9b:1::a00:1", GuardedRange::kPrivate, ""},
       {"::ffff:10.1.2.3", GuardedRange::kPrivate, "10.1.2.3"},
@@ -94,7 +95,7 @@ TEST(DestinationGuardTest, ClassifiesEveryRangeInEveryForm) {
       // Shared address space.
       {"100.64.0.1", GuardedRange::kSharedSpace, ""},
       {"100.127.255.255", GuardedRange::kSharedSpace, ""},
-      {"100.100.100.200", GuardedRange::kSharedSpace, ""},  // a cloud's metadata inside it
+      {"100.100.100.201", GuardedRange::kSharedSpace, ""},  // beside a cloud's metadata
       {"::ffff:100.64.0.1", GuardedRange::kSharedSpace, "100.64.0.1"},
       // Multicast, reserved, broadcast.
       {"224.0.0.1", GuardedRange::kMulticast, ""},
@@ -177,6 +178,113 @@ TEST(DestinationGuardTest, ExactEntriesParseAsEntriesOfOneAddress) {
     EXPECT_EQ(entry->network, engine::UnmapV4(Ip(address)));
     EXPECT_EQ(entry->prefix_len, entry->network.bit_length());
   }
+}
+
+// Every documented instance-metadata and platform address of the large clouds is guarded, named
+// for what it is, in every IPv6 form that carries it; an explicit IP entry still allows each.
+TEST(DestinationGuardTest, EveryCloudMetadataAddressIsGuardedUnlessAnIpEntryNamesIt) {
+  struct Case {
+    const char* address;
+    const char* text;
+  };
+  const std::vector<Case> cases = {
+      {"169.254.169.254", "the cloud metadata address"},  // AWS, GCP, Azure, OCI, DO, IBM
+      {"fd00:ec2::254", "the cloud metadata address"},    // AWS over IPv6
+      {"169.254.169.253", "the AWS VPC DNS resolver address"},
+      {"fd00:ec2::253", "the AWS VPC DNS resolver address"},
+      {"169.254.169.123", "the Amazon Time Sync Service address"},
+      {"fd00:ec2::123", "the Amazon Time Sync Service address"},
+      {"169.254.170.2", "the Amazon ECS task metadata and credentials address"},
+      {"168.63.129.16", "Azure's platform address (WireServer)"},  // public space
+      {"100.100.100.200", "the Alibaba Cloud metadata address"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.address);
+    const IpAddress address = Ip(c.address);
+    const Classification found = ClassifyDestination(address, {});
+    EXPECT_EQ(found.range, GuardedRange::kMetadata) << found.range_text;
+    EXPECT_TRUE(absl::StartsWith(found.range_text, c.text)) << found.range_text;
+    const std::optional<std::string> refused = GuardNameDestination(address, false, {});
+    ASSERT_TRUE(refused.has_value());
+    EXPECT_TRUE(absl::StartsWith(*refused, absl::StrCat(c.address, " is ", c.text))) << *refused;
+    EXPECT_TRUE(absl::StrContains(*refused, "leash net allow " + ExactAddressEntry(address)))
+        << *refused;
+    EXPECT_EQ(GuardNameDestination(address, /*allowed_by_address_entry=*/true, {}), std::nullopt);
+    if (address.family == IpAddress::Family::kV4) {
+      for (const std::string& form :
+           {absl::StrCat("::ffff:", c.address), absl::StrCat("64:ff9b::", c.address)}) {
+        const Classification carried = ClassifyDestination(Ip(form), {});
+        EXPECT_EQ(carried.range, GuardedRange::kMetadata) << form;
+        ASSERT_TRUE(carried.carried_v4.has_value()) << form;
+        EXPECT_EQ(engine::FormatIpAddress(*carried.carried_v4), c.address);
+      }
+    }
+  }
+  // Public addresses beside them stay public.
+  for (const char* address : {"168.63.129.15", "168.63.129.17", "168.63.130.16"}) {
+    EXPECT_EQ(ClassifyDestination(Ip(address), {}).range, GuardedRange::kPublic) << address;
+  }
+}
+
+// "This host" is what the kernel routes locally: each route kind, for the address itself and
+// for the IPv4 address an IPv6 form carries.
+TEST(DestinationGuardTest, ClassifiesByTheKernelsRoutePerRouteKind) {
+  struct Case {
+    RouteKind kind;
+    GuardedRange range;
+    const char* text;  // the start of the range text, or "" when public
+  };
+  const std::vector<Case> cases = {
+      {RouteKind::kLocal, GuardedRange::kThisHost,
+       "routed to this host (the kernel's route for it is local)"},
+      {RouteKind::kBroadcast, GuardedRange::kThisHost, "a broadcast address of this host's"},
+      {RouteKind::kAnycast, GuardedRange::kThisHost, "an anycast address this host answers for"},
+      {RouteKind::kMulticast, GuardedRange::kMulticast, "routed as multicast"},
+      {RouteKind::kRemote, GuardedRange::kPublic, ""},
+      {RouteKind::kNoRoute, GuardedRange::kPublic, ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(RouteKindName(c.kind));
+    for (const char* text : {"192.0.2.225", "2001:db8:ab::5"}) {
+      const IpAddress address = Ip(text);
+      ASSERT_EQ(RoutedForms(address).size(), 1u);
+      const RoutedAddress routed[] = {{address, c.kind}};
+      const Classification found = ClassifyDestination(address, Host(), routed);
+      EXPECT_EQ(found.range, c.range) << text;
+      EXPECT_TRUE(absl::StartsWith(found.range_text, c.text)) << text << ": " << found.range_text;
+      EXPECT_FALSE(found.carried_v4.has_value()) << text;
+      // Without the route the same address is public: the interface list does not hold it.
+      EXPECT_EQ(ClassifyDestination(address, Host()).range, GuardedRange::kPublic) << text;
+    }
+    // An IPv4-mapped address is routed as the IPv4 address it is.
+    const std::vector<IpAddress> mapped = RoutedForms(Ip("::ffff:192.0.2.225"));
+    ASSERT_EQ(mapped.size(), 1u);
+    EXPECT_EQ(mapped.front(), Ip("192.0.2.225"));
+    const RoutedAddress mapped_routes[] = {{Ip("192.0.2.225"), c.kind}};
+    EXPECT_EQ(ClassifyDestination(Ip("::ffff:192.0.2.225"), Host(), mapped_routes).range, c.range);
+    // NAT64 and 6to4 forms: the IPv6 address is routed off the host, the IPv4 one it carries
+    // (which a translator here would deliver to) by the kind under test.
+    for (const char* form : {"64:ff9b::c000:2e1", "2002:c000:2e1::1"}) {
+      const std::vector<IpAddress> forms = RoutedForms(Ip(form));
+      ASSERT_EQ(forms.size(), 2u) << form;
+      EXPECT_EQ(forms[1], Ip("192.0.2.225")) << form;
+      const RoutedAddress routed[] = {{forms[0], RouteKind::kRemote}, {forms[1], c.kind}};
+      const Classification found = ClassifyDestination(Ip(form), Host(), routed);
+      EXPECT_EQ(found.range, c.range) << form;
+      EXPECT_EQ(found.carried_v4.has_value(), c.range != GuardedRange::kPublic) << form;
+    }
+  }
+  const RoutedAddress local[] = {{Ip("192.0.2.225"), RouteKind::kLocal}};
+  const std::optional<std::string> refused =
+      GuardNameDestination(Ip("192.0.2.225"), false, Host(), local);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(*refused,
+            "192.0.2.225 is routed to this host (the kernel's route for it is local), where a "
+            "name never leads on its own; an IP allow entry of this subject allows it: add "
+            "'192.0.2.225/32' to its network.allow (leash net allow 192.0.2.225/32)");
+  EXPECT_EQ(GuardNameDestination(Ip("192.0.2.225"), /*allowed_by_address_entry=*/true, Host(),
+                                 local),
+            std::nullopt);
 }
 
 }  // namespace

@@ -328,7 +328,8 @@ class DnsFilter::Exchange final : public EventLoop::Handler,
       if (by_address.allowed() && by_address.matched_on == engine::MatchedOn::kIp) continue;
       if (!own) own = OwnAddresses(context()->options);  // read once per answer, when needed
       if (std::optional<std::string> guarded =
-              GuardNamedAddress(*record.address, *own, policy_->fail_mode())) {
+              GuardNamedAddress(*record.address, /*port=*/0, *own,
+                                context()->options.routes.get(), policy_->fail_mode())) {
         return guarded;
       }
     }

@@ -30,6 +30,7 @@
 #include "proxy/testing/client_hello_builder.h"
 #include "proxy/testing/dns_wire.h"
 #include "proxy/testing/fake_original_dst.h"
+#include "proxy/testing/fake_route_lookup.h"
 #include "proxy/testing/fake_socket_owner.h"
 #include "proxy/testing/loop_thread.h"
 #include "proxy/testing/recording_sink.h"
@@ -398,6 +399,48 @@ TEST_F(ListenerManagerTest, TheGuardWithoutThisHostsAddressesFailsClosed) {
   EXPECT_TRUE(absl::StrContains(NthRecord(1).reason(), "127.0.0.2 is in loopback 127.0.0.0/8"))
       << NthRecord(1).reason();
   EXPECT_EQ(local.accepted(), 0);
+}
+
+// The guard asks the kernel's routes of an address the ranges and the interface list pass: an
+// address routed locally (an AnyIP range, on no interface) is refused with the route named; a
+// lookup that fails refuses under fail_mode: closed, and under open the connection goes on.
+TEST_F(ListenerManagerTest, TheGuardRefusesAnAddressRoutedLocallyAndFailsClosedWithoutARoute) {
+  ProxyOptions options = Options();
+  options.guard_name_destinations = true;
+  absl::StatusOr<std::unique_ptr<HostAddresses>> host = HostAddresses::Open();
+  ASSERT_TRUE(host.ok()) << host.status();
+  options.host_addresses = std::move(*host);
+  auto routes = std::make_shared<testing::FakeRouteLookup>();
+  routes->AddRoute(*engine::ParseIpAddress("198.51.100.0"), 24, RouteKind::kLocal);
+  routes->FailFor(*engine::ParseIpAddress("203.0.113.9"),
+                  absl::UnavailableError("RTM_GETROUTE: Invalid argument"));
+  options.routes = routes;
+  RestartWith(options);
+  SetDns("anyip.test", {"198.51.100.7"});
+  SetDns("unknown.test", {"203.0.113.9"});
+  constexpr char kAllow[] =
+      R"pb(network { mode: MODE_WHITELIST allow { entries: "anyip.test" entries: "unknown.test" } })pb";
+  Apply({Subject(kUidA, kAllow), Subject(kUidB, absl::StrCat(R"pb(fail_mode: "open" )pb", kAllow))});
+  EXPECT_TRUE(Exchange(kUidA, Addr("192.0.2.10", 8080), Http("anyip.test")).reset);
+  EXPECT_TRUE(absl::StrContains(
+      NthRecord(0).reason(),
+      "198.51.100.7 is routed to this host (the kernel's route for it is local), where a name "
+      "never leads on its own; an IP allow entry of this subject allows it: add "
+      "'198.51.100.7/32' to its network.allow (leash net allow 198.51.100.7/32)"))
+      << NthRecord(0).reason();
+  EXPECT_EQ(NthRecord(0).action(), "block");
+  EXPECT_TRUE(Exchange(kUidA, Addr("192.0.2.10", 8080), Http("unknown.test")).reset);
+  EXPECT_EQ(NthRecord(1).action(), "block");
+  EXPECT_TRUE(absl::StrContains(NthRecord(1).reason(),
+                                "203.0.113.9 cannot be checked against this host's routes "
+                                "(203.0.113.9: RTM_GETROUTE: Invalid argument)"))
+      << NthRecord(1).reason();
+  // Under fail_mode: open the failed lookup is skipped: the connection is allowed and goes to
+  // the resolved address (which does not answer here).
+  Exchange(kUidB, Addr("192.0.2.10", 8080), Http("unknown.test"));
+  EXPECT_EQ(NthRecord(2).action(), "allow") << NthRecord(2).reason();
+  EXPECT_TRUE(absl::StrContains(NthRecord(2).reason(), "connecting to 203.0.113.9:8080"))
+      << NthRecord(2).reason();
 }
 
 TEST_F(ListenerManagerTest, TlsSniAllowedAndBlocked) {

@@ -19,6 +19,7 @@
 #include "proxy/event_loop.h"
 #include "proxy/held_port_sockets.h"
 #include "proxy/host_addresses.h"
+#include "proxy/route_lookup.h"
 #include "proxy/original_dst.h"
 #include "proxy/resolver.h"
 
@@ -56,6 +57,10 @@ struct ProxyOptions {
   // This host's interface addresses, for the guard (loop thread only). Without it the guard
   // cannot check a destination against them, and refuses under fail_mode: closed.
   std::shared_ptr<HostAddresses> host_addresses;
+  // The kernel's routes, for the guard (loop thread only): an address routed to this host (a
+  // `local` route such as AnyIP's, broadcast, anycast) is this host's own too. Without it, or
+  // when a lookup fails, the guard refuses under fail_mode: closed.
+  std::shared_ptr<RouteLookup> routes;
   // DNS over TCP: a connection with no query in flight closes after this long without one.
   absl::Duration dns_tcp_idle_timeout = absl::Seconds(10);
   // Unit tests: a subject on port 0 gets a kernel-chosen port. leashd never sends port 0, and

@@ -26,6 +26,7 @@
 #include "proxy/event_loop.h"
 #include "proxy/held_port_sockets.h"
 #include "proxy/host_addresses.h"
+#include "proxy/netlink_route_lookup.h"
 #include "proxy/listener_manager.h"
 #include "proxy/original_dst.h"
 #include "proxy/resolver.h"
@@ -221,6 +222,13 @@ int RunProxyMain(int argc, char** argv, const SinkFactory& make_sink) {
     return base::kExitStartFailed;
   }
   flags->options.host_addresses = std::move(*host_addresses);
+  absl::StatusOr<std::unique_ptr<NetlinkRouteLookup>> routes = NetlinkRouteLookup::Open();
+  if (!routes.ok()) {
+    std::cerr << "leash-proxy: the destination guard cannot ask this host's routes: "
+              << routes.status().message() << "\n";
+    return base::kExitStartFailed;
+  }
+  flags->options.routes = std::move(*routes);
   KernelOriginalDst original_dst;
   KernelSocketOwner socket_owner;
   ResolverOptions resolver_options;

@@ -80,7 +80,9 @@ class DnsFilterNetnsTest : public ::testing::Test {
                                    {kExfil, {"192.0.2.66"}},
                                    {"metadata.allowed.test", {"169.254.169.254"}},
                                    {"lan.allowed.test", {"192.0.2.12", "10.1.2.3"}},
-                                   {"home.allowed.test", {"127.0.0.1"}}};
+                                   {"home.allowed.test", {"127.0.0.1"}},
+                                   {"anyip.allowed.test", {"192.0.2.225"}},
+                                   {"anyip6.allowed.test", {"2001:db8:ab::5"}}};
       // Sixty addresses: an answer of about 1 KB, more than a UDP asker without EDNS0 takes.
       for (int i = 100; i < 160; ++i) {
         table["big.allowed.test"].push_back(absl::StrCat("192.0.2.", i));
@@ -107,6 +109,16 @@ class DnsFilterNetnsTest : public ::testing::Test {
         if (!other.ok()) return other.status();
         other_local_resolvers_.push_back(other->release());
       }
+    }
+    // AnyIP on the proxy's host: whole ranges delivered here through a route to lo, on no
+    // interface.
+    for (const std::vector<std::string>& argv :
+         {std::vector<std::string>{"ip", "route", "add", "local", "192.0.2.224/27", "dev", "lo"},
+          std::vector<std::string>{"ip", "-6", "route", "add", "local", "2001:db8:ab::/64", "dev",
+                                   "lo"}}) {
+      absl::StatusOr<RunResult> run = bed_->RunAsRoot(argv);
+      if (!run.ok()) return run.status();
+      if (run->exit_code != 0) return absl::InternalError(absl::StrCat(argv[3], ": ", run->out));
     }
     if (absl::Status started = bed_->StartProxy(); !started.ok()) return started;
     return bed_->PublishAndWait(AllSubjects(bed_->Subject(kFiltered, kPolicy))).status();
@@ -228,6 +240,26 @@ TEST_F(DnsFilterNetnsTest, AnAnswerLeadingToAMetadataPrivateOrLoopbackAddressIsR
               ::testing::StartsWith("rcode=5 "))
       << "the CIDR entry names 10/8 only";
   ASSERT_TRUE(bed_->PublishAndWait(AllSubjects(bed_->Subject(kFiltered, kPolicy))).ok());
+}
+
+// An allowed name whose answer holds an address this host has only through a `local` route
+// (AnyIP, IPv4 and IPv6) is answered REFUSED under the agent, the route named: the agent is
+// never told where a local service on the wildcard would answer.
+TEST_F(DnsFilterNetnsTest, AnAnswerLeadingToALocallyRoutedAddressIsRefused) {
+  for (const auto& [name, address] : {std::pair<std::string, std::string>{"anyip.allowed.test",
+                                                                         "192.0.2.225"},
+                                      {"anyip6.allowed.test", "2001:db8:ab::5"}}) {
+    EXPECT_THAT(Dns(kFiltered, {"udp", kResolver, name, address.find(':') == std::string::npos
+                                                            ? "A" : "AAAA"}),
+                ::testing::StartsWith("rcode=5 "))
+        << name;
+    const leash::v1::DecisionRecord record =
+        RecordWith(kFiltered, absl::StrCat("DNS name ", name, " answered with ", address));
+    EXPECT_EQ(record.action(), "block");
+    EXPECT_THAT(record.reason(),
+                ::testing::HasSubstr(address + " is routed to this host (the kernel's route for "
+                                               "it is local)"));
+  }
 }
 
 TEST_F(DnsFilterNetnsTest, AnAllowedNameResolvesOverUdpAndTcp) {

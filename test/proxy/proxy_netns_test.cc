@@ -26,6 +26,8 @@ using proxy::testing::UpstreamServer;
 
 constexpr size_t kA = 0, kB = 1, kC = 2;
 constexpr uint16_t kPortA = 18001, kPortB = 18002, kPortC = 18003;
+// Local services on the wildcard (0.0.0.0 and ::), reached through AnyIP routes.
+constexpr uint16_t kWildcardPortV4 = 8081, kWildcardPortV6 = 8082;
 constexpr char kPolicyA[] =
     R"pb(network { mode: MODE_WHITELIST allow { entries: "allowed-a.test" } })pb";
 constexpr char kPolicyB[] =
@@ -54,7 +56,10 @@ class ProxyNetnsTest : public ::testing::Test {
         "10.20.30.40 private.allowed-a.test\n"
         "127.0.0.1 loopback.allowed-a.test\n"
         "192.0.2.10 own.allowed-a.test\n"
-        "203.0.113.50 late.allowed-a.test\n";
+        "203.0.113.50 late.allowed-a.test\n"
+        // Addresses this host holds only through a `local` route (AnyIP), on no interface.
+        "192.0.2.225 anyip.allowed-a.test\n"
+        "2001:db8:ab::5 anyip6.allowed-a.test\n";
     // A short connect timeout, so a blackholed upstream times out within the test.
     options.proxy_flags = {"--peek-timeout=300ms", "--connect-timeout=2s"};
     options.helpers = {"test/proxy/probe"};
@@ -67,7 +72,11 @@ class ProxyNetnsTest : public ::testing::Test {
               true, {"ip", "addr", "add", "169.254.169.254/32", "dev", "v1"}},
           {true, {"ip", "addr", "add", "10.20.30.40/32", "dev", "v1"}},
           {false, {"ip", "route", "add", "169.254.169.254/32", "dev", "v0"}},
-          {false, {"ip", "route", "add", "10.20.30.40/32", "dev", "v0"}}}) {
+          {false, {"ip", "route", "add", "10.20.30.40/32", "dev", "v0"}},
+          // AnyIP: this host answers for a whole range through one route to lo, with no
+          // interface holding any of its addresses.
+          {false, {"ip", "route", "add", "local", "192.0.2.224/27", "dev", "lo"}},
+          {false, {"ip", "-6", "route", "add", "local", "2001:db8:ab::/64", "dev", "lo"}}}) {
       absl::StatusOr<RunResult> run = (remote ? bed_->remote() : bed_->ns()).Run(argv);
       if (!run.ok()) return run.status();
       if (run->exit_code != 0) {
@@ -105,6 +114,11 @@ class ProxyNetnsTest : public ::testing::Test {
         servers_->push_back(std::make_unique<UpstreamServer>(
             proxy::SocketAddress{*engine::ParseIpAddress("127.0.0.1"), port}));
       }
+      // Services on the wildcard, which answer on every address the host routes locally.
+      servers_->push_back(std::make_unique<UpstreamServer>(
+          proxy::SocketAddress{*engine::ParseIpAddress("0.0.0.0"), kWildcardPortV4}));
+      servers_->push_back(std::make_unique<UpstreamServer>(
+          proxy::SocketAddress{*engine::ParseIpAddress("::"), kWildcardPortV6}));
       for (const auto& server : *servers_) {
         if (!server->ok()) {
           return absl::InternalError(absl::StrCat("cannot serve ", server->Greeting()));
@@ -498,6 +512,50 @@ TEST_F(ProxyNetnsTest, ANameLeadingToAGuardedAddressIsRefusedUnlessAnIpEntryName
       return r.uid() == bed_->uid(kA) && r.subject().domain() == c.name && r.action() == "allow";
     });
     EXPECT_TRUE(absl::StrContains(record.reason(), "connecting to " + c.reached)) << record.reason();
+  }
+  ASSERT_TRUE(bed_->PublishAndWait({bed_->Subject(kA, kPolicyA)}).ok());
+}
+
+// "This host" is what the kernel routes locally: an allowed name leading to an address this
+// host holds only through a `local` route to lo (AnyIP, no interface carries it), IPv4 and
+// IPv6, with a service on the wildcard that would answer there, is refused under the agent's
+// UID with the route named; the exact IP entry the refusal names allows it.
+TEST_F(ProxyNetnsTest, ANameLeadingToALocallyRoutedAddressIsRefused) {
+  struct Case {
+    std::string name;
+    std::string target;  // where the agent aims: allowed by no entry, so the name decides
+    uint16_t port;
+    std::string address;
+    std::string entry;
+    std::string reached;
+  };
+  const std::vector<Case> cases = {
+      {"anyip.allowed-a.test", absl::StrCat("192.0.2.12:", kWildcardPortV4), kWildcardPortV4,
+       "192.0.2.225", "192.0.2.225/32", absl::StrCat("0.0.0.0:", kWildcardPortV4)},
+      {"anyip6.allowed-a.test", absl::StrCat("[2001:db8::12]:", kWildcardPortV6), kWildcardPortV6,
+       "2001:db8:ab::5", "2001:db8:ab::5/128", absl::StrCat("[::]:", kWildcardPortV6)},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const int accepted_before = Server(c.reached).accepted();
+    EXPECT_EQ(Probe(kA, c.target, "http", c.name), "RESET");
+    const leash::v1::DecisionRecord record = RecordFor(kA, c.name, c.port);
+    EXPECT_EQ(record.action(), "block");
+    EXPECT_EQ(record.uid(), bed_->uid(kA));
+    EXPECT_TRUE(absl::StrContains(
+        record.reason(), c.address + " is routed to this host (the kernel's route for it is local)"))
+        << record.reason();
+    EXPECT_TRUE(absl::StrContains(record.reason(), "leash net allow " + c.entry)) << record.reason();
+    EXPECT_EQ(Server(c.reached).accepted(), accepted_before);
+  }
+  std::string allow = "entries: \"allowed-a.test\"";
+  for (const Case& c : cases) absl::StrAppend(&allow, " entries: \"", c.entry, "\"");
+  ASSERT_TRUE(bed_->PublishAndWait(
+                      {bed_->Subject(kA, absl::StrCat("network { mode: MODE_WHITELIST allow { ",
+                                                      allow, " } }"))})
+                  .ok());
+  for (const Case& c : cases) {
+    EXPECT_EQ(Probe(kA, c.target, "http", c.name), "LINE SERVER " + c.reached) << c.name;
   }
   ASSERT_TRUE(bed_->PublishAndWait({bed_->Subject(kA, kPolicyA)}).ok());
 }
