@@ -2,10 +2,25 @@
 // namespace through the setuid helpers newuidmap/newgidmap. A process the agent runs under
 // one of them is still the agent (engine/uid_ranges.h), so discovery reads them on every pass.
 //
-// Each line is "owner:first:count"; the owner is a login name or a numeric UID, and a range
-// belongs to an account when either matches, as newuidmap checks it. A line this parser cannot
-// read is not skipped silently: newuidmap might read it differently, so the owner it names is
-// reported (and leashd denies that subject) rather than guessed at.
+// The files are read the way newuidmap reads them (shadow-utils 4.13, Debian 12's), so that
+// whatever it would grant is confined and nothing it would grant is missed:
+//  - lines as its reader splits them: on '\n', a line cut at its first NUL byte (the rest
+//    joined to what follows), a line of 1024 bytes or more ignored, a line whose owner starts
+//    with '+' or '-' ignored (NIS);
+//  - the first three ':'-separated fields, each non-empty; any field after the third ignored;
+//    no comments ('#' starts an owner like any other byte);
+//  - first and count as strtoul(text, &end, 0) with nothing after the number: leading
+//    whitespace, a sign (a minus negates modulo 2^64), "0x" for hex, a leading 0 for octal;
+//  - the range is first..first+count-1 in 64-bit unsigned arithmetic, as its find_range
+//    computes it, so a count of 0 at first 0 wraps to every ID. Only the part at or below the
+//    last 32-bit ID matters (newuidmap maps no ID above it).
+// Later shadow releases refuse more lines (a fourth field, numbers past 32 bits) and accept no
+// line 4.13 refuses, so this reading is the widest.
+//
+// What "could" be read differently is taken the wider way: a byte of 0x80 or above before a
+// number may be whitespace in a single-byte locale newuidmap was run under, so it is skipped
+// like whitespace and the range counted. Every line that grants nothing under newuidmap is
+// kept (with why), for `leash validate` to show.
 #pragma once
 
 #include <cstdint>
@@ -26,19 +41,23 @@ inline constexpr char kNsswitchPath[] = "/etc/nsswitch.conf";
 
 struct SubordinateIdFile {
   struct Entry {
+    int line = 0;
     std::string owner;
     engine::UidRange range;
+    // Empty when written as useradd writes it ("owner:first:count", plain decimal); else how
+    // newuidmap reads what is written (hex, octal, a sign, a fourth field, a wrap).
+    std::string reading;
   };
-  // A line that is neither a comment, blank, nor a readable range: its number and the owner
-  // field as written (empty when it has no colon).
-  struct BadLine {
+  // A line that newuidmap reads as granting nothing: its number, the owner field as written
+  // (empty when it has no colon), and why.
+  struct IgnoredLine {
     int line = 0;
     std::string owner;
     std::string why;
   };
   std::string path;
   std::vector<Entry> entries;
-  std::vector<BadLine> bad_lines;
+  std::vector<IgnoredLine> ignored;
 
   // Whether an entry's owner field is the account's (OwnerIsAccount below, as newuidmap decides).
   using OwnerTest = absl::FunctionRef<bool(absl::string_view owner)>;
@@ -47,8 +66,9 @@ struct SubordinateIdFile {
   std::vector<engine::UidRange> RangesOf(OwnerTest owns) const;
   // The ranges `name` or its UID written as a number holds (tests, and a first look).
   std::vector<engine::UidRange> RangesOf(absl::string_view name, uint32_t id) const;
-  // What stops the account's ranges from being known: one line per bad line it owns.
-  std::vector<std::string> ProblemsOf(OwnerTest owns) const;
+  // For `leash validate`: one line per entry of the account's written in a form other than
+  // useradd's (what newuidmap reads it as), and per line naming it that newuidmap ignores.
+  std::vector<std::string> NotesOf(OwnerTest owns) const;
   // Ranges of other owners that overlap `ranges`: the account and that owner could each act as
   // the other's IDs inside a user namespace (a person's rootless containers would be confined
   // as the agent, the agent could act as them). One line each.
@@ -66,7 +86,11 @@ bool OwnerIsAccount(absl::string_view owner, absl::string_view login_name, uint3
 // the whole truth). newuidmap takes ranges from such a source (sssd, LDAP) that leashd cannot read.
 std::vector<std::string> NonFileSubidSources(absl::string_view nsswitch_text);
 
-// Parses the text of `path`. Never fails: unreadable lines are kept in bad_lines.
+// shadow's getulong: strtoul(text, &end, 0) over the whole text, as read above (nullopt
+// where getulong fails). Exposed for its table test.
+std::optional<uint64_t> ReadSubidNumber(absl::string_view text);
+
+// Parses the text of `path`. Never fails: what newuidmap ignores is kept in `ignored`.
 SubordinateIdFile ParseSubordinateIds(absl::string_view text, const std::string& path);
 
 // Reads and parses `path`. A file that does not exist holds no ranges (a host without the
