@@ -115,6 +115,8 @@ void Reconciler::SetSubordinateIds(const Desired& desired, leash::v1::SubjectPol
   policy.clear_subordinate_gids();
   AppendIdRanges(desired.subordinate_uids, policy.mutable_subordinate_uids());
   AppendIdRanges(desired.subordinate_gids, policy.mutable_subordinate_gids());
+  policy.clear_subid_owners();
+  for (const std::string& owner : desired.account.subordinate_owners) policy.add_subid_owners(owner);
 }
 
 void Reconciler::PublishAndWait(const std::vector<leash::v1::SubjectPolicy>& subjects,
