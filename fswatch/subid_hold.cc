@@ -26,7 +26,7 @@ bool SubidRangesInForce(absl::string_view text, SubidFile file,
            entry.subid_owners.end();
   };
   std::vector<engine::UidRange> in_force =
-      file == SubidFile::kUids ? entry.subordinate_uids : entry.subordinate_gids;
+      file == SubidFile::kUids ? entry.subordinate_uids_in_chain : entry.subordinate_gids;
   if (file == SubidFile::kUids) in_force.push_back({entry.uid, entry.uid});
   in_force = engine::MergeUidRanges(std::move(in_force));
   for (const engine::UidRange& granted : parsed.RangesOf(owns)) {

@@ -4,8 +4,9 @@
 // unconfined, from the moment it is written until leashd has put it in the subject's chain and
 // in this watcher's map. So the watcher holds a subject's open of either file until every range
 // the content grants the subject (as newuidmap reads it, engine/subordinate_ids.h) is in the map
-// in force; leashd puts a chain in before it publishes the map that names it, so a range in the
-// map is a range in the chain. Pure logic: the loop reads the content and keeps the holds.
+// in force: in the subordinate UIDs leashd says its chain holds (SubjectEntry::
+// subordinate_uids_in_chain, sent once the chain went in), or in its judged subordinate GIDs.
+// Pure logic: the loop reads the content and keeps the holds.
 #pragma once
 
 #include <optional>
@@ -26,7 +27,7 @@ inline constexpr size_t kSubidFileLimit = 4 << 20;
 
 // Whether every range `text` grants `entry` (an owner field in entry.subid_owners, or its
 // account name or UID in decimal when leashd sent none) is in entry's map ranges: its
-// subordinate UIDs and its own UID for kUids, its subordinate GIDs for kGids. When not, sets
+// subordinate UIDs in its chain and its own UID for kUids, its subordinate GIDs for kGids. When not, sets
 // `missing` to the first range that is not, for the record.
 bool SubidRangesInForce(absl::string_view text, SubidFile file,
                         const policystream::SubjectEntry& entry, std::string& missing);

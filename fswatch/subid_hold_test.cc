@@ -10,7 +10,8 @@ policystream::SubjectEntry Iris() {
   policystream::SubjectEntry entry;
   entry.uid = 1001;
   entry.account = "leash-iris";
-  entry.subordinate_uids = {{100000, 165535}};
+  entry.subordinate_uids = {{100000, 165535}, {300000, 300009}};  // the second not in its chain yet
+  entry.subordinate_uids_in_chain = {{100000, 165535}};
   entry.subordinate_gids = {{100000, 165535}};
   entry.subid_owners = {"1001", "iris-alias", "leash-iris"};
   return entry;

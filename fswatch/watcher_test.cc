@@ -1032,13 +1032,16 @@ TEST_F(WatcherTest, ASubordinateRangeIsConfinedBeforeAnyoneCanUseIt) {
   const int unrelated = source_.Push(other);
   Drain();
   EXPECT_TRUE(Allowed(unrelated));
-  // A map without the range changes nothing.
-  watcher_.Publish(StandardMap(), 2);
+  // A map that names the range as the subject's while its chain does not hold it yet (leashd
+  // tells the sidecars before the chain goes in) changes nothing.
+  auto before_chain = std::make_shared<policystream::SubjectMap>(*StandardMap());
+  (*before_chain)[kBlack].subordinate_uids = {{300000, 300009}};
+  watcher_.Publish(before_chain, 2);
   ASSERT_EQ(watcher_.RunOnce(0), 0);
   EXPECT_FALSE(source_.AnswerFor(held, allow));
-  // The map that holds it: answered, allowed, and logged as the policy's decision.
-  auto map = std::make_shared<policystream::SubjectMap>(*StandardMap());
-  (*map)[kBlack].subordinate_uids = {{300000, 300009}};
+  // The map that says its chain holds it: answered, allowed, and logged as the policy's decision.
+  auto map = std::make_shared<policystream::SubjectMap>(*before_chain);
+  (*map)[kBlack].subordinate_uids_in_chain = {{300000, 300009}};
   watcher_.Publish(map, 3);
   ASSERT_EQ(watcher_.RunOnce(0), 0);
   EXPECT_TRUE(Allowed(held));
@@ -1082,6 +1085,7 @@ TEST_F(WatcherTest, OpensHeldPastTheBoundAndUnreadableFilesAreDenied) {
   // Once the range is in force every held one is answered.
   auto map = std::make_shared<policystream::SubjectMap>(*StandardMap());
   (*map)[kBlack].subordinate_uids = {{300000, 300009}};
+  (*map)[kBlack].subordinate_uids_in_chain = {{300000, 300009}};
   watcher_.Publish(map, 2);
   ASSERT_EQ(watcher_.RunOnce(0), 0);
   EXPECT_TRUE(Allowed(fds.front()));

@@ -13,6 +13,11 @@ SubjectEntry MakeSubjectEntry(const leash::v1::SubjectPolicy& wire) {
   for (const leash::v1::IdRange& range : wire.subordinate_uids()) {
     if (range.first() <= range.last()) entry.subordinate_uids.push_back({range.first(), range.last()});
   }
+  for (const leash::v1::IdRange& range : wire.subordinate_uids_in_chain()) {
+    if (range.first() <= range.last()) {
+      entry.subordinate_uids_in_chain.push_back({range.first(), range.last()});
+    }
+  }
   for (const leash::v1::IdRange& range : wire.subordinate_gids()) {
     if (range.first() <= range.last()) entry.subordinate_gids.push_back({range.first(), range.last()});
   }
