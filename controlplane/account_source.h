@@ -30,14 +30,22 @@ struct Account {
   // host IDs its processes can run under inside a user namespace (engine/uid_ranges.h).
   std::vector<engine::UidRange> subordinate_uids;
   std::vector<engine::UidRange> subordinate_gids;
-  // Why its subordinate ranges are not known for certain (a line of those files that names it
-  // but cannot be read): leashd denies such a subject rather than guess.
+  // Why its subordinate ranges are not known for certain (an NSS source leashd cannot read):
+  // leashd denies such a subject rather than guess.
   std::vector<std::string> subordinate_problems;
+  // Lines of those files naming it that are written in another form than useradd's (read as
+  // newuidmap reads them) or that newuidmap ignores: said by `leash validate`, never a denial.
+  std::vector<std::string> subordinate_notes;
+  // The owner fields newuidmap takes as this account's: its login name, its UID in decimal, and
+  // every owner in the two files that names it (an alias of its UID). Sorted.
+  std::vector<std::string> subordinate_owners;
   bool operator==(const Account& other) const {
     return name == other.name && uid == other.uid && gid == other.gid &&
            subordinate_uids == other.subordinate_uids &&
            subordinate_gids == other.subordinate_gids &&
-           subordinate_problems == other.subordinate_problems;
+           subordinate_problems == other.subordinate_problems &&
+           subordinate_notes == other.subordinate_notes &&
+           subordinate_owners == other.subordinate_owners;
   }
 };
 

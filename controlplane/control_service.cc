@@ -46,6 +46,16 @@ std::vector<leash::v1::Finding> SubordinateIdFindings(const SubjectState& state)
   // What the account holds in /etc/subuid and /etc/subgid, all of it (not leashd's share).
   const std::vector<engine::UidRange>& uids = state.account.subordinate_uids;
   const std::vector<engine::UidRange>& gids = state.account.subordinate_gids;
+  // Lines naming it in another form than useradd's, or that newuidmap ignores: what they
+  // were read as, so the operator sees the range the agent really holds.
+  for (const std::string& note : state.account.subordinate_notes) {
+    leash::v1::Finding finding;
+    finding.set_severity(leash::v1::SEVERITY_INFO);
+    finding.set_source(absl::StrCat("agent:", state.account.name));
+    finding.set_field("subordinate_ids");
+    finding.set_message(absl::StrCat(state.account.name, ": ", note));
+    findings.push_back(std::move(finding));
+  }
   if (uids.empty() && gids.empty()) return findings;
   std::string remove = "usermod";
   for (const engine::UidRange& range : uids) {

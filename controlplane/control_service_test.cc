@@ -540,6 +540,28 @@ TEST_F(ControlServiceTest, ValidateWarnsOfAnAgentsSubordinateIdsWithTheFix) {
   EXPECT_FALSE(response.failed()) << response.DebugString();
 }
 
+// `leash validate` says what a line of /etc/subuid written in another form than useradd's was
+// read as (newuidmap's reading), and that a line newuidmap ignores grants nothing.
+TEST_F(ControlServiceTest, ValidateSaysHowAnAgentsSubordinateLinesWereRead) {
+  SubjectState iris = Subject("leash-iris", 1001, true);
+  iris.account.subordinate_uids = {{100000, 165535}};
+  iris.account.subordinate_notes = {
+      "line 2 of /etc/subuid written \"0x186a0:65536\", which newuidmap reads as 100000-165535",
+      "line 3 of /etc/subuid names it, but its first or count is not a number strtoul reads "
+      "whole: newuidmap ignores the line, it grants nothing"};
+  subjects_.Update({{1001, iris}});
+  leash::v1::ValidateResponse response;
+  ASSERT_TRUE(service_.Validate(nullptr, nullptr, &response).ok());
+  std::string said;
+  for (const leash::v1::Finding& finding : response.findings()) {
+    if (finding.source() == "agent:leash-iris" && finding.severity() == leash::v1::SEVERITY_INFO) {
+      said += finding.message() + "\n";
+    }
+  }
+  EXPECT_THAT(said, HasSubstr("leash-iris: line 2 of /etc/subuid written \"0x186a0:65536\""));
+  EXPECT_THAT(said, HasSubstr("grants nothing"));
+}
+
 // "Writes and validate disagree": `net mode blacklist` over the floor's allow list, and an
 // allow entry on a blacklist surface, are refused naming validate's finding; nothing is written
 // and nothing runs.

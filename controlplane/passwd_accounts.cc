@@ -141,10 +141,18 @@ absl::Status PasswdAccounts::AddSubordinateIds(std::vector<Account>& accounts) {
     };
     account.subordinate_uids = subuid->RangesOf(owns);
     account.subordinate_gids = subgid->RangesOf(owns);
-    account.subordinate_problems = subuid->ProblemsOf(owns);
-    for (std::string& problem : subgid->ProblemsOf(owns)) {
-      account.subordinate_problems.push_back(std::move(problem));
+    std::set<std::string> owners = {login, absl::StrCat(account.uid)};
+    for (const SubordinateIdFile* file : {&*subuid, &*subgid}) {
+      for (const SubordinateIdFile::Entry& entry : file->entries) {
+        if (owns(entry.owner)) owners.insert(entry.owner);
+      }
     }
+    account.subordinate_owners.assign(owners.begin(), owners.end());
+    account.subordinate_notes = subuid->NotesOf(owns);
+    for (std::string& note : subgid->NotesOf(owns)) {
+      account.subordinate_notes.push_back(std::move(note));
+    }
+    account.subordinate_problems.clear();
     for (std::string& overlap : subuid->OverlapsWithOthers(owns, account.subordinate_uids)) {
       account.subordinate_problems.push_back(std::move(overlap));
     }

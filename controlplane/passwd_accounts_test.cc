@@ -127,7 +127,9 @@ TEST(PasswdAccounts, EachAccountCarriesTheSubordinateRangesItsNameOrUidHolds) {
   EXPECT_THAT(it->subordinate_uids,
               ::testing::ElementsAre(engine::UidRange{500000, 500009}, engine::UidRange{600000, 600004}));
   EXPECT_THAT(it->subordinate_gids, ::testing::ElementsAre(engine::UidRange{500000, 500009}));
-  EXPECT_THAT(it->subordinate_problems, ::testing::ElementsAre(::testing::HasSubstr("line 3")));
+  // A line newuidmap ignores is said, and denies nothing.
+  EXPECT_THAT(it->subordinate_problems, ::testing::IsEmpty());
+  EXPECT_THAT(it->subordinate_notes, ::testing::ElementsAre(::testing::HasSubstr("line 3")));
   // Lookup (the configured user's way in) reads them too.
   absl::StatusOr<std::optional<Account>> looked_up = source.Lookup("leash-pwsub");
   ASSERT_TRUE(looked_up.ok() && looked_up->has_value());

@@ -70,6 +70,13 @@ std::string ToolsTransportWarning(const std::string& account, const leash::v1::C
 
 }  // namespace
 
+// The subordinate UIDs `state`'s chain holds in the kernel; with no chain (the network
+// enforcer off: nothing to wait for), `otherwise`.
+static std::vector<engine::UidRange> UidsInChain(const SubjectState& state,
+                                                 const std::vector<engine::UidRange>& otherwise) {
+  return state.chain ? state.chain->subordinate_uids : otherwise;
+}
+
 void AppendIdRanges(const std::vector<engine::UidRange>& ranges,
                     google::protobuf::RepeatedPtrField<leash::v1::IdRange>* out) {
   for (const engine::UidRange& range : ranges) {
@@ -115,6 +122,10 @@ void Reconciler::SetSubordinateIds(const Desired& desired, leash::v1::SubjectPol
   policy.clear_subordinate_gids();
   AppendIdRanges(desired.subordinate_uids, policy.mutable_subordinate_uids());
   AppendIdRanges(desired.subordinate_gids, policy.mutable_subordinate_gids());
+  policy.clear_subordinate_uids_in_chain();
+  AppendIdRanges(desired.uids_in_chain, policy.mutable_subordinate_uids_in_chain());
+  policy.clear_subid_owners();
+  for (const std::string& owner : desired.account.subordinate_owners) policy.add_subid_owners(owner);
 }
 
 void Reconciler::PublishAndWait(const std::vector<leash::v1::SubjectPolicy>& subjects,
@@ -382,6 +393,7 @@ Reconciler::Desired Reconciler::PlanSubject(Pass& pass, const Account& account) 
   if (auto it = pass.subordinate.ranges.find(account.uid); it != pass.subordinate.ranges.end()) {
     d.subordinate_uids = it->second;
   }
+  d.uids_in_chain = d.subordinate_uids;
   d.subordinate_gids = account.subordinate_gids;
   // Subordinate IDs that cannot be known, or that overlap someone else's: denied, said.
   std::vector<std::string> id_problems = account.subordinate_problems;
@@ -547,7 +559,12 @@ void Reconciler::Onboard(Pass& pass) {
       onboarding.push_back(std::move(denied));
     } else if (it->second.subordinate_uids != d.subordinate_uids || it->second.port != d.port) {
       pass.moved.push_back(uid);
-      onboarding.push_back(d.policy);
+      // Its chain does not hold the new ranges yet: the sidecars learn whose they are, the
+      // watcher keeps holding /etc/subuid for them until Publish says they are in the chain.
+      leash::v1::SubjectPolicy before_chain = d.policy;
+      before_chain.clear_subordinate_uids_in_chain();
+      AppendIdRanges(UidsInChain(it->second, d.subordinate_uids), before_chain.mutable_subordinate_uids_in_chain());
+      onboarding.push_back(std::move(before_chain));
     } else if (pass.unbound.count(uid) > 0) {
       onboarding.push_back(it->second.published);
     }
@@ -643,6 +660,7 @@ void Reconciler::ApplyChangedChains(Pass& pass) {
       continue;
     }
     if (ApplyChain(d, pass.report) || !d.chain) continue;
+    d.uids_in_chain = UidsInChain(state, state.subordinate_uids);
     if (state.chain.has_value()) {
       DenyAtRuntime(d, "its nftables chain would not re-apply", pass);  // the old one stays
     } else {

@@ -131,6 +131,10 @@ class Reconciler {
     std::vector<std::string> sources;
     std::string problem;
     std::vector<engine::UidRange> subordinate_uids;
+    // The subordinate UIDs its chain holds once this pass is done (SubjectPolicy.
+    // subordinate_uids_in_chain): subordinate_uids, or the old chain's where the new one would
+    // not apply.
+    std::vector<engine::UidRange> uids_in_chain;
     std::vector<engine::UidRange> subordinate_gids;
     // The problem is the host's (no port, a chain that would not apply, a listener that would
     // not bind), not the policy files': the policy on disk is not in force for this subject.

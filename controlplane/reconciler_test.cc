@@ -340,7 +340,7 @@ TEST_F(ReconcilerTest, NewSubjectDeniedInWatcherBeforeItsChainGoesIn) {
 
 // Each publish is one map version that both sidecars ack before the pass goes on. A pass
 // publishes nothing when nothing changed, once for a change, and twice only when it brings in
-// a new subject (rule C6: the test above says why).
+// a new subject (rule C6: the test above says why) or moves a subordinate range.
 TEST_F(ReconcilerTest, APassPublishesNothingForNothingOnceForAChangeTwiceForANewSubject) {
   accounts_.Add("leash-iris", 1001);
   accounts_.SetSubordinateUids("leash-iris", {{100000, 165535}});
@@ -361,8 +361,12 @@ TEST_F(ReconcilerTest, APassPublishesNothingForNothingOnceForAChangeTwiceForANew
   EXPECT_EQ(publishes(), 2u) << "a new subject";
   EXPECT_NE(fswatch_->map()->at(1002).policy, nullptr);
   accounts_.SetSubordinateUids("leash-iris", {{300000, 365535}});
-  EXPECT_EQ(publishes(), 1u) << "a subject's subordinate range moved";
+  // Twice: the sidecars learn whose the new range is before its chain goes in, and then that
+  // the chain holds it (the watcher holds /etc/subuid for a range until then).
+  EXPECT_EQ(publishes(), 2u) << "a subject's subordinate range moved";
   EXPECT_THAT(fswatch_->map()->at(1001).subordinate_uids,
+              ElementsAre(engine::UidRange{300000, 365535}));
+  EXPECT_THAT(fswatch_->map()->at(1001).subordinate_uids_in_chain,
               ElementsAre(engine::UidRange{300000, 365535}));
   EXPECT_THAT(netfilter_.subjects().at(1001).subordinate_uids,
               ElementsAre(engine::UidRange{300000, 365535}));

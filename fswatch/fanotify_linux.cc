@@ -343,6 +343,21 @@ bool FanotifyLinux::MountIsOurs(uint64_t unique_id, bool& ours) {
   return false;
 }
 
+int FanotifyLinux::ContentOf(const FanEvent& event, size_t limit, std::string& out) {
+  out.clear();
+  char chunk[16384];
+  while (true) {
+    const ssize_t n = pread(event.fd, chunk, sizeof(chunk), static_cast<off_t>(out.size()));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) return 0;
+    if (out.size() + static_cast<size_t>(n) > limit) return EFBIG;
+    out.append(chunk, static_cast<size_t>(n));
+  }
+}
+
 int FanotifyLinux::FactsOf(const FanEvent& event, FileFacts& out) {
   if (event.fd < 0) return EBADF;
   struct statx stx;

@@ -96,6 +96,7 @@ class FanotifyLinux : public FanotifySource {
   int CredsOf(const FanEvent& event, Creds& out) override;
   int PathOf(const FanEvent& event, char* buffer, size_t capacity, size_t& len) override;
   int FactsOf(const FanEvent& event, FileFacts& out) override;
+  int ContentOf(const FanEvent& event, size_t limit, std::string& out) override;
   int IsRootControlled(const FanEvent& event, absl::string_view path, const FileFacts& facts,
                        bool& out) override;
   int ElfInterpreterOf(const FanEvent& event, char* buffer, size_t capacity,

@@ -120,6 +120,12 @@ class FanotifySource {
   // server, so a FUSE daemon cannot stall the loop). Returns 0 or an errno.
   virtual int FactsOf(const FanEvent& event, FileFacts& out) = 0;
 
+  // The content of the event's file, read through the event's own descriptor (the very file
+  // the process opens, whatever is renamed over its name meanwhile), from offset 0, at most
+  // `limit` bytes. Asked only for a subject's open of /etc/subuid or /etc/subgid (subid_hold.h).
+  // Returns 0, EFBIG when the file holds more than `limit`, or another errno.
+  virtual int ContentOf(const FanEvent& event, size_t limit, std::string& out) = 0;
+
   // Exec events only (never asked per open):
   //
   // Whether the event's program (at `path`, with `facts` from FactsOf) is one only root could

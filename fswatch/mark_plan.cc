@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/path_entry.h"
+#include "engine/subordinate_ids.h"
 
 namespace leash::fswatch {
 namespace {
@@ -75,6 +76,22 @@ MarkPlan PlanMarks(const policystream::SubjectMap& map, const std::vector<MountE
 
   // Filesystems wanted, by device.
   std::set<std::string> wanted_devices;
+  // The filesystem of the subordinate ID files, whatever the policies: an agent's open of
+  // them is held until their ranges are in force (subid_hold.h).
+  std::set<std::string> subid_devices;
+  if (!map.empty()) {
+    for (const char* path : {engine::kSubuidPath, engine::kSubgidPath}) {
+      const MountEntry* holder = nullptr;
+      for (const MountEntry& mount : mounts) {
+        if (!PathIsAtOrUnder(path, mount.mount_point)) continue;
+        if (holder == nullptr || mount.mount_point.size() >= holder->mount_point.size()) {
+          holder = &mount;
+        }
+      }
+      if (holder != nullptr) subid_devices.insert(holder->device);
+    }
+    wanted_devices.insert(subid_devices.begin(), subid_devices.end());
+  }
   if (plan.every_filesystem) {
     for (const MountEntry& mount : mounts) wanted_devices.insert(mount.device);
   } else {
@@ -118,7 +135,11 @@ MarkPlan PlanMarks(const policystream::SubjectMap& map, const std::vector<MountE
       plan.excluded.push_back(absl::StrCat(name, ": ", why));
       continue;
     }
-    if (!options.only_under.empty() && (!all_under || device == root_device)) {
+    // Under only_under the subordinate ID files' filesystem is marked too unless it is the
+    // root's: a test's private /etc (an overlay in its own mount namespace) is seen only there.
+    const bool private_subid_fs = subid_devices.count(device) > 0 && device != root_device;
+    if (!options.only_under.empty() && (!all_under || device == root_device) &&
+        !private_subid_fs) {
       plan.excluded.push_back(
           absl::StrCat(name, ": has a mount outside --mark-only-under=", options.only_under));
       continue;

@@ -16,6 +16,8 @@
 // - blacklist on commands: a deny entry by name (ssh) matches a binary anywhere, so every
 //   filesystem; by absolute path, the filesystem holding it.
 // - enforcers.filesystem: false: none (that surface is unenforced for the subject).
+// - any subject at all: the filesystem holding /etc/subuid and /etc/subgid, whose opens by an
+//   agent are held until the ranges they give are in force (subid_hold.h).
 // The union over all subjects is marked. Never marked: procfs (the event loop reads
 // /proc/<pid>/status and /proc/self/fd; an open it made on a marked filesystem would have
 // nobody to answer it) and autofs (a trigger; what it mounts is marked when it appears).

@@ -88,7 +88,9 @@ TEST(PlanMarks, FilesystemBlacklistMarksTheHolderAndWhatIsMountedBelow) {
 TEST(PlanMarks, GlobDenyMarksFromItsLiteralDirectory) {
   const MarkPlan plan = PlanMarks(MapOf(Blacklist({"/tmp/t/*/key.pem"}, {})), Mounts(),
                                   MarkOptions{});
-  EXPECT_THAT(plan.marks, UnorderedElementsAre(Pair("0:40", "/tmp/t"), Pair("0:41", "/tmp/t/inner")));
+  // And the root filesystem, for /etc/subuid (below).
+  EXPECT_THAT(plan.marks, UnorderedElementsAre(Pair("254:0", "/"), Pair("0:40", "/tmp/t"),
+                                               Pair("0:41", "/tmp/t/inner")));
 }
 
 TEST(PlanMarks, CommandDenyByNameMatchesAnywhereSoEveryFilesystem) {
@@ -98,15 +100,33 @@ TEST(PlanMarks, CommandDenyByNameMatchesAnywhereSoEveryFilesystem) {
 TEST(PlanMarks, CommandDenyByPathMarksItsFilesystem) {
   const MarkPlan plan = PlanMarks(MapOf(Blacklist({}, {"/home/bin/tool"})), Mounts(), MarkOptions{});
   EXPECT_FALSE(plan.every_filesystem);
-  // One filesystem, two mounts (/home and the bind mount /srv/bind): marked once.
-  EXPECT_THAT(plan.marks, ElementsAre(Pair("254:1", "/home")));
+  // One filesystem, two mounts (/home and the bind mount /srv/bind): marked once. And the
+  // root filesystem, for /etc/subuid.
+  EXPECT_THAT(plan.marks, ElementsAre(Pair("254:0", "/"), Pair("254:1", "/home")));
 }
 
-TEST(PlanMarks, FilesystemEnforcerOffMarksNothing) {
+TEST(PlanMarks, FilesystemEnforcerOffMarksOnlyTheSubordinateIdFiles) {
   leash::v1::Config config;
   config.mutable_enforcers()->set_filesystem(false);
   const MarkPlan plan = PlanMarks(MapOf(config), Mounts(), MarkOptions{});
-  EXPECT_THAT(plan.marks, IsEmpty());
+  EXPECT_THAT(plan.marks, ElementsAre(Pair("254:0", "/")));
+}
+
+// An agent's open of /etc/subuid or /etc/subgid must raise an event whatever its policy, so that
+// the watcher can hold it until the ranges are in force (subid_hold.h); with no subject, nothing.
+TEST(PlanMarks, TheSubordinateIdFilesAreOnAMarkedFilesystemForAnySubject) {
+  const std::string text = std::string(kMountInfo) + "30 21 0:60 / /etc rw - overlay etcview rw\n";
+  const MarkPlan plan =
+      PlanMarks(MapOf(Blacklist({"/tmp/t/secret"}, {})), ParseMountInfo(text).value(), MarkOptions{});
+  EXPECT_THAT(plan.marks, UnorderedElementsAre(Pair("0:60", "/etc"), Pair("0:40", "/tmp/t")));
+  EXPECT_THAT(PlanMarks(policystream::SubjectMap{}, ParseMountInfo(text).value(), MarkOptions{}).marks,
+              IsEmpty());
+  // Under --mark-only-under: a private /etc (a test's view of the accounts) is marked, the root
+  // filesystem never.
+  EXPECT_THAT(PlanMarks(MapOf(Blacklist({}, {})), ParseMountInfo(text).value(),
+                        MarkOptions{"/tmp/t"}).marks,
+              ElementsAre(Pair("0:60", "/etc")));
+  EXPECT_THAT(PlanMarks(MapOf(Blacklist({}, {})), Mounts(), MarkOptions{"/tmp/t"}).marks, IsEmpty());
 }
 
 TEST(PlanMarks, OnlyUnderConfinesMarksToFilesystemsWhollyBelowIt) {
@@ -150,11 +170,12 @@ class MarkerTest : public ::testing::Test {
 };
 
 TEST_F(MarkerTest, AddsWhatThePlanWantsAndRemovesWhatItNoLongerWants) {
+  // "/" holds /etc/subuid, marked for any subject.
   ASSERT_TRUE(marker_.Reconcile(MapOf(Blacklist({"/tmp/t"}, {}))).ok());
-  EXPECT_THAT(source_.marked(), UnorderedElementsAre("/tmp/t", "/tmp/t/inner"));
+  EXPECT_THAT(source_.marked(), UnorderedElementsAre("/", "/tmp/t", "/tmp/t/inner"));
   absl::StatusOr<MarkReport> report = marker_.Reconcile(MapOf(Blacklist({"/home/x"}, {})));
   ASSERT_TRUE(report.ok());
-  EXPECT_THAT(source_.marked(), UnorderedElementsAre("/home"));
+  EXPECT_THAT(source_.marked(), UnorderedElementsAre("/", "/home"));
   EXPECT_EQ(report->removed.size(), 2u);
   EXPECT_THAT(report->added, ElementsAre("/home (254:1)"));
 }
@@ -164,7 +185,7 @@ TEST_F(MarkerTest, UnreadableMountTableChangesNothing) {
   readable_ = false;
   absl::StatusOr<MarkReport> report = marker_.Reconcile(MapOf(Blacklist({"/home/x"}, {})));
   EXPECT_TRUE(absl::IsUnavailable(report.status()));
-  EXPECT_THAT(source_.marked(), UnorderedElementsAre("/tmp/t", "/tmp/t/inner"));
+  EXPECT_THAT(source_.marked(), UnorderedElementsAre("/", "/tmp/t", "/tmp/t/inner"));
 }
 
 TEST_F(MarkerTest, MalformedMountTableChangesNothing) {
@@ -173,7 +194,7 @@ TEST_F(MarkerTest, MalformedMountTableChangesNothing) {
   absl::StatusOr<MarkReport> report = marker_.Reconcile(MapOf(Blacklist({}, {})));
   EXPECT_TRUE(absl::IsInvalidArgument(report.status()));
   EXPECT_THAT(report.status().message(), HasSubstr("line 1"));
-  EXPECT_EQ(source_.marked().size(), 2u);
+  EXPECT_EQ(source_.marked().size(), 3u);
 }
 
 TEST_F(MarkerTest, AFailedMarkIsAProblemReportedOnceAndRetried) {

@@ -134,7 +134,14 @@ Watcher::Watcher(FanotifySource& source, engine::DecisionSink& log, WatcherOptio
   last_pass_ns_.store(MonotonicNs(), std::memory_order_relaxed);
 }
 
-Watcher::~Watcher() { delete state_.load(std::memory_order_acquire); }
+Watcher::~Watcher() {
+  // Nobody will answer a held open after this: denied, never left to the kernel.
+  for (HeldOpen& held : held_) {
+    Answer(held.event, false);
+    source_.ReleaseAll(absl::MakeConstSpan(&held.event, 1));
+  }
+  delete state_.load(std::memory_order_acquire);
+}
 
 policystream::SubjectMapPtr Watcher::map() const {
   std::lock_guard<std::mutex> lock(publish_mu_);
@@ -251,9 +258,10 @@ void Watcher::LogAbandoned(uint64_t noted, bool allowed) {
 void Watcher::StartPassClock() { last_pass_ns_.store(MonotonicNs(), std::memory_order_relaxed); }
 
 int Watcher::RunOnce(int timeout_ms) {
+  if (!held_.empty()) timeout_ms = std::min(timeout_ms, kHeldPollMs);
   const int n = source_.ReadEvents(absl::MakeSpan(batch_), timeout_ms);
   last_pass_ns_.store(MonotonicNs(), std::memory_order_relaxed);
-  if (n <= 0) return n;
+  if (n < 0 || (n == 0 && held_.empty())) return n;
   loop_epoch_.fetch_add(1, std::memory_order_seq_cst);
   const State* state = state_.load(std::memory_order_seq_cst);
   for (int i = 0; i < n; ++i) {
@@ -265,9 +273,16 @@ int Watcher::RunOnce(int timeout_ms) {
       }
       continue;
     }
-    Handle(batch_[i], *state);
+    if (Handle(batch_[i], *state)) {
+      // Held: its descriptors are the held list's now.
+      batch_[i].fd = -1;
+      batch_[i].pidfd = -1;
+    }
   }
+  if (state != nullptr && !held_.empty()) RecheckHeld(*state);
+  held_count_.store(held_.size(), std::memory_order_relaxed);
   loop_epoch_.fetch_add(1, std::memory_order_seq_cst);
+  if (n == 0) return 0;
   // Every event of the batch is answered: their descriptors go together (a few syscalls for
   // the batch rather than one per event).
   source_.ReleaseAll(absl::MakeConstSpan(batch_.data(), static_cast<size_t>(n)));
@@ -298,7 +313,80 @@ void Watcher::Answer(const FanEvent& event, bool allow) {
   }
 }
 
-void Watcher::Handle(const FanEvent& event, const State& state) {
+Watcher::SubidGate Watcher::GateSubidOpen(const FanEvent& event,
+                                          const policystream::SubjectEntry& entry,
+                                          absl::string_view path) {
+  const std::optional<SubidFile> file = SubidFileAt(path);
+  if (!file) return SubidGate::kPass;
+  std::string content;
+  std::string missing;
+  const int error = source_.ContentOf(event, kSubidFileLimit, content);
+  if (error == 0 && SubidRangesInForce(content, *file, entry, missing)) return SubidGate::kPass;
+  if (error != 0 || held_.size() >= kMaxHeldOpens) {
+    Answer(event, false);
+    Decision decision;
+    decision.verdict = Verdict::kBlock;
+    decision.reason =
+        error != 0
+            ? absl::StrCat("cannot read ", path, " to tell whether the ranges it gives are in "
+                           "force (errno ", error, "); denied, as newuidmap could map them")
+            : absl::StrCat(path, " gives ranges not in force yet (", missing, ") and ",
+                           kMaxHeldOpens, " opens of it are already held; denied");
+    Log(entry.uid, SURFACE_FILESYSTEM, decision, path, /*critical=*/false);
+    return SubidGate::kAnswered;
+  }
+  HeldOpen held;
+  held.event = event;
+  held.uid = entry.uid;
+  held.file = *file;
+  held.deadline_ns = MonotonicNs() + absl::ToInt64Nanoseconds(options_.subid_hold_limit);
+  held.checked_version = version_.load(std::memory_order_acquire);
+  held.path = std::string(path);
+  held.missing = std::move(missing);
+  held_.push_back(std::move(held));
+  return SubidGate::kHeld;
+}
+
+void Watcher::RecheckHeld(const State& state) {
+  const int64_t now = MonotonicNs();
+  std::vector<HeldOpen> ready;
+  for (auto it = held_.begin(); it != held_.end();) {
+    bool in_force = false;
+    if (it->checked_version != state.version) {
+      it->checked_version = state.version;
+      auto subject = state.map->find(it->uid);
+      std::string content;
+      in_force = subject == state.map->end() ||
+                 (source_.ContentOf(it->event, kSubidFileLimit, content) == 0 &&
+                  SubidRangesInForce(content, it->file, subject->second, it->missing));
+    }
+    if (in_force) {
+      ready.push_back(std::move(*it));
+      it = held_.erase(it);
+      continue;
+    }
+    if (now < it->deadline_ns) {
+      ++it;
+      continue;
+    }
+    Answer(it->event, false);
+    Decision decision;
+    decision.verdict = Verdict::kBlock;
+    decision.reason = absl::StrCat(
+        it->path, " gives ranges that were not in force within ",
+        absl::FormatDuration(options_.subid_hold_limit), " (", it->missing,
+        "): denied, so newuidmap cannot map them unconfined");
+    Log(it->uid, SURFACE_FILESYSTEM, decision, it->path, /*critical=*/false);
+    source_.ReleaseAll(absl::MakeConstSpan(&it->event, 1));
+    it = held_.erase(it);
+  }
+  // In force now (or no longer a subject's): judged anew by this map, as if it came now.
+  for (HeldOpen& held : ready) {
+    if (!Handle(held.event, state)) source_.ReleaseAll(absl::MakeConstSpan(&held.event, 1));
+  }
+}
+
+bool Watcher::Handle(const FanEvent& event, const State& state) {
   const FanEvent::Kind kind = event.kind();
   if (kind == FanEvent::Kind::kOverflow) {
     overflows_.fetch_add(1, std::memory_order_relaxed);
@@ -308,7 +396,7 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
         "fanotify: the kernel's event queue overflowed; events were lost (permission events are "
         "never dropped while the queue is unlimited, so this should not happen)";
     Log(kUnknownUid, SURFACE_FILESYSTEM, decision, /*path=*/{}, /*critical=*/true);
-    return;
+    return false;
   }
   if (kind == FanEvent::Kind::kUnopenable) {
     // Nothing to answer: the kernel has denied it. Said, under the opener's UID where the
@@ -327,10 +415,10 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
                       : std::string("; the kernel does not say whose open it was"));
     Log(known ? creds.ruid : kUnknownUid, SURFACE_FILESYSTEM, decision, /*path=*/{},
         /*critical=*/true);
-    return;
+    return false;
   }
   if (kind == FanEvent::Kind::kOther) {
-    return;
+    return false;
   }
   const leash::v1::Surface surface = kind == FanEvent::Kind::kExec ? SURFACE_COMMANDS
                                                                    : SURFACE_FILESYSTEM;
@@ -338,7 +426,7 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
   // once: nobody else would answer them.
   if (event.pid == options_.self_pid) {
     Answer(event, true);
-    return;
+    return false;
   }
 
   Creds creds;
@@ -354,7 +442,7 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
                        identity_error, ")"));
       Log(kUnknownUid, surface, decision, /*path=*/{}, /*critical=*/true);
     }
-    return;
+    return false;
   }
 
   const policystream::SubjectEntry* const subject = SubjectOf(state, creds.ruid);
@@ -363,7 +451,7 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
   source_.NoteSubject(event, subject != nullptr ? subject->uid : creds.ruid);
   if (subject == nullptr) {
     Answer(event, true);  // not a subject: the fast path
-    return;
+    return false;
   }
   const policystream::SubjectEntry& entry = *subject;
 
@@ -376,16 +464,34 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
       for (;;) pause();  // test-only: hold the event and stop the loop
     }
 #endif
+    EventPath path;
+    if (decision.allowed() && kind == FanEvent::Kind::kOpen) {
+      // Allowed under fail_mode open: not before the subordinate ID files' ranges are in force.
+      if (source_.PathOf(event, path.text, sizeof(path.text), path.len) != 0) path.len = 0;
+      const SubidGate gate = GateSubidOpen(event, entry, path.view());
+      if (gate != SubidGate::kPass) return gate == SubidGate::kHeld;
+    }
     Answer(event, decision.allowed());
     // The path only for the record, after the answer.
-    EventPath path;
-    if (source_.PathOf(event, path.text, sizeof(path.text), path.len) != 0) path.len = 0;
+    if (path.len == 0 &&
+        source_.PathOf(event, path.text, sizeof(path.text), path.len) != 0) {
+      path.len = 0;
+    }
     Log(entry.uid, surface, decision, path.view(), /*critical=*/false);
-    return;
+    return false;
   }
   if (!entry.policy->config().enforcers().filesystem()) {
-    Answer(event, true);  // the subject's filesystem/commands enforcer is switched off
-    return;
+    // The subject's filesystem/commands enforcer is switched off; the subordinate ID files'
+    // ranges are the network's and every surface's, so their hold stays.
+    if (kind == FanEvent::Kind::kOpen) {
+      EventPath path;
+      if (source_.PathOf(event, path.text, sizeof(path.text), path.len) == 0) {
+        const SubidGate gate = GateSubidOpen(event, entry, path.view());
+        if (gate != SubidGate::kPass) return gate == SubidGate::kHeld;
+      }
+    }
+    Answer(event, true);
+    return false;
   }
 
 #ifdef LEASH_FSWATCH_TEST_FAULTS
@@ -403,8 +509,14 @@ void Watcher::Handle(const FanEvent& event, const State& state) {
     // lost on a full log queue.
     would_be_blocks_.Add(entry.uid, surface);
   }
-  Answer(event, judgement.verdict() == Verdict::kAllow || !judgement.enforced);
+  const bool allow = judgement.verdict() == Verdict::kAllow || !judgement.enforced;
+  if (allow && kind == FanEvent::Kind::kOpen && path.len > 0) {
+    const SubidGate gate = GateSubidOpen(event, entry, path.view());
+    if (gate != SubidGate::kPass) return gate == SubidGate::kHeld;
+  }
+  Answer(event, allow);
   Log(entry.uid, surface, judgement, path.view());
+  return false;
 }
 
 const policystream::SubjectEntry* Watcher::SubjectOf(const State& state, uint32_t uid) {

@@ -46,6 +46,7 @@
 #include "engine/decision.h"
 #include "engine/decision_record.h"
 #include "fswatch/fanotify_source.h"
+#include "fswatch/subid_hold.h"
 #include "leash/v1/policy_stream.pb.h"
 
 namespace leash::fswatch {
@@ -70,6 +71,9 @@ struct WatcherOptions {
   // EMFILE, so that leashd respawns it. Meanwhile the kernel denies every open on the marked
   // filesystems, root's included.
   absl::Duration descriptor_starvation_limit = absl::Seconds(10);
+  // How long a subject's open of /etc/subuid or /etc/subgid is held for its ranges to come
+  // into force (subid_hold.h) before it is denied. Longer than a reconcile pass takes.
+  absl::Duration subid_hold_limit = absl::Seconds(10);
 };
 
 class Watcher {
@@ -117,6 +121,8 @@ class Watcher {
   uint64_t unopenable() const { return unopenable_.load(std::memory_order_relaxed); }
   // Blocks on an audited surface, answered allow (each logged with enforced: false).
   uint64_t audited_blocks() const { return audited_blocks_.load(std::memory_order_relaxed); }
+  // Opens of /etc/subuid or /etc/subgid held now, waiting for their ranges (subid_hold.h).
+  size_t held_subid_opens() const { return held_count_.load(std::memory_order_relaxed); }
   // The same per subject UID and surface (filesystem, commands), for `leash status`.
   const sidecar::WouldBeBlockCounter& would_be_blocks() const { return would_be_blocks_; }
 
@@ -166,7 +172,34 @@ class Watcher {
   // loses the pending interpreter, which is then judged as a command (closed).
   static constexpr size_t kPendingInterpreters = 1024;
 
-  void Handle(const FanEvent& event, const State& state);
+  // A subject's open of /etc/subuid or /etc/subgid the loop has not answered: its ranges were
+  // not all in the map in force when it came (subid_hold.h).
+  struct HeldOpen {
+    FanEvent event;  // its descriptors are released once it is answered
+    uint32_t uid = 0;  // the subject's own
+    SubidFile file = SubidFile::kUids;
+    int64_t deadline_ns = 0;
+    uint64_t checked_version = 0;  // the map version it was last checked against
+    std::string path;
+    std::string missing;  // a range not in force, for the record
+  };
+  // Held at once at most; one more is denied (an agent opening the file in a loop cannot grow
+  // the watcher's memory or descriptors).
+  static constexpr size_t kMaxHeldOpens = 64;
+  // How often the loop wakes to look at held opens while it has any (a new map, a deadline).
+  static constexpr int kHeldPollMs = 2;
+  enum class SubidGate { kPass, kAnswered, kHeld };
+
+  // Judges and answers the event; returns true when it is held instead (its descriptors are
+  // then the held list's, not the batch's).
+  bool Handle(const FanEvent& event, const State& state);
+  // For an open about to be allowed: a subject's open of a subordinate ID file whose ranges
+  // are not all in force is held (kHeld), or denied when it cannot be held or read (kAnswered).
+  SubidGate GateSubidOpen(const FanEvent& event, const policystream::SubjectEntry& entry,
+                          absl::string_view path);
+  // Answers the held opens whose ranges are now in force (judged anew by `state`) or whose
+  // deadline has passed (denied).
+  void RecheckHeld(const State& state);
   // An exec event's judgement: the pending interpreter of this process's exec, or a command
   // judged by the policy (a name entry only for a root-controlled program).
   Judgement JudgeExec(const FanEvent& event, const engine::CompiledPolicy& policy,
@@ -217,6 +250,8 @@ class Watcher {
   std::atomic<uint64_t> answer_errors_{0};
 
   std::vector<FanEvent> batch_;  // loop thread only
+  std::vector<HeldOpen> held_;   // loop thread only
+  std::atomic<size_t> held_count_{0};
   std::vector<PendingInterpreter> interpreters_;  // loop thread only; sized once
   uint64_t rng_state_ = 0;       // set once at construction
 };

@@ -1030,3 +1030,101 @@ TEST(WatcherPublish, EventsBeforeAnyMapAreAllowed) {
 
 }  // namespace
 }  // namespace leash::fswatch
+
+namespace leash::fswatch {
+namespace {
+
+// A subject's open of /etc/subuid whose content gives `line`.
+FakeEvent SubuidOpen(uint32_t uid, const std::string& content) {
+  FakeEvent event;
+  event.mask = FAN_OPEN_PERM;
+  event.pid = 1234;
+  event.creds = Creds{uid, 0, 0, 0};  // newuidmap: setuid root, the agent's real UID kept
+  event.path = "/etc/subuid";
+  event.content = content;
+  event.facts.regular = true;
+  event.facts.mode = S_IFREG | 0644;
+  event.facts.mount = FileFacts::Mount::kOurs;
+  return event;
+}
+
+// "A subordinate range is confined before anyone can use it": newuidmap's open of /etc/subuid is
+// held until the map in force holds every range the file gives the agent, and other events are
+// answered meanwhile.
+TEST_F(WatcherTest, ASubordinateRangeIsConfinedBeforeAnyoneCanUseIt) {
+  const std::string added = "lfs-2002:300000:10\n";
+  const int held = source_.Push(SubuidOpen(kBlack, added));
+  const int in_force = source_.Push(SubuidOpen(kBlack, "bob:400000:10\n"));  // none of its
+  Drain();
+  bool allow = false;
+  EXPECT_FALSE(source_.AnswerFor(held, allow)) << "answered before its range was in force";
+  EXPECT_TRUE(Allowed(in_force));
+  EXPECT_EQ(watcher_.held_subid_opens(), 1u);
+  // The loop goes on answering while it holds one.
+  FakeEvent other = SubuidOpen(kBlack, "");
+  other.path = "/t/other";
+  const int unrelated = source_.Push(other);
+  Drain();
+  EXPECT_TRUE(Allowed(unrelated));
+  // A map that names the range as the subject's while its chain does not hold it yet (leashd
+  // tells the sidecars before the chain goes in) changes nothing.
+  auto before_chain = std::make_shared<policystream::SubjectMap>(*StandardMap());
+  (*before_chain)[kBlack].subordinate_uids = {{300000, 300009}};
+  watcher_.Publish(before_chain, 2);
+  ASSERT_EQ(watcher_.RunOnce(0), 0);
+  EXPECT_FALSE(source_.AnswerFor(held, allow));
+  // The map that says its chain holds it: answered, allowed, and logged as the policy's decision.
+  auto map = std::make_shared<policystream::SubjectMap>(*before_chain);
+  (*map)[kBlack].subordinate_uids_in_chain = {{300000, 300009}};
+  watcher_.Publish(map, 3);
+  ASSERT_EQ(watcher_.RunOnce(0), 0);
+  EXPECT_TRUE(Allowed(held));
+  EXPECT_EQ(watcher_.held_subid_opens(), 0u);
+}
+
+TEST_F(WatcherTest, AHeldOpenWhoseRangeNeverComesIsDeniedAtItsDeadline) {
+  WatcherOptions options = Options();
+  options.subid_hold_limit = absl::ZeroDuration();
+  Watcher watcher(source_, sink_, options);
+  watcher.Publish(StandardMap(), 1);
+  sink_.Clear();
+  const int fd = source_.Push(SubuidOpen(kBlack, "lfs-2002:0:0\n"));  // every ID
+  while (source_.pending() > 0) ASSERT_EQ(watcher.RunOnce(0), 0);
+  EXPECT_FALSE(Allowed(fd));
+  const auto records = sink_.records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_THAT(records[0].reason(), HasSubstr("not in force"));
+  EXPECT_EQ(records[0].action(), "block");
+}
+
+TEST_F(WatcherTest, OpensHeldPastTheBoundAndUnreadableFilesAreDenied) {
+  std::vector<int> fds;
+  for (size_t i = 0; i < 65; ++i) fds.push_back(source_.Push(SubuidOpen(kBlack, "lfs-2002:300000:10\n")));
+  Drain();
+  bool allow = true;
+  EXPECT_FALSE(source_.AnswerFor(fds.front(), allow));
+  EXPECT_FALSE(Allowed(fds.back()));  // the 65th: denied at once
+  EXPECT_EQ(watcher_.held_subid_opens(), 64u);
+  FakeEvent unreadable = SubuidOpen(kBlack, "");
+  unreadable.content_error = EIO;
+  const int fd = source_.Push(unreadable);
+  Drain();
+  EXPECT_FALSE(Allowed(fd));
+  // Under fail_mode open with no policy, and with the filesystem enforcer off, the hold stays.
+  const int no_policy = source_.Push(SubuidOpen(kNoPolicyOpen, "lfs-2004:300000:10\n"));
+  const int enforcer_off = source_.Push(SubuidOpen(kEnforcerOff, "lfs-2005:300000:10\n"));
+  Drain();
+  EXPECT_FALSE(Allowed(no_policy));  // the bound is reached
+  EXPECT_FALSE(Allowed(enforcer_off));
+  // Once the range is in force every held one is answered.
+  auto map = std::make_shared<policystream::SubjectMap>(*StandardMap());
+  (*map)[kBlack].subordinate_uids = {{300000, 300009}};
+  (*map)[kBlack].subordinate_uids_in_chain = {{300000, 300009}};
+  watcher_.Publish(map, 2);
+  ASSERT_EQ(watcher_.RunOnce(0), 0);
+  EXPECT_TRUE(Allowed(fds.front()));
+  EXPECT_EQ(watcher_.held_subid_opens(), 0u);
+}
+
+}  // namespace
+}  // namespace leash::fswatch

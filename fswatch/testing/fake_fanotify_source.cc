@@ -150,6 +150,16 @@ int FakeFanotifySource::CredsOf(const FanEvent& event, Creds& out) {
   return 0;
 }
 
+int FakeFanotifySource::ContentOf(const FanEvent& event, size_t limit, std::string& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = events_.find(event.fd);
+  if (it == events_.end() || released_.count(event.fd)) return EBADF;
+  if (it->second.content_error != 0) return it->second.content_error;
+  if (it->second.content.size() > limit) return EFBIG;
+  out = it->second.content;
+  return 0;
+}
+
 int FakeFanotifySource::PathOf(const FanEvent& event, char* buffer, size_t capacity,
                                size_t& len) {
   std::lock_guard<std::mutex> lock(mu_);

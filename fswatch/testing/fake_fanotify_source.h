@@ -28,6 +28,9 @@ struct FakeEvent {
   int path_error = 0;
   FileFacts facts;
   int facts_error = 0;
+  // What ContentOf reads (the file's bytes), or content_error.
+  std::string content;
+  int content_error = 0;
   int respond_error = 0;
   // Exec events: what IsRootControlled, ElfInterpreterOf and IsLoadingElfInterpreter find.
   bool root_controlled = true;
@@ -93,6 +96,7 @@ class FakeFanotifySource : public FanotifySource {
   int CredsOf(const FanEvent& event, Creds& out) override;
   int PathOf(const FanEvent& event, char* buffer, size_t capacity, size_t& len) override;
   int FactsOf(const FanEvent& event, FileFacts& out) override;
+  int ContentOf(const FanEvent& event, size_t limit, std::string& out) override;
   int IsRootControlled(const FanEvent& event, absl::string_view path, const FileFacts& facts,
                        bool& out) override;
   int ElfInterpreterOf(const FanEvent& event, char* buffer, size_t capacity,

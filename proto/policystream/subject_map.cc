@@ -13,6 +13,15 @@ SubjectEntry MakeSubjectEntry(const leash::v1::SubjectPolicy& wire) {
   for (const leash::v1::IdRange& range : wire.subordinate_uids()) {
     if (range.first() <= range.last()) entry.subordinate_uids.push_back({range.first(), range.last()});
   }
+  for (const leash::v1::IdRange& range : wire.subordinate_uids_in_chain()) {
+    if (range.first() <= range.last()) {
+      entry.subordinate_uids_in_chain.push_back({range.first(), range.last()});
+    }
+  }
+  for (const leash::v1::IdRange& range : wire.subordinate_gids()) {
+    if (range.first() <= range.last()) entry.subordinate_gids.push_back({range.first(), range.last()});
+  }
+  entry.subid_owners.assign(wire.subid_owners().begin(), wire.subid_owners().end());
   for (const std::string& text : wire.dns_resolvers()) {
     if (std::optional<engine::IpAddress> address = engine::ParseIpAddress(text)) {
       entry.dns_resolvers.push_back(engine::UnmapV4(*address));

@@ -23,6 +23,13 @@ struct SubjectEntry {
   // The subordinate UID ranges that are this subject's too (a process of the agent inside its
   // own user namespace): judged and logged as `uid`. Disjoint from every other subject's.
   std::vector<engine::UidRange> subordinate_uids;
+  // The subordinate UID ranges its nftables chain holds now (SubjectPolicy.
+  // subordinate_uids_in_chain): a range in subordinate_uids may not be there yet.
+  std::vector<engine::UidRange> subordinate_uids_in_chain;
+  // The subordinate GID ranges leashd has judged for it (SubjectPolicy.subordinate_gids).
+  std::vector<engine::UidRange> subordinate_gids;
+  // The owner fields of /etc/subuid and /etc/subgid that are its (SubjectPolicy.subid_owners).
+  std::vector<std::string> subid_owners;
   std::string account;
   uint16_t port = 0;
   // Null: the subject has no policy (left discovery, or did not resolve). The proxy refuses
