@@ -175,6 +175,12 @@ class ToolsService final : public leash::v1::Tools::Service {
   // logging anything. For in-process hosts and tests.
   Answer Judge(const grpc::ServerContextBase& context, absl::string_view request) const;
 
+  // Cuts every connection `uid` holds to the tools socket and writes the (rate-limited)
+  // decision-log line, for misbehaviour found below the handlers: leashd's relay
+  // (controlplane/connection_relay.h) calls it for a connection that opened more calls than
+  // max_calls_per_account before acknowledging the server's HTTP/2 SETTINGS.
+  void CutConnectionsOf(uint32_t uid, const std::string& why) { Cut(uid, why); }
+
   // The calls CheckTool answered allow under audit that the policy blocks (each logged with
   // enforced: false), per subject UID, since the service was created; Judge counts none.
   const sidecar::WouldBeBlockCounter& would_be_blocks() const { return would_be_blocks_; }
