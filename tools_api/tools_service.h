@@ -90,7 +90,11 @@ using SubjectLookup = std::function<absl::StatusOr<ToolSubject>(
 //   max_calls_per_account x max_request_bytes   (8 x 4 MiB by default)
 // plus what the stream windows of its other live calls let in: answered or refused calls that
 // gRPC cannot finish because the caller does not read, at most CallAdmission::max_alive() of
-// them (4 x 8 + 64 = 96 by default) before the account's connections are cut.
+// them (4 x 8 + 64 = 96 by default) before the account's connections are cut. gRPC reads calls
+// ahead of these handlers until the caller acknowledges the SETTINGS that carry the
+// calls-per-connection cap, so leashd's relay (controlplane/connection_relay.h) lets at most
+// max_calls_per_account calls through before that acknowledgement and cuts a caller that
+// opens more without it: the bound does not depend on how fast gRPC reads.
 // test/leashd's AnAgentFloodingTheToolsSocketIsBoundedAndStarvesNoOtherAgent holds leashd to
 // that bound under a flood, with another agent's calls answered all through.
 // Root is not limited: it acts for every account.
