@@ -105,18 +105,35 @@ absl::StatusOr<std::unique_ptr<UnixGrpcServer>> UnixGrpcServer::Start(
     close(wake);
     return fail(absl::InternalError(absl::StrCat("gRPC server for ", path, " did not start")));
   }
+  std::unique_ptr<ConnectionRelay> relay;
+  if (options.max_streams_before_settings_ack > 0) {
+    ConnectionRelayOptions relay_options;
+    relay_options.max_streams_before_ack = options.max_streams_before_settings_ack;
+    relay_options.on_cut = options.on_relay_cut;
+    absl::StatusOr<std::unique_ptr<ConnectionRelay>> started =
+        ConnectionRelay::Start(std::move(relay_options));
+    if (!started.ok()) {
+      server->Shutdown();
+      close(wake);
+      return fail(absl::Status(started.status().code(),
+                               absl::StrCat(started.status().message(), " (", path, ")")));
+    }
+    relay = *std::move(started);
+  }
   std::unique_ptr<UnixGrpcServer> out(
-      new UnixGrpcServer(std::move(options), fd, wake, std::move(server)));
+      new UnixGrpcServer(std::move(options), fd, wake, std::move(server), std::move(relay)));
   out->accept_thread_ = std::thread([raw = out.get()] { raw->AcceptLoop(); });
   return out;
 }
 
 UnixGrpcServer::UnixGrpcServer(UnixSocketOptions options, int listen_fd, int wake_fd,
-                               std::unique_ptr<grpc::Server> server)
+                               std::unique_ptr<grpc::Server> server,
+                               std::unique_ptr<ConnectionRelay> relay)
     : options_(std::move(options)),
       listen_fd_(listen_fd),
       wake_fd_(wake_fd),
-      server_(std::move(server)) {}
+      server_(std::move(server)),
+      relay_(std::move(relay)) {}
 
 UnixGrpcServer::~UnixGrpcServer() { Shutdown(); }
 
@@ -131,14 +148,12 @@ void UnixGrpcServer::AcceptLoop() {
     }
     if (fds[1].revents != 0) return;
     // gRPC drives the descriptor from its own poller: it must be non-blocking.
-    const int conn = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (conn < 0) continue;
+    const int accepted = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (accepted < 0) continue;
+    int conn = accepted;
     ucred cred{};
     socklen_t length = sizeof(cred);
     const bool known = getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &length) == 0;
-    struct stat st {};
-    const bool stated = fstat(conn, &st) == 0;
-    const int fstat_errno = errno;
     // Decided and written to stderr outside the lock: `admit` is the caller's code, and a
     // stalled stderr must not hold up PeerOf on every call.
     std::string refusal;
@@ -146,7 +161,21 @@ void UnixGrpcServer::AcceptLoop() {
       refusal = "peer credentials unreadable";
     } else if (!options_.admit(cred)) {
       refusal = "not permitted on this socket";
-    } else if (!stated) {
+    }
+    if (refusal.empty() && relay_ != nullptr) {
+      // From here on gRPC's end of the relay's pair is the connection leashd records and cuts.
+      absl::StatusOr<int> grpc_end = relay_->Add(accepted, cred);
+      if (!grpc_end.ok()) {
+        std::fprintf(stderr, "leashd: %s socket: %s\n", options_.name.c_str(),
+                     std::string(grpc_end.status().message()).c_str());
+        continue;
+      }
+      conn = *grpc_end;
+    }
+    struct stat st {};
+    const bool stated = fstat(conn, &st) == 0;
+    const int fstat_errno = errno;
+    if (refusal.empty() && !stated) {
       refusal = absl::StrCat("fstat of the connection failed: ", std::strerror(fstat_errno));
     }
     std::string line;
@@ -257,6 +286,8 @@ void UnixGrpcServer::Shutdown(absl::Duration deadline) {
   if (accept_thread_.joinable()) accept_thread_.join();
   server_->Shutdown(std::chrono::system_clock::now() +
                     std::chrono::milliseconds(absl::ToInt64Milliseconds(deadline)));
+  // After gRPC, so that in-flight calls' answers still reach their callers.
+  if (relay_ != nullptr) relay_->Stop();
   close(listen_fd_);
   close(wake_fd_);
   unlink(options_.path.c_str());

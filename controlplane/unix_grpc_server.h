@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "controlplane/connection_relay.h"
 #include "grpcpp/grpcpp.h"
 
 namespace leash::controlplane {
@@ -41,6 +42,15 @@ struct UnixSocketOptions {
   // on the calls per connection and on a request's size) from making leashd hold an unbounded
   // amount of memory for it.
   int max_connections_per_uid = 0;
+  // When > 0, every admitted connection reaches gRPC through a ConnectionRelay
+  // (connection_relay.h) that lets at most this many calls be opened on it before the caller
+  // acknowledges the server's HTTP/2 SETTINGS (which carry the calls-per-connection cap gRPC
+  // enforces from then on), and cuts the connection of a caller that goes past it. 0: gRPC
+  // reads the accepted socket itself (the admin socket: root only).
+  int max_streams_before_settings_ack = 0;
+  // Told (on the relay's thread) of each connection the relay cut, with the caller's
+  // credentials and why.
+  std::function<void(const ucred& cred, const std::string& why)> on_relay_cut;
 };
 
 class UnixGrpcServer {
@@ -67,20 +77,23 @@ class UnixGrpcServer {
   uint64_t refused() const;
 
   // Whether the peer of the connection `context`'s call arrived on is not reading what it was
-  // sent: the kernel's send queue of that connection is at least half full. gRPC queues what
+  // sent: the kernel's send queue of that connection is at least half full (on a relayed socket,
+  // of gRPC's end of the pair: the relay stops reading it when its buffer toward the caller is
+  // full). gRPC queues what
   // the kernel will not take in its own memory, without a bound, so a caller that keeps opening
   // calls without reading the answers would grow leashd without end. False when unknown.
   bool PeerIsNotReading(const grpc::ServerContextBase& context) const;
 
   // Shuts down (both ways) every connection `uid` holds, so that gRPC ends all its calls; for
-  // an account that misbehaves on a shared socket. Returns how many were cut. A descriptor is
+  // an account that misbehaves on a shared socket. On a relayed socket the descriptor shut is
+  // gRPC's end of the pair, and the relay then closes the caller's socket. Returns how many were cut. A descriptor is
   // shut only if it still names the socket that was accepted (device and inode), checked under
   // the lock just before.
   int CutConnectionsOf(uid_t uid);
 
  private:
   UnixGrpcServer(UnixSocketOptions options, int listen_fd, int wake_fd,
-                 std::unique_ptr<grpc::Server> server);
+                 std::unique_ptr<grpc::Server> server, std::unique_ptr<ConnectionRelay> relay);
   void AcceptLoop();
   // Why a newly accepted connection from `cred` must be refused ("" to admit it).
   std::string RefusalOf(const ucred& cred) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -101,6 +114,8 @@ class UnixGrpcServer {
   const int listen_fd_;
   const int wake_fd_;
   std::unique_ptr<grpc::Server> server_;
+  // Null unless options_.max_streams_before_settings_ack > 0.
+  std::unique_ptr<ConnectionRelay> relay_;
   std::thread accept_thread_;
   mutable absl::Mutex mu_;
   // An admitted connection, as handed to gRPC. gRPC closes the descriptor when the connection

@@ -1,11 +1,19 @@
 #include "base/read_file.h"
 #include "controlplane/unix_grpc_server.h"
 
+#include <dirent.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstring>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "base/atomic_file.h"
 #include "gmock/gmock.h"
@@ -199,6 +207,154 @@ TEST_F(UnixGrpcServerTest, AnAccountHoldsNoMoreConnectionsThanItsLimit) {
         return again.ok() && again->out == "kept=2 closed=0\n";
       },
       absl::Seconds(10)));
+}
+
+// The relayed socket (the tools socket's shape): at most 2 calls before the caller
+// acknowledges the server's SETTINGS, which say 2 calls per connection.
+class RelayedSocketTest : public UnixGrpcServerTest {
+ protected:
+  void SetUp() override {
+    UnixGrpcServerTest::SetUp();
+    UnixSocketOptions options;
+    options.name = "tools";
+    options.path = dir_->Join("r.sock");
+    options.mode = 0600;
+    options.admit = [](const ucred&) { return true; };
+    options.max_streams_before_settings_ack = 2;
+    options.on_relay_cut = [this](const ucred& cred, const std::string& why) {
+      cut_uid_ = static_cast<int64_t>(cred.uid);
+      absl::MutexLock lock(&mu_);
+      cut_why_ = why;
+    };
+    auto server = UnixGrpcServer::Start(options, {&service_}, [](grpc::ServerBuilder& builder) {
+      builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 2);
+    });
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    service_.server = server_.get();
+    baseline_fds_ = OpenDescriptors();
+  }
+  static int OpenDescriptors() {
+    int count = 0;
+    DIR* dir = opendir("/proc/self/fd");
+    while (dir != nullptr && readdir(dir) != nullptr) ++count;
+    if (dir != nullptr) closedir(dir);
+    return count;
+  }
+  int Connect() {
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, server_->path().c_str(), sizeof(address.sun_path) - 1);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    return fd;
+  }
+  // Whether the server has closed `fd`'s connection (EOF or reset), reading what it sent.
+  static bool ClosedByServer(int fd) {
+    char buffer[4096];
+    while (true) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 0) != 1) return false;
+      const ssize_t n = recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN)) return true;
+      if (n < 0) return false;
+    }
+  }
+  static std::string Frame(uint8_t type, uint8_t flags, uint32_t stream, size_t length) {
+    std::string out = {static_cast<char>(length >> 16), static_cast<char>(length >> 8),
+                       static_cast<char>(length),       static_cast<char>(type),
+                       static_cast<char>(flags),        static_cast<char>(stream >> 24),
+                       static_cast<char>(stream >> 16), static_cast<char>(stream >> 8),
+                       static_cast<char>(stream)};
+    return out + std::string(length, '\0');
+  }
+  std::string CutWhy() {
+    absl::MutexLock lock(&mu_);
+    return cut_why_;
+  }
+  std::unique_ptr<UnixGrpcServer> server_;
+  std::atomic<int64_t> cut_uid_{-1};
+  absl::Mutex mu_;
+  std::string cut_why_ ABSL_GUARDED_BY(mu_);
+  int baseline_fds_ = 0;
+};
+
+// A caller that opens more calls than the limit without acknowledging the server's SETTINGS
+// has the connection cut once the relay's buffer is full of what it holds back, told through
+// on_relay_cut; no descriptor is left behind.
+TEST_F(RelayedSocketTest, ACallerOpeningMoreCallsThanTheLimitBeforeAcknowledgingIsCut) {
+  LEASH_REQUIRE_ROOT();
+  const int fd = Connect();
+  std::string bytes = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + Frame(0x4, 0, 0, 0);
+  for (uint32_t stream = 1; stream <= 5; stream += 2) bytes += Frame(0x1, 0x4, stream, 0);
+  // Filler on the third stream, more than the relay holds.
+  bytes += Frame(0x0, 0, 5, 32 * 1024);
+  ASSERT_EQ(send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+  EXPECT_TRUE(leash::testing::WaitFor([&] { return ClosedByServer(fd); }, absl::Seconds(10)));
+  EXPECT_TRUE(leash::testing::WaitFor([&] { return cut_uid_.load() == 0; }, absl::Seconds(10)));
+  EXPECT_THAT(CutWhy(), HasSubstr("without acknowledging"));
+  close(fd);
+  EXPECT_TRUE(leash::testing::WaitFor([&] { return OpenDescriptors() == baseline_fds_; },
+                                      absl::Seconds(10)))
+      << OpenDescriptors() << " descriptors open, " << baseline_fds_ << " before";
+}
+
+// Bytes that are not an HTTP/2 client's are refused at once.
+TEST_F(RelayedSocketTest, AConnectionWithoutTheHttp2PrefaceIsCut) {
+  LEASH_REQUIRE_ROOT();
+  const int fd = Connect();
+  const std::string bytes = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+  EXPECT_TRUE(leash::testing::WaitFor([&] { return ClosedByServer(fd); }, absl::Seconds(10)));
+  EXPECT_TRUE(leash::testing::WaitFor([&] { return !CutWhy().empty(); }, absl::Seconds(10)));
+  EXPECT_THAT(CutWhy(), HasSubstr("preface"));
+  close(fd);
+}
+
+// A gRPC client that fires many calls at once on a new channel is not cut: it acknowledges the
+// server's SETTINGS as soon as it reads them, before its calls go out past the limit.
+TEST_F(RelayedSocketTest, AGrpcClientFiringManyCallsAtOnceIsAnsweredAndNotCut) {
+  LEASH_REQUIRE_ROOT();
+  for (int round = 0; round < 5; ++round) {
+    auto stub = leash::v1::Control::NewStub(
+        grpc::CreateChannel("unix:" + server_->path(), grpc::InsecureChannelCredentials()));
+    std::atomic<int> answered{0};
+    std::vector<std::thread> callers;
+    for (int i = 0; i < 40; ++i) {
+      callers.emplace_back([&] {
+        grpc::ClientContext context;
+        leash::v1::StatusResponse response;
+        if (stub->GetStatus(&context, {}, &response).ok() && response.uid() == 0) ++answered;
+      });
+    }
+    for (std::thread& caller : callers) caller.join();
+    EXPECT_EQ(answered.load(), 40) << "round " << round;
+  }
+  EXPECT_EQ(cut_uid_.load(), -1) << CutWhy();
+}
+
+// CutConnectionsOf shuts gRPC's end of the pair; the relay then closes the caller's socket, and
+// every descriptor of the connection is released. Shutdown closes what is still open.
+TEST_F(RelayedSocketTest, CuttingAConnectionClosesTheCallersSocketAndLeavesNoDescriptor) {
+  LEASH_REQUIRE_ROOT();
+  const int fd = Connect();
+  const std::string start = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + Frame(0x4, 0, 0, 0);
+  ASSERT_EQ(send(fd, start.data(), start.size(), MSG_NOSIGNAL), static_cast<ssize_t>(start.size()));
+  ASSERT_TRUE(leash::testing::WaitFor([&] { return server_->CutConnectionsOf(0) >= 1; },
+                                      absl::Seconds(10)));
+  EXPECT_TRUE(leash::testing::WaitFor([&] { return ClosedByServer(fd); }, absl::Seconds(10)));
+  close(fd);
+  EXPECT_EQ(cut_uid_.load(), -1) << "a cut by the service is not the relay's";
+  EXPECT_TRUE(leash::testing::WaitFor([&] { return OpenDescriptors() == baseline_fds_; },
+                                      absl::Seconds(10)))
+      << OpenDescriptors() << " descriptors open, " << baseline_fds_ << " before";
+  // A connection still open at shutdown is closed with the server.
+  const int open_fd = Connect();
+  ASSERT_EQ(send(open_fd, start.data(), start.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(start.size()));
+  server_->Shutdown(absl::Seconds(1));
+  EXPECT_TRUE(leash::testing::WaitFor([&] { return ClosedByServer(open_fd); }, absl::Seconds(10)));
+  close(open_fd);
 }
 
 TEST(EnsureRuntimeDirectory, RefusesAGroupWritableDirectory) {

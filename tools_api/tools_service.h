@@ -90,7 +90,11 @@ using SubjectLookup = std::function<absl::StatusOr<ToolSubject>(
 //   max_calls_per_account x max_request_bytes   (8 x 4 MiB by default)
 // plus what the stream windows of its other live calls let in: answered or refused calls that
 // gRPC cannot finish because the caller does not read, at most CallAdmission::max_alive() of
-// them (4 x 8 + 64 = 96 by default) before the account's connections are cut.
+// them (4 x 8 + 64 = 96 by default) before the account's connections are cut. gRPC reads calls
+// ahead of these handlers until the caller acknowledges the SETTINGS that carry the
+// calls-per-connection cap, so leashd's relay (controlplane/connection_relay.h) lets at most
+// max_calls_per_account calls through before that acknowledgement and cuts a caller that
+// opens more without it: the bound does not depend on how fast gRPC reads.
 // test/leashd's AnAgentFloodingTheToolsSocketIsBoundedAndStarvesNoOtherAgent holds leashd to
 // that bound under a flood, with another agent's calls answered all through.
 // Root is not limited: it acts for every account.
@@ -174,6 +178,12 @@ class ToolsService final : public leash::v1::Tools::Service {
   // Judges one serialized CheckToolRequest exactly as CheckTool does, without sending or
   // logging anything. For in-process hosts and tests.
   Answer Judge(const grpc::ServerContextBase& context, absl::string_view request) const;
+
+  // Cuts every connection `uid` holds to the tools socket and writes the (rate-limited)
+  // decision-log line, for misbehaviour found below the handlers: leashd's relay
+  // (controlplane/connection_relay.h) calls it for a connection that opened more calls than
+  // max_calls_per_account before acknowledging the server's HTTP/2 SETTINGS.
+  void CutConnectionsOf(uint32_t uid, const std::string& why) { Cut(uid, why); }
 
   // The calls CheckTool answered allow under audit that the policy blocks (each logged with
   // enforced: false), per subject UID, since the service was created; Judge counts none.

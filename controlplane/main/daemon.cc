@@ -1017,6 +1017,12 @@ std::optional<int> Daemon::StartToolsSocket() {
   socket.group = tools_group_.gid;
   socket.admit = [](const ucred&) { return true; };  // the socket's group decides
   socket.max_connections_per_uid = options_.tools_limits.max_connections_per_account;
+  // gRPC enforces the calls-per-connection cap only once a client has acknowledged the SETTINGS
+  // that carry it; before that the relay holds the caller to the same number.
+  socket.max_streams_before_settings_ack = options_.tools_limits.max_calls_per_account;
+  socket.on_relay_cut = [this](const ucred& cred, const std::string& why) {
+    tools_service_->CutConnectionsOf(cred.uid, why);
+  };
   absl::StatusOr<std::unique_ptr<UnixGrpcServer>> server =
       UnixGrpcServer::Start(socket, {}, [this](grpc::ServerBuilder& builder) {
         tools::RegisterToolsService(builder, *tools_service_);

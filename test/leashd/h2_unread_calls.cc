@@ -1,12 +1,12 @@
 // Test helper: a tools-socket caller that never reads. Speaks HTTP/2 by hand: the preface, an
-// empty SETTINGS (and never an acknowledgement of the server's), then `--hold` calls that send
+// empty SETTINGS (and, unless --ack, never an acknowledgement of the server's), then `--hold` calls that send
 // their headers and nothing more (admitted, and in flight for good), then up to `count` CheckTool
 // calls, each its HEADERS and one request message, never half-closed. It never reads its socket
 // and never opens its flow-control window, so gRPC can send neither the answers' messages
 // (which keeps those calls alive in leashd) nor, once the kernel's buffers are full, anything
 // else (which it then queues in its own memory). Prints one line:
 //   cut_after=<calls sent before leashd shut the connection>   or   not_cut sent=<count>
-//   h2_unread_calls <socket> <count> [--hold=N]
+//   h2_unread_calls <socket> <count> [--hold=N] [--ack]
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -67,11 +67,16 @@ bool PeerHungUp(int fd) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: h2_unread_calls <socket> <count> [--hold=N]\n");
+    std::fprintf(stderr, "usage: h2_unread_calls <socket> <count> [--hold=N] [--ack]\n");
     return 2;
   }
   const int count = std::atoi(argv[2]);
-  const int hold = argc > 3 && std::strncmp(argv[3], "--hold=", 7) == 0 ? std::atoi(argv[3] + 7) : 0;
+  int hold = 0;
+  bool ack = false;
+  for (int i = 3; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--hold=", 7) == 0) hold = std::atoi(argv[i] + 7);
+    if (std::strcmp(argv[i], "--ack") == 0) ack = true;
+  }
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
@@ -85,6 +90,15 @@ int main(int argc, char** argv) {
   if (!SendAll(fd, start)) {
     std::printf("cut_after=0\n");
     return 0;
+  }
+  if (ack) {
+    // Once the server's SETTINGS have arrived (left unread), acknowledge them, as a client
+    // would that read them: from then on gRPC enforces the calls-per-connection cap itself.
+    pollfd ready{fd, POLLIN, 0};
+    if (poll(&ready, 1, 10000) != 1 || !SendAll(fd, Frame(0x4, 0x1, 0, ""))) {
+      std::printf("cut_after=0\n");
+      return 0;
+    }
   }
   const std::string headers =
       Header(":method", "POST") + Header(":scheme", "http") +

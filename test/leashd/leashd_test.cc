@@ -1067,14 +1067,18 @@ TEST_F(LeashdTest, AnAgentFloodingTheToolsSocketIsBoundedAndStarvesNoOtherAgent)
       << leashd_->Log();
 }
 
-// A caller that never reads its socket and never opens its flow-control window: gRPC can send
-// neither its answers' messages (those calls stay alive) nor, once the kernel's buffers are
-// full, anything (gRPC then queues it in leashd's memory, without a bound). Either way the
-// caller's connections are cut: past 96 calls alive (four shares and a slack), or at the first
-// call it opens while the kernel's send queue is full. Without the cuts leashd's peak grows with
-// the number of calls; docs/PERFORMANCE.md has the figures, with and without them. The calls
-// gRPC has read before any of them reaches leashd's code are not bounded by anything leashd
-// can set in gRPC 1.51.
+// A caller that never reads its socket, never opens its flow-control window and never
+// acknowledges the server's HTTP/2 SETTINGS. gRPC 1.51 enforces the calls-per-connection cap
+// (SETTINGS_MAX_CONCURRENT_STREAMS) only once the client has acknowledged it, and reads every
+// call opened before that far ahead of leashd's handlers, so without more the cut would come
+// after a number of calls set by a race. leashd's relay on the tools socket
+// (controlplane/connection_relay.h) lets through at most --tools-calls-per-account (8) calls
+// opened before that acknowledgement; the caller's next ones are held in the relay's fixed
+// buffer, and when it is full the caller's connections are cut. So at most 8 of its calls reach
+// gRPC; the caller's `cut_after` (what it could send before the cut) is set by the kernel's
+// socket buffers, not by leashd's memory. After an acknowledgement gRPC enforces the cap itself,
+// and the cuts in the tools service (more calls alive than four shares and a slack, or a call
+// opened while the connection is unread) bound the rest; docs/PERFORMANCE.md has the figures.
 class UnreadingCallerTest : public LeashdTest {
  protected:
   // Runs h2_unread_calls as leash-it-a; returns its line and leashd's peak rise in MiB.
@@ -1102,6 +1106,16 @@ class UnreadingCallerTest : public LeashdTest {
         absl::Seconds(10)))
         << ReadAll(files_->Join("decisions.jsonl"));
   }
+  // How many of leash-it-a's calls were judged (each is logged with the tool's name).
+  int JudgedCalls() {
+    const std::string uid_field = absl::StrCat("\"uid\":", agents_["leash-it-a"]->uid(), ",");
+    int judged = 0;
+    for (absl::string_view line :
+         absl::StrSplit(ReadAll(files_->Join("decisions.jsonl")), '\n')) {
+      judged += absl::StrContains(line, uid_field) && absl::StrContains(line, "read_file") ? 1 : 0;
+    }
+    return judged;
+  }
   // Both agents are answered: the cut account's calls have all ended.
   void ExpectBothAnswered() {
     for (const char* agent : {"leash-it-b", "leash-it-a"}) {
@@ -1120,25 +1134,39 @@ class UnreadingCallerTest : public LeashdTest {
   }
 };
 
-// Answered calls whose messages cannot be sent stay alive: past 96 (four shares and a slack) the
-// account's connections are cut, said in the decision log under its uid.
+// Calls opened without acknowledging the server's SETTINGS: 8 reach leashd's handlers (and are
+// judged); the caller's connections are cut once the relay's buffer is full of the rest, said
+// in the decision log under its uid.
 TEST_F(UnreadingCallerTest, CallsKeptAliveGetTheConnectionCut) {
   auto [out, peak_mib] = Unread({"20000"});
+  EXPECT_THAT(out, HasSubstr("cut_after=")) << "the connection was never cut";
+  EXPECT_LE(peak_mib, 128);
+  ExpectCutLogged();
+  // The bound is a number: no more calls are judged than --tools-calls-per-account.
+  const int judged = JudgedCalls();
+  std::cout << "judged calls: " << judged << "\n";
+  EXPECT_LE(judged, 8) << ReadAll(files_->Join("decisions.jsonl")).substr(0, 4000);
+  ExpectBothAnswered();
+}
+
+// Calls held in flight (headers only) take the 8 calls the relay lets through before the
+// caller acknowledges the server's SETTINGS; every further call is held in the relay's buffer,
+// none reaches gRPC, and the connection is cut when the buffer is full.
+TEST_F(UnreadingCallerTest, AnswersLeftUnreadGetTheConnectionCut) {
+  auto [out, peak_mib] = Unread({"200000", "--hold=8"});
   EXPECT_THAT(out, HasSubstr("cut_after=")) << "the connection was never cut";
   EXPECT_LE(peak_mib, 128);
   ExpectCutLogged();
   ExpectBothAnswered();
 }
 
-// Calls held in flight take the share, so every further call is refused; refusals need no
-// window, so they go out until the kernel's buffers are full, and gRPC would then queue the
-// rest in memory (and, on a busy host, read calls far ahead of their handlers). More refusals
-// in a row than the alive cap, or the next call opened while the connection is unread, cuts it.
-TEST_F(UnreadingCallerTest, AnswersLeftUnreadGetTheConnectionCut) {
-  auto [out, peak_mib] = Unread({"200000", "--hold=8"});
+// A caller that acknowledges the server's SETTINGS and then never reads: from the
+// acknowledgement gRPC holds it to 8 calls per connection (a call over that cap ends the
+// connection, gRPC's own doing, so no decision line), and the relay passes its bytes untouched.
+TEST_F(UnreadingCallerTest, ACallerThatAcknowledgesTheSettingsAndStopsReadingGetsTheConnectionCut) {
+  auto [out, peak_mib] = Unread({"20000", "--ack"});
   EXPECT_THAT(out, HasSubstr("cut_after=")) << "the connection was never cut";
   EXPECT_LE(peak_mib, 128);
-  ExpectCutLogged();
   ExpectBothAnswered();
 }
 
