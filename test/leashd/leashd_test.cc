@@ -549,8 +549,7 @@ TEST_F(LeashdTest, TeardownReleasesEveryChainAfterACrash) {
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
   const uint32_t a = agents_["leash-it-a"]->uid();
   ASSERT_NE(ChainHandles(a), "");
-  // A crash: no stop path ran. (systemd would then kill the rest of the unit's cgroup and run
-  // ExecStopPost=leash teardown; here the sidecars are killed by hand.)
+  // A crash that took the sidecars too: no stop path ran, and nothing is left to stop.
   ASSERT_NO_FATAL_FAILURE(Crash());
   leashd_->Stop().IgnoreError();
   ASSERT_NE(ChainHandles(a), "") << "the chains were released without a stop path";
@@ -687,8 +686,8 @@ TEST_F(LeashdTest, ASecondLeashdInTheSameNetworkNamespaceRefusesEvenOnOtherFolde
 TEST_F(LeashdTest, AfterACrashLeashdStartsAgainOnTheSameFolders) {
   ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
-  // A crash, as systemd leaves it: leashd and its sidecars killed, no stop path run. The
-  // one-instance lock must not outlive it.
+  // A crash: leashd and its sidecars killed, no stop path run. The one-instance lock must not
+  // outlive it.
   ASSERT_NO_FATAL_FAILURE(Crash());
   leashd_->Stop().IgnoreError();
   ASSERT_TRUE(leashd_->Relaunch().ok()) << leashd_->Log();
@@ -723,6 +722,45 @@ char ProcessState(pid_t pid) {
 bool Alive(pid_t pid) {
   const char state = ProcessState(pid);
   return state != '\0' && state != 'Z' && state != 'X';
+}
+
+// Under systemd's KillMode=process a leashd that dies leaves its sidecars running: the watchers
+// hold the fanotify group (closing it would allow every pending open), and the next leashd takes
+// it over. `leash teardown`, which an operator runs to release everything, stops them first:
+// a watcher left enforcing the last map would go on denying after every chain is released.
+TEST_F(LeashdTest, TeardownStopsTheSidecarsADeadLeashdLeftAndReleasesEveryChain) {
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  const uint32_t a = agents_["leash-it-a"]->uid();
+  std::vector<pid_t> sidecars;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        sidecars.clear();
+        for (const auto& sidecar : Status().sidecars()) {
+          if (sidecar.running() && sidecar.pid() > 0) sidecars.push_back(sidecar.pid());
+        }
+        return sidecars.size() == 2;
+      },
+      absl::Seconds(30)))
+      << leashd_->Log();
+  // leashd alone dies, as systemd's KillMode=process leaves it.
+  ASSERT_EQ(kill(leashd_->pid(), SIGKILL), 0);
+  leashd_->Stop().IgnoreError();
+  for (pid_t pid : sidecars) {
+    ASSERT_TRUE(Alive(pid)) << "sidecar " << pid << " did not outlive leashd";
+  }
+  auto teardown = Teardown();
+  ASSERT_TRUE(teardown.ok());
+  EXPECT_EQ(teardown->exit_code, 0) << teardown->out;
+  for (pid_t pid : sidecars) {
+    EXPECT_THAT(teardown->out,
+                HasSubstr(absl::StrCat("(pid ", pid, ") that a previous leashd left running")));
+    EXPECT_FALSE(Alive(pid)) << "sidecar " << pid << " still runs after teardown\n"
+                             << teardown->out;
+  }
+  EXPECT_THAT(teardown->out, HasSubstr("released"));
+  EXPECT_EQ(ChainHandles(a), "");
+  EXPECT_EQ(RoutingRules(), "");
 }
 
 TEST_F(LeashdTest, SidecarsLeftByAKilledLeashdAreStoppedByTheNextOne) {
