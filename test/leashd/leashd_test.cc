@@ -26,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "test/fixtures/root_fixture.h"
 #include "test/grpc/reflection_client.h"
+#include "test/leashd/fake_notify_socket.h"
 #include "test/leashd/leashd_fixture.h"
 
 namespace leash::testing {
@@ -476,20 +477,15 @@ TEST_F(LeashdTest, ReflectionListsTheServicesOnBothSockets) {
 // STOPPING=1 on its way out; all through $NOTIFY_SOCKET, a datagram socket as systemd's.
 TEST_F(LeashdTest, SystemdIsToldReadyOnceEverySubjectIsInForceAndItsWatchdogIsFed) {
   ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
-  const std::string path = absl::StrCat("/tmp/leash-notify-", getpid(), "-", absl::ToUnixMicros(absl::Now()));
-  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  ASSERT_LT(path.size(), sizeof(address.sun_path));
-  std::memcpy(address.sun_path, path.data(), path.size());
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  const timeval wait{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+  const std::string path =
+      absl::StrCat("/tmp/leash-notify-", getpid(), "-", absl::ToUnixMicros(absl::Now()));
+  // Read from the start, as systemd reads: leashd also stores its port sockets here (FDSTORE=1)
+  // before it is ready, and those messages are the store's, not read below.
+  FakeNotifySocket notify(path);
+  ASSERT_TRUE(notify.bound()) << path;
   auto receive = [&] {
-    char buffer[1024];
-    const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
-    return n < 0 ? std::string("<nothing in 5 s>") : std::string(buffer, static_cast<size_t>(n));
+    const std::string got = notify.NextMessage(absl::Seconds(5));
+    return got.empty() ? std::string("<nothing in 5 s>") : got;
   };
   setenv("NOTIFY_SOCKET", path.c_str(), 1);
   setenv("WATCHDOG_USEC", "2000000", 1);
@@ -511,8 +507,7 @@ TEST_F(LeashdTest, SystemdIsToldReadyOnceEverySubjectIsInForceAndItsWatchdogIsFe
     for (std::string got = receive(); got != "<nothing in 5 s>"; got = receive()) last = got;
     EXPECT_EQ(last, "STOPPING=1");
   }
-  close(fd);
-  unlink(path.c_str());
+  EXPECT_GT(notify.size(), 0u) << "leashd stored none of its port sockets";
 }
 
 TEST_F(LeashdTest, StopReleasesEveryChain) {
