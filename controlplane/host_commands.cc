@@ -20,6 +20,7 @@
 #include "controlplane/floor_file.h"
 #include "controlplane/inbound_routing.h"
 #include "controlplane/instance_lock.h"
+#include "controlplane/leftover_sidecars.h"
 #include "controlplane/netfilter_factory.h"
 #include "controlplane/port_map.h"
 #include "controlplane/release_all_subjects.h"
@@ -180,6 +181,13 @@ int RunTeardownCommand(const HostCommandOptions& options, std::ostream& out, std
            "it has ended\n";
     return base::kExitRefused;
   }
+  // What a crashed leashd left running goes first: a watcher still enforcing its last map
+  // would go on denying after every chain is released, and a proxy would hold the ports.
+  const std::string admin_socket =
+      options.admin_socket.empty() ? run_dir + "/leash.sock" : options.admin_socket;
+  const std::vector<std::string> stopped =
+      StopLeftoverSidecars({"leash-fswatch", "leash-proxy"}, admin_socket);
+  for (const std::string& line : stopped) (options.json ? err : out) << line << "\n";
   std::vector<uint32_t> uids;
   const std::string& state_dir = options.state_dir;
   const std::string ports = state_dir + "/ports.json";

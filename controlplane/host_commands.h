@@ -17,6 +17,9 @@ struct HostCommandOptions {
   std::string config_path;  // the floor file (leash.yaml)
   std::string run_dir;
   std::string state_dir;
+  // The admin socket the stopped leashd's sidecars were started against (teardown stops the
+  // ones still running); empty: <run_dir>/leash.sock.
+  std::string admin_socket;
   std::string user;  // --init: the leashed user (the account is created when missing)
   bool json = false;
 };
@@ -32,8 +35,11 @@ int RunInitCommand(const HostCommandOptions& options, std::ostream& out, std::os
 // `leash teardown`: the stop path's safety net, run by leash.service's
 // ExecStopPost after leashd has exited (the CLI judges --unless-failed first)
 // and by an operator by hand; refused while a leashd runs on the run folder or
-// in this network namespace. Releases every UID the port map holds, the
-// configured user's, and any agent_<uid> chain still in the kernel. Root only.
+// in this network namespace. First stops the sidecars a crashed leashd left
+// running (under systemd's KillMode=process they outlive it and keep enforcing
+// its last map for the next leashd to take over), then releases every UID the
+// port map holds, the configured user's, and any agent_<uid> chain still in the
+// kernel. Root only.
 int RunTeardownCommand(const HostCommandOptions& options, std::ostream& out, std::ostream& err);
 
 // leashd's entry for the host commands, with leashd's parsed flags (--init, --teardown and the

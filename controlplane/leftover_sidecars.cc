@@ -114,9 +114,13 @@ bool IsSidecarOf(absl::string_view cmdline, const std::vector<std::string>& bina
                  const std::string& admin_socket) {
   if (!cmdline.empty() && cmdline.back() == '\0') cmdline.remove_suffix(1);
   const std::vector<absl::string_view> args = absl::StrSplit(cmdline, '\0');
-  if (args.empty() || std::find(binaries.begin(), binaries.end(), args[0]) == binaries.end()) {
-    return false;
-  }
+  if (args.empty()) return false;
+  const absl::string_view program = args[0];
+  const absl::string_view base_name = program.substr(program.rfind('/') + 1);
+  const bool named = std::any_of(binaries.begin(), binaries.end(), [&](const std::string& binary) {
+    return binary == program || (binary.find('/') == std::string::npos && binary == base_name);
+  });
+  if (!named) return false;
   const std::string socket = absl::StrCat("--socket=", admin_socket);
   const std::string admin = absl::StrCat("--admin-socket=", admin_socket);
   return std::any_of(args.begin() + 1, args.end(),

@@ -19,7 +19,9 @@ namespace leash::controlplane {
 
 // Whether `cmdline` (as /proc/<pid>/cmdline holds it: arguments separated by NUL bytes) is one
 // of `binaries` started against `admin_socket` (--socket=... or --admin-socket=..., the way
-// leashd starts its sidecars).
+// leashd starts its sidecars). A binary given without a folder ("leash-proxy") matches that
+// program wherever it was started from: `leash teardown` does not know where the leashd that
+// left the sidecars found them.
 bool IsSidecarOf(absl::string_view cmdline, const std::vector<std::string>& binaries,
                  const std::string& admin_socket);
 

@@ -48,6 +48,22 @@ TEST(IsSidecarOfTest, OtherProgramsNamingTheSocketAreLeftAlone) {
   EXPECT_FALSE(IsSidecarOf("", kBinaries, kSocket));
 }
 
+// `leash teardown` names the sidecars by program name: the leashd that left them may have found
+// them anywhere. A name without a folder matches the program's last path part, and only that.
+TEST(IsSidecarOfTest, AProgramNameMatchesThatProgramFromAnyFolder) {
+  const std::vector<std::string> names = {"leash-fswatch", "leash-proxy"};
+  EXPECT_TRUE(IsSidecarOf("/opt/build/bin/leash-proxy\0--socket=/run/leash/leash.sock\0"s, names,
+                          kSocket));
+  EXPECT_TRUE(IsSidecarOf("leash-fswatch\0--socket=/run/leash/leash.sock\0"s, names, kSocket));
+  EXPECT_FALSE(IsSidecarOf("/opt/bin/not-leash-proxy\0--socket=/run/leash/leash.sock\0"s, names,
+                           kSocket));
+  EXPECT_FALSE(IsSidecarOf("/opt/bin/leash-proxy\0--socket=/tmp/other/leash.sock\0"s, names,
+                           kSocket));
+  // A full path still matches only that path.
+  EXPECT_FALSE(IsSidecarOf("/opt/bin/leash-proxy\0--socket=/run/leash/leash.sock\0"s, kBinaries,
+                           kSocket));
+}
+
 // The numbers the next leashd takes a leftover watcher's group and table under.
 TEST(WatcherGroupNumbersTest, ALeftoverWatchersGroupIsFoundUnderTheNumbersItWasGiven) {
   const auto numbers = WatcherGroupNumbers(

@@ -679,7 +679,9 @@ TEST(NftRuleset, WithoutAFilterLoopbackDnsReachesOnlyTheSubjectsOwnLoopbackResol
 
 // A subject that has no proxy port: its nat chains redirect nothing (not even its DNS, even
 // under network.dns: filter), and its filter chain resets every TCP connection but loopback
-// services and drops every other protocol, DNS to its resolvers included.
+// services and drops every other protocol, DNS to its resolvers included. DNS to a loopback
+// address is refused before the loopback exemption, as for every subject without a filter to
+// reach (rule N15): a portless subject reaches no resolver on this host either.
 TEST(NftRuleset, APortlessSubjectsChainRefusesEverything) {
   NetfilterSubject subject =
       MakeSubject(1001, 0, false, {Addr("10.0.0.53"), Addr("2001:db8::53")});
@@ -704,6 +706,10 @@ TEST(NftRuleset, APortlessSubjectsChainRefusesEverything) {
               ElementsAre("newchain 1 agent_1001", absl::StrCat("newrule 1 ", kSquatDrop1001),
                           absl::StrCat("newrule 1 ", kInboundDrop1001),
                           absl::StrCat("newrule 1 ", kUnproxiedDrop1001),
+                          absl::StrCat("newrule 1 ", kLoopbackDnsUdpRefused1001),
+                          absl::StrCat("newrule 1 ", kLoopbackDnsTcpRefused1001),
+                          absl::StrCat("newrule 1 ", kLoopback6DnsUdpRefused1001),
+                          absl::StrCat("newrule 1 ", kLoopback6DnsTcpRefused1001),
                           absl::StrCat("newrule 1 ", kFilterLoopbackExempt1001),
                           absl::StrCat("newrule 1 ", kFilterLoopback6Exempt1001),
                           absl::StrCat("newrule 1 ", kTcpReset1001),

@@ -110,6 +110,7 @@ int main(int argc, char** argv) {
     host.config_path = options->config_path;
     host.run_dir = options->run_dir;
     host.state_dir = options->state_dir;
+    host.admin_socket = options->admin_socket;
     host.user = absl::GetFlag(FLAGS_user);
     host.json = absl::GetFlag(FLAGS_json);
     return leash::controlplane::RunHostCommand(init, teardown, host);

@@ -171,10 +171,10 @@ grep -qx 'Restart=on-failure' "$unit" || fail "Restart= is not on-failure"
 # leashd's own rule for its sidecars, one level up: restart after each of 3 deaths in 10 min.
 grep -qx 'StartLimitIntervalSec=10min' "$unit" && grep -qx 'StartLimitBurst=4' "$unit" ||
   fail "the start limit is not 4 starts in 10 minutes"
-grep -qx 'KillMode=mixed' "$unit" || fail "KillMode= is not mixed (SIGTERM to leashd alone)"
+grep -qx 'KillMode=process' "$unit" || fail "KillMode= is not process (signals to leashd alone; the watchers outlive a crash)"
 grep -qE '^CapabilityBoundingSet=.*CAP_SYS_ADMIN' "$unit" && grep -qE '^CapabilityBoundingSet=.*CAP_NET_ADMIN' "$unit" ||
   fail "the unit's bounding set lacks CAP_SYS_ADMIN or CAP_NET_ADMIN"
-pass "unit: no ExecReload=, ExecStopPost=leash teardown --unless-failed, Restart=on-failure, 4 starts/10 min, KillMode=mixed, bounding set"
+pass "unit: no ExecReload=, ExecStopPost=leash teardown --unless-failed, Restart=on-failure, 4 starts/10 min, KillMode=process, bounding set"
 
 # ========== 2. Upgrade over it: a hand-edited config with a wrong mode and owner, leashd's
 # state present, a wrong log-folder mode, new binaries, the opposite umask, no --user ==========

@@ -10,6 +10,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -209,6 +210,17 @@ std::vector<std::string> LeashdInstance::InItsMounts(const std::vector<std::stri
                                   "--"};
   out.insert(out.end(), argv.begin(), argv.end());
   return out;
+}
+
+int LeashdInstance::StandbysReady() const {
+  const std::string log = Log();
+  int n = 0;
+  for (size_t at = log.find("leash-fswatch standby (pid "); at != std::string::npos;
+       at = log.find("leash-fswatch standby (pid ", at + 1)) {
+    const size_t end = log.find('\n', at);
+    n += absl::StrContains(log.substr(at, end - at), ") ready");
+  }
+  return n;
 }
 
 }  // namespace leash::testing

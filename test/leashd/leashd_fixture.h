@@ -62,6 +62,8 @@ class LeashdInstance {
   absl::Status PublishAccounts();
 
   std::string Log() const;
+  // How many times this leashd has said a standby of the watcher is ready.
+  int StandbysReady() const;
   std::string Decisions() const;
   const std::string& config_path() const { return config_; }
   const std::string& state_dir() const { return state_; }

@@ -26,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "test/fixtures/root_fixture.h"
 #include "test/grpc/reflection_client.h"
+#include "test/leashd/fake_notify_socket.h"
 #include "test/leashd/leashd_fixture.h"
 
 namespace leash::testing {
@@ -476,20 +477,15 @@ TEST_F(LeashdTest, ReflectionListsTheServicesOnBothSockets) {
 // STOPPING=1 on its way out; all through $NOTIFY_SOCKET, a datagram socket as systemd's.
 TEST_F(LeashdTest, SystemdIsToldReadyOnceEverySubjectIsInForceAndItsWatchdogIsFed) {
   ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
-  const std::string path = absl::StrCat("/tmp/leash-notify-", getpid(), "-", absl::ToUnixMicros(absl::Now()));
-  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  ASSERT_LT(path.size(), sizeof(address.sun_path));
-  std::memcpy(address.sun_path, path.data(), path.size());
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  const timeval wait{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+  const std::string path =
+      absl::StrCat("/tmp/leash-notify-", getpid(), "-", absl::ToUnixMicros(absl::Now()));
+  // Read from the start, as systemd reads: leashd also stores its port sockets here (FDSTORE=1)
+  // before it is ready, and those messages are the store's, not read below.
+  FakeNotifySocket notify(path);
+  ASSERT_TRUE(notify.bound()) << path;
   auto receive = [&] {
-    char buffer[1024];
-    const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
-    return n < 0 ? std::string("<nothing in 5 s>") : std::string(buffer, static_cast<size_t>(n));
+    const std::string got = notify.NextMessage(absl::Seconds(5));
+    return got.empty() ? std::string("<nothing in 5 s>") : got;
   };
   setenv("NOTIFY_SOCKET", path.c_str(), 1);
   setenv("WATCHDOG_USEC", "2000000", 1);
@@ -511,8 +507,7 @@ TEST_F(LeashdTest, SystemdIsToldReadyOnceEverySubjectIsInForceAndItsWatchdogIsFe
     for (std::string got = receive(); got != "<nothing in 5 s>"; got = receive()) last = got;
     EXPECT_EQ(last, "STOPPING=1");
   }
-  close(fd);
-  unlink(path.c_str());
+  EXPECT_GT(notify.size(), 0u) << "leashd stored none of its port sockets";
 }
 
 TEST_F(LeashdTest, StopReleasesEveryChain) {
@@ -549,8 +544,7 @@ TEST_F(LeashdTest, TeardownReleasesEveryChainAfterACrash) {
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
   const uint32_t a = agents_["leash-it-a"]->uid();
   ASSERT_NE(ChainHandles(a), "");
-  // A crash: no stop path ran. (systemd would then kill the rest of the unit's cgroup and run
-  // ExecStopPost=leash teardown; here the sidecars are killed by hand.)
+  // A crash that took the sidecars too: no stop path ran, and nothing is left to stop.
   ASSERT_NO_FATAL_FAILURE(Crash());
   leashd_->Stop().IgnoreError();
   ASSERT_NE(ChainHandles(a), "") << "the chains were released without a stop path";
@@ -687,8 +681,8 @@ TEST_F(LeashdTest, ASecondLeashdInTheSameNetworkNamespaceRefusesEvenOnOtherFolde
 TEST_F(LeashdTest, AfterACrashLeashdStartsAgainOnTheSameFolders) {
   ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
-  // A crash, as systemd leaves it: leashd and its sidecars killed, no stop path run. The
-  // one-instance lock must not outlive it.
+  // A crash: leashd and its sidecars killed, no stop path run. The one-instance lock must not
+  // outlive it.
   ASSERT_NO_FATAL_FAILURE(Crash());
   leashd_->Stop().IgnoreError();
   ASSERT_TRUE(leashd_->Relaunch().ok()) << leashd_->Log();
@@ -723,6 +717,45 @@ char ProcessState(pid_t pid) {
 bool Alive(pid_t pid) {
   const char state = ProcessState(pid);
   return state != '\0' && state != 'Z' && state != 'X';
+}
+
+// Under systemd's KillMode=process a leashd that dies leaves its sidecars running: the watchers
+// hold the fanotify group (closing it would allow every pending open), and the next leashd takes
+// it over. `leash teardown`, which an operator runs to release everything, stops them first:
+// a watcher left enforcing the last map would go on denying after every chain is released.
+TEST_F(LeashdTest, TeardownStopsTheSidecarsADeadLeashdLeftAndReleasesEveryChain) {
+  ASSERT_NO_FATAL_FAILURE(AddAgents({"leash-it-a"}));
+  ASSERT_NO_FATAL_FAILURE(StartLeashd());
+  const uint32_t a = agents_["leash-it-a"]->uid();
+  std::vector<pid_t> sidecars;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        sidecars.clear();
+        for (const auto& sidecar : Status().sidecars()) {
+          if (sidecar.running() && sidecar.pid() > 0) sidecars.push_back(sidecar.pid());
+        }
+        return sidecars.size() == 2;
+      },
+      absl::Seconds(30)))
+      << leashd_->Log();
+  // leashd alone dies, as systemd's KillMode=process leaves it.
+  ASSERT_EQ(kill(leashd_->pid(), SIGKILL), 0);
+  leashd_->Stop().IgnoreError();
+  for (pid_t pid : sidecars) {
+    ASSERT_TRUE(Alive(pid)) << "sidecar " << pid << " did not outlive leashd";
+  }
+  auto teardown = Teardown();
+  ASSERT_TRUE(teardown.ok());
+  EXPECT_EQ(teardown->exit_code, 0) << teardown->out;
+  for (pid_t pid : sidecars) {
+    EXPECT_THAT(teardown->out,
+                HasSubstr(absl::StrCat("(pid ", pid, ") that a previous leashd left running")));
+    EXPECT_FALSE(Alive(pid)) << "sidecar " << pid << " still runs after teardown\n"
+                             << teardown->out;
+  }
+  EXPECT_THAT(teardown->out, HasSubstr("released"));
+  EXPECT_EQ(ChainHandles(a), "");
+  EXPECT_EQ(RoutingRules(), "");
 }
 
 TEST_F(LeashdTest, SidecarsLeftByAKilledLeashdAreStoppedByTheNextOne) {

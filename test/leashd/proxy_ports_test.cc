@@ -33,6 +33,7 @@
 #include "gtest/gtest.h"
 #include "test/fixtures/root_fixture.h"
 #include "test/fixtures/subprocess.h"
+#include "test/leashd/fake_notify_socket.h"
 #include "test/leashd/leashd_fixture.h"
 
 namespace leash::testing {
@@ -513,110 +514,6 @@ TEST_F(ProxyPortsTest, APortlessSubjectIsRefusedAndRecoversOnTheNextReconcile) {
   ExpectEveryAgentJudged();
 }
 
-// The notify socket systemd gives a Type=notify service, played by the test: it keeps every
-// descriptor sent with FDSTORE=1 (by FDNAME), as systemd's file-descriptor store does, and
-// hands them back on the next start.
-class FakeFdStore {
- public:
-  explicit FakeFdStore(const std::string& path) : path_(path) {
-    fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", path.c_str());
-    unlink(path.c_str());
-    bound_ = bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
-    const timeval tick{0, 200000};  // so the reader sees stop_ without a datagram
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tick, sizeof(tick));
-    const int size = 4 << 20;
-    setsockopt(fd_, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size));
-    reader_ = std::thread([this] { Read(); });
-  }
-  ~FakeFdStore() {
-    stop_ = true;
-    shutdown(fd_, SHUT_RDWR);
-    reader_.join();
-    close(fd_);
-    unlink(path_.c_str());
-    for (int fd : fds_) close(fd);
-  }
-  bool bound() const { return bound_; }
-  size_t size() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return fds_.size();
-  }
-  std::vector<int> fds() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return fds_;
-  }
-  std::vector<std::string> names() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return names_;
-  }
-
- private:
-  void Read() {
-    std::vector<char> control(CMSG_SPACE(sizeof(int) * 253));
-    while (!stop_) {
-      char text[4096];
-      iovec iov{text, sizeof(text) - 1};
-      msghdr message{};
-      message.msg_iov = &iov;
-      message.msg_iovlen = 1;
-      message.msg_control = control.data();
-      message.msg_controllen = control.size();
-      const ssize_t n = recvmsg(fd_, &message, MSG_CMSG_CLOEXEC);
-      if (n <= 0) continue;
-      text[n] = '\0';
-      std::vector<int> received;
-      for (cmsghdr* h = CMSG_FIRSTHDR(&message); h != nullptr; h = CMSG_NXTHDR(&message, h)) {
-        if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
-        const size_t count = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        const int* data = reinterpret_cast<const int*>(CMSG_DATA(h));
-        received.assign(data, data + count);
-      }
-      std::string name = "stored";
-      bool store = false;
-      for (absl::string_view line : absl::StrSplit(text, '\n')) {
-        if (line == "FDSTORE=1") store = true;
-        if (absl::ConsumePrefix(&line, "FDNAME=")) name = std::string(line);
-      }
-      std::lock_guard<std::mutex> lock(mu_);
-      for (int fd : received) {
-        if (!store) {
-          close(fd);
-          continue;
-        }
-        // systemd keeps one copy of a kernel object: a descriptor sent twice is dropped.
-        struct stat mine, theirs;
-        bool duplicate = false;
-        fstat(fd, &theirs);
-        for (int kept : fds_) {
-          if (fstat(kept, &mine) == 0 && mine.st_ino == theirs.st_ino &&
-              mine.st_dev == theirs.st_dev) {
-            duplicate = true;
-            break;
-          }
-        }
-        if (duplicate) {
-          close(fd);
-          continue;
-        }
-        fds_.push_back(fd);
-        names_.push_back(name);
-      }
-    }
-  }
-
-  const std::string path_;
-  int fd_ = -1;
-  bool bound_ = false;
-  std::atomic<bool> stop_{false};
-  std::thread reader_;
-  std::mutex mu_;
-  std::vector<int> fds_;
-  std::vector<std::string> names_;
-};
-
 // Under systemd the proxy's ports never leave Leash's hands across a restart: leashd puts every
 // port socket in the service's file-descriptor store, systemd (here, the test) keeps them while
 // leashd is down and passes them to the next leashd (LISTEN_FDS), which takes them back. A
@@ -629,7 +526,7 @@ TEST_F(ProxyPortsTest, UnderSystemdTheFdStoreKeepsEveryPortAcrossARestart) {
   limit.rlim_cur = limit.rlim_max;
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &limit), 0);
   const std::string path = absl::StrCat("/tmp/lnfy-", tag_);
-  FakeFdStore store(path);
+  FakeNotifySocket store(path);
   ASSERT_TRUE(store.bound()) << path;
   // leashd inherits the test's environment, as a service gets NOTIFY_SOCKET from systemd.
   setenv("NOTIFY_SOCKET", path.c_str(), 1);

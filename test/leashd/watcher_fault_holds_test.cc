@@ -162,17 +162,6 @@ class WatcherFaultHoldsTest : public AgentTest {
         absl::Seconds(60));
     return ready;
   }
-  // How many standbys leashd has said are ready.
-  int StandbysReady() {
-    const std::string log = leashd_->Log();
-    int n = 0;
-    for (size_t at = log.find("leash-fswatch standby (pid "); at != std::string::npos;
-         at = log.find("leash-fswatch standby (pid ", at + 1)) {
-      const size_t end = log.find('\n', at);
-      n += absl::StrContains(log.substr(at, end - at), ") ready");
-    }
-    return n;
-  }
 
   std::unique_ptr<ProbeDir> probe_;
   std::string storm_out_;
@@ -213,7 +202,7 @@ TEST_F(WatcherFaultHoldsTest, GiveUpAfterTheFourthDeathKeepsTheGroupAndDeniesEve
   Storm counted;
   for (int death = 1; death <= 4; ++death) {
     // Each kill lands on a reader with a standby ready, so each is one takeover and one death.
-    ASSERT_TRUE(WaitFor([&] { return StandbysReady() >= death; }, absl::Seconds(60)))
+    ASSERT_TRUE(WaitFor([&] { return leashd_->StandbysReady() >= death; }, absl::Seconds(60)))
         << "death " << death << "\n" << leashd_->Log();
     if (death < 4) {
       ASSERT_EQ(kill(watcher, SIGKILL), 0);
