@@ -101,17 +101,8 @@ void FakeNotifySocket::Read() {
         continue;
       }
       // systemd keeps one copy of a kernel object: a descriptor sent twice is dropped.
-      struct stat mine, theirs;
-      bool duplicate = false;
-      fstat(fd, &theirs);
-      for (int kept : fds_) {
-        if (fstat(kept, &mine) == 0 && mine.st_ino == theirs.st_ino &&
-            mine.st_dev == theirs.st_dev) {
-          duplicate = true;
-          break;
-        }
-      }
-      if (duplicate) {
+      struct stat theirs {};
+      if (fstat(fd, &theirs) != 0 || !kept_.insert({theirs.st_dev, theirs.st_ino}).second) {
         close(fd);
         continue;
       }

@@ -5,8 +5,12 @@
 // from the moment it is made, as systemd does: a service's notify calls never wait on the test.
 #pragma once
 
+#include <sys/types.h>
+
+#include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -37,6 +41,8 @@ class FakeNotifySocket {
   absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<int> fds_ ABSL_GUARDED_BY(mu_);
+  // (device, inode) of every descriptor in fds_.
+  std::set<std::pair<dev_t, ino_t>> kept_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> names_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> messages_ ABSL_GUARDED_BY(mu_);
   size_t next_message_ ABSL_GUARDED_BY(mu_) = 0;

@@ -731,7 +731,8 @@ TEST_F(LeashdTest, TeardownStopsTheSidecarsADeadLeashdLeftAndReleasesEveryChain)
   ASSERT_TRUE(WaitFor(
       [&] {
         sidecars.clear();
-        for (const auto& sidecar : Status().sidecars()) {
+        const leash::v1::StatusResponse status = Status();
+        for (const auto& sidecar : status.sidecars()) {
           if (sidecar.running() && sidecar.pid() > 0) sidecars.push_back(sidecar.pid());
         }
         return sidecars.size() == 2;
