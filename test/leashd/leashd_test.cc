@@ -157,9 +157,8 @@ class LeashdTest : public RootTest {
          "teardown"}));
   }
 
-  // SIGKILLs both sidecars (once both run) and leashd: a crash, no stop path run.
-  void Crash() {
-    std::vector<pid_t> sidecars;
+  // The pids of both sidecars, once both run.
+  void RunningSidecars(std::vector<pid_t>& sidecars) {
     ASSERT_TRUE(WaitFor(
         [&] {
           sidecars.clear();
@@ -172,6 +171,12 @@ class LeashdTest : public RootTest {
         },
         absl::Seconds(30)))
         << leashd_->Log();
+  }
+
+  // SIGKILLs both sidecars (once both run) and leashd: a crash, no stop path run.
+  void Crash() {
+    std::vector<pid_t> sidecars;
+    ASSERT_NO_FATAL_FAILURE(RunningSidecars(sidecars));
     for (pid_t pid : sidecars) kill(pid, SIGKILL);
     kill(leashd_->pid(), SIGKILL);
   }
@@ -728,17 +733,7 @@ TEST_F(LeashdTest, TeardownStopsTheSidecarsADeadLeashdLeftAndReleasesEveryChain)
   ASSERT_NO_FATAL_FAILURE(StartLeashd());
   const uint32_t a = agents_["leash-it-a"]->uid();
   std::vector<pid_t> sidecars;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        sidecars.clear();
-        const leash::v1::StatusResponse status = Status();
-        for (const auto& sidecar : status.sidecars()) {
-          if (sidecar.running() && sidecar.pid() > 0) sidecars.push_back(sidecar.pid());
-        }
-        return sidecars.size() == 2;
-      },
-      absl::Seconds(30)))
-      << leashd_->Log();
+  ASSERT_NO_FATAL_FAILURE(RunningSidecars(sidecars));
   // leashd alone dies, as systemd's KillMode=process leaves it.
   ASSERT_EQ(kill(leashd_->pid(), SIGKILL), 0);
   leashd_->Stop().IgnoreError();
