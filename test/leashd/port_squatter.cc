@@ -6,7 +6,8 @@
 //       (dual stack), :: (IPv6 only) and ::ffff:127.0.0.1, each with SO_REUSEADDR and
 //       SO_REUSEPORT, as fast as it can. A bind that succeeds is closed at once and printed as
 //       "won <address> <port> <CLOCK_MONOTONIC ns>". Prints "started" first and
-//       "attempts=<n> won=<n> rounds=<n>" when stopped.
+//       "attempts=<n> won=<n> rounds=<n>" when stopped; after SIGUSR1, "round done" once the
+//       next whole round (begun after the signal) is over.
 //   port_squatter hold ADDRESS PORT
 //       Binds and listens there (SO_REUSEADDR): "listening", or "error <ERRNO>"; answers each
 //       connection with "squatter" until SIGTERM, then prints "served=<n>".
@@ -44,6 +45,9 @@ namespace {
 
 volatile sig_atomic_t stop = 0;
 void OnTerm(int) { stop = 1; }
+// SIGUSR1 asks `loop` to say when the next whole round (begun after the signal) is done.
+volatile sig_atomic_t round_asked = 0;
+void OnUsr1(int) { round_asked = 1; }
 
 struct Target {
   const char* address;
@@ -105,6 +109,8 @@ int Loop(uint16_t first, uint16_t last) {
   std::fflush(stdout);
   uint64_t attempts = 0, won = 0, rounds = 0;
   while (!stop) {
+    const bool report = round_asked != 0;
+    round_asked = 0;
     for (uint32_t port = first; port <= last && !stop; ++port) {
       for (size_t i = 0; i < kCount; ++i) {
         if (fds[i] < 0) fds[i] = NewSocket(kTargets[i]);
@@ -124,6 +130,10 @@ int Loop(uint16_t first, uint16_t last) {
       }
     }
     ++rounds;
+    if (report && !stop) {
+      std::printf("round done\n");
+      std::fflush(stdout);
+    }
   }
   std::printf("attempts=%llu won=%llu rounds=%llu\n", static_cast<unsigned long long>(attempts),
               static_cast<unsigned long long>(won), static_cast<unsigned long long>(rounds));
@@ -278,6 +288,9 @@ int main(int argc, char** argv) {
   action.sa_handler = OnTerm;
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
+  struct sigaction usr1 {};
+  usr1.sa_handler = OnUsr1;
+  sigaction(SIGUSR1, &usr1, nullptr);
   if (argc == 4) {
     const std::string mode = argv[1];
     const long a = std::strtol(argv[2], nullptr, 10);

@@ -540,8 +540,12 @@ TEST_F(ProxyPortsTest, UnderSystemdTheFdStoreKeepsEveryPortAcrossARestart) {
   const std::string log = StartLoop();
   const int64_t stop_sent = MonotonicNs();
   ASSERT_TRUE(leashd_->Stop().ok());
-  // The window a restart without the store leaves open: the squatter looping all through it.
-  absl::SleepFor(absl::Milliseconds(300));
+  // The window a restart without the store leaves open: the squatter binds every port of the
+  // range at least once while no leashd runs (a whole round begun after the stop).
+  loops_.back().Signal(SIGUSR1);
+  ASSERT_TRUE(WaitFor([&] { return absl::StrContains(ReadAll(log), "round done\n"); },
+                      absl::Seconds(30)))
+      << ReadAll(log);
   setenv("NOTIFY_SOCKET", path.c_str(), 1);
   const absl::Status relaunched = leashd_->Relaunch(store.fds(), store.names());
   unsetenv("NOTIFY_SOCKET");
