@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@ class PolicySnapshot {
     absl::StatusOr<leash::v1::Config> policy;
     // The bindings it came from, for status: {"global=base", "agent:leash-iris=web"}.
     std::vector<std::string> sources;
+    // With `policy`: what audit must not lift (engine::AuditAbove, rule L4), lists expanded.
+    std::optional<leash::v1::Config> audit_above;
   };
 
   // Resolves one subject. The configured single user resolves to the (global-folded) floor with

@@ -488,9 +488,11 @@ leash::v1::SubjectPolicy Reconciler::PlanPolicy(Pass& pass, Desired& d,
                                                 const std::vector<std::string>& id_problems) {
   if (d.problem.empty() && !id_problems.empty()) d.problem = absl::StrJoin(id_problems, "; ");
   absl::StatusOr<leash::v1::Config> policy = absl::FailedPreconditionError(d.problem);
+  std::optional<leash::v1::Config> audit_above;
   if (d.problem.empty()) {
     PolicySnapshot::Resolution resolution = pass.snapshot->Resolve(d.account, d.configured_user);
     policy = std::move(resolution.policy);
+    audit_above = std::move(resolution.audit_above);
     d.sources = std::move(resolution.sources);
     if (!policy.ok()) d.problem = std::string(policy.status().message());
   }
@@ -500,6 +502,7 @@ leash::v1::SubjectPolicy Reconciler::PlanPolicy(Pass& pass, Desired& d,
   out.set_account(d.account.name);
   out.set_port(d.port);
   *out.mutable_policy() = *policy;
+  if (audit_above) *out.mutable_audit_above() = *std::move(audit_above);
   SetSubordinateIds(d, out);
   // Re-resolved every pass: a link retargeted by an upgrade is picked up by the next one.
   for (engine::CommandLink& link : host::ResolveCommandLinks(*policy, options_.command_search_path)) {

@@ -41,7 +41,9 @@ void SubjectDirectory::Update(const std::map<uint32_t, SubjectState>& subjects) 
         links.push_back({link.name(), link.target()});
       }
       view.policy = std::make_shared<const engine::CompiledPolicy>(
-          engine::CompiledPolicy::Compile(state.published.policy(), links));
+          engine::CompiledPolicy::Compile(
+              state.published.policy(), links,
+              state.published.has_audit_above() ? &state.published.audit_above() : nullptr));
     }
     by_account[state.account.name] = uid;
     if (state.configured_user) configured = uid;

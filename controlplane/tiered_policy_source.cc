@@ -32,6 +32,15 @@ class TieredSnapshot : public PolicySnapshot {
     if (resolved.ok()) {
       // Consent was judged on the list references as written; the enforcers get the entries.
       absl::StatusOr<leash::v1::Config> expanded = engine::ExpandLists(*resolved.policy, lists_);
+      if (expanded.ok() && resolved.audit_above) {
+        // What audit keeps enforced is judged on entries too; failing to read it fails closed.
+        absl::StatusOr<leash::v1::Config> above = engine::ExpandLists(*resolved.audit_above, lists_);
+        if (above.ok()) {
+          out.audit_above = *std::move(above);
+        } else {
+          expanded = above.status();
+        }
+      }
       if (expanded.ok()) {
         out.policy = *std::move(expanded);
       } else {

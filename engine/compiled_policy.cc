@@ -113,8 +113,17 @@ void AppendReason(Surface surface, absl::string_view subject, const Ruling& ruli
 }
 
 CompiledPolicy CompiledPolicy::Compile(const leash::v1::Config& config,
-                                       const std::vector<CommandLink>& links) {
+                                       const std::vector<CommandLink>& links,
+                                       const leash::v1::Config* audit_above) {
   CompiledPolicy policy;
+  if (audit_above != nullptr) {
+    // Only the surfaces the wire message carries: the others have nothing above their audit.
+    policy.above_for_[leash::v1::SURFACE_NETWORK] = audit_above->has_network();
+    policy.above_for_[leash::v1::SURFACE_FILESYSTEM] = audit_above->has_filesystem();
+    policy.above_for_[leash::v1::SURFACE_COMMANDS] = audit_above->has_commands();
+    policy.above_for_[leash::v1::SURFACE_TOOLS] = audit_above->has_tools();
+    policy.above_ = std::make_shared<const CompiledPolicy>(Compile(*audit_above, links));
+  }
   policy.config_ = WithDefaults(config);
   policy.fail_mode_ = EffectiveFailMode(policy.config_);
   const leash::v1::Config& c = policy.config_;
@@ -340,6 +349,23 @@ Decision CompiledPolicy::DecideTool(absl::string_view name) const {
     auto it = list.names.find(name);
     return Match{it == list.names.end() ? -1 : it->second};
   });
+}
+
+const CompiledPolicy* CompiledPolicy::audit_above(Surface surface) const {
+  if (above_ == nullptr || surface < 0 || surface >= 5 || !above_for_[surface]) return nullptr;
+  return audited(surface) ? above_.get() : nullptr;
+}
+
+Decision CompiledPolicy::UnderAudit(
+    Surface surface, Decision decision,
+    absl::FunctionRef<bool(const CompiledPolicy& above)> above_blocks) const {
+  if (decision.allowed() || !audited(surface)) return decision;
+  if (const CompiledPolicy* above = audit_above(surface); above != nullptr && above_blocks(*above)) {
+    decision.kept_under_audit = true;
+    return decision;
+  }
+  decision.enforced = false;
+  return decision;
 }
 
 bool CompiledPolicy::audited(Surface surface) const {

@@ -7,10 +7,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "engine/cidr_table.h"
 #include "engine/config_defaults.h"
@@ -95,8 +97,11 @@ class CompiledPolicy {
   // it already fails closed on its own; in a deny list it blocks nothing, which validate
   // reports as critical.
   // `links` extend the commands surface's name entries to the links' targets.
+  // `audit_above`: the policy written above the tier that set each audited surface's audit
+  // (SubjectPolicy.audit_above; a surface it leaves out has none), compiled beside this one.
   static CompiledPolicy Compile(const leash::v1::Config& config,
-                                const std::vector<CommandLink>& links = {});
+                                const std::vector<CommandLink>& links = {},
+                                const leash::v1::Config* audit_above = nullptr);
 
   Decision DecideNetwork(const NetworkSubject& subject) const;
   // Whether a DNS question for `name` may be answered: whether some connection to that name
@@ -127,8 +132,20 @@ class CompiledPolicy {
   Decision DecideTool(absl::string_view name) const;
 
   FailMode fail_mode() const { return fail_mode_; }
-  // Whether `surface` is in audit (its `audit: true`): its blocks are logged and not made.
+  // Whether `surface` is in audit (its `audit: true`): its blocks are logged and not made,
+  // except those the policy written above the tier that set audit makes too (UnderAudit).
   bool audited(Surface surface) const;
+  // Rule L4: the policy written above the tier that set `surface`'s audit (the floor under a
+  // global binding's audit; the floor and the global binding folded under an agent profile's).
+  // nullptr when the surface is not audited or the floor set its audit: nothing is above it.
+  const CompiledPolicy* audit_above(Surface surface) const;
+  // Audit as the enforcers apply it (rule L4): `decision`, this policy's on one event of
+  // `surface`, unchanged unless it is a block on an audited surface. Then it is not enforced,
+  // unless the surface has an audit_above and `above_blocks` (asked with it) says that policy,
+  // judging the same event the same way, blocks it too: then it stays enforced, marked
+  // kept_under_audit. Audit covers what its own tier decides, never a deny written above it.
+  Decision UnderAudit(Surface surface, Decision decision,
+                      absl::FunctionRef<bool(const CompiledPolicy& above)> above_blocks) const;
   // The policy as compiled, every field present.
   const leash::v1::Config& config() const { return config_; }
   const std::vector<leash::v1::InertEntry>& skipped_entries() const { return skipped_; }
@@ -166,6 +183,9 @@ class CompiledPolicy {
   Rules<NameList> commands_;
   Rules<NameList> tools_;
   std::vector<leash::v1::InertEntry> skipped_;
+  // Rule L4: the compiled audit_above, and which surfaces (by Surface number) it is for.
+  std::shared_ptr<const CompiledPolicy> above_;
+  bool above_for_[5] = {false, false, false, false, false};
 };
 
 }  // namespace leash::engine

@@ -26,6 +26,10 @@ struct Decision {
   MatchedOn matched_on = MatchedOn::kNone;
   // False only for a block an audited surface logs and does not make (UnderAudit).
   bool enforced = true;
+  // A block on an audited surface that audit did not lift: the policy written above the tier
+  // that set audit blocks the same event (CompiledPolicy::UnderAudit, rule L4). Logged with
+  // enforced: true written out, so the log tells it from a block on a surface not audited.
+  bool kept_under_audit = false;
 
   bool allowed() const { return verdict == Verdict::kAllow; }
   // What the enforcer answers: the verdict, except that a block not enforced lets the event
@@ -46,8 +50,10 @@ struct NetworkSubject {
 // open. `what_failed` says why, e.g. "policy unavailable".
 Decision FailDecision(FailMode fail_mode, Surface surface, absl::string_view what_failed);
 
-// Audit: on an audited surface a block stays a block in the log and is not made. Returns
-// `decision` with enforced false when it is a block and `audited`; unchanged otherwise.
+// Audit with nothing written above the tier that set it: on an audited surface a block stays a
+// block in the log and is not made. Returns `decision` with enforced false when it is a block
+// and `audited`; unchanged otherwise. Enforcers go through CompiledPolicy::UnderAudit, which
+// also keeps what is written above that tier (rule L4).
 Decision UnderAudit(Decision decision, bool audited);
 
 // "network", "filesystem", "commands", "tools".

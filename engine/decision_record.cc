@@ -114,7 +114,11 @@ leash::v1::DecisionRecord MakeDecisionRecord(absl::Time ts, std::string ref, uin
   record.set_action(std::string(VerdictName(decision.verdict)));
   record.set_reason(decision.reason);
   *record.mutable_subject() = std::move(subject);
-  if (!decision.enforced) record.set_enforced(false);
+  if (!decision.enforced) {
+    record.set_enforced(false);
+  } else if (decision.kept_under_audit) {
+    record.set_enforced(true);  // rule L4: a block audit did not lift says so
+  }
   return record;
 }
 
@@ -229,7 +233,11 @@ void AppendDecisionLine(const FileDecisionFields& fields,
           ->assign(fields.path.data(), fields.path.size());
     }
     if (fields.critical) record.set_severity("critical");
-    if (!fields.enforced) record.set_enforced(false);
+    if (!fields.enforced) {
+      record.set_enforced(false);
+    } else if (fields.kept_under_audit) {
+      record.set_enforced(true);
+    }
     out.resize(start);
     out += DecisionLine(record);
     return;
@@ -240,9 +248,9 @@ void AppendDecisionLine(const FileDecisionFields& fields,
   AddString(out, binary ? "binary" : "path", fields.path, inner);
   out += '}';
   if (fields.critical) AddString(out, "severity", "critical", first);
-  if (!fields.enforced) {
+  if (!fields.enforced || fields.kept_under_audit) {
     AddKey(out, "enforced", first);
-    out += "false";
+    out += fields.enforced ? "true" : "false";
   }
   out += "}\n";
 }

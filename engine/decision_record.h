@@ -47,7 +47,7 @@ class DecisionSink {
 std::string MakeRef(uint64_t random_bits);
 
 // {ts, ref, uid, surface, action, reason, subject}, and `enforced: false` for a block the
-// decision says was not enforced (audit). The subject's fields are set by the caller (only
+// decision says was not enforced (audit), `enforced: true` for one audit did not lift (rule L4). The subject's fields are set by the caller (only
 // those of the decision's surface).
 leash::v1::DecisionRecord MakeDecisionRecord(absl::Time ts, std::string ref, uint32_t uid,
                                              Surface surface, const Decision& decision,
@@ -77,6 +77,8 @@ struct FileDecisionFields {
   absl::string_view path;
   bool critical = false;  // severity "critical"
   bool enforced = true;   // false: a block an audited surface logged and did not make
+  // A block on an audited surface that audit did not lift (rule L4): enforced: true written.
+  bool kept_under_audit = false;
 };
 
 // Appends the line of the record `fields` describe, with the reason `append_reason` appends,

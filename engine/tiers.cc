@@ -45,6 +45,16 @@ std::string WhoFails(absl::string_view scope) {
                            : absl::StrCat(scope, " is denied everything");
 }
 
+// What audit keeps of a surface written above the tier that set it: its deny entries (and,
+// on tools, what its inspection blocks), judged as a blacklist. A whitelist's default-deny is
+// no written deny: audit lifts a miss of it, whichever tier wrote the whitelist.
+template <typename Surface>
+void KeepOnlyWrittenDenies(Surface& surface) {
+  surface.set_mode(leash::v1::MODE_BLACKLIST);
+  surface.mutable_allow()->clear_entries();
+  surface.clear_audit();
+}
+
 }  // namespace
 
 Bindings::Bindings(std::vector<Binding> entries) {
@@ -117,6 +127,57 @@ Config Overlay(const Config& base, const Config& fragment) {
     if (f.has_filesystem()) e.set_filesystem(f.filesystem());
     if (f.has_tools()) e.set_tools(f.tools());
   }
+  return out;
+}
+
+std::optional<Config> AuditAbove(const Config& policy, const std::vector<AppliedTier>& tiers) {
+  // The base that the tier setting a surface's audit was overlaid on, or nullptr (the floor).
+  auto above = [&](auto has_surface, auto surface_of) -> const Config* {
+    const Config* base = nullptr;
+    for (const AppliedTier& tier : tiers) {
+      if (has_surface(*tier.fragment) && surface_of(*tier.fragment).has_audit()) base = tier.base;
+    }
+    return base;
+  };
+  Config out = policy;
+  out.clear_network();
+  out.clear_filesystem();
+  out.clear_commands();
+  out.clear_tools();
+  bool any = false;
+  if (policy.network().audit()) {
+    if (const Config* base = above([](const Config& c) { return c.has_network(); },
+                                   [](const Config& c) -> const auto& { return c.network(); })) {
+      *out.mutable_network() = base->network();
+      KeepOnlyWrittenDenies(*out.mutable_network());
+      any = true;
+    }
+  }
+  if (policy.filesystem().audit()) {
+    if (const Config* base = above([](const Config& c) { return c.has_filesystem(); },
+                                   [](const Config& c) -> const auto& { return c.filesystem(); })) {
+      *out.mutable_filesystem() = base->filesystem();
+      KeepOnlyWrittenDenies(*out.mutable_filesystem());
+      any = true;
+    }
+  }
+  if (policy.commands().audit()) {
+    if (const Config* base = above([](const Config& c) { return c.has_commands(); },
+                                   [](const Config& c) -> const auto& { return c.commands(); })) {
+      *out.mutable_commands() = base->commands();
+      KeepOnlyWrittenDenies(*out.mutable_commands());
+      any = true;
+    }
+  }
+  if (policy.tools().audit()) {
+    if (const Config* base = above([](const Config& c) { return c.has_tools(); },
+                                   [](const Config& c) -> const auto& { return c.tools(); })) {
+      *out.mutable_tools() = base->tools();
+      KeepOnlyWrittenDenies(*out.mutable_tools());
+      any = true;
+    }
+  }
+  if (!any) return std::nullopt;
   return out;
 }
 
@@ -223,11 +284,15 @@ ResolvedSubject Resolver::ResolveConfiguredUser() const {
     subject.failure = global_failure_;
     return subject;
   }
+  std::vector<AppliedTier> tiers;
   if (const Binding* global = bindings_->Find("global")) {
     subject.scopes.push_back(global->scope);
     subject.profiles.push_back(global->profile);
+    std::optional<ResolveFailure> unused;
+    if (const Config* fragment = BoundProfile(*global, unused)) tiers.push_back({fragment, &floor_});
   }
   subject.policy = folded_;
+  subject.audit_above = AuditAbove(*subject.policy, tiers);
   return subject;
 }
 
@@ -251,6 +316,15 @@ ResolvedSubject Resolver::ResolveAgent(absl::string_view account) const {
   // "caught by the resolver at run start, against the real base, with the same token".
   subject.policy = Consented(AppliedOnFolded(binding->profile, *fragment), *binding,
                              subject.failure);
+  if (subject.policy) {
+    std::vector<AppliedTier> tiers;
+    if (const Binding* global = bindings_->Find("global")) {
+      std::optional<ResolveFailure> unused;
+      if (const Config* g = BoundProfile(*global, unused)) tiers.push_back({g, &floor_});
+    }
+    tiers.push_back({fragment, &*folded_});
+    subject.audit_above = AuditAbove(*subject.policy, tiers);
+  }
   return subject;
 }
 

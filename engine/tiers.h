@@ -112,6 +112,10 @@ struct ResolvedSubject {
   std::vector<std::string> scopes;
   // The profiles applied, in the same order.
   std::vector<std::string> profiles;
+  // Rule L4, set with `policy` when a surface of it is audited by a tier that has a tier above
+  // it: for each such surface (and only those), the policy written above that tier — what the
+  // enforcers keep enforcing under audit. Its other fields are `policy`'s. See AuditAbove.
+  std::optional<leash::v1::Config> audit_above;
   bool ok() const { return policy.has_value(); }
 };
 
@@ -166,6 +170,24 @@ class Resolver {
   mutable absl::Mutex mu_;
   mutable absl::node_hash_map<std::string, Applied> applied_ ABSL_GUARDED_BY(mu_);
 };
+
+// One tier above the floor as it was applied: the fragment it wrote and the policy it was
+// overlaid on (the floor for the global binding, the folded floor for an agent profile).
+struct AppliedTier {
+  const leash::v1::Config* fragment = nullptr;
+  const leash::v1::Config* base = nullptr;
+};
+
+// Rule L4, "audit never lifts a deny written above it": for each surface `policy` audits, the
+// tier that set its audit is the last of `tiers` (in overlay order) whose fragment writes that
+// surface's `audit`, or the floor when none does. A surface audited by a tier above the floor
+// gets that tier's base surface in the result, reduced to what it writes as a block: its deny
+// entries (and tools' inspection), as a blacklist with no allow list — a whitelist's
+// default-deny is not a deny written above, and audit lifts a miss of it. A surface audited by
+// the floor, or not audited, is left out (nothing is written above it). nullopt when no
+// surface is set. The rest of the result is `policy`'s (fail_mode, enforcers).
+std::optional<leash::v1::Config> AuditAbove(const leash::v1::Config& policy,
+                                            const std::vector<AppliedTier>& tiers);
 
 // The loosenings `acks` does not cover, in `loosenings` order (acks are matched exactly).
 std::vector<FieldChange> Unacknowledged(const std::vector<FieldChange>& loosenings,

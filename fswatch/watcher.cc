@@ -501,7 +501,11 @@ bool Watcher::Handle(const FanEvent& event, const State& state) {
 #endif
   EventPath path;
   Judgement judgement = Judge(event, entry, creds, path);
-  if (judgement.verdict() == Verdict::kBlock && entry.policy->audited(surface)) {
+  if (judgement.verdict() == Verdict::kBlock && entry.policy->audited(surface) &&
+      judgement.above_blocks) {
+    // Rule L4: audit never lifts a block the policy written above its tier makes too.
+    judgement.kept_under_audit = true;
+  } else if (judgement.verdict() == Verdict::kBlock && entry.policy->audited(surface)) {
     // Audit: decided as the policy says, logged as the block it would be, and let through.
     judgement.enforced = false;
     audited_blocks_.fetch_add(1, std::memory_order_relaxed);
@@ -534,18 +538,25 @@ Watcher::Judgement Watcher::Judge(const FanEvent& event, const policystream::Sub
   const engine::CompiledPolicy& policy = *entry.policy;
   const bool exec = event.kind() == FanEvent::Kind::kExec;
   const leash::v1::Surface surface = exec ? SURFACE_COMMANDS : SURFACE_FILESYSTEM;
+  // An event that cannot be judged on its lists: the policy above an audit (rule L4) would
+  // fail on it the same way, so audit does not lift it where there is one.
+  auto failed = [&](Decision decision) {
+    Judgement judgement = Judgement::Of(std::move(decision));
+    judgement.above_blocks = policy.audit_above(surface) != nullptr;
+    return judgement;
+  };
 
   if (const int error = source_.PathOf(event, event_path.text, sizeof(event_path.text),
                                       event_path.len);
       error != 0) {
     event_path.len = 0;
-    return Judgement::Of(FailDecision(
+    return failed(FailDecision(
         policy.fail_mode(), surface,
         absl::StrCat("cannot read the path of the opened file (errno ", error, ")")));
   }
   FileFacts facts;
   if (const int error = source_.FactsOf(event, facts); error != 0) {
-    return Judgement::Of(FailDecision(
+    return failed(FailDecision(
         policy.fail_mode(), surface,
         absl::StrCat("cannot stat ", event_path.view(), " (errno ", error, ")")));
   }
@@ -557,7 +568,7 @@ Watcher::Judgement Watcher::Judge(const FanEvent& event, const policystream::Sub
   const absl::string_view path = event_path.view();
 
   if (facts.mount == FileFacts::Mount::kForeign) {
-    return Judgement::Of(FailDecision(
+    return failed(FailDecision(
         policy.fail_mode(), surface,
         absl::StrCat(path,
                      " was opened through a mount of another mount namespace (a bind mount "
@@ -571,21 +582,38 @@ Watcher::Judgement Watcher::Judge(const FanEvent& event, const policystream::Sub
   // that a whitelist lets the way to an allowed folder be listed (names only).
   const bool directory = S_ISDIR(facts.mode);
   judgement.directory = directory;
-  if (engine::IsNormalAbsolutePath(path)) {
+  const bool normal = engine::IsNormalAbsolutePath(path);
+  // A file with other names the subject could have made, under a policy that denies some path.
+  auto second_name_refused = [&](const engine::CompiledPolicy& by) {
+    return facts.regular && facts.nlink > 1 && FilesystemDeniesSomething(by) &&
+           SubjectCouldHaveLinked(facts, creds, entry, options_.protected_hardlinks);
+  };
+  if (normal) {
     judgement.ruling =
         directory ? policy.RuleOnNormalDirectory(path) : policy.RuleOnNormalPath(path);
   } else {
     judgement.decision = directory ? policy.DecideDirectory(path) : policy.DecidePath(path);
   }
-  if (judgement.verdict() == Verdict::kAllow && facts.regular && facts.nlink > 1 &&
-      FilesystemDeniesSomething(policy) &&
-      SubjectCouldHaveLinked(facts, creds, entry, options_.protected_hardlinks)) {
+  // Rule L4: a block the policy written above the tier that set audit makes too is kept.
+  auto above_blocks = [&](const engine::CompiledPolicy& above) {
+    const Verdict verdict =
+        normal ? (directory ? above.RuleOnNormalDirectory(path) : above.RuleOnNormalPath(path))
+                     .verdict
+               : (directory ? above.DecideDirectory(path) : above.DecidePath(path)).verdict;
+    return verdict == Verdict::kBlock || second_name_refused(above);
+  };
+  if (judgement.verdict() == Verdict::kAllow && second_name_refused(policy)) {
     judgement.ruling.reset();
     judgement.decision.verdict = Verdict::kBlock;
     judgement.decision.reason = absl::StrCat(
         "filesystem: ", path, " has ", facts.nlink,
         " names and the subject could have made the others itself; a hard link has no single "
         "real path, and its other names (which the policy may deny) cannot be seen");
+  }
+  if (judgement.verdict() == Verdict::kBlock) {
+    if (const engine::CompiledPolicy* above = policy.audit_above(SURFACE_FILESYSTEM)) {
+      judgement.above_blocks = above_blocks(*above);
+    }
   }
   return judgement;
 }
@@ -617,9 +645,19 @@ Watcher::Judgement Watcher::JudgeExec(const FanEvent& event, const engine::Compi
   Decision decision = policy.DecideCommand(
       path, root_controlled ? engine::ProgramOrigin::kRootControlled
                             : engine::ProgramOrigin::kOther);
+  // Rule L4: a block the policy written above the tier that set audit makes too is kept.
+  bool above_blocks = false;
+  if (!decision.allowed()) {
+    if (const engine::CompiledPolicy* above = policy.audit_above(SURFACE_COMMANDS)) {
+      above_blocks = !above->DecideCommand(path, root_controlled
+                                                     ? engine::ProgramOrigin::kRootControlled
+                                                     : engine::ProgramOrigin::kOther)
+                          .allowed();
+    }
+  }
   // A program let through under audit loads its interpreter as an allowed one does: the
   // interpreter is part of that exec, not a command of its own to report.
-  if (decision.permits() || policy.audited(SURFACE_COMMANDS)) {
+  if (decision.permits() || (policy.audited(SURFACE_COMMANDS) && !above_blocks)) {
     size_t len = 0;
     if (source_.ElfInterpreterOf(event, pending.interp, sizeof(pending.interp) - 1, len) == 0 &&
         len > 0 && pending.interp[0] == '/') {
@@ -630,7 +668,9 @@ Watcher::Judgement Watcher::JudgeExec(const FanEvent& event, const engine::Compi
       pending.pid = event.pid;
     }
   }
-  return Judgement::Of(std::move(decision));
+  Judgement judgement = Judgement::Of(std::move(decision));
+  judgement.above_blocks = above_blocks;
+  return judgement;
 }
 
 bool Watcher::IsPendingInterpreter(const FanEvent& event, const PendingInterpreter& pending,
@@ -663,7 +703,7 @@ void Watcher::Log(uint32_t uid, leash::v1::Surface surface, const Judgement& jud
   if (!judgement.ruling) {
     LogLine(uid, surface, judgement.decision.verdict, path, /*critical=*/false,
             [&](std::string& out) { absl::StrAppend(&out, judgement.decision.reason, listing); },
-            judgement.enforced);
+            judgement.enforced, judgement.kept_under_audit);
     return;
   }
   LogLine(uid, surface, judgement.ruling->verdict, path, /*critical=*/false,
@@ -671,12 +711,13 @@ void Watcher::Log(uint32_t uid, leash::v1::Surface surface, const Judgement& jud
             engine::AppendReason(surface, path, *judgement.ruling, out);
             out.append(listing.data(), listing.size());
           },
-          judgement.enforced);
+          judgement.enforced, judgement.kept_under_audit);
 }
 
 void Watcher::LogLine(uint32_t uid, leash::v1::Surface surface, Verdict verdict,
                       absl::string_view path, bool critical,
-                      absl::FunctionRef<void(std::string&)> append_reason, bool enforced) {
+                      absl::FunctionRef<void(std::string&)> append_reason, bool enforced,
+                      bool kept_under_audit) {
   // logging.level and the subject's allow-line limit, before anything is rendered.
   if (!log_.Admits(uid, verdict, critical)) return;
   // engine::MakeDecisionRecord's fields, with the cheaper timestamp, rendered by
@@ -694,6 +735,7 @@ void Watcher::LogLine(uint32_t uid, leash::v1::Surface surface, Verdict verdict,
   fields.path = path;
   fields.critical = critical;
   fields.enforced = enforced;
+  fields.kept_under_audit = kept_under_audit;
   log_.RecordLine(
       [&](std::string& line) { engine::AppendDecisionLine(fields, append_reason, line); });
 }

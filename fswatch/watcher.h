@@ -153,6 +153,11 @@ class Watcher {
     engine::Decision decision;  // when !ruling
     // False for a block on an audited surface: logged as a block, answered allow.
     bool enforced = true;
+    // A block the policy written above the tier that set the surface's audit makes too, on the
+    // same path and facts (set only when there is one, rule L4): audit does not lift it.
+    bool above_blocks = false;
+    // A block on an audited surface kept for that reason: logged with enforced: true.
+    bool kept_under_audit = false;
     // The open of a directory (a listing): its reason ends with engine::kDirectoryListing.
     bool directory = false;
     engine::Verdict verdict() const { return ruling ? ruling->verdict : decision.verdict; }
@@ -224,7 +229,8 @@ class Watcher {
   // the reason into it.
   void LogLine(uint32_t uid, leash::v1::Surface surface, engine::Verdict verdict,
                absl::string_view path, bool critical,
-               absl::FunctionRef<void(std::string&)> append_reason, bool enforced = true);
+               absl::FunctionRef<void(std::string&)> append_reason, bool enforced = true,
+               bool kept_under_audit = false);
   uint64_t NextRandom();
 
   FanotifySource& source_;

@@ -220,8 +220,16 @@ void Connection::Decide(const PeekResult& peek, bool timed_out) {
                       "), decided on the address");
     }
   }
-  pending->decision = engine::UnderAudit(std::move(pending->decision),
-                                         policy_->audited(leash::v1::SURFACE_NETWORK));
+  // Rule L4: what is written above the tier that set audit (its deny entries) judges the same
+  // connection; a block it makes too stays enforced.
+  pending->decision = policy_->UnderAudit(
+      leash::v1::SURFACE_NETWORK, std::move(pending->decision),
+      [&](const engine::CompiledPolicy& above) {
+        if (peek.outcome == PeekOutcome::kUnreadable && above.fail_mode() != engine::FailMode::kOpen) {
+          return true;
+        }
+        return !above.DecideNetwork(subject).allowed();
+      });
   if (!pending->decision.permits()) {
     Block(pending->decision, pending->subject, ref_);
     return;
@@ -318,9 +326,24 @@ void Connection::OnResolved(const ResolveResult& result) {
     engine::Decision blocked;
     blocked.reason = absl::StrCat(pending.decision.reason, "; every address ", pending.name,
                                   " resolved to is blocked ", JoinRefusals(refused));
-    const bool audited =
-        !audit_targets.empty() && policy_->audited(leash::v1::SURFACE_NETWORK);
-    blocked = engine::UnderAudit(std::move(blocked), audited);
+    if (!audit_targets.empty()) {
+      // Rule L4: only addresses the policy written above the tier that set audit allows may
+      // take the connection; with none, the block stays enforced.
+      blocked = policy_->UnderAudit(
+          leash::v1::SURFACE_NETWORK, std::move(blocked),
+          [&](const engine::CompiledPolicy& above) {
+            std::vector<SocketAddress> kept;
+            for (const SocketAddress& target : audit_targets) {
+              engine::NetworkSubject subject;
+              subject.domain = pending.name;
+              subject.ip = target.ip;
+              subject.port = target.port;
+              if (above.DecideNetwork(subject).allowed()) kept.push_back(target);
+            }
+            audit_targets = std::move(kept);
+            return audit_targets.empty();
+          });
+    }
     if (blocked.enforced) {
       Block(std::move(blocked), pending.subject, ref_);
       return;

@@ -546,8 +546,13 @@ void DnsFilter::Handle(const DnsAsker& asker, absl::string_view query, DnsReplyF
   // Under audit a name the policy would not answer is forwarded as an allowed one is, and
   // logged as the block it would be: the connection it leads to is judged (and let through)
   // by the proxy.
-  engine::Decision decision = engine::UnderAudit(asker.policy->DecideDnsName(question.name),
-                                                 asker.policy->audited(leash::v1::SURFACE_NETWORK));
+  // A name the policy written above the tier that set audit would not answer stays NXDOMAIN
+  // (rule L4).
+  engine::Decision decision = asker.policy->UnderAudit(
+      leash::v1::SURFACE_NETWORK, asker.policy->DecideDnsName(question.name),
+      [&](const engine::CompiledPolicy& above) {
+        return !above.DecideDnsName(question.name).allowed();
+      });
   if (!decision.permits()) {
     reply(dns::BuildReply(query, *parsed, dns::Rcode::kNxDomain));  // the answer first
     absl::StrAppend(&decision.reason, "; ", TypeName(question.type), " question over ", transport,

@@ -253,6 +253,7 @@ ToolsService::Answer ToolsService::JudgeParsed(
   uint32_t uid = kUnknownUid;
   bool critical = false;
   std::string masked_inputs;
+  std::vector<leash::v1::ToolFinding> findings;
   grpc::StatusCode error_code = grpc::StatusCode::PERMISSION_DENIED;
   if (!parsed) {
     decision.reason = "tools: the request is not a leash.v1.CheckToolRequest (invalid UTF-8 in "
@@ -288,28 +289,43 @@ ToolsService::Answer ToolsService::JudgeParsed(
       inputs = view.inputs_json();
     }
     ToolCheckResult result = checker_.Check(*subject->policy, view.name(), format, inputs);
-    // Audit: the call is judged as the policy says and a block is logged, not made.
-    decision = engine::UnderAudit(std::move(result.decision),
-                                  subject->policy->audited(leash::v1::SURFACE_TOOLS));
+    // Audit: the call is judged as the policy says and a block is logged, not made, unless the
+    // policy written above the tier that set audit blocks the same call (rule L4).
+    decision = subject->policy->UnderAudit(
+        leash::v1::SURFACE_TOOLS, std::move(result.decision),
+        [&](const engine::CompiledPolicy& above) {
+          return !checker_.Check(above, view.name(), format, inputs).decision.permits();
+        });
     masked_inputs = std::move(result.masked_inputs);
-    for (leash::v1::ToolFinding& f : result.findings) *response.add_findings() = std::move(f);
+    findings = std::move(result.findings);
   }
 
   response.set_action(decision.permits() ? leash::v1::ACTION_ALLOW : leash::v1::ACTION_BLOCK);
-  response.set_reason(decision.enforced
-                          ? decision.reason
-                          : absl::StrCat(decision.reason,
-                                         "; allowed: tools is in audit, so this block is logged "
-                                         "(enforced: false) and not made"));
+  // What the harness (and so the agent) reads: a block's reason and findings, so it can say
+  // what to change; for an allow only that it is allowed, the rest in the log under the ref.
+  // An audited block is answered as every allow is, so nothing in the answer tells the agent
+  // it is audited (design: the agent is never told): its reason and findings go to the log.
+  if (decision.permits()) {
+    response.set_reason(absl::StrCat("tools: ", Utf8Prefix(view.name(), kMaxToolNameBytes),
+                                     " allowed"));
+  } else {
+    response.set_reason(decision.reason);
+  }
+  for (const leash::v1::ToolFinding& f : findings) {
+    if (decision.enforced) *response.add_findings() = f;
+    *answer.record.add_findings() = f;
+  }
   answer.status = decision.permits() ? grpc::Status::OK : ErrorStatus(error_code, response);
 
   leash::v1::Subject subject;
   subject.set_name(std::string(Utf8Prefix(view.name(), kMaxToolNameBytes)));
   subject.set_inputs(std::move(masked_inputs));
+  google::protobuf::RepeatedPtrField<leash::v1::ToolFinding> logged_findings;
+  logged_findings.Swap(answer.record.mutable_findings());
   answer.record = engine::MakeDecisionRecord(ts, ref, uid, leash::v1::SURFACE_TOOLS, decision,
                                              std::move(subject));
   if (critical) answer.record.set_severity("critical");
-  *answer.record.mutable_findings() = response.findings();
+  answer.record.mutable_findings()->Swap(&logged_findings);
   return answer;
 }
 

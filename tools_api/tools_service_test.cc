@@ -6,8 +6,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <string>
+#include <tuple>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -45,6 +49,26 @@ std::shared_ptr<const engine::CompiledPolicy> Policy(uint64_t max_input_bytes = 
   return std::make_shared<const engine::CompiledPolicy>(engine::CompiledPolicy::Compile(config));
 }
 
+// A subject whose own tier put tools in audit, under a floor that denies floor_tool and
+// inspects secrets with block: what leashd sends it (policy and audit_above, rule L4).
+std::shared_ptr<const engine::CompiledPolicy> AuditedBelowAFloorDeny() {
+  leash::v1::Config config;
+  leash::v1::ToolsPolicy& tools = *config.mutable_tools();
+  tools.set_mode(leash::v1::MODE_WHITELIST);
+  tools.set_audit(true);
+  tools.mutable_allow()->add_entries("shell");
+  tools.mutable_allow()->add_entries("read_file");
+  tools.mutable_allow()->add_entries("floor_tool");
+  tools.mutable_deny()->add_entries("floor_tool");
+  tools.mutable_deny()->add_entries("own_tool");
+  leash::v1::Config above;
+  above.mutable_tools()->set_mode(leash::v1::MODE_BLACKLIST);
+  above.mutable_tools()->mutable_deny()->add_entries("floor_tool");
+  (*above.mutable_tools()->mutable_inspect())["secrets"] = leash::v1::INSPECT_ACTION_BLOCK;
+  return std::make_shared<const engine::CompiledPolicy>(
+      engine::CompiledPolicy::Compile(config, {}, &above));
+}
+
 // A host's lookup: the caller's own account is uid 1000; a few named accounts cover the
 // other cases.
 absl::StatusOr<ToolSubject> Lookup(const grpc::ServerContextBase& context,
@@ -53,6 +77,7 @@ absl::StatusOr<ToolSubject> Lookup(const grpc::ServerContextBase& context,
   if (account.empty()) return ToolSubject{1000, Policy()};
   if (account == "leash-small") return ToolSubject{1001, Policy(64)};
   if (account == "leash-audited") return ToolSubject{1004, Policy(1 << 20, /*audit=*/true)};
+  if (account == "leash-audited-below") return ToolSubject{1005, AuditedBelowAFloorDeny()};
   if (account == "leash-broken") return ToolSubject{1002, nullptr, engine::FailMode::kClosed};
   if (account == "leash-broken-open") return ToolSubject{1003, nullptr, engine::FailMode::kOpen};
   return absl::NotFoundError(absl::StrCat("no leashed account '", account,
@@ -171,12 +196,14 @@ TEST_F(ToolsServiceTest, AllowedCallIsOkWithTheResponse) {
   const grpc::Status status = Call(request, &response);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(response.action(), leash::v1::ACTION_ALLOW);
-  EXPECT_EQ(response.reason(),
-            "tools: read_file matches allow entry 'read_file'; inspection found nothing to flag");
+  // An allow tells the harness only that it is allowed; why is in the log under the ref.
+  EXPECT_EQ(response.reason(), "tools: read_file allowed");
   EXPECT_EQ(response.ref(), engine::MakeRef(kRandomBits));
 
   const auto records = Records(1);
   ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].reason(),
+            "tools: read_file matches allow entry 'read_file'; inspection found nothing to flag");
   EXPECT_EQ(records[0].ref(), response.ref());
   EXPECT_EQ(records[0].uid(), 1000u);
   EXPECT_EQ(records[0].surface(), "tools");
@@ -216,8 +243,8 @@ TEST_F(ToolsServiceTest, BlockIsPermissionDeniedWithReasonRefAndDetails) {
   EXPECT_EQ(from_trailer.SerializeAsString(), details.SerializeAsString());
 }
 
-// Audit: the call is judged as the policy says; a block is answered allow (OK, no error), its
-// reason saying so, and logged once as the block with enforced: false, findings and all.
+// Audit: the call is judged as the policy says; a block is answered allow (OK, no error) and
+// logged once as the block with enforced: false, its reason there.
 TEST_F(ToolsServiceTest, UnderAuditABlockIsAnsweredAllowAndLoggedNotEnforced) {
   leash::v1::CheckToolRequest request = Request("web_fetch", "{}");
   request.set_account("leash-audited");
@@ -225,10 +252,9 @@ TEST_F(ToolsServiceTest, UnderAuditABlockIsAnsweredAllowAndLoggedNotEnforced) {
   grpc::Status status = Call(request, &response);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(response.action(), leash::v1::ACTION_ALLOW);
-  EXPECT_THAT(response.reason(), HasSubstr("tools: web_fetch not in allow list"));
-  EXPECT_THAT(response.reason(), HasSubstr("tools is in audit, so this block is logged"));
   auto records = Records(1);
   ASSERT_EQ(records.size(), 1u);
+  EXPECT_THAT(records[0].reason(), HasSubstr("tools: web_fetch not in allow list"));
   EXPECT_EQ(records[0].uid(), 1004u);
   EXPECT_EQ(records[0].action(), "block");
   EXPECT_TRUE(records[0].has_enforced());
@@ -253,6 +279,96 @@ TEST_F(ToolsServiceTest, UnderAuditABlockIsAnsweredAllowAndLoggedNotEnforced) {
   EXPECT_EQ(records[2].action(), "allow");
   EXPECT_FALSE(records[2].has_enforced());
   EXPECT_EQ(harness_->service().would_be_blocks().Count(1004, leash::v1::SURFACE_TOOLS), 1u);
+}
+
+// The agent is never told it is audited: every field of the answer to an audited block, and
+// its gRPC status and trailers, are what a plain allow of a clean call gets (but the ref,
+// which is every call's own). The block, its reason and its findings are in the log only.
+TEST_F(ToolsServiceTest, AnAuditedBlocksAnswerRevealsNothingAboutAudit) {
+  struct Answered {
+    grpc::Status status;
+    leash::v1::CheckToolResponse response;
+    std::multimap<std::string, std::string> trailers;
+  };
+  auto ask = [&](const std::string& name, const std::string& inputs, const std::string& account) {
+    Answered out;
+    grpc::ClientContext context;
+    out.status = Call(Request(name, inputs, account), &out.response, &context);
+    for (const auto& [key, value] : context.GetServerTrailingMetadata()) {
+      out.trailers.emplace(std::string(key.data(), key.size()),
+                           std::string(value.data(), value.size()));
+    }
+    return out;
+  };
+  // A registry block (not in the allow list) and an inspection block (a secret), each under
+  // audit, beside a plain allow of the same tool with clean inputs on an unaudited subject.
+  const std::string secret = absl::StrCat(R"({"env":{"GH":")", kGhp, R"("}})");
+  const Answered plain = ask("shell", "{}", "");
+  ASSERT_TRUE(plain.status.ok()) << plain.status.error_message();
+  for (const auto& [name, inputs, account] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"web_fetch", "{}", "leash-audited"},
+           {"shell", secret, "leash-audited"},
+           {"own_tool", "{}", "leash-audited-below"}}) {
+    const Answered audited = ask(name, inputs, account);
+    EXPECT_TRUE(audited.status.ok()) << name << ": " << audited.status.error_message();
+    EXPECT_EQ(audited.status.error_message(), plain.status.error_message()) << name;
+    EXPECT_EQ(audited.status.error_details(), plain.status.error_details()) << name;
+    EXPECT_EQ(audited.response.action(), leash::v1::ACTION_ALLOW) << name;
+    EXPECT_EQ(audited.response.reason(), absl::StrCat("tools: ", name, " allowed")) << name;
+    EXPECT_EQ(plain.response.reason(), "tools: shell allowed");
+    EXPECT_EQ(audited.response.findings_size(), 0) << name;
+    EXPECT_EQ(audited.trailers, plain.trailers) << name;
+    // Field by field, the answer is the plain allow's with the name and ref of its own.
+    leash::v1::CheckToolResponse expected = plain.response;
+    expected.set_reason(audited.response.reason());
+    expected.set_ref(audited.response.ref());
+    EXPECT_EQ(audited.response.SerializeAsString(), expected.SerializeAsString()) << name;
+    const std::string bytes = audited.response.SerializeAsString();
+    for (const char* word : {"audit", "block", "enforced", "not in allow list", "deny", "secret",
+                             "ghp_"}) {
+      EXPECT_FALSE(absl::StrContains(bytes, word)) << name << " answer says " << word;
+    }
+  }
+  // The log has each as the block it is, not enforced, with its reason and findings.
+  const auto records = Records(4);
+  ASSERT_EQ(records.size(), 4u);
+  for (size_t i = 1; i < 4; ++i) {
+    EXPECT_EQ(records[i].action(), "block") << i;
+    EXPECT_TRUE(records[i].has_enforced() && !records[i].enforced()) << i;
+  }
+  EXPECT_THAT(records[1].reason(), HasSubstr("not in allow list"));
+  EXPECT_THAT(records[2].reason(), HasSubstr("blocked by inspection: secrets"));
+  EXPECT_EQ(records[2].findings_size(), 1);
+  EXPECT_THAT(records[3].reason(), HasSubstr("matches deny entry 'own_tool'"));
+}
+
+// Rule L4 on the tools surface: a deny entry written above the tier that set audit stays
+// enforced (an error to the caller, logged enforced: true), and so does a block the inspection
+// written above makes; the audited tier's own decisions are audited.
+TEST_F(ToolsServiceTest, AuditNeverLiftsADenyWrittenAboveIt) {
+  leash::v1::CheckToolResponse response;
+  const grpc::Status denied = Call(Request("floor_tool", "{}", "leash-audited-below"), &response);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("matches deny entry 'floor_tool'"));
+  EXPECT_THAT(denied.error_message(), Not(HasSubstr("audit")));
+  const grpc::Status inspected = Call(
+      Request("shell", absl::StrCat(R"({"env":{"GH":")", kGhp, R"("}})"), "leash-audited-below"),
+      &response);
+  EXPECT_EQ(inspected.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  const grpc::Status missed = Call(Request("web_fetch", "{}", "leash-audited-below"), &response);
+  EXPECT_TRUE(missed.ok()) << missed.error_message();
+
+  const auto records = Records(3);
+  ASSERT_EQ(records.size(), 3u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(records[i].action(), "block") << i;
+    EXPECT_TRUE(records[i].has_enforced() && records[i].enforced()) << i;
+    EXPECT_THAT(engine::DecisionLine(records[i]), HasSubstr("\"enforced\":true")) << i;
+  }
+  EXPECT_TRUE(records[2].has_enforced() && !records[2].enforced());
+  // Only the block audit let through is a would-be block.
+  EXPECT_EQ(harness_->service().would_be_blocks().Count(1005, leash::v1::SURFACE_TOOLS), 1u);
 }
 
 TEST_F(ToolsServiceTest, EveryCallIsLoggedOnceMaskedWithFindings) {
@@ -383,8 +499,8 @@ TEST_F(ToolsServiceTest, SubjectWithoutPolicyIsBlockedOrAllowedByItsFailMode) {
   const grpc::Status open = Call(Request("shell", "{}", "leash-broken-open"), &response);
   ASSERT_TRUE(open.ok()) << open.error_message();
   EXPECT_EQ(response.action(), leash::v1::ACTION_ALLOW);
-  EXPECT_THAT(response.reason(), HasSubstr("allowed because fail_mode is open"));
   const auto records = Records(2);
+  EXPECT_THAT(records[1].reason(), HasSubstr("allowed because fail_mode is open"));
   EXPECT_EQ(records[0].severity(), "critical");
   EXPECT_EQ(records[1].severity(), "critical");
   EXPECT_EQ(records[1].uid(), 1003u);

@@ -33,7 +33,8 @@ SubjectEntry MakeSubjectEntry(const leash::v1::SubjectPolicy& wire) {
       links.push_back({link.name(), link.target()});
     }
     entry.policy = std::make_shared<const engine::CompiledPolicy>(
-        engine::CompiledPolicy::Compile(wire.policy(), links));
+        engine::CompiledPolicy::Compile(wire.policy(), links,
+                                        wire.has_audit_above() ? &wire.audit_above() : nullptr));
   } else {
     // No policy (or a malformed entry with neither state): denied.
     entry.no_policy_reason =
