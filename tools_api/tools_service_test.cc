@@ -330,17 +330,20 @@ TEST_F(ToolsServiceTest, AnAuditedBlocksAnswerRevealsNothingAboutAudit) {
       EXPECT_FALSE(absl::StrContains(bytes, word)) << name << " answer says " << word;
     }
   }
-  // The log has each as the block it is, not enforced, with its reason and findings.
-  const auto records = Records(4);
-  ASSERT_EQ(records.size(), 4u);
-  for (size_t i = 1; i < 4; ++i) {
-    EXPECT_EQ(records[i].action(), "block") << i;
-    EXPECT_TRUE(records[i].has_enforced() && !records[i].enforced()) << i;
+  // The log has each as the block it is, not enforced, with its reason and findings (the
+  // lines may reach the sink in any order).
+  std::map<std::string, leash::v1::DecisionRecord> blocks;
+  for (const leash::v1::DecisionRecord& record : Records(4)) {
+    if (record.action() == "block") blocks[absl::StrCat(record.uid(), " ", record.subject().name())] = record;
   }
-  EXPECT_THAT(records[1].reason(), HasSubstr("not in allow list"));
-  EXPECT_THAT(records[2].reason(), HasSubstr("blocked by inspection: secrets"));
-  EXPECT_EQ(records[2].findings_size(), 1);
-  EXPECT_THAT(records[3].reason(), HasSubstr("matches deny entry 'own_tool'"));
+  ASSERT_EQ(blocks.size(), 3u);
+  for (const auto& [key, record] : blocks) {
+    EXPECT_TRUE(record.has_enforced() && !record.enforced()) << key;
+  }
+  EXPECT_THAT(blocks["1004 web_fetch"].reason(), HasSubstr("not in allow list"));
+  EXPECT_THAT(blocks["1004 shell"].reason(), HasSubstr("blocked by inspection: secrets"));
+  EXPECT_EQ(blocks["1004 shell"].findings_size(), 1);
+  EXPECT_THAT(blocks["1005 own_tool"].reason(), HasSubstr("matches deny entry 'own_tool'"));
 }
 
 // Rule L4 on the tools surface: a deny entry written above the tier that set audit stays
@@ -359,14 +362,16 @@ TEST_F(ToolsServiceTest, AuditNeverLiftsADenyWrittenAboveIt) {
   const grpc::Status missed = Call(Request("web_fetch", "{}", "leash-audited-below"), &response);
   EXPECT_TRUE(missed.ok()) << missed.error_message();
 
-  const auto records = Records(3);
-  ASSERT_EQ(records.size(), 3u);
-  for (size_t i = 0; i < 2; ++i) {
-    EXPECT_EQ(records[i].action(), "block") << i;
-    EXPECT_TRUE(records[i].has_enforced() && records[i].enforced()) << i;
-    EXPECT_THAT(engine::DecisionLine(records[i]), HasSubstr("\"enforced\":true")) << i;
+  std::map<std::string, leash::v1::DecisionRecord> by_name;  // in any order
+  for (const leash::v1::DecisionRecord& record : Records(3)) by_name[record.subject().name()] = record;
+  ASSERT_EQ(by_name.size(), 3u);
+  for (const char* name : {"floor_tool", "shell"}) {
+    EXPECT_EQ(by_name[name].action(), "block") << name;
+    EXPECT_TRUE(by_name[name].has_enforced() && by_name[name].enforced()) << name;
+    EXPECT_THAT(engine::DecisionLine(by_name[name]), HasSubstr("\"enforced\":true")) << name;
   }
-  EXPECT_TRUE(records[2].has_enforced() && !records[2].enforced());
+  EXPECT_EQ(by_name["web_fetch"].action(), "block");
+  EXPECT_TRUE(by_name["web_fetch"].has_enforced() && !by_name["web_fetch"].enforced());
   // Only the block audit let through is a would-be block.
   EXPECT_EQ(harness_->service().would_be_blocks().Count(1005, leash::v1::SURFACE_TOOLS), 1u);
 }

@@ -3,7 +3,8 @@
 // policy would block. Each succeeds, and each is in the decision log once, as a block with
 // enforced: false; `leash status` counts the subject's would-be blocks per surface exactly as
 // its enforced: false lines do. Unbound (audit off, which takes no ack), the same four are
-// blocked, and the counts do not move.
+// blocked, and the counts do not move. And rule L4: a deny written above the tier that set
+// audit stays enforced on every surface.
 #include <map>
 #include <string>
 #include <utility>
@@ -24,6 +25,7 @@ namespace leash::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class AuditEndToEndTest : public WorkloadTest {
  protected:
@@ -195,7 +197,7 @@ TEST_F(AuditEndToEndTest, WouldBeBlocksAreAllowedAndLoggedOnceNotEnforcedThenBlo
   for (const std::string& needle : Needles()) {
     for (const std::string& line : AgentLines(mark, needle)) {
       EXPECT_THAT(line, HasSubstr("\"action\":\"block\"")) << line;
-      EXPECT_THAT(line, ::testing::Not(HasSubstr("enforced"))) << line;
+      EXPECT_THAT(line, Not(HasSubstr("enforced"))) << line;
     }
   }
   // The blocks made are not would-be blocks: the counts stay those of the audited run once the
@@ -203,6 +205,130 @@ TEST_F(AuditEndToEndTest, WouldBeBlocksAreAllowedAndLoggedOnceNotEnforcedThenBlo
   absl::SleepFor(absl::Milliseconds(1500));
   EXPECT_EQ(LogCounts(), audited_counts);
   ExpectStatusCountsTheLog();
+}
+
+// Rule L4 for real: audit never lifts a deny written above it. The floor denies a file, a
+// program, a port, a DNS name and a tool; the agent's own profile puts every surface in audit
+// and denies one more of each. Under audit the floor's five stay blocked, logged as blocks with
+// enforced: true, while the agent's own five (and a miss of the floor's tools whitelist) are
+// let through, logged enforced: false. Nothing the agent is answered says it is audited.
+class AuditKeepsDeniesWrittenAboveItTest : public WorkloadTest {
+ protected:
+  void SetUp() override {
+    WorkloadTest::SetUp();
+    if (!Ready()) return;
+    ASSERT_NO_FATAL_FAILURE(MakeHost("lak", {"leash-lka"}, "laudkeep"));
+    ASSERT_NO_FATAL_FAILURE(MakeWorld());
+    const std::string& root = fs_->path();
+    ASSERT_NO_FATAL_FAILURE(StartLeashd(Floor(absl::StrCat(
+        "network: { mode: whitelist, allow: [\"192.0.2.11/32:8080\", \"own-denied.test\"], ",
+        "deny: [\"192.0.2.11/32:8081\", \"floor-denied.test\"] }\n",
+        "filesystem: { mode: blacklist, allow: [], deny: [\"", root, "/outside.txt\"] }\n",
+        "commands: { mode: blacklist, allow: [], deny: [\"", root, "/bin/tool-three\"] }\n",
+        "tools: { mode: whitelist, allow: [\"read_file\", \"own_tool\"], deny: [\"floor_tool\"] }\n"))));
+    const std::string observe = WriteProfile(
+        "observe",
+        absl::StrCat("network: { audit: true, deny: [\"192.0.2.11/32:8080\", \"own-denied.test\"] }\n",
+                     "filesystem: { audit: true, deny: [\"", root, "/work/c.txt\"] }\n",
+                     "commands: { audit: true, deny: [\"", root, "/bin/tool-two\"] }\n",
+                     "tools: { audit: true, deny: [\"own_tool\"] }\n"));
+    ASSERT_EQ(Leash({"profile", "save", "observe", "--from", observe}).exit_code, 0);
+    RunResult bound = Leash({"bind", "agent:" + agent_->name(), "observe", "--ack",
+                             "network.audit:true", "--ack", "filesystem.audit:true", "--ack",
+                             "commands.audit:true", "--ack", "tools.audit:true"});
+    ASSERT_EQ(bound.exit_code, 0) << bound.out;
+  }
+
+  // Each try prints "<label> allowed" or "<label> refused"; a DNS question prints its rcode
+  // ("<label> rcode 3" is NXDOMAIN) or "<label> no answer".
+  std::string Script() const {
+    const std::string& root = fs_->path();
+    return absl::StrCat(
+        "import socket, struct, subprocess, urllib.request\n",
+        "def attempt(label, act):\n",
+        "  try:\n    act(); print(label, 'allowed')\n",
+        "  except Exception as e: print(label, 'refused', type(e).__name__)\n",
+        "attempt('floor-file', lambda: open('", root, "/outside.txt').read())\n",
+        "attempt('own-file', lambda: open('", root, "/work/c.txt').read())\n",
+        "attempt('floor-exec', lambda: subprocess.run(['", root, "/bin/tool-three'], check=True))\n",
+        "attempt('own-exec', lambda: subprocess.run(['", root, "/bin/tool-two'], check=True))\n",
+        "attempt('floor-port', lambda: urllib.request.urlopen('http://192.0.2.11:8081/', "
+        "timeout=10).read())\n",
+        "attempt('own-port', lambda: urllib.request.urlopen('http://192.0.2.11:8080/', "
+        "timeout=10).read())\n",
+        "def ask(label, name):\n",
+        "  q = struct.pack('>HHHHHH', 0x4c34, 0x0100, 1, 0, 0, 0)\n",
+        "  q += b''.join(bytes([len(p)]) + p.encode() for p in name.split('.')) + b'\\0'\n",
+        "  q += struct.pack('>HH', 1, 1)\n",
+        "  s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(5)\n",
+        "  s.sendto(q, ('192.0.2.53', 53))\n",
+        "  try: print(label, 'rcode', s.recv(512)[3] & 15)\n",
+        "  except OSError: print(label, 'no answer')\n",
+        "ask('floor-dns', 'floor-denied.test')\n",
+        "ask('own-dns', 'own-denied.test')\n");
+  }
+
+};
+
+TEST_F(AuditKeepsDeniesWrittenAboveItTest, AuditNeverLiftsADenyWrittenAboveItOnAnySurface) {
+  RunResult run = AsAgent(Script());
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  for (const char* said : {"floor-file refused", "floor-exec refused", "floor-port refused",
+                           "floor-dns rcode 3", "own-file allowed", "own-exec allowed",
+                           "own-port allowed"}) {
+    EXPECT_THAT(run.out, HasSubstr(said)) << run.out;
+  }
+  // The name the agent's own tier denies is forwarded, not answered NXDOMAIN by the filter.
+  EXPECT_THAT(run.out, Not(HasSubstr("own-dns rcode 3"))) << run.out;
+
+  // Tools: the floor's deny is an error to the harness; the agent's own deny and a miss of
+  // the floor's whitelist are answered as any allow is, with nothing about audit.
+  EXPECT_EQ(ToolCheck("floor_tool"), 1);
+  RunResult own = Leash({"tool", "check", "own_tool", "--account", agent_->name(),
+                         "--tools-socket=" + leashd_->tools_socket(), "--inputs", "{}"});
+  EXPECT_EQ(own.exit_code, 0) << own.out;
+  EXPECT_THAT(own.out, HasSubstr("allow  tools: own_tool allowed")) << own.out;
+  for (const char* word : {"audit", "enforced", "deny", "block"}) {
+    EXPECT_THAT(own.out, Not(HasSubstr(word))) << own.out;
+  }
+  EXPECT_EQ(ToolCheck("forbidden_tool"), 0);
+
+  const std::string& root = fs_->path();
+  const std::vector<std::string> kept = {
+      absl::StrCat("\"path\":\"", root, "/outside.txt\""),
+      absl::StrCat("\"binary\":\"", root, "/bin/tool-three\""), "\"port\":8081",
+      "floor-denied.test", "\"name\":\"floor_tool\""};
+  const std::vector<std::string> lifted = {
+      absl::StrCat("\"path\":\"", root, "/work/c.txt\""),
+      absl::StrCat("\"binary\":\"", root, "/bin/tool-two\""), "\"port\":8080",
+      "own-denied.test", "\"name\":\"own_tool\"", "\"name\":\"forbidden_tool\""};
+  // The log is written after the answers.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (const auto* needles : {&kept, &lifted}) {
+          for (const std::string& needle : *needles) {
+            if (AgentLines(0, needle).empty()) return false;
+          }
+        }
+        return true;
+      },
+      absl::Seconds(20)))
+      << ReadAll(decisions());
+  // Each is logged as the block it is: kept with enforced: true, lifted with enforced: false,
+  // and never the other way (a lifted DNS question may have a line for its forwarding too).
+  for (const std::string& needle : kept) {
+    EXPECT_THAT(AgentLines(0, needle),
+                ::testing::Each(::testing::AllOf(HasSubstr("\"action\":\"block\""),
+                                                 HasSubstr("\"enforced\":true"))))
+        << needle << "\n" << ReadAll(decisions());
+  }
+  for (const std::string& needle : lifted) {
+    const std::vector<std::string> lines = AgentLines(0, needle);
+    EXPECT_THAT(lines, ::testing::Contains(::testing::AllOf(HasSubstr("\"action\":\"block\""),
+                                                            HasSubstr("\"enforced\":false"))))
+        << needle << "\n" << ReadAll(decisions());
+    EXPECT_THAT(lines, ::testing::Each(Not(HasSubstr("\"enforced\":true")))) << needle;
+  }
 }
 
 }  // namespace
