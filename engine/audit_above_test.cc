@@ -1,4 +1,4 @@
-// Rule L4 (docs/ARCHITECTURE.md), "audit never lifts a deny written above it", through the
+// Rule L4 of docs/ARCHITECTURE.md: audit never lifts a deny written above it. Tested through the
 // engine as the enforcers use it: a subject resolved from the floor, the global binding and
 // its own profile; its policy compiled with what the resolver says is written above the tier
 // that set each surface's audit (AuditAbove); and CompiledPolicy::UnderAudit judging an event

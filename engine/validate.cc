@@ -167,9 +167,11 @@ std::vector<Finding> ValidateConfig(const leash::v1::Config& config, absl::strin
     out.push_back(MakeFinding(
         leash::v1::SEVERITY_WARNING, source, absl::StrCat(name, ".audit"), "true",
         absl::StrCat(name,
-                     " is in audit: nothing on it is blocked; what its policy would block is "
-                     "only logged (action block, enforced false). Turn it off (audit: false) "
-                     "once `leash suggest` has turned the log into a policy")));
+                     " is in audit: what its policy would block is only logged (action block, "
+                     "enforced false), except a deny entry written in a tier above the one "
+                     "setting audit (the floor's, the global binding's), which stays enforced "
+                     "(enforced true). Turn it off (audit: false) once `leash suggest` has "
+                     "turned the log into a policy")));
   }
 
   if (config.commands().has_mode() && config.commands().mode() == leash::v1::MODE_BLACKLIST) {

@@ -115,7 +115,7 @@ TEST(Validate, EveryAuditedSurfaceIsAWarning) {
     ASSERT_NE(f, nullptr) << field;
     EXPECT_EQ(f->severity(), leash::v1::SEVERITY_WARNING);
     EXPECT_EQ(f->source(), "profile:observe");
-    EXPECT_THAT(f->message(), HasSubstr("is in audit: nothing on it is blocked"));
+    EXPECT_THAT(f->message(), HasSubstr("is in audit: what its policy would block is only logged"));
   }
   EXPECT_EQ(FindField(findings, "filesystem.audit"), nullptr);
   EXPECT_FALSE(HasBlockingFinding(findings));
