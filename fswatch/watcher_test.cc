@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "engine/compiled_policy.h"
+#include "engine/decision_record.h"
 #include "fswatch/testing/fake_fanotify_source.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -423,6 +424,85 @@ TEST_F(WatcherTest, UnderAuditABlockIsAnsweredAllowAndLoggedNotEnforced) {
   google::protobuf::RepeatedPtrField<leash::v1::WouldBeBlocks> beat;
   watcher_.would_be_blocks().Fill(&beat);
   EXPECT_EQ(beat.size(), 2);
+}
+
+// Rule L4: audit never lifts a deny written above it. The subject's own tier put filesystem and
+// commands in audit; what is written above it (SubjectPolicy.audit_above) denies /t/floor and
+// /t/bin/floor. Those stay denied, and so do a second name of a file the subject could have
+// made (the tier above denies some path) and an open through a foreign mount (the tier above
+// would fail on it too); each is logged enforced: true. The subject's own denies are audited.
+TEST_F(WatcherTest, AuditNeverLiftsADenyWrittenAboveIt) {
+  leash::v1::Config config;
+  config.set_fail_mode("closed");
+  config.mutable_filesystem()->set_mode(leash::v1::MODE_BLACKLIST);
+  config.mutable_filesystem()->set_audit(true);
+  config.mutable_filesystem()->mutable_deny()->add_entries("/t/floor");
+  config.mutable_filesystem()->mutable_deny()->add_entries("/t/own");
+  config.mutable_commands()->set_mode(leash::v1::MODE_BLACKLIST);
+  config.mutable_commands()->set_audit(true);
+  config.mutable_commands()->mutable_deny()->add_entries("/t/bin/floor");
+  config.mutable_commands()->mutable_deny()->add_entries("/t/bin/own");
+  leash::v1::Config above = config;
+  above.mutable_filesystem()->clear_audit();
+  above.mutable_filesystem()->mutable_deny()->Clear();
+  above.mutable_filesystem()->mutable_deny()->add_entries("/t/floor");
+  above.mutable_commands()->clear_audit();
+  above.mutable_commands()->mutable_deny()->Clear();
+  above.mutable_commands()->mutable_deny()->add_entries("/t/bin/floor");
+  auto map = std::make_shared<policystream::SubjectMap>(*StandardMap());
+  policystream::SubjectEntry entry = WithPolicy(kWhite, config);
+  entry.policy = std::make_shared<const engine::CompiledPolicy>(
+      engine::CompiledPolicy::Compile(config, {}, &above));
+  (*map)[kWhite] = entry;
+  watcher_.Publish(map, 2);
+  sink_.Clear();
+
+  FakeEvent open;
+  open.mask = FAN_OPEN_PERM;
+  open.pid = 1234;
+  open.creds = Creds{kWhite, kWhite, kWhite, kWhite};
+  open.facts.regular = true;
+  open.facts.mode = S_IFREG | 0644;
+  open.facts.mount = FileFacts::Mount::kOurs;
+  open.path = "/t/floor/x";
+  const int floor_file = source_.Push(open);
+  open.path = "/t/own/x";
+  const int own_file = source_.Push(open);
+  FakeEvent link = open;  // the subject's own file with a second name: it could be /t/floor/x
+  link.path = "/t/work/link";
+  link.facts.nlink = 2;
+  link.facts.uid = kWhite;
+  link.facts.gid = kWhite;
+  link.facts.mode = S_IFREG | 0600;
+  const int second_name = source_.Push(link);
+  FakeEvent foreign = open;
+  foreign.path = "/t/work/file";
+  foreign.facts.mount = FileFacts::Mount::kForeign;
+  const int foreign_mount = source_.Push(foreign);
+  const int floor_exec = source_.Push(ExecOf(1300, kWhite, "/t/bin/floor"));
+  const int own_exec = source_.Push(ExecOf(1301, kWhite, "/t/bin/own"));
+  Drain();
+
+  for (const int fd : {floor_file, second_name, foreign_mount, floor_exec}) {
+    EXPECT_FALSE(Allowed(fd)) << fd;
+  }
+  for (const int fd : {own_file, own_exec}) EXPECT_TRUE(Allowed(fd)) << fd;
+  const auto records = sink_.records();
+  ASSERT_EQ(records.size(), 6u);
+  for (const int i : {0, 2, 3, 4}) {
+    EXPECT_EQ(records[i].action(), "block") << i;
+    EXPECT_TRUE(records[i].has_enforced() && records[i].enforced()) << i << records[i].reason();
+    EXPECT_THAT(engine::DecisionLine(records[i]), HasSubstr("\"enforced\":true")) << i;
+  }
+  for (const int i : {1, 5}) {
+    EXPECT_EQ(records[i].action(), "block") << i;
+    EXPECT_TRUE(records[i].has_enforced() && !records[i].enforced()) << i;
+  }
+  EXPECT_EQ(records[4].subject().binary(), "/t/bin/floor");
+  // Only what audit let through is a would-be block.
+  EXPECT_EQ(watcher_.audited_blocks(), 2u);
+  EXPECT_EQ(watcher_.would_be_blocks().Count(kWhite, leash::v1::SURFACE_FILESYSTEM), 1u);
+  EXPECT_EQ(watcher_.would_be_blocks().Count(kWhite, leash::v1::SURFACE_COMMANDS), 1u);
 }
 
 TEST_F(WatcherTest, RunningTheLoaderDirectlyIsACommandOfItsOwn) {

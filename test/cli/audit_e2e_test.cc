@@ -226,6 +226,11 @@ class AuditKeepsDeniesWrittenAboveItTest : public WorkloadTest {
         "filesystem: { mode: blacklist, allow: [], deny: [\"", root, "/outside.txt\"] }\n",
         "commands: { mode: blacklist, allow: [], deny: [\"", root, "/bin/tool-three\"] }\n",
         "tools: { mode: whitelist, allow: [\"read_file\", \"own_tool\"], deny: [\"floor_tool\"] }\n"))));
+  }
+
+  // Binds the agent to a profile that puts every surface in audit and denies one more of each.
+  void BindObserve() {
+    const std::string& root = fs_->path();
     const std::string observe = WriteProfile(
         "observe",
         absl::StrCat("network: { audit: true, deny: [\"192.0.2.11/32:8080\", \"own-denied.test\"] }\n",
@@ -271,6 +276,7 @@ class AuditKeepsDeniesWrittenAboveItTest : public WorkloadTest {
 };
 
 TEST_F(AuditKeepsDeniesWrittenAboveItTest, AuditNeverLiftsADenyWrittenAboveItOnAnySurface) {
+  ASSERT_NO_FATAL_FAILURE(BindObserve());
   RunResult run = AsAgent(Script());
   EXPECT_EQ(run.exit_code, 0) << run.out;
   for (const char* said : {"floor-file refused", "floor-exec refused", "floor-port refused",
@@ -328,6 +334,58 @@ TEST_F(AuditKeepsDeniesWrittenAboveItTest, AuditNeverLiftsADenyWrittenAboveItOnA
                                                             HasSubstr("\"enforced\":false"))))
         << needle << "\n" << ReadAll(decisions());
     EXPECT_THAT(lines, ::testing::Each(Not(HasSubstr("\"enforced\":true")))) << needle;
+  }
+}
+
+// One tier up: audit set by the global binding covers the global binding's own denies, never
+// the floor's, for every subject (the configured user and an agent with no binding of its own).
+TEST_F(AuditKeepsDeniesWrittenAboveItTest, UnderAGlobalAuditTheFloorsDeniesStayEnforced) {
+  const std::string& root = fs_->path();
+  const std::string global = WriteProfile(
+      "gobserve", absl::StrCat("filesystem: { audit: true, deny: [\"", root, "/work/c.txt\"] }\n"));
+  ASSERT_EQ(Leash({"profile", "save", "gobserve", "--from", global}).exit_code, 0);
+  RunResult bound = Leash({"bind", "global", "gobserve", "--ack", "filesystem.audit:true"});
+  ASSERT_EQ(bound.exit_code, 0) << bound.out;
+
+  const size_t mark = LogSize();
+  for (const TestAccount* who : {agent_, user_}) {
+    RunResult run = AsAgent(
+        absl::StrCat("def attempt(label, act):\n",
+                     "  try:\n    act(); print(label, 'allowed')\n",
+                     "  except Exception as e: print(label, 'refused', type(e).__name__)\n",
+                     "attempt('floor-file', lambda: open('", root, "/outside.txt').read())\n",
+                     "attempt('global-file', lambda: open('", root, "/work/c.txt').read())\n"),
+        who);
+    EXPECT_THAT(run.out, HasSubstr("floor-file refused")) << who->name() << "\n" << run.out;
+    EXPECT_THAT(run.out, HasSubstr("global-file allowed")) << who->name() << "\n" << run.out;
+  }
+  const std::string floor_needle = absl::StrCat("\"path\":\"", root, "/outside.txt\"");
+  const std::string global_needle = absl::StrCat("\"path\":\"", root, "/work/c.txt\"");
+  auto lines_of = [&](const TestAccount* who, const std::string& needle) {
+    std::vector<std::string> out;
+    for (absl::string_view line : absl::StrSplit(ReadAll(decisions()).substr(mark), '\n')) {
+      if (absl::StrContains(line, absl::StrCat("\"uid\":", who->uid(), ",")) &&
+          absl::StrContains(line, needle)) {
+        out.emplace_back(line);
+      }
+    }
+    return out;
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return !lines_of(agent_, global_needle).empty() && !lines_of(user_, global_needle).empty();
+      },
+      absl::Seconds(20)))
+      << ReadAll(decisions());
+  for (const TestAccount* who : {agent_, user_}) {
+    EXPECT_THAT(lines_of(who, floor_needle),
+                ::testing::ElementsAre(::testing::AllOf(HasSubstr("\"action\":\"block\""),
+                                                        HasSubstr("\"enforced\":true"))))
+        << who->name() << "\n" << ReadAll(decisions());
+    EXPECT_THAT(lines_of(who, global_needle),
+                ::testing::ElementsAre(::testing::AllOf(HasSubstr("\"action\":\"block\""),
+                                                        HasSubstr("\"enforced\":false"))))
+        << who->name() << "\n" << ReadAll(decisions());
   }
 }
 
