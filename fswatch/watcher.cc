@@ -501,17 +501,18 @@ bool Watcher::Handle(const FanEvent& event, const State& state) {
 #endif
   EventPath path;
   Judgement judgement = Judge(event, entry, creds, path);
-  if (judgement.verdict() == Verdict::kBlock && entry.policy->audited(surface) &&
-      judgement.above_blocks) {
-    // Rule L4: audit never lifts a block the policy written above its tier makes too.
-    judgement.kept_under_audit = true;
-  } else if (judgement.verdict() == Verdict::kBlock && entry.policy->audited(surface)) {
-    // Audit: decided as the policy says, logged as the block it would be, and let through.
-    judgement.enforced = false;
-    audited_blocks_.fetch_add(1, std::memory_order_relaxed);
-    // Counted as decided, under the subject's UID its line carries: the line itself may be
-    // lost on a full log queue.
-    would_be_blocks_.Add(entry.uid, surface);
+  if (judgement.verdict() == Verdict::kBlock && entry.policy->audited(surface)) {
+    if (judgement.above_blocks) {
+      // Rule L4: audit never lifts a block the policy written above its tier makes too.
+      judgement.kept_under_audit = true;
+    } else {
+      // Audit: decided as the policy says, logged as the block it would be, and let through.
+      judgement.enforced = false;
+      audited_blocks_.fetch_add(1, std::memory_order_relaxed);
+      // Counted as decided, under the subject's UID its line carries: the line itself may be
+      // lost on a full log queue.
+      would_be_blocks_.Add(entry.uid, surface);
+    }
   }
   const bool allow = judgement.verdict() == Verdict::kAllow || !judgement.enforced;
   if (allow && kind == FanEvent::Kind::kOpen && path.len > 0) {

@@ -1,6 +1,7 @@
 #include "tools_api/tools_service.h"
 
 #include <utility>
+#include <vector>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -304,28 +305,25 @@ ToolsService::Answer ToolsService::JudgeParsed(
   // What the harness (and so the agent) reads: a block's reason and findings, so it can say
   // what to change; for an allow only that it is allowed, the rest in the log under the ref.
   // An audited block is answered as every allow is, so nothing in the answer tells the agent
-  // it is audited (design: the agent is never told): its reason and findings go to the log.
+  // it is audited: its reason and findings go to the log only.
   if (decision.permits()) {
     response.set_reason(absl::StrCat("tools: ", Utf8Prefix(view.name(), kMaxToolNameBytes),
                                      " allowed"));
   } else {
     response.set_reason(decision.reason);
   }
-  for (const leash::v1::ToolFinding& f : findings) {
-    if (decision.enforced) *response.add_findings() = f;
-    *answer.record.add_findings() = f;
+  if (decision.enforced) {
+    for (const leash::v1::ToolFinding& f : findings) *response.add_findings() = f;
   }
   answer.status = decision.permits() ? grpc::Status::OK : ErrorStatus(error_code, response);
 
   leash::v1::Subject subject;
   subject.set_name(std::string(Utf8Prefix(view.name(), kMaxToolNameBytes)));
   subject.set_inputs(std::move(masked_inputs));
-  google::protobuf::RepeatedPtrField<leash::v1::ToolFinding> logged_findings;
-  logged_findings.Swap(answer.record.mutable_findings());
   answer.record = engine::MakeDecisionRecord(ts, ref, uid, leash::v1::SURFACE_TOOLS, decision,
                                              std::move(subject));
   if (critical) answer.record.set_severity("critical");
-  answer.record.mutable_findings()->Swap(&logged_findings);
+  for (leash::v1::ToolFinding& f : findings) *answer.record.add_findings() = std::move(f);
   return answer;
 }
 
