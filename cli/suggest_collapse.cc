@@ -97,7 +97,8 @@ std::vector<SuggestedEntry> SortedByEntry(std::vector<SuggestedEntry> entries) {
   return entries;
 }
 
-// The fewest labels a collapse parent may have (see the header).
+// The fewest labels a suggested name may have: two, three under a two-letter (country code)
+// top-level name, which no public-suffix list is at hand offline to tell apart.
 size_t MinParentLabels(absl::string_view tld) { return tld.size() == 2 ? 3 : 2; }
 
 }  // namespace

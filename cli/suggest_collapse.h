@@ -11,8 +11,8 @@
 // or sub-folders already collapsed) becomes the folder's entry, which covers everything under
 // it, only when no account but root could have made the names in it (the caller's
 // `why_not_folder` says; suggest_path_check.h): files the agent created are names of its
-// choosing, and a folder built from them is the same wildcard as a host's; a path seen that is itself a folder of other seen paths covers them already. A folder
-// less than two levels deep ("/", "/etc", "/home") is never the result of a collapse, and a
+// choosing, and a folder built from them is the same wildcard as a host's. A path seen that is
+// itself a folder of other seen paths covers them already. A folder less than two levels deep ("/", "/etc", "/home") is never the result of a collapse, and a
 // path that shallow is not suggested (see kShallowPathDepth): its entry would be a whole
 // top-level tree.
 //
@@ -68,7 +68,7 @@ std::string UnsuggestablePath(absl::string_view path, size_t components);
 // Why the network entry `key` (an ExactNetworkEntry key) is not suggested, or "" when it may
 // be: a name the agent sent beginning "*." (its Host header or SNI is its own to write), which
 // an entry reads as a wildcard over every name under it; or a name with fewer labels than a
-// collapse parent may have (a bare top-level name, co.uk), whose entry would allow every name
+// name may have to stand alone (a bare top-level name, co.uk), whose entry would allow every name
 // under it.
 std::string UnsuggestableNetworkEntry(absl::string_view key);
 
