@@ -15,8 +15,8 @@ namespace {
 bool ReadAll(int fd, void* out, size_t size, uint64_t offset) {
   size_t done = 0;
   while (done < size) {
-    const ssize_t n = pread(fd, static_cast<char*>(out) + done, size - done,
-                            static_cast<off_t>(offset + done));
+    const ssize_t n =
+        pread(fd, static_cast<char*>(out) + done, size - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     done += static_cast<size_t>(n);

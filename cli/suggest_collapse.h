@@ -12,9 +12,9 @@
 // it, only when no account but root could have made the names in it (the caller's
 // `why_not_folder` says; suggest_path_check.h): files the agent created are names of its
 // choosing, and a folder built from them is the same wildcard as a host's. A path seen that is
-// itself a folder of other seen paths covers them already. A folder less than two levels deep ("/", "/etc", "/home") is never the result of a collapse, and a
-// path that shallow is not suggested (see kShallowPathDepth): its entry would be a whole
-// top-level tree.
+// itself a folder of other seen paths covers them already. A folder less than two levels deep
+// ("/", "/etc", "/home") is never the result of a collapse, and a path that shallow is not
+// suggested (see kShallowPathDepth): its entry would be a whole top-level tree.
 //
 // Commands and tools are never collapsed.
 #pragma once

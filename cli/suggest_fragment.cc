@@ -24,10 +24,9 @@ using leash::v1::Surface;
 constexpr Surface kSurfaces[] = {leash::v1::SURFACE_NETWORK, leash::v1::SURFACE_FILESYSTEM,
                                  leash::v1::SURFACE_COMMANDS, leash::v1::SURFACE_TOOLS};
 
-// Programs every host runs whose ELF interpreter is the loader, whatever its name there: the
-// running leash itself, the shell, env.
-constexpr const char* kHostPrograms[] = {"/proc/self/exe", "/bin/sh", "/usr/bin/env"};
-// And the host's programs in its system folders: whatever loader any of them names.
+// The running leash itself, whose ELF interpreter is the host's loader whatever its name...
+constexpr const char* kHostPrograms[] = {"/proc/self/exe"};
+// ...and the host's programs in its system folders: whatever loader any of them names.
 constexpr const char* kSystemFolders[] = {"/usr/bin",       "/usr/sbin",       "/bin", "/sbin",
                                           "/usr/local/bin", "/usr/local/sbin"};
 

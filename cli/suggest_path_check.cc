@@ -28,10 +28,12 @@ bool OthersMayWrite(const NodeFacts& node) {
 std::string FilesystemReason(const std::string& path, const NodeFacts& node) {
   switch (node.filesystem) {
     case NodeFacts::Filesystem::kProc:
-      return absl::StrCat(path, " is on procfs, whose links name whatever a process holds "
+      return absl::StrCat(path,
+                          " is on procfs, whose links name whatever a process holds "
                           "(/proc/self/exe, /proc/<pid>/fd/<n>)");
     case NodeFacts::Filesystem::kFuse:
-      return absl::StrCat(path, " is on a FUSE file system, whose server reports any owner and "
+      return absl::StrCat(path,
+                          " is on a FUSE file system, whose server reports any owner and "
                           "mode it likes");
     default:
       return "";
@@ -166,8 +168,7 @@ Resolution ResolveRootOnly(const PathFacts& facts, absl::string_view path) {
   return out;
 }
 
-ProgramCheck::ProgramCheck(const PathFacts& facts,
-                           const std::set<std::string>& logged_interpreters,
+ProgramCheck::ProgramCheck(const PathFacts& facts, const std::set<std::string>& logged_interpreters,
                            const std::vector<std::string>& programs,
                            const std::vector<std::string>& system_folders)
     : facts_(facts) {
@@ -178,6 +179,9 @@ ProgramCheck::ProgramCheck(const PathFacts& facts,
   };
   for (const std::string& program : programs) add_interpreter_of(program);
   for (const std::string& folder : system_folders) {
+    // A link to another of them (/bin -> usr/bin on a merged-/usr host) is read once, there.
+    absl::StatusOr<NodeFacts> folder_facts = facts.Lstat(folder);
+    if (!folder_facts.ok() || folder_facts->type != NodeFacts::Type::kDirectory) continue;
     absl::StatusOr<std::vector<std::string>> names = facts.ListFolder(folder);
     if (!names.ok()) continue;  // a host without that folder
     for (const std::string& name : *names) {
@@ -220,7 +224,8 @@ std::string ProgramCheck::WhyNotSuggested(absl::string_view binary) const {
   if (!resolution.why.empty()) {
     return absl::StrCat(
         "an entry matches whatever file is at its path, and the agent (or another account but "
-        "root) could put its own there: ", resolution.why);
+        "root) could put its own there: ",
+        resolution.why);
   }
   if (resolution.facts.type != NodeFacts::Type::kFile) {
     return absl::StrCat(resolution.resolved, " is not a regular file");

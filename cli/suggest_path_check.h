@@ -55,7 +55,7 @@ class ProgramCheck {
 
  private:
   const PathFacts& facts_;
-  std::set<std::string> loader_paths_;  // as named, and resolved
+  std::set<std::string> loader_paths_;                    // as named, and resolved
   std::set<std::pair<uint64_t, uint64_t>> loader_files_;  // (dev, ino)
 };
 

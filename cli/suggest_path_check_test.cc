@@ -12,10 +12,10 @@
 namespace leash::cli {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
 using testing::FakePathFacts;
+using ::testing::HasSubstr;
 using testing::Host;
+using ::testing::IsEmpty;
 
 TEST(IsLoaderName, EveryLoaderSpelling) {
   for (const char* name : {"ld-linux-x86-64.so.2", "ld.so", "ld-linux.so.2", "ld64.so.2",
@@ -27,9 +27,7 @@ TEST(IsLoaderName, EveryLoaderSpelling) {
   }
 }
 
-ProgramCheck Check() {
-  return ProgramCheck(Host().facts, {}, {"/usr/bin/git", "/opt/custom/app"});
-}
+ProgramCheck Check() { return ProgramCheck(Host().facts, {}, {"/usr/bin/git", "/opt/custom/app"}); }
 
 TEST(SuggestNeverProposesTheLoader, UnderAnyName) {
   const ProgramCheck check = Check();
@@ -77,8 +75,7 @@ INSTANTIATE_TEST_SUITE_P(
         WritableCase{"/tmp/agent-dir/tool", "/tmp/agent-dir in it is owned by uid 2001"},
         WritableCase{"/usr/bin/other-owner", "/usr/bin/other-owner is owned by uid 3000"},
         WritableCase{"/proc/self/exe", "is on procfs"},
-        WritableCase{"/proc/4242/exe", "is on procfs"},
-        WritableCase{"/mnt/fuse/tool", "FUSE"},
+        WritableCase{"/proc/4242/exe", "is on procfs"}, WritableCase{"/mnt/fuse/tool", "FUSE"},
         WritableCase{"/usr/bin/loop-a", "more than 40 links"},
         WritableCase{"/usr/bin/missing", "no such file"},
         WritableCase{"git", "not an absolute path"},
@@ -93,10 +90,10 @@ TEST(ResolveRootOnly, FollowsLinksAndDotDotAsTheKernel) {
   const Resolution resolution = ResolveRootOnly(Host().facts, "/usr/bin/ld.so");
   EXPECT_EQ(resolution.resolved, "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2");
   EXPECT_THAT(resolution.why, IsEmpty());
-  EXPECT_THAT(resolution.names, ::testing::ElementsAre(
-                                    "/usr", "/usr/bin", "/usr/bin/ld.so", "/usr/lib",
-                                    "/usr/lib/x86_64-linux-gnu",
-                                    "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"));
+  EXPECT_THAT(resolution.names,
+              ::testing::ElementsAre("/usr", "/usr/bin", "/usr/bin/ld.so", "/usr/lib",
+                                     "/usr/lib/x86_64-linux-gnu",
+                                     "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"));
 }
 
 TEST(ResolveRootOnly, AFolderOnlyRootCanFill) {

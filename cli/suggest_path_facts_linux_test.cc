@@ -59,7 +59,8 @@ class LinuxPathFactsTest : public ::testing::Test {
   // Whether the test account can put a file of its own at `name`.
   bool AccountCanReplace(const std::string& name) {
     absl::StatusOr<leash::testing::RunResult> run = leash::testing::Run(account_->AsUser(
-        {"/bin/sh", "-c", absl::StrCat("rm -f '", At(name), "' && cp /bin/false '", At(name), "'")}));
+        {"/bin/sh", "-c",
+         absl::StrCat("rm -f '", At(name), "' && cp /bin/false '", At(name), "'")}));
     return run.ok() && run->exit_code == 0;
   }
   std::string Why(const std::string& path) {
@@ -127,8 +128,11 @@ TEST_F(LinuxPathFactsTest, AnAclGrantingTheAccountWriteIsSeen) {
     uint32_t id;
   };
   const uint32_t version = 2;
-  const Entry entries[] = {{0x01, 7, 0xFFFFFFFF}, {0x02, 7, account_->uid()},
-                           {0x04, 5, 0xFFFFFFFF}, {0x10, 7, 0xFFFFFFFF}, {0x20, 5, 0xFFFFFFFF}};
+  const Entry entries[] = {{0x01, 7, 0xFFFFFFFF},
+                           {0x02, 7, account_->uid()},
+                           {0x04, 5, 0xFFFFFFFF},
+                           {0x10, 7, 0xFFFFFFFF},
+                           {0x20, 5, 0xFFFFFFFF}};
   std::string value(reinterpret_cast<const char*>(&version), 4);
   value.append(reinterpret_cast<const char*>(entries), sizeof(entries));
   ASSERT_EQ(setxattr(At("acl").c_str(), "system.posix_acl_access", value.data(), value.size(), 0),

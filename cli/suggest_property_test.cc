@@ -51,9 +51,26 @@ class Generator {
 
   // A name the agent chose: plain, unicode, a control character, a glob, a dot name.
   std::string Label() {
-    static const std::vector<std::string> kOdd = {
-        "a1", "b2", "x", "api", "caf\xc3\xa9", "\xe2\x80\xae" "exe", "new\nline", "tab\tx",
-        "*", "?", "[ab]", ".", "..", "", "-", "xn--80ak6aa92e", "UPPER", "\\xff", "a b"};
+    static const std::vector<std::string> kOdd = {"a1",
+                                                  "b2",
+                                                  "x",
+                                                  "api",
+                                                  "caf\xc3\xa9",
+                                                  "\xe2\x80\xae"
+                                                  "exe",
+                                                  "new\nline",
+                                                  "tab\tx",
+                                                  "*",
+                                                  "?",
+                                                  "[ab]",
+                                                  ".",
+                                                  "..",
+                                                  "",
+                                                  "-",
+                                                  "xn--80ak6aa92e",
+                                                  "UPPER",
+                                                  "\\xff",
+                                                  "a b"};
     if (OneIn(3)) return Pick(kOdd);
     return absl::StrCat(Pick(std::vector<std::string>{"a", "b", "app", "svc", "t"}),
                         std::uniform_int_distribution<int>(0, 99)(random_));
@@ -67,9 +84,9 @@ class Generator {
       case 0:  // in a folder the agent writes, under a name of its choosing
         return absl::StrCat(Pick(host->agent_folders), "/", Label());
       case 1:  // another spelling of a known program
-        return absl::StrCat(Pick(std::vector<std::string>{"/usr/bin/../bin/", "/usr//bin/",
-                                                          "/usr/./bin/", ""}),
-                            Pick(std::vector<std::string>{"git", "ld.so", "curl"}));
+        return absl::StrCat(
+            Pick(std::vector<std::string>{"/usr/bin/../bin/", "/usr//bin/", "/usr/./bin/", ""}),
+            Pick(std::vector<std::string>{"git", "ld.so", "curl"}));
       case 2:
         return absl::StrCat("/usr/bin/", Label());
       default:
@@ -87,9 +104,8 @@ class Generator {
   }
 
   std::string Path() {
-    static const std::vector<std::string> kFolders = {"/srv/data", "/srv/data/sub",
-                                                      "/home/agent/work", "/tmp", "/srv/shared",
-                                                      "/etc", "/"};
+    static const std::vector<std::string> kFolders = {
+        "/srv/data", "/srv/data/sub", "/home/agent/work", "/tmp", "/srv/shared", "/etc", "/"};
     std::string path = absl::StrCat(Pick(kFolders), "/", Label());
     if (OneIn(4)) path = absl::StrCat(path, "/", Label());
     return path;
@@ -126,9 +142,8 @@ class Generator {
         break;
     }
     return absl::StrCat(R"({"ts":")", ts, R"(","ref":")", ref, R"(","uid":)", kAgentUid,
-                        R"(,"surface":")", surface, R"(","action":")", action,
-                        R"(","reason":")", Json(reason), R"(","subject":{)", subject, "}",
-                        enforced, "}");
+                        R"(,"surface":")", surface, R"(","action":")", action, R"(","reason":")",
+                        Json(reason), R"(","subject":{)", subject, "}", enforced, "}");
   }
 
  private:
@@ -156,8 +171,8 @@ TEST(SuggestProperty, NoSuggestedEntryIsAWayOut) {
     ASSERT_TRUE(fragment.ok()) << "seed " << seed << ": " << fragment.status() << "\n"
                                << absl::StrJoin(lines, "\n");
     const std::vector<std::string> broken = testing::BrokenRules(*fragment, observations);
-    EXPECT_THAT(broken, ::testing::IsEmpty())
-        << "seed " << seed << "\n" << fragment->yaml << absl::StrJoin(lines, "\n");
+    EXPECT_THAT(broken, ::testing::IsEmpty()) << "seed " << seed << "\n"
+                                              << fragment->yaml << absl::StrJoin(lines, "\n");
     if (!broken.empty()) break;
     commands += fragment->config.commands().allow().entries_size();
     names += fragment->config.network().allow().entries_size();

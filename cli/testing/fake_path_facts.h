@@ -17,8 +17,12 @@ class FakePathFacts : public PathFacts {
  public:
   FakePathFacts() { Put("/", Dir(0, 0755)); }
 
-  static NodeFacts Dir(uint32_t uid, uint32_t mode) { return Node(NodeFacts::Type::kDirectory, uid, mode); }
-  static NodeFacts File(uint32_t uid, uint32_t mode) { return Node(NodeFacts::Type::kFile, uid, mode); }
+  static NodeFacts Dir(uint32_t uid, uint32_t mode) {
+    return Node(NodeFacts::Type::kDirectory, uid, mode);
+  }
+  static NodeFacts File(uint32_t uid, uint32_t mode) {
+    return Node(NodeFacts::Type::kFile, uid, mode);
+  }
 
   // `path` with `facts`, and root's 0755 folders above it where none is yet.
   FakePathFacts& Put(const std::string& path, NodeFacts facts) {

@@ -26,8 +26,8 @@ AdversarialHost* Build() {
   // A loader known only as a program's PT_INTERP.
   f.RootProgram("/opt/custom/rtld").RootProgram("/opt/custom/app");
   f.Interpreter("/opt/custom/app", "/opt/custom/rtld");
-  f.RootProgram("/usr/local/bin/custom-tool").Interpreter("/usr/local/bin/custom-tool",
-                                                          "/opt/custom/rtld");
+  f.RootProgram("/usr/local/bin/custom-tool")
+      .Interpreter("/usr/local/bin/custom-tool", "/opt/custom/rtld");
   f.RootProgram("/usr/bin/git").Interpreter("/usr/bin/git", "/lib64/ld-linux-x86-64.so.2");
   // The agent's own home and programs, and links either way.
   f.Put("/home/agent", FakePathFacts::Dir(a, 0755));
@@ -68,13 +68,26 @@ AdversarialHost* Build() {
   f.Put("/srv/data/sub", FakePathFacts::Dir(0, 0755));
 
   host->good_programs = {"/usr/bin/git", "/opt/custom/app", "/tmp/root-tool"};
-  host->bad_programs = {"/lib64/ld-linux-x86-64.so.2", loader, "/usr/bin/ld.so",
-                        "/usr/local/bin/rtld-copy", "/opt/musl/lib/ld-musl-x86_64.so.1",
-                        "/opt/custom/rtld", "/home/agent/bin/tool", "/home/agent/bin/git",
-                        "/usr/bin/agent-tool", "/srv/shared/tool", "/srv/group/tool",
-                        "/usr/bin/group-writable", "/usr/bin/acl-tool", "/tmp/agent-tool",
-                        "/tmp/agent-dir/tool", "/usr/bin/other-owner", "/proc/self/exe",
-                        "/proc/4242/exe", "/mnt/fuse/tool", "/usr/bin/loop-a",
+  host->bad_programs = {"/lib64/ld-linux-x86-64.so.2",
+                        loader,
+                        "/usr/bin/ld.so",
+                        "/usr/local/bin/rtld-copy",
+                        "/opt/musl/lib/ld-musl-x86_64.so.1",
+                        "/opt/custom/rtld",
+                        "/home/agent/bin/tool",
+                        "/home/agent/bin/git",
+                        "/usr/bin/agent-tool",
+                        "/srv/shared/tool",
+                        "/srv/group/tool",
+                        "/usr/bin/group-writable",
+                        "/usr/bin/acl-tool",
+                        "/tmp/agent-tool",
+                        "/tmp/agent-dir/tool",
+                        "/usr/bin/other-owner",
+                        "/proc/self/exe",
+                        "/proc/4242/exe",
+                        "/mnt/fuse/tool",
+                        "/usr/bin/loop-a",
                         "/usr/bin/missing"};
   host->root_folders = {"/srv/data", "/srv/data/sub", "/usr/bin", "/opt/custom"};
   host->agent_folders = {"/home/agent/work", "/home/agent/bin", "/srv/shared", "/tmp",
@@ -136,17 +149,18 @@ std::vector<std::string> BrokenRules(const Fragment& fragment, const Observation
   }
   // Left out only with a note naming it: each seen key an entry (or, for a path, under one)
   // or listed.
-  for (Surface surface : {leash::v1::SURFACE_NETWORK, leash::v1::SURFACE_COMMANDS,
-                          leash::v1::SURFACE_FILESYSTEM}) {
+  for (Surface surface :
+       {leash::v1::SURFACE_NETWORK, leash::v1::SURFACE_COMMANDS, leash::v1::SURFACE_FILESYSTEM}) {
     const auto& entries = Allowed(fragment, surface);
     for (const auto& [key, seen] : observations.needed(surface)) {
-      const bool covered = std::any_of(entries.begin(), entries.end(), [&, &key = key](
-                                                                           const std::string& e) {
-        return e == key || (surface == leash::v1::SURFACE_FILESYSTEM &&
-                            absl::StartsWith(key, absl::StrCat(e, "/")));
-      });
+      const bool covered =
+          std::any_of(entries.begin(), entries.end(), [&, &key = key](const std::string& e) {
+            return e == key || (surface == leash::v1::SURFACE_FILESYSTEM &&
+                                absl::StartsWith(key, absl::StrCat(e, "/")));
+          });
       if (!covered && !Listed(fragment, key)) {
-        broken.push_back(absl::StrCat("'", key, "' was seen, is not suggested, and no note says why"));
+        broken.push_back(
+            absl::StrCat("'", key, "' was seen, is not suggested, and no note says why"));
       }
     }
   }

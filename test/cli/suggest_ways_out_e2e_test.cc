@@ -38,8 +38,8 @@ class SuggestWaysOutEndToEndTest : public WorkloadTest {
     auto loader = RunOk({"readlink", "-f", "/lib64/ld-linux-x86-64.so.2"});
     ASSERT_TRUE(loader.ok()) << loader.status();
     ASSERT_EQ(mkdir((root + "/lib").c_str(), 0755), 0);
-    ASSERT_TRUE(RunOk({"cp", std::string(absl::StripTrailingAsciiWhitespace(*loader)), Loader()})
-                    .ok());
+    ASSERT_TRUE(
+        RunOk({"cp", std::string(absl::StripTrailingAsciiWhitespace(*loader)), Loader()}).ok());
     ASSERT_EQ(mkdir(AgentBin().c_str(), 0755), 0);
     ASSERT_EQ(chown(AgentBin().c_str(), agent_->uid(), agent_->gid()), 0);
     // Every file on the tmpfs may be opened (the loader reads the program it runs), so what
@@ -77,19 +77,18 @@ TEST_F(SuggestWaysOutEndToEndTest, SuggestProposesNothingTheAgentCouldTurnIntoAW
   const std::string& root = fs_->path();
   const std::string mine = AgentBin() + "/mine";
   // Observation: an audit profile of the agent's own.
-  const std::string observe = WriteProfile(
-      "observe", "network: { audit: true }\ncommands: { audit: true }\n");
+  const std::string observe =
+      WriteProfile("observe", "network: { audit: true }\ncommands: { audit: true }\n");
   ASSERT_EQ(Leash({"profile", "save", "observe", "--from", observe}).exit_code, 0);
   RunResult bound = Leash({"bind", "agent:" + agent_->name(), "observe", "--ack",
                            "network.audit:true", "--ack", "commands.audit:true"});
   ASSERT_EQ(bound.exit_code, 0) << bound.out;
 
-  RunResult observed = AsAgent(Script(absl::StrCat(
-      "run('tool-one', ['", root, "/bin/tool-one'])\n",
-      "run('loader', ['", Loader(), "', '", root, "/bin/tool-one'])\n",
-      "place('", mine, "'); run('mine', ['", mine, "'])\n",
-      "get('a1', 'a1.herokuapp.com'); get('a1', 'a1.herokuapp.com')\n",
-      "get('b2', 'b2.herokuapp.com')\n")));
+  RunResult observed = AsAgent(Script(
+      absl::StrCat("run('tool-one', ['", root, "/bin/tool-one'])\n", "run('loader', ['", Loader(),
+                   "', '", root, "/bin/tool-one'])\n", "place('", mine, "'); run('mine', ['", mine,
+                   "'])\n", "get('a1', 'a1.herokuapp.com'); get('a1', 'a1.herokuapp.com')\n",
+                   "get('b2', 'b2.herokuapp.com')\n")));
   for (const char* said : {"tool-one ran", "loader ran", "mine ran", "a1 ok", "b2 ok"}) {
     ASSERT_THAT(observed.out, HasSubstr(said)) << observed.out;
   }
@@ -98,7 +97,8 @@ TEST_F(SuggestWaysOutEndToEndTest, SuggestProposesNothingTheAgentCouldTurnIntoAW
        {absl::StrCat("\"binary\":\"", Loader(), "\""), absl::StrCat("\"binary\":\"", mine, "\""),
         std::string("\"domain\":\"b2.herokuapp.com\"")}) {
     ASSERT_TRUE(WaitFor([&] { return !AgentLines(0, needle).empty(); }, absl::Seconds(20)))
-        << needle << "\n" << ReadAll(decisions());
+        << needle << "\n"
+        << ReadAll(decisions());
   }
   ASSERT_TRUE(WaitFor([&] { return AgentLines(0, "\"domain\":\"a1.herokuapp.com\"").size() >= 2; },
                       absl::Seconds(20)))
@@ -115,11 +115,12 @@ TEST_F(SuggestWaysOutEndToEndTest, SuggestProposesNothingTheAgentCouldTurnIntoAW
   EXPECT_THAT(text, HasSubstr(absl::StrCat("- \"", root, "/bin/tool-one\"")));
   EXPECT_THAT(text, Not(HasSubstr(absl::StrCat("- \"", Loader(), "\""))));
   EXPECT_THAT(text, Not(HasSubstr(absl::StrCat("- \"", mine, "\""))));
-  EXPECT_THAT(text, HasSubstr(absl::StrCat("# not suggested: commands '", Loader(), "' (1 time, ")));
+  EXPECT_THAT(text,
+              HasSubstr(absl::StrCat("# not suggested: commands '", Loader(), "' (1 time, ")));
   EXPECT_THAT(text, HasSubstr("): the ELF loader, which runs any program handed to it"));
   EXPECT_THAT(text, HasSubstr(absl::StrCat("# not suggested: commands '", mine, "' (1 time, ")));
-  EXPECT_THAT(text, HasSubstr(absl::StrCat("the folder ", AgentBin(), " is owned by uid ",
-                                           agent_->uid())));
+  EXPECT_THAT(
+      text, HasSubstr(absl::StrCat("the folder ", AgentBin(), " is owned by uid ", agent_->uid())));
 
   // Save the output where the printed lines expect it, and run them as printed.
   WriteProfile(agent_->name() + "-observed", text);
@@ -131,16 +132,16 @@ TEST_F(SuggestWaysOutEndToEndTest, SuggestProposesNothingTheAgentCouldTurnIntoAW
   // their entries. This host resolves no name, so the proxy (which connects only to addresses
   // it resolved itself) reaches none of them: the log's reasons say what the policy decided.
   const size_t mark = LogSize();
-  RunResult after = AsAgent(Script(absl::StrCat(
-      "run('loader', ['", Loader(), "', '", root, "/bin/tool-three'])\n",
-      "place('", mine, "'); run('mine', ['", mine, "'])\n",
-      "get('a1', 'a1.herokuapp.com'); get('c3', 'c3.herokuapp.com')\n")));
+  RunResult after = AsAgent(
+      Script(absl::StrCat("run('loader', ['", Loader(), "', '", root, "/bin/tool-three'])\n",
+                          "place('", mine, "'); run('mine', ['", mine, "'])\n",
+                          "get('a1', 'a1.herokuapp.com'); get('c3', 'c3.herokuapp.com')\n")));
   EXPECT_THAT(after.out, HasSubstr("loader refused"));
   EXPECT_THAT(after.out, HasSubstr("mine refused"));
   EXPECT_THAT(after.out, HasSubstr("c3 refused"));
-  const std::vector<std::string> needles = {
-      absl::StrCat("\"binary\":\"", Loader(), "\""), absl::StrCat("\"binary\":\"", mine, "\""),
-      "\"domain\":\"c3.herokuapp.com\""};
+  const std::vector<std::string> needles = {absl::StrCat("\"binary\":\"", Loader(), "\""),
+                                            absl::StrCat("\"binary\":\"", mine, "\""),
+                                            "\"domain\":\"c3.herokuapp.com\""};
   ASSERT_TRUE(WaitFor(
       [&] {
         for (const std::string& needle : needles) {
