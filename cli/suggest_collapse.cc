@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -96,7 +97,8 @@ std::vector<SuggestedEntry> SortedByEntry(std::vector<SuggestedEntry> entries) {
   return entries;
 }
 
-// The fewest labels a collapse parent may have (see the header).
+// The fewest labels a suggested name may have: two, three under a two-letter (country code)
+// top-level name, which no public-suffix list is at hand offline to tell apart.
 size_t MinParentLabels(absl::string_view tld) { return tld.size() == 2 ? 3 : 2; }
 
 }  // namespace
@@ -111,6 +113,12 @@ std::string UnsuggestablePath(absl::string_view path, size_t components) {
   if (absl::StrContains(path, "\\x")) {
     return "its name is not UTF-8 and the log shows it escaped (\\xNN), so no entry written "
            "from the log names it; allow its folder by hand if it is meant";
+  }
+  if (absl::StrContains(absl::StrCat(path, "/"), "/./") ||
+      absl::StrContains(absl::StrCat(path, "/"), "/../") || absl::StrContains(path, "//") ||
+      (path.size() > 1 && path.back() == '/')) {
+    return "its name holds '.', '..', '//' or a trailing '/', so it is not the path the kernel "
+           "reports for any file, and an entry of it names no file or another one";
   }
   if (engine::HasGlobMeta(path)) {
     return "its name holds '*', '?' or '[', which an entry reads as a pattern matching other "
@@ -140,40 +148,13 @@ std::string UnsuggestableNetworkEntry(absl::string_view key) {
 }
 
 std::vector<SuggestedEntry> CollapseNetwork(const SeenMap& seen) {
-  std::vector<SuggestedEntry> out;
-  // Per port: a collapse never joins two ports.
-  std::map<uint16_t, Node> names_by_port;
-  for (const auto& [key, sighting] : seen) {
-    absl::StatusOr<engine::NetworkEntry> parsed = engine::ParseNetworkEntry(key);
-    if (!parsed.ok() || parsed->kind != engine::NetworkEntry::Kind::kDomain) {
-      out.push_back(FromSeen(key, key, sighting));
-      continue;
-    }
-    std::vector<std::string> labels = absl::StrSplit(parsed->host, '.');
-    std::reverse(labels.begin(), labels.end());
-    Insert(names_by_port[parsed->port], labels, key, sighting);
-  }
-  const auto child_name = [](const std::string& name, const std::string& label) {
-    return name.empty() ? label : absl::StrCat(label, ".", name);
-  };
-  for (const auto& [port, root] : names_by_port) {
-    const std::string suffix = port == 0 ? "" : absl::StrCat(":", port);
-    const auto collapse_as = [&](const std::string& name, bool self_seen) -> std::string {
-      if (name.empty()) return "";
-      const std::vector<absl::string_view> labels = absl::StrSplit(name, '.');
-      if (labels.size() < MinParentLabels(labels.back())) return "";
-      return self_seen ? absl::StrCat(name, suffix) : absl::StrCat("*.", name, suffix);
-    };
-    for (const auto& [tld, child] : root.children) {
-      for (SuggestedEntry& entry : Walk(*child, tld, 2, collapse_as, child_name)) {
-        out.push_back(std::move(entry));
-      }
-    }
-  }
-  return SortedByEntry(std::move(out));
+  // Every name is the agent's own to send (its Host header, SNI or DNS question): a wildcard
+  // built from two of them would allow every name its owner may add beside them.
+  return SortedByEntry(ExactEntries(seen));
 }
 
-PathSuggestion CollapsePaths(const SeenMap& seen) {
+PathSuggestion CollapsePaths(const SeenMap& seen,
+                             absl::FunctionRef<std::string(const std::string&)> why_not_folder) {
   PathSuggestion out;
   Node root;
   for (const auto& [path, sighting] : seen) {
@@ -197,9 +178,18 @@ PathSuggestion CollapsePaths(const SeenMap& seen) {
   // Depth counts components: "/a" is 1, "/a/b" is 2.
   for (const auto& [part, child] : root.children) {
     // A path entry covers everything under it whether the folder itself was seen or not.
-    const auto collapse_as = [](const std::string& name, bool /*self_seen*/) -> std::string {
+    const auto collapse_as = [&](const std::string& name, bool self_seen) -> std::string {
       const size_t depth = std::count(name.begin(), name.end(), '/');
-      return depth < kShallowPathDepth ? "" : name;
+      if (depth < kShallowPathDepth) return "";
+      // A path seen itself is its own entry; only a folder built from what is under it must
+      // be one the agent could not have filled with names of its choosing.
+      if (self_seen) return name;
+      if (std::string why = why_not_folder(name); !why.empty()) {
+        out.kept_apart.push_back(absl::StrCat(
+            "the paths under ", name, " stay separate entries, not that folder: ", why));
+        return "";
+      }
+      return name;
     };
     for (SuggestedEntry& entry : Walk(*child, absl::StrCat("/", part),
                                       kFolderCollapseThreshold, collapse_as, child_name)) {

@@ -9,6 +9,7 @@
 #include "cli/suggest_fragment.h"
 #include "cli/suggest_inputs.h"
 #include "cli/suggest_observations.h"
+#include "cli/suggest_path_facts_linux.h"
 #include "engine/config_defaults.h"
 #include "engine/decision.h"
 
@@ -86,9 +87,9 @@ int RunSuggestRequest(const SuggestRequest& request, std::ostream& out, std::ost
 
   const std::string profile =
       request.profile.empty() ? absl::StrCat(request.account, "-observed") : request.profile;
-  absl::StatusOr<Fragment> fragment =
-      BuildFragment(observations, filter.surfaces, absl::StrCat("profile:", profile),
-                    audited_beneath);
+  absl::StatusOr<Fragment> fragment = BuildFragment(
+      observations, LinuxPathFacts(), filter.surfaces, absl::StrCat("profile:", profile),
+      audited_beneath);
   if (!fragment.ok()) return Fail(err, fragment.status());
 
   const ObservationCounts& counts = observations.counts();

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/suggest_collapse.h"
+#include "cli/suggest_path_check.h"
 #include "engine/config_yaml.h"
 #include "engine/decision.h"
 #include "engine/inert_entries.h"
@@ -22,6 +23,12 @@ using leash::v1::Surface;
 
 constexpr Surface kSurfaces[] = {leash::v1::SURFACE_NETWORK, leash::v1::SURFACE_FILESYSTEM,
                                  leash::v1::SURFACE_COMMANDS, leash::v1::SURFACE_TOOLS};
+
+// The running leash itself, whose ELF interpreter is the host's loader whatever its name...
+constexpr const char* kHostPrograms[] = {"/proc/self/exe"};
+// ...and the host's programs in its system folders: whatever loader any of them names.
+constexpr const char* kSystemFolders[] = {"/usr/bin",       "/usr/sbin",       "/bin", "/sbin",
+                                          "/usr/local/bin", "/usr/local/sbin"};
 
 bool IsControl(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
 
@@ -106,7 +113,8 @@ std::string NotSuggested(absl::string_view surface, absl::string_view entry, uin
 }
 
 // What one surface's observations suggest; what they cannot is said in `notes`.
-std::vector<SuggestedEntry> SuggestSurface(const Observations& observations, Surface surface,
+std::vector<SuggestedEntry> SuggestSurface(const Observations& observations,
+                                           const PathFacts& facts, Surface surface,
                                            std::vector<std::string>& notes) {
   const std::string name(engine::SurfaceName(surface));
   const SeenMap& needed = observations.needed(surface);
@@ -125,24 +133,32 @@ std::vector<SuggestedEntry> SuggestSurface(const Observations& observations, Sur
     }
     suggested = CollapseNetwork(names);
   } else if (surface == leash::v1::SURFACE_FILESYSTEM) {
-    PathSuggestion paths = CollapsePaths(needed);
+    PathSuggestion paths = CollapsePaths(needed, [&](const std::string& folder) {
+      return ResolveRootOnly(facts, folder).why;
+    });
     suggested = std::move(paths.entries);
+    for (const std::string& kept : paths.kept_apart) notes.push_back(kept);
     for (const SuggestedEntry& left : paths.left_out) {
       notes.push_back(
           NotSuggested(name, left.entry, left.count, left.example_ref, left.left_out_because));
     }
-  } else {
+  } else if (surface == leash::v1::SURFACE_COMMANDS) {
+    std::vector<std::string> programs(std::begin(kHostPrograms), std::end(kHostPrograms));
+    for (const auto& [binary, seen] : needed) programs.push_back(binary);
+    const ProgramCheck check(facts, observations.interpreters(), programs,
+                             {std::begin(kSystemFolders), std::end(kSystemFolders)});
     for (SuggestedEntry& entry : ExactEntries(needed)) {
       // A binary's path is a path: escaped bytes or a glob name would name another file.
-      if (surface == leash::v1::SURFACE_COMMANDS) {
-        const std::string why = UnsuggestablePath(entry.entry, kShallowPathDepth);
-        if (!why.empty()) {
-          notes.push_back(NotSuggested(name, entry.entry, entry.count, entry.example_ref, why));
-          continue;
-        }
+      std::string why = UnsuggestablePath(entry.entry, kShallowPathDepth);
+      if (why.empty()) why = check.WhyNotSuggested(entry.entry);
+      if (!why.empty()) {
+        notes.push_back(NotSuggested(name, entry.entry, entry.count, entry.example_ref, why));
+        continue;
       }
       suggested.push_back(std::move(entry));
     }
+  } else {
+    suggested = ExactEntries(needed);
   }
   if (surface == leash::v1::SURFACE_FILESYSTEM) {
     // A directory listed is allowed under the whitelist when an entry covers it or lies below
@@ -238,6 +254,7 @@ absl::Status WriteFragment(const std::map<Surface, std::vector<SuggestedEntry>>&
 }  // namespace
 
 absl::StatusOr<Fragment> BuildFragment(const Observations& observations,
+                                       const PathFacts& facts,
                                        const std::set<Surface>& surfaces,
                                        absl::string_view source,
                                        const std::set<Surface>& audited_beneath) {
@@ -245,7 +262,7 @@ absl::StatusOr<Fragment> BuildFragment(const Observations& observations,
   std::map<Surface, std::vector<SuggestedEntry>> suggested;
   for (Surface surface : kSurfaces) {
     if (!surfaces.empty() && !surfaces.count(surface)) continue;
-    suggested[surface] = SuggestSurface(observations, surface, fragment.notes);
+    suggested[surface] = SuggestSurface(observations, facts, surface, fragment.notes);
   }
   DropInertEntries(suggested, fragment.notes);
   if (absl::Status written = WriteFragment(suggested, audited_beneath, fragment); !written.ok()) {

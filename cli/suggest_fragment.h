@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "cli/suggest_observations.h"
+#include "cli/suggest_path_facts.h"
 #include "leash/v1/policy.pb.h"
 
 namespace leash::cli {
@@ -33,7 +34,10 @@ struct Fragment {
 // names, refs and reasons in the log are the agent's to choose.
 std::string CommentText(absl::string_view text);
 
-// Builds the fragment for `observations` on `surfaces` (empty: all four). `source` names it in
+// Builds the fragment for `observations` on `surfaces` (empty: all four). `facts` is asked
+// about every program before it becomes a commands entry and every folder before files in it
+// become one entry (suggest_path_check.h): a loader, or a path another account than root could
+// change, is left out and said. `source` names it in
 // validate's findings ("profile:<name>"). `audited_beneath`: the surfaces the tiers under the
 // profile (the floor, with the global binding folded in) put in audit. A profile inherits the
 // audit key it does not write, so each of those the fragment writes also says `audit: false`:
@@ -41,6 +45,7 @@ std::string CommentText(absl::string_view text);
 // is said in a note. Internal error if the YAML does not read back to the same Config (a bug,
 // never the operator's input).
 absl::StatusOr<Fragment> BuildFragment(const Observations& observations,
+                                       const PathFacts& facts,
                                        const std::set<leash::v1::Surface>& surfaces,
                                        absl::string_view source,
                                        const std::set<leash::v1::Surface>& audited_beneath = {});

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "cli/suggest_consent.h"
+#include "cli/testing/fake_path_facts.h"
 #include "engine/check_subject.h"
 #include "engine/compiled_policy.h"
 #include "engine/config_defaults.h"
@@ -41,6 +42,17 @@ Observations Observe(const std::vector<std::string>& lines, ObservationFilter fi
   Observations observations(filter);
   for (const std::string& line : lines) observations.AddLine(line);
   return observations;
+}
+
+// The host the workload ran on: git and the work tree are root's.
+const testing::FakePathFacts& Facts() {
+  static const testing::FakePathFacts* facts = [] {
+    auto* f = new testing::FakePathFacts();
+    f->RootProgram("/usr/bin/git").RootProgram("/usr/bin/curl").Put(
+        "/home/iris/work", testing::FakePathFacts::Dir(0, 0755));
+    return f;
+  }();
+  return *facts;
 }
 
 constexpr char kT[] = "2026-12-02T06:00:00.000000Z";
@@ -107,24 +119,23 @@ TEST(Observations, WindowAndSurfaceFilters) {
 }
 
 TEST(BuildFragment, AllowsWhatWasSeenAndNotWhatWasNot) {
-  absl::StatusOr<Fragment> fragment = BuildFragment(Observe(Workload()), {}, "profile:p");
+  absl::StatusOr<Fragment> fragment = BuildFragment(Observe(Workload()), Facts(), {}, "profile:p");
   ASSERT_TRUE(fragment.ok()) << fragment.status();
   const leash::v1::Config& config = fragment->config;
   EXPECT_THAT(config.network().allow().entries(),
-              ElementsAre("*.github.com:443", "192.0.2.7/32:8080"));
+              ElementsAre("192.0.2.7/32:8080", "api.github.com:443", "uploads.github.com:443"));
   EXPECT_THAT(config.filesystem().allow().entries(), ElementsAre("/etc/hosts", "/home/iris/work"));
   EXPECT_THAT(config.commands().allow().entries(), ElementsAre("/usr/bin/git"));
   EXPECT_THAT(config.tools().allow().entries(), ElementsAre("search"));
   EXPECT_EQ(config.network().mode(), leash::v1::MODE_WHITELIST);
-  EXPECT_EQ(fragment->entries, 6u);
+  EXPECT_EQ(fragment->entries, 7u);
 
   // The text is a profile the loader reads as that same fragment, annotated.
   absl::StatusOr<leash::v1::Config> read =
       engine::ParseConfigYaml(fragment->yaml, engine::ConfigKind::kProfile, "t");
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_THAT(fragment->yaml,
-              HasSubstr(R"(- "*.github.com:443"  # 3 times, e.g. ref r1; covers 2 seen: )"
-                        R"(api.github.com:443, uploads.github.com:443)"));
+              HasSubstr(R"(- "api.github.com:443"  # 2 times, e.g. ref r1)"));
   EXPECT_THAT(fragment->yaml, HasSubstr(R"(- "search"  # 1 time, e.g. ref r14; 1 would-be block under audit)"));
   EXPECT_THAT(fragment->notes,
               Contains("refused, not suggested: network 'evil.example:443' (1 time, e.g. ref "
@@ -161,13 +172,13 @@ TEST(BuildFragment, AllowsWhatWasSeenAndNotWhatWasNot) {
 
 TEST(BuildFragment, OnlyTheChosenSurfacesAndNothingForAnEmptyOne) {
   absl::StatusOr<Fragment> fragment = BuildFragment(
-      Observe(Workload(), {}), {leash::v1::SURFACE_COMMANDS}, "profile:p");
+      Observe(Workload(), {}), Facts(), {leash::v1::SURFACE_COMMANDS}, "profile:p");
   ASSERT_TRUE(fragment.ok());
   EXPECT_FALSE(fragment->config.has_network());
   EXPECT_THAT(fragment->config.commands().allow().entries(), ElementsAre("/usr/bin/git"));
   EXPECT_THAT(fragment->notes, Not(Contains(HasSubstr("evil.example"))));
 
-  fragment = BuildFragment(Observe({}), {}, "profile:p");
+  fragment = BuildFragment(Observe({}), Facts(), {}, "profile:p");
   ASSERT_TRUE(fragment.ok());
   EXPECT_EQ(fragment->entries, 0u);
   EXPECT_EQ(fragment->yaml, "{}\n");
@@ -186,7 +197,7 @@ TEST(BuildFragment, ANameWithANewlineIsNotSuggestedAndItsCommentsStayComments) {
       Line(kUid, kT, "n2", "filesystem", "allow", R"("path":"/srv/p/y")"),
       Line(kUid, kT, "n3", "commands", "allow", R"("binary":"/srv/bin/\nb")"),
   });
-  absl::StatusOr<Fragment> fragment = BuildFragment(seen, {}, "profile:p");
+  absl::StatusOr<Fragment> fragment = BuildFragment(seen, Facts(), {}, "profile:p");
   ASSERT_TRUE(fragment.ok()) << fragment.status();
   EXPECT_THAT(fragment->config.filesystem().allow().entries(), ElementsAre("/srv/p/y"));
   EXPECT_FALSE(fragment->config.has_commands());
@@ -242,7 +253,7 @@ TEST(BuildFragment, NothingBroaderThanWhatWasSeen) {
       LineWithReason("f1", "filesystem", "allow", "filesystem: /home/iris/work/a.py not in deny",
                      R"("path":"/home/iris/work/a.py")"),
   });
-  absl::StatusOr<Fragment> fragment = BuildFragment(seen, {}, "profile:p");
+  absl::StatusOr<Fragment> fragment = BuildFragment(seen, Facts(), {}, "profile:p");
   ASSERT_TRUE(fragment.ok()) << fragment.status();
   const leash::v1::Config& config = fragment->config;
   EXPECT_THAT(config.network().allow().entries(), ElementsAre("api.example.com:443"));
@@ -286,7 +297,7 @@ HostPolicy Host(const std::string& bindings_yaml = "") {
 }
 
 TEST(SaveAndBindLines, TheBindCarriesTheEnginesAcks) {
-  absl::StatusOr<Fragment> fragment = BuildFragment(Observe(Workload()), {}, "profile:p");
+  absl::StatusOr<Fragment> fragment = BuildFragment(Observe(Workload()), Facts(), {}, "profile:p");
   ASSERT_TRUE(fragment.ok());
   const ConsentLines lines =
       SaveAndBindLines(Host(), "leash-iris", "leash-iris-observed", fragment->config,
@@ -295,8 +306,9 @@ TEST(SaveAndBindLines, TheBindCarriesTheEnginesAcks) {
               ElementsAre("sudo leash profile save leash-iris-observed --from "
                           "leash-iris-observed.yaml",
                           "sudo leash bind agent:leash-iris leash-iris-observed "
-                          "--ack 'network.allow:*.github.com:443' "
                           "--ack 'network.allow:192.0.2.7/32:8080' "
+                          "--ack 'network.allow:api.github.com:443' "
+                          "--ack 'network.allow:uploads.github.com:443' "
                           "--ack 'tools.allow:search'"));
 }
 
@@ -305,7 +317,7 @@ TEST(SaveAndBindLines, AProfileBoundElsewhereNeedsThoseAgentsConsentAndSaysSo) {
   host.profiles.emplace("shared", leash::v1::Config());
   host.bindings.Put({"agent:leash-vader", "shared", {}});
   absl::StatusOr<Fragment> fragment = BuildFragment(
-      Observe(Workload()), {leash::v1::SURFACE_TOOLS}, "profile:shared");
+      Observe(Workload()), Facts(), {leash::v1::SURFACE_TOOLS}, "profile:shared");
   ASSERT_TRUE(fragment.ok());
   const ConsentLines lines =
       SaveAndBindLines(host, "leash-iris", "shared", fragment->config, "shared.yaml");
@@ -321,7 +333,7 @@ TEST(SaveAndBindLines, AlreadyBoundNeedsOnlyTheSave) {
   host.profiles.emplace("mine", leash::v1::Config());
   host.bindings.Put({"agent:leash-iris", "mine", {}});
   absl::StatusOr<Fragment> fragment = BuildFragment(
-      Observe(Workload()), {leash::v1::SURFACE_COMMANDS}, "profile:mine");
+      Observe(Workload()), Facts(), {leash::v1::SURFACE_COMMANDS}, "profile:mine");
   ASSERT_TRUE(fragment.ok());
   const ConsentLines lines =
       SaveAndBindLines(host, "leash-iris", "mine", fragment->config, "mine.yaml");
@@ -333,7 +345,7 @@ TEST(SaveAndBindLines, AlreadyBoundNeedsOnlyTheSave) {
 // The configured user resolves to the floor and leash bind refuses agent:<it>: no line is
 // printed that leashd would refuse, and the note says where its entries go instead.
 TEST(SaveAndBindLines, TheConfiguredUserGetsNoBindLineButTheFloorsWay) {
-  absl::StatusOr<Fragment> fragment = BuildFragment(Observe(Workload()), {}, "profile:p");
+  absl::StatusOr<Fragment> fragment = BuildFragment(Observe(Workload()), Facts(), {}, "profile:p");
   ASSERT_TRUE(fragment.ok());
   const ConsentLines lines = SaveAndBindLines(Host(), "lcli-user", "lcli-user-observed",
                                               fragment->config, "lcli-user-observed.yaml");
@@ -354,7 +366,7 @@ TEST(BuildFragment, TurnsOffTheAuditTheFloorWouldLendIt) {
   EXPECT_THAT(audited, ElementsAre(leash::v1::SURFACE_NETWORK, leash::v1::SURFACE_FILESYSTEM,
                                    leash::v1::SURFACE_TOOLS));
   absl::StatusOr<Fragment> fragment = BuildFragment(
-      Observe(Workload()),
+      Observe(Workload()), Facts(),
       {leash::v1::SURFACE_NETWORK, leash::v1::SURFACE_COMMANDS, leash::v1::SURFACE_TOOLS},
       "profile:p", audited);
   ASSERT_TRUE(fragment.ok()) << fragment.status();
@@ -378,7 +390,7 @@ TEST(BuildFragment, TurnsOffTheAuditTheFloorWouldLendIt) {
   EXPECT_THAT(lines.commands[1], Not(HasSubstr("audit")));
 
   // Under a floor that audits nothing the fragment says nothing of audit.
-  fragment = BuildFragment(Observe(Workload()), {}, "profile:p", AuditedBeneath(Host()));
+  fragment = BuildFragment(Observe(Workload()), Facts(), {}, "profile:p", AuditedBeneath(Host()));
   ASSERT_TRUE(fragment.ok());
   EXPECT_THAT(fragment->yaml, Not(HasSubstr("audit:")));
 }

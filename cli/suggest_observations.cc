@@ -138,6 +138,8 @@ void Observations::AddLine(absl::string_view line) {
     if (*surface == leash::v1::SURFACE_COMMANDS &&
         absl::StartsWith(record.reason(),
                          absl::StrCat("commands: ", key, engine::kElfInterpreterOf))) {
+      // Kept apart: run directly, the same file is the loader, never a command to suggest.
+      interpreters_.insert(key);
       return;
     }
     if (*surface == leash::v1::SURFACE_FILESYSTEM &&

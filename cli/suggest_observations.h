@@ -64,6 +64,8 @@ class Observations {
   // Directories it listed (allowed, or refused only in the log), kept apart from needed():
   // a listing is not a read of the files under it.
   const SeenMap& listed() const { return listed_; }
+  // Programs the log names as an allowed program's ELF interpreter (the loader).
+  const std::set<std::string>& interpreters() const { return interpreters_; }
   const ObservationCounts& counts() const { return counts_; }
   const ObservationFilter& filter() const { return filter_; }
 
@@ -79,6 +81,7 @@ class Observations {
   std::map<leash::v1::Surface, SeenMap> needed_;
   std::map<leash::v1::Surface, SeenMap> refused_;
   SeenMap listed_;
+  std::set<std::string> interpreters_;
   ObservationCounts counts_;
 };
 
