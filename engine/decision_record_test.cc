@@ -39,6 +39,33 @@ TEST(DecisionLine, IsOneJsonLineWithTheSpecFields) {
             "\"port\":443}}\n");
 }
 
+// Every line names its uid, root's 0 included (proto3 would leave a zero out), with the
+// account beside it; an old line without a uid still reads (as 0, what it meant).
+TEST(DecisionLine, UidZeroIsWrittenAndTheAccountSitsBesideTheUid) {
+  Decision decision;
+  decision.verdict = Verdict::kBlock;
+  decision.reason = "network: not redirected";
+  leash::v1::DecisionRecord record = MakeDecisionRecord(
+      absl::FromUnixSeconds(1795988000), "abcdefgh", 0, leash::v1::SURFACE_NETWORK, decision,
+      leash::v1::Subject());
+  record.set_account(AccountLabel(0, ""));
+  EXPECT_EQ(DecisionLine(record),
+            "{\"ts\":\"2026-11-29T21:33:20.000000Z\",\"ref\":\"abcdefgh\",\"uid\":0,"
+            "\"account\":\"root\",\"surface\":\"network\",\"action\":\"block\",\"reason\":"
+            "\"network: not redirected\",\"subject\":{}}\n");
+  FileDecisionFields fields;
+  fields.ts = "t";
+  fields.ref = "r";
+  fields.uid = 0;
+  fields.account = "root";
+  std::string line;
+  AppendDecisionLine(fields, [](std::string& out) { out += "why"; }, line);
+  EXPECT_THAT(line, HasSubstr("\"uid\":0,\"account\":\"root\","));
+  EXPECT_EQ(AccountLabel(1001, "leash-iris"), "leash-iris");
+  EXPECT_EQ(AccountLabel(1001, ""), "uid:1001");
+  EXPECT_EQ(AccountLabel(kUnknownUid, ""), "uid:4294967295");
+}
+
 TEST(DecisionLine, EscapesControlCharactersSoALineStaysOneLine) {
   leash::v1::DecisionRecord record;
   record.set_reason("a\nb");
@@ -67,8 +94,7 @@ TEST(DecisionLine, ShowsTheBytesOfTextThatIsNotUtf8InsteadOfDroppingThem) {
 
 // What protobuf's own JSON printer writes for `record` (the reference every JSON reader of the
 // log, protobuf's parser among them, reads). Its order is the field numbers', so a record
-// compared with it carries no `account` or `process`, which the log writes beside uid and
-// after subject.
+// compared with it carries no `account`, which the log writes beside uid.
 std::string PrinterLine(const leash::v1::DecisionRecord& record) {
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
@@ -229,8 +255,6 @@ TEST(AppendDecisionLine, FileFieldsLineIsTheRecordsDecisionLine) {
     fields.critical = c.critical;
     fields.enforced = c.enforced;
     fields.account = i % 2 == 0 ? "leash-iris" : "";
-    const ProcessFields process{4242, 1, "/usr/bin/cat", i % 3 == 0 ? "cat \"x\"\n" : "cat x"};
-    if (i % 4 != 1) fields.process = &process;
     std::string out = "kept|";
     AppendDecisionLine(fields, [&](std::string& line) { line += c.reason; }, out);
 
@@ -252,12 +276,6 @@ TEST(AppendDecisionLine, FileFieldsLineIsTheRecordsDecisionLine) {
     if (c.critical) record.set_severity("critical");
     if (!c.enforced) record.set_enforced(false);
     record.set_account(std::string(fields.account));
-    if (fields.process != nullptr) {
-      record.mutable_process()->set_pid(process.pid);
-      record.mutable_process()->set_ppid(process.ppid);
-      record.mutable_process()->set_exe(std::string(process.exe));
-      record.mutable_process()->set_cmdline(std::string(process.cmdline));
-    }
     EXPECT_EQ(out, "kept|" + DecisionLine(record)) << "case " << i;
   }
 }
