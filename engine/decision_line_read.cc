@@ -45,6 +45,7 @@ class PlainLineReader {
       }
       std::string* field = key == "ts"         ? r.mutable_ts()
                            : key == "ref"      ? r.mutable_ref()
+                           : key == "account"  ? r.mutable_account()
                            : key == "surface"  ? r.mutable_surface()
                            : key == "action"   ? r.mutable_action()
                            : key == "reason"   ? r.mutable_reason()

@@ -1,9 +1,8 @@
 #include "engine/decision_record.h"
 
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/descriptor.h"
-#include "google/protobuf/message.h"
 #include "google/protobuf/util/json_util.h"
+#include "google/protobuf/wrappers.pb.h"
 #include "engine/utf8.h"
 
 namespace leash::engine {
@@ -17,13 +16,33 @@ void AddKey(std::string& out, absl::string_view key, bool& first) {
   out += "\":";
 }
 
+// `text` between quotes, exactly as protobuf's JSON printer writes a string field: as it is
+// when IsJsonPlain (every line an enforcer writes on its hot path), else through the printer
+// itself (as a StringValue, whose JSON is the quoted string), its invalid UTF-8 first shown as
+// \xNN (engine/utf8.h). Returns false only if the printer refuses, which valid UTF-8 never
+// makes it do.
+bool AppendJsonString(std::string& out, absl::string_view text) {
+  if (IsJsonPlain(text)) {
+    out += '"';
+    out.append(text.data(), text.size());
+    out += '"';
+    return true;
+  }
+  google::protobuf::StringValue value;
+  // protobuf's printer drops the bytes of invalid UTF-8 without a word to the reader:
+  // "/etc/shadow\xff" would be logged as "/etc/shadow". A file name is any bytes.
+  value.set_value(IsValidUtf8(text) ? std::string(text) : EscapeInvalidUtf8(text));
+  std::string quoted;
+  if (!google::protobuf::util::MessageToJsonString(value, &quoted).ok()) return false;
+  out += quoted;
+  return true;
+}
+
 // `"key":"value"`; proto3 JSON leaves default (empty) values out.
-void AddString(std::string& out, absl::string_view key, absl::string_view value, bool& first) {
-  if (value.empty()) return;
+bool AddString(std::string& out, absl::string_view key, absl::string_view value, bool& first) {
+  if (value.empty()) return true;
   AddKey(out, key, first);
-  out += '"';
-  out.append(value.data(), value.size());
-  out += '"';
+  return AppendJsonString(out, value);
 }
 
 void AddNumber(std::string& out, absl::string_view key, uint32_t value, bool& first) {
@@ -32,34 +51,63 @@ void AddNumber(std::string& out, absl::string_view key, uint32_t value, bool& fi
   absl::StrAppend(&out, value);
 }
 
-// Calls visit(message, field, index) for every string field set in `message` and in the
-// messages in it; `index` is -1 for a singular field. `visit` may change the string.
-template <typename Visit>
-void ForEachStringField(google::protobuf::Message& message, const Visit& visit) {
-  using google::protobuf::FieldDescriptor;
-  const google::protobuf::Reflection& reflection = *message.GetReflection();
-  std::vector<const FieldDescriptor*> fields;
-  reflection.ListFields(message, &fields);
-  for (const FieldDescriptor* field : fields) {
-    const int count = field->is_repeated() ? reflection.FieldSize(message, field) : 1;
-    for (int i = 0; i < count; ++i) {
-      const int index = field->is_repeated() ? i : -1;
-      if (field->type() == FieldDescriptor::TYPE_STRING) {
-        visit(message, field, index);
-      } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-        ForEachStringField(index < 0 ? *reflection.MutableMessage(&message, field)
-                                     : *reflection.MutableRepeatedMessage(&message, field, i),
-                           visit);
-      }
-    }
-  }
+// `"uid":N`, 0 included: every line names its UID.
+void AddUid(std::string& out, uint32_t uid, bool& first) {
+  AddKey(out, "uid", first);
+  absl::StrAppend(&out, uid);
 }
 
-std::string StringField(const google::protobuf::Message& message,
-                        const google::protobuf::FieldDescriptor* field, int index) {
-  const google::protobuf::Reflection& reflection = *message.GetReflection();
-  return index < 0 ? reflection.GetString(message, field)
-                   : reflection.GetRepeatedString(message, field, index);
+// The whole line of `r`, in the order of rule L1 (docs/ARCHITECTURE.md). False if a string
+// could not be rendered.
+bool RenderRecord(const leash::v1::DecisionRecord& r, std::string& out) {
+  bool ok = true;
+  out += '{';
+  bool first = true;
+  ok &= AddString(out, "ts", r.ts(), first);
+  ok &= AddString(out, "ref", r.ref(), first);
+  if (r.has_uid()) AddUid(out, r.uid(), first);
+  ok &= AddString(out, "account", r.account(), first);
+  ok &= AddString(out, "surface", r.surface(), first);
+  ok &= AddString(out, "action", r.action(), first);
+  ok &= AddString(out, "reason", r.reason(), first);
+  if (r.has_subject()) {
+    const leash::v1::Subject& s = r.subject();
+    AddKey(out, "subject", first);
+    out += '{';
+    bool inner = true;
+    ok &= AddString(out, "domain", s.domain(), inner);
+    ok &= AddString(out, "ip", s.ip(), inner);
+    AddNumber(out, "port", s.port(), inner);
+    ok &= AddString(out, "path", s.path(), inner);
+    ok &= AddString(out, "binary", s.binary(), inner);
+    ok &= AddString(out, "name", s.name(), inner);
+    ok &= AddString(out, "inputs", s.inputs(), inner);
+    out += '}';
+  }
+  ok &= AddString(out, "severity", r.severity(), first);
+  if (r.findings_size() > 0) {
+    AddKey(out, "findings", first);
+    out += '[';
+    for (int i = 0; i < r.findings_size(); ++i) {
+      const leash::v1::ToolFinding& f = r.findings(i);
+      if (i > 0) out += ',';
+      out += '{';
+      bool inner = true;
+      ok &= AddString(out, "category", f.category(), inner);
+      ok &= AddString(out, "detector", f.detector(), inner);
+      ok &= AddString(out, "json_path", f.json_path(), inner);
+      ok &= AddString(out, "masked", f.masked(), inner);
+      out += '}';
+    }
+    out += ']';
+  }
+  ok &= AddString(out, "outcome", r.outcome(), first);
+  if (r.has_enforced()) {
+    AddKey(out, "enforced", first);
+    out += r.enforced() ? "true" : "false";
+  }
+  out += "}\n";
+  return ok;
 }
 
 }  // namespace
@@ -93,6 +141,12 @@ void DecisionSink::RecordLine(absl::FunctionRef<void(std::string&)> append_line)
   Record(std::move(record));
 }
 
+std::string AccountLabel(uint32_t uid, absl::string_view name) {
+  if (!name.empty()) return std::string(name);
+  if (uid == 0) return "root";
+  return absl::StrCat("uid:", uid);
+}
+
 std::string MakeRef(uint64_t random_bits) {
   static constexpr char kAlphabet[] = "abcdefghijkmnpqrstuvwxyz23456789";  // no l, o, 0, 1
   std::string ref(8, 'a');
@@ -123,129 +177,59 @@ leash::v1::DecisionRecord MakeDecisionRecord(absl::Time ts, std::string ref, uin
 }
 
 std::string DecisionLine(const leash::v1::DecisionRecord& record) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  // protobuf's printer drops the bytes of invalid UTF-8 without a word to the reader (and
-  // complains on stderr): "/etc/shadow\xff" would be logged as "/etc/shadow". A file name is
-  // any bytes, so those are shown instead, as the text \xNN. (This is the slow path already,
-  // for text the fast renderers cannot copy as it is: a copy of the record costs little.)
-  leash::v1::DecisionRecord printed = record;
-  ForEachStringField(printed, [](google::protobuf::Message& message,
-                                 const google::protobuf::FieldDescriptor* field, int index) {
-    const std::string text = StringField(message, field, index);
-    if (IsValidUtf8(text)) return;
-    const google::protobuf::Reflection& reflection = *message.GetReflection();
-    if (index < 0) {
-      reflection.SetString(&message, field, EscapeInvalidUtf8(text));
-    } else {
-      reflection.SetRepeatedString(&message, field, index, EscapeInvalidUtf8(text));
-    }
-  });
   std::string line;
-  if (!google::protobuf::util::MessageToJsonString(printed, &line, options).ok()) {
-    line = absl::StrCat("{\"ref\":\"", record.ref(), "\",\"reason\":\"unrenderable\"}");
-  }
-  line.push_back('\n');
+  AppendDecisionLine(record, line);
   return line;
 }
 
-void AppendDecisionLine(const leash::v1::DecisionRecord& r, std::string& out) {
-  const leash::v1::Subject& s = r.subject();
-  if (r.findings_size() > 0 || !IsJsonPlain(r.ts()) || !IsJsonPlain(r.ref()) ||
-      !IsJsonPlain(r.surface()) || !IsJsonPlain(r.action()) || !IsJsonPlain(r.reason()) ||
-      !IsJsonPlain(r.severity()) || !IsJsonPlain(r.outcome()) || !IsJsonPlain(s.domain()) ||
-      !IsJsonPlain(s.ip()) ||
-      !IsJsonPlain(s.path()) || !IsJsonPlain(s.binary()) || !IsJsonPlain(s.name()) ||
-      !IsJsonPlain(s.inputs())) {
-    out += DecisionLine(r);
-    return;
+void AppendDecisionLine(const leash::v1::DecisionRecord& record, std::string& out) {
+  const size_t start = out.size();
+  if (!RenderRecord(record, out)) {
+    out.resize(start);
+    leash::v1::DecisionRecord fallback;
+    fallback.set_ref(record.ref());
+    fallback.set_reason("unrenderable");
+    RenderRecord(fallback, out);
   }
-  out += '{';
-  bool first = true;
-  AddString(out, "ts", r.ts(), first);
-  AddString(out, "ref", r.ref(), first);
-  AddNumber(out, "uid", r.uid(), first);
-  AddString(out, "surface", r.surface(), first);
-  AddString(out, "action", r.action(), first);
-  AddString(out, "reason", r.reason(), first);
-  if (r.has_subject()) {
-    AddKey(out, "subject", first);
-    out += '{';
-    bool inner = true;
-    AddString(out, "domain", s.domain(), inner);
-    AddString(out, "ip", s.ip(), inner);
-    AddNumber(out, "port", s.port(), inner);
-    AddString(out, "path", s.path(), inner);
-    AddString(out, "binary", s.binary(), inner);
-    AddString(out, "name", s.name(), inner);
-    AddString(out, "inputs", s.inputs(), inner);
-    out += '}';
-  }
-  AddString(out, "severity", r.severity(), first);
-  AddString(out, "outcome", r.outcome(), first);
-  if (r.has_enforced()) {
-    AddKey(out, "enforced", first);
-    out += r.enforced() ? "true" : "false";
-  }
-  out += "}\n";
 }
 
 void AppendDecisionLine(const FileDecisionFields& fields,
                         absl::FunctionRef<void(std::string&)> append_reason, std::string& out) {
   const size_t start = out.size();
-  const absl::string_view surface = SurfaceName(fields.surface);
-  const absl::string_view action = VerdictName(fields.verdict);
+  bool ok = true;
   out += '{';
   bool first = true;
-  AddString(out, "ts", fields.ts, first);
-  AddString(out, "ref", fields.ref, first);
-  AddNumber(out, "uid", fields.uid, first);
-  AddString(out, "surface", surface, first);
-  AddString(out, "action", action, first);
-  // The reason goes straight into the line; its key comes out again if it appended nothing.
+  ok &= AddString(out, "ts", fields.ts, first);
+  ok &= AddString(out, "ref", fields.ref, first);
+  AddUid(out, fields.uid, first);
+  ok &= AddString(out, "account", fields.account, first);
+  ok &= AddString(out, "surface", SurfaceName(fields.surface), first);
+  ok &= AddString(out, "action", VerdictName(fields.verdict), first);
+  // The reason goes straight into the line; its key comes out again if it appended nothing,
+  // and a reason that is not plain is taken out and written again through the printer.
   const size_t key_at = out.size();
   bool first_after_reason = first;
   AddKey(out, "reason", first_after_reason);
+  const size_t reason_at = out.size() + 1;
   out += '"';
-  const size_t reason_at = out.size();
   append_reason(out);
   const size_t reason_len = out.size() - reason_at;
   if (reason_len == 0) {
     out.resize(key_at);
-  } else {
+  } else if (IsJsonPlain(absl::string_view(out).substr(reason_at))) {
     out += '"';
     first = first_after_reason;
-  }
-  const absl::string_view reason(out.data() + reason_at, reason_len);
-  const bool binary = fields.surface == leash::v1::SURFACE_COMMANDS;
-  if (!IsJsonPlain(fields.ts) || !IsJsonPlain(fields.ref) || !IsJsonPlain(reason) ||
-      !IsJsonPlain(fields.path)) {
-    leash::v1::DecisionRecord record;
-    record.set_ts(std::string(fields.ts));
-    record.set_ref(std::string(fields.ref));
-    record.set_uid(fields.uid);
-    record.set_surface(std::string(surface));
-    record.set_action(std::string(action));
-    record.set_reason(std::string(reason));
-    leash::v1::Subject* subject = record.mutable_subject();
-    if (!fields.path.empty()) {
-      (binary ? subject->mutable_binary() : subject->mutable_path())
-          ->assign(fields.path.data(), fields.path.size());
-    }
-    if (fields.critical) record.set_severity("critical");
-    if (!fields.enforced) {
-      record.set_enforced(false);
-    } else if (fields.kept_under_audit) {
-      record.set_enforced(true);
-    }
-    out.resize(start);
-    out += DecisionLine(record);
-    return;
+  } else {
+    const std::string reason = out.substr(reason_at);
+    out.resize(reason_at - 1);
+    ok &= AppendJsonString(out, reason);
+    first = first_after_reason;
   }
   AddKey(out, "subject", first);
   out += '{';
   bool inner = true;
-  AddString(out, binary ? "binary" : "path", fields.path, inner);
+  ok &= AddString(out, fields.surface == leash::v1::SURFACE_COMMANDS ? "binary" : "path",
+                  fields.path, inner);
   out += '}';
   if (fields.critical) AddString(out, "severity", "critical", first);
   if (!fields.enforced || fields.kept_under_audit) {
@@ -253,6 +237,13 @@ void AppendDecisionLine(const FileDecisionFields& fields,
     out += fields.enforced ? "true" : "false";
   }
   out += "}\n";
+  if (!ok) {
+    out.resize(start);
+    leash::v1::DecisionRecord fallback;
+    fallback.set_ref(std::string(fields.ref));
+    fallback.set_reason("unrenderable");
+    RenderRecord(fallback, out);
+  }
 }
 
 }  // namespace leash::engine

@@ -20,6 +20,12 @@ namespace leash::engine {
 // about the log itself. Never 0, which reads as root.
 inline constexpr uint32_t kUnknownUid = 0xFFFFFFFFu;
 
+// The `account` a line carries for `uid`: `name` when the writer knows one (a subject's
+// account; a subordinate UID's owner), "root" for 0, and "uid:<n>" otherwise (a UID no subject
+// has, or kUnknownUid: then "uid:4294967295"). A colon is in no account name (it separates the
+// fields of /etc/passwd), so the last form is never mistaken for one. Never looks anything up.
+std::string AccountLabel(uint32_t uid, absl::string_view name);
+
 // Where enforcers send decision records. Implementations must never block the caller: a
 // decision is answered first and logged after, and a full log loses records (counting them)
 // rather than delaying an answer. Thread-safe.
@@ -35,6 +41,16 @@ class DecisionSink {
   // `append_line` must be quick and must not call the sink. By default the line is read back
   // into a record and passed to Record().
   virtual void RecordLine(absl::FunctionRef<void(std::string&)> append_line);
+  // The same, saying what the line is about, so that a sink that has to drop it can say what
+  // it lost. Default: RecordLine(append_line).
+  virtual void RecordLine(Surface /*surface*/, Verdict /*verdict*/,
+                          absl::FunctionRef<void(std::string&)> append_line) {
+    RecordLine(append_line);
+  }
+
+  // The `account` a line names for `uid`, for a caller that renders its own line: the sink's
+  // names of its subjects' accounts. Must not block. Default: AccountLabel(uid, "").
+  virtual std::string AccountOf(uint32_t uid) { return AccountLabel(uid, ""); }
 
   // Whether `uid`'s line for a decision of this kind is written now: a sink may apply the
   // subject's logging.level and a limit on allow lines. A caller that renders its own line
@@ -54,22 +70,25 @@ leash::v1::DecisionRecord MakeDecisionRecord(absl::Time ts, std::string ref, uin
                                              leash::v1::Subject subject);
 
 // The record as one line of JSON ending in '\n', fields in the order of rule L1
-// (docs/ARCHITECTURE.md); empty fields are left out. Text that is not UTF-8 shows its bytes as \xNN
-// (engine/utf8.h EscapeInvalidUtf8). Never fails: a record that cannot be rendered still yields a line
-// carrying its ref and "unrenderable".
+// (docs/ARCHITECTURE.md): ts, ref, uid, account, surface, action, reason, subject, severity,
+// findings, outcome, enforced. `uid` is written whenever it is set (0 included);
+// other empty fields are left out. Each string is written as protobuf's JSON printer writes
+// it, so every JSON reader (and protobuf's parser) reads the line back; text that is not
+// UTF-8 shows its bytes as \xNN (engine/utf8.h EscapeInvalidUtf8). Never fails: a record that
+// cannot be rendered still yields a line carrying its ref and "unrenderable".
 std::string DecisionLine(const leash::v1::DecisionRecord& record);
 
-// Appends DecisionLine(record) to `out`, byte for byte. Records whose text is all IsJsonPlain
-// and that carry no findings (every record an enforcer writes on its hot path) are written
-// directly, without protobuf's reflective printer (several microseconds a record); the rest
-// go through DecisionLine.
+// Appends DecisionLine(record) to `out`. Text that is IsJsonPlain (every string an enforcer
+// writes on its hot path) is copied as it is; only the rest goes through protobuf's printer.
 void AppendDecisionLine(const leash::v1::DecisionRecord& record, std::string& out);
+
 
 // A filesystem or commands record as the fanotify loop has it: views, nothing copied yet.
 struct FileDecisionFields {
   absl::string_view ts;  // formatted as MakeDecisionRecord does
   absl::string_view ref;
   uint32_t uid = 0;
+  absl::string_view account;  // the record's `account`
   Surface surface = leash::v1::SURFACE_FILESYSTEM;
   Verdict verdict = Verdict::kBlock;
   // subject.binary for SURFACE_COMMANDS, subject.path otherwise; the subject is present even
@@ -83,7 +102,8 @@ struct FileDecisionFields {
 
 // Appends the line of the record `fields` describe, with the reason `append_reason` appends,
 // exactly as DecisionLine would render that record, without building it: the reason is
-// written straight into the line. Text that is not IsJsonPlain takes DecisionLine's route.
+// written straight into the line (and written again through the printer only when it is not
+// IsJsonPlain).
 void AppendDecisionLine(const FileDecisionFields& fields,
                         absl::FunctionRef<void(std::string&)> append_reason, std::string& out);
 

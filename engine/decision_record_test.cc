@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -38,6 +39,33 @@ TEST(DecisionLine, IsOneJsonLineWithTheSpecFields) {
             "\"port\":443}}\n");
 }
 
+// Every line names its uid, root's 0 included (proto3 would leave a zero out), with the
+// account beside it; an old line without a uid still reads (as 0, what it meant).
+TEST(DecisionLine, UidZeroIsWrittenAndTheAccountSitsBesideTheUid) {
+  Decision decision;
+  decision.verdict = Verdict::kBlock;
+  decision.reason = "network: not redirected";
+  leash::v1::DecisionRecord record = MakeDecisionRecord(
+      absl::FromUnixSeconds(1795988000), "abcdefgh", 0, leash::v1::SURFACE_NETWORK, decision,
+      leash::v1::Subject());
+  record.set_account(AccountLabel(0, ""));
+  EXPECT_EQ(DecisionLine(record),
+            "{\"ts\":\"2026-11-29T21:33:20.000000Z\",\"ref\":\"abcdefgh\",\"uid\":0,"
+            "\"account\":\"root\",\"surface\":\"network\",\"action\":\"block\",\"reason\":"
+            "\"network: not redirected\",\"subject\":{}}\n");
+  FileDecisionFields fields;
+  fields.ts = "t";
+  fields.ref = "r";
+  fields.uid = 0;
+  fields.account = "root";
+  std::string line;
+  AppendDecisionLine(fields, [](std::string& out) { out += "why"; }, line);
+  EXPECT_THAT(line, HasSubstr("\"uid\":0,\"account\":\"root\","));
+  EXPECT_EQ(AccountLabel(1001, "leash-iris"), "leash-iris");
+  EXPECT_EQ(AccountLabel(1001, ""), "uid:1001");
+  EXPECT_EQ(AccountLabel(kUnknownUid, ""), "uid:4294967295");
+}
+
 TEST(DecisionLine, EscapesControlCharactersSoALineStaysOneLine) {
   leash::v1::DecisionRecord record;
   record.set_reason("a\nb");
@@ -62,6 +90,17 @@ TEST(DecisionLine, ShowsTheBytesOfTextThatIsNotUtf8InsteadOfDroppingThem) {
   // Valid UTF-8 is printed as it is.
   record.mutable_subject()->set_path("/srv/caf\xc3\xa9");
   EXPECT_THAT(DecisionLine(record), HasSubstr("\"path\":\"/srv/caf\xc3\xa9\""));
+}
+
+// What protobuf's own JSON printer writes for `record` (the reference every JSON reader of the
+// log, protobuf's parser among them, reads). Its order is the field numbers', so a record
+// compared with it carries no `account`, which the log writes beside uid.
+std::string PrinterLine(const leash::v1::DecisionRecord& record) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  std::string line;
+  EXPECT_TRUE(google::protobuf::util::MessageToJsonString(record, &line, options).ok());
+  return line + "\n";
 }
 
 // Text each field is tried with: plain, empty, and each kind the JSON printer escapes.
@@ -95,7 +134,7 @@ TEST(IsJsonPlain, WhatItCallsPlainThePrinterWritesAsItIsForEveryByte) {
     ++plain;
     leash::v1::DecisionRecord record;
     record.set_reason(text);
-    EXPECT_EQ(DecisionLine(record), absl::StrCat("{\"reason\":\"", text, "\"}\n"))
+    EXPECT_EQ(PrinterLine(record), absl::StrCat("{\"reason\":\"", text, "\"}\n"))
         << "byte " << c;
   }
   EXPECT_EQ(plain, 95 - 6);  // 0x20-0x7e less " \\ < > & =
@@ -103,9 +142,10 @@ TEST(IsJsonPlain, WhatItCallsPlainThePrinterWritesAsItIsForEveryByte) {
   EXPECT_FALSE(IsJsonPlain("/a/b\n"));
 }
 
-// The fast renderer must write exactly what protobuf's printer writes, for every field in
-// turn holding each tricky text (the rest plain), with and without a subject and findings.
-TEST(AppendDecisionLine, RecordLineIsDecisionLineByteForByte) {
+// The renderer writes exactly what protobuf's printer writes, for every field in turn holding
+// each tricky text (the rest plain), with and without a subject and findings, uid 0 included:
+// lines stay what every reader of the log already reads.
+TEST(AppendDecisionLine, RecordLineIsWhatProtobufsPrinterWritesByteForByte) {
   auto base = [] {
     leash::v1::DecisionRecord r;
     r.set_ts("2026-11-30T01:02:03.123456Z");
@@ -141,7 +181,7 @@ TEST(AppendDecisionLine, RecordLineIsDecisionLineByteForByte) {
     }
   }
   records.push_back(base());
-  records.back().set_uid(0);  // proto3 JSON leaves a zero out
+  records.back().set_uid(0);  // present: written as 0, as the printer writes a set oneof
   records.back().mutable_subject()->set_port(443);
   records.push_back(base());
   records.back().clear_subject();
@@ -166,6 +206,9 @@ TEST(AppendDecisionLine, RecordLineIsDecisionLineByteForByte) {
     std::string out = "kept|";  // appends, never overwrites
     AppendDecisionLine(records[i], out);
     EXPECT_EQ(out, "kept|" + DecisionLine(records[i])) << "record " << i;
+    // The printer drops invalid UTF-8 (the renderer shows it as \xNN: tested above).
+    if (out.find("invalid UTF-8") != std::string::npos) continue;
+    EXPECT_EQ(out, "kept|" + PrinterLine(records[i])) << "record " << i;
   }
 }
 
@@ -211,6 +254,7 @@ TEST(AppendDecisionLine, FileFieldsLineIsTheRecordsDecisionLine) {
     fields.path = c.path;
     fields.critical = c.critical;
     fields.enforced = c.enforced;
+    fields.account = i % 2 == 0 ? "leash-iris" : "";
     std::string out = "kept|";
     AppendDecisionLine(fields, [&](std::string& line) { line += c.reason; }, out);
 
@@ -231,6 +275,7 @@ TEST(AppendDecisionLine, FileFieldsLineIsTheRecordsDecisionLine) {
     }
     if (c.critical) record.set_severity("critical");
     if (!c.enforced) record.set_enforced(false);
+    record.set_account(std::string(fields.account));
     EXPECT_EQ(out, "kept|" + DecisionLine(record)) << "case " << i;
   }
 }

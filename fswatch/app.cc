@@ -557,7 +557,8 @@ void FswatchProcess::SayWhatIsJudged() {
 }
 
 void FswatchProcess::MakeWatcher() {
-  log_ = std::make_unique<sidecar::AsyncDecisionLog>(log_fd_);
+  log_ = std::make_unique<sidecar::AsyncDecisionLog>(log_fd_, 8192, sidecar::DecisionLineGate::Limits(),
+                                                     leash::v1::SURFACE_FILESYSTEM);
   if (feed_fd_ >= 0) log_->AttachFeed(std::exchange(feed_fd_, -1));
   watcher_ = std::make_unique<Watcher>(*group_, *log_, options_);
   marker_ = std::make_unique<Marker>(
@@ -646,9 +647,12 @@ void FswatchProcess::ReportMarks(const absl::StatusOr<MarkReport>& report, bool 
 // The map in force first, then the marks it needs; the ack after both.
 leash::v1::PolicyAck FswatchProcess::Apply(policystream::SubjectMapPtr map, uint64_t version) {
   std::lock_guard<std::mutex> lock(apply_mu_);
+  std::vector<std::pair<uint32_t, std::string>> accounts;
   for (const auto& [uid, entry] : *map) {
     log_->SetLevel(uid, sidecar::LevelOf(entry.policy.get()));
+    accounts.emplace_back(uid, entry.account);
   }
+  log_->SetAccounts(accounts);
   watcher_->Publish(map, version);
   absl::StatusOr<MarkReport> report = marker_->Reconcile(*map);
   ReportMarks(report, /*verbose=*/true);

@@ -727,18 +727,22 @@ void Watcher::LogLine(uint32_t uid, leash::v1::Surface surface, Verdict verdict,
   char ts[kTimestampSize];
   const size_t ts_len = FormatTimestamp(ts);
   const std::string ref = engine::MakeRef(NextRandom());  // 8 characters: no allocation
+  // The sink's names of the subjects' accounts (set from each policy map): no lookup here.
+  const std::string account = log_.AccountOf(uid);
   engine::FileDecisionFields fields;
   fields.ts = absl::string_view(ts, ts_len);
   fields.ref = ref;
   fields.uid = uid;
+  fields.account = account;
   fields.surface = surface;
   fields.verdict = verdict;
   fields.path = path;
   fields.critical = critical;
   fields.enforced = enforced;
   fields.kept_under_audit = kept_under_audit;
-  log_.RecordLine(
-      [&](std::string& line) { engine::AppendDecisionLine(fields, append_reason, line); });
+  log_.RecordLine(surface, verdict, [&](std::string& line) {
+    engine::AppendDecisionLine(fields, append_reason, line);
+  });
 }
 
 uint64_t Watcher::NextRandom() {

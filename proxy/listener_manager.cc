@@ -579,9 +579,11 @@ void ListenerManager::RefuseDirect(int fd, const Listener& listener, const std::
           ? absl::StrCat(" (", listener.entry->account, ")")
           : "");
   uint32_t logged_uid = engine::kUnknownUid;
+  std::string logged_account;
   std::string made_by;
   if (owner.ok()) {
     logged_uid = owner->uid;
+    logged_account = owner->account;
     made_by = absl::StrCat("made by uid ", owner->uid, " (",
                            owner->account.empty() ? "no account has this uid" : owner->account,
                            ")");
@@ -592,11 +594,12 @@ void ListenerManager::RefuseDirect(int fd, const Listener& listener, const std::
   RefuseCritical(fd, logged_uid,
                  absl::StrCat(what, "; ", made_by, ", aimed at ", aimed_at,
                               "; refused without consulting a policy"),
-                 original_dst);
+                 original_dst, logged_account);
 }
 
 void ListenerManager::RefuseCritical(int fd, uint32_t uid, const std::string& reason,
-                                     const SocketAddress* original_dst) {
+                                     const SocketAddress* original_dst,
+                                     const std::string& account) {
   ResetAndClose(fd);  // the answer first
   engine::Decision decision;
   decision.verdict = engine::Verdict::kBlock;
@@ -606,7 +609,8 @@ void ListenerManager::RefuseCritical(int fd, uint32_t uid, const std::string& re
     subject.set_ip(engine::FormatIpAddress(original_dst->ip));
     subject.set_port(original_dst->port);
   }
-  LogDecision(&context_, uid, decision, std::move(subject), NewRef(&context_), /*critical=*/true);
+  LogDecision(&context_, uid, decision, std::move(subject), NewRef(&context_), /*critical=*/true,
+              account);
 }
 
 }  // namespace leash::proxy

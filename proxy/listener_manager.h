@@ -83,8 +83,10 @@ class ListenerManager {
   static bool IsDnsFilterDestination(const policystream::SubjectEntry& entry,
                                      const engine::IpAddress& ip);
   void Handle(Listener* listener, unsigned tag, int fd);
+  // `account`: the uid's, when known here (a direct connection's owner); empty lets the log
+  // name it.
   void RefuseCritical(int fd, uint32_t uid, const std::string& reason,
-                      const SocketAddress* original_dst);
+                      const SocketAddress* original_dst, const std::string& account = "");
   // A connection that was not redirected: refused, and logged under the owner of the socket
   // that made it (or kUnknownUid, saying so), with `listener`'s subject named in the reason.
   void RefuseDirect(int fd, const Listener& listener, const std::string& what,

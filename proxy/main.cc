@@ -38,15 +38,19 @@
 
 int main(int argc, char** argv) {
   return leash::proxy::RunProxyMain(argc, argv, [](int fd, int feed_fd) {
-    auto log = std::make_unique<leash::sidecar::AsyncDecisionLog>(fd);
+    auto log = std::make_unique<leash::sidecar::AsyncDecisionLog>(
+        fd, 8192, leash::sidecar::DecisionLineGate::Limits(), leash::v1::SURFACE_NETWORK);
     if (feed_fd >= 0) log->AttachFeed(feed_fd);
     leash::sidecar::AsyncDecisionLog* raw = log.get();
     return leash::proxy::SinkHandle{
         std::move(log), [raw] { return raw->lost(); },
         [raw](const leash::policystream::SubjectMap& map) {
+          std::vector<std::pair<uint32_t, std::string>> accounts;
           for (const auto& [uid, entry] : map) {
             raw->SetLevel(uid, leash::sidecar::LevelOf(entry.policy.get()));
+            accounts.emplace_back(uid, entry.account);
           }
+          raw->SetAccounts(accounts);
         }};
   });
 }

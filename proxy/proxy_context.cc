@@ -8,7 +8,8 @@
 namespace leash::proxy {
 
 void LogDecision(ProxyContext* context, uint32_t uid, const engine::Decision& decision,
-                 leash::v1::Subject subject, const std::string& ref, bool critical) {
+                 leash::v1::Subject subject, const std::string& ref, bool critical,
+                 const std::string& account) {
   context->counters.decided.fetch_add(1, std::memory_order_relaxed);
   (decision.allowed()   ? context->counters.allowed
    : decision.enforced ? context->counters.refused
@@ -23,6 +24,7 @@ void LogDecision(ProxyContext* context, uint32_t uid, const engine::Decision& de
   leash::v1::DecisionRecord record = engine::MakeDecisionRecord(
       absl::Now(), ref, uid, leash::v1::SURFACE_NETWORK, decision, std::move(subject));
   if (critical) record.set_severity("critical");
+  record.set_account(account);
   context->sink->Record(std::move(record));
 }
 

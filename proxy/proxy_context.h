@@ -110,8 +110,11 @@ struct ProxyContext {
 };
 
 // Writes one record (answer first, log after: callers reset or connect before calling this).
+// `account`: the uid's account when the caller knows it (the owner of a direct connection);
+// empty lets the log name it from its subjects (AsyncDecisionLog::AccountOf).
 void LogDecision(ProxyContext* context, uint32_t uid, const engine::Decision& decision,
-                 leash::v1::Subject subject, const std::string& ref, bool critical);
+                 leash::v1::Subject subject, const std::string& ref, bool critical,
+                 const std::string& account = "");
 
 // What became of an allowed connection that did not end normally (DecisionRecord.outcome).
 enum class Outcome : uint8_t {

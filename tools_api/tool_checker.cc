@@ -1,9 +1,12 @@
 #include "tools_api/tool_checker.h"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "tools_api/inputs.h"
 #include "tools_api/mask.h"
 
@@ -65,15 +68,32 @@ absl::StatusOr<ToolChecker> ToolChecker::Create() {
   return ToolChecker(std::shared_ptr<const Inspector>(std::move(*inspector)));
 }
 
-ToolCheckResult ToolChecker::Check(const engine::CompiledPolicy& policy, absl::string_view name,
+std::string ToolChecker::MaskSensitive(absl::string_view text) const {
+  std::vector<Span> spans;
+  for (const DetectorMatch& m : inspector_->Inspect(text)) {
+    if (!IsSensitive(inspector_->info(m.detector).category)) continue;
+    if (!spans.empty() && m.begin < spans.back().second) {
+      spans.back().second = std::max(spans.back().second, m.end);  // overlapping: one span
+      continue;
+    }
+    spans.emplace_back(m.begin, m.end);
+  }
+  return spans.empty() ? std::string(text) : MaskSpans(text, spans);
+}
+
+ToolCheckResult ToolChecker::Check(const engine::CompiledPolicy& policy, absl::string_view raw_name,
                                    InputsFormat format, absl::string_view inputs) const {
   ToolCheckResult result;
-  if (name.empty()) {
+  // The name as every reason shows it: a name that holds a secret (an API key pasted as the
+  // tool's name) is masked like one found in the inputs; only the registry sees it raw.
+  const std::string shown_name = MaskSensitive(raw_name);
+  const absl::string_view name = shown_name;
+  if (raw_name.empty()) {
     result.decision = Block("tools: the call names no tool; CheckTool needs the tool's exact name");
     return result;
   }
-  if (name.size() > kMaxToolNameBytes) {
-    result.decision = Block(absl::StrCat("tools: tool name ", Quoted(name), " is ", name.size(),
+  if (raw_name.size() > kMaxToolNameBytes) {
+    result.decision = Block(absl::StrCat("tools: tool name ", Quoted(name), " is ", raw_name.size(),
                                          " bytes; tool names are at most ", kMaxToolNameBytes));
     return result;
   }
@@ -84,7 +104,10 @@ ToolCheckResult ToolChecker::Check(const engine::CompiledPolicy& policy, absl::s
     return result;
   }
   // "first checks the registry; if the tool name is allowed, it inspects the inputs".
-  Decision registry = policy.DecideTool(name);
+  Decision registry = policy.DecideTool(raw_name);
+  if (shown_name != raw_name) {
+    absl::StrReplaceAll({{raw_name, shown_name}}, &registry.reason);
+  }
   if (!registry.allowed()) {
     const bool whitelist = policy.config().tools().mode() != leash::v1::MODE_BLACKLIST;
     absl::StrAppend(&registry.reason,

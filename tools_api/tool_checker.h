@@ -64,7 +64,8 @@ class ToolChecker {
   static absl::StatusOr<ToolChecker> Create();
 
   // Judges one call. `inputs` is in `format`; its size in bytes is what tools.max_input_bytes
-  // bounds. Thread-safe (const, shared compiled detectors).
+  // bounds. The reason shows the name as MaskSensitive(name). Thread-safe (const, shared
+  // compiled detectors).
   ToolCheckResult Check(const engine::CompiledPolicy& policy, absl::string_view name,
                         InputsFormat format, absl::string_view inputs) const;
 
@@ -79,6 +80,11 @@ class ToolChecker {
                              const google::protobuf::Value& inputs) const;
 
   const Inspector& inspector() const { return *inspector_; }
+
+  // `text` with every secret or personal datum the detectors find in it masked (MaskSpans);
+  // `text` itself when they find none. For the caller-chosen words a reason or a log line
+  // repeats: the tool's name, the account a call names. Thread-safe.
+  std::string MaskSensitive(absl::string_view text) const;
 
  private:
   explicit ToolChecker(std::shared_ptr<const Inspector> inspector)

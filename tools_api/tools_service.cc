@@ -5,6 +5,7 @@
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/synchronization/mutex.h"
 #include "google/protobuf/any.pb.h"
 #include "google/rpc/status.pb.h"
@@ -263,6 +264,14 @@ ToolsService::Answer ToolsService::JudgeParsed(
   } else if (absl::StatusOr<ToolSubject> subject = options_.lookup(context, view.account());
              !subject.ok()) {
     decision.reason = absl::StrCat("tools: ", subject.status().message());
+    // The host's lookup may quote the account the call named: one that holds a secret is
+    // masked here, so neither the answer nor the log repeats it.
+    if (!view.account().empty()) {
+      const std::string shown_account = checker_.MaskSensitive(view.account());
+      if (shown_account != view.account()) {
+        absl::StrReplaceAll({{view.account(), shown_account}}, &decision.reason);
+      }
+    }
     error_code = GrpcCode(subject.status().code());
     if (error_code == grpc::StatusCode::OK) error_code = grpc::StatusCode::PERMISSION_DENIED;
     critical = true;
@@ -318,7 +327,10 @@ ToolsService::Answer ToolsService::JudgeParsed(
   answer.status = decision.permits() ? grpc::Status::OK : ErrorStatus(error_code, response);
 
   leash::v1::Subject subject;
-  subject.set_name(std::string(Utf8Prefix(view.name(), kMaxToolNameBytes)));
+  // Masked as the reason shows it (ToolChecker::Check): a secret pasted as the name is not
+  // logged raw.
+  subject.set_name(
+      std::string(Utf8Prefix(checker_.MaskSensitive(view.name()), kMaxToolNameBytes)));
   subject.set_inputs(std::move(masked_inputs));
   answer.record = engine::MakeDecisionRecord(ts, ref, uid, leash::v1::SURFACE_TOOLS, decision,
                                              std::move(subject));

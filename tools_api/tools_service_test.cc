@@ -243,6 +243,52 @@ TEST_F(ToolsServiceTest, BlockIsPermissionDeniedWithReasonRefAndDetails) {
   EXPECT_EQ(from_trailer.SerializeAsString(), details.SerializeAsString());
 }
 
+// A tool name or `account` that holds a secret (an API key pasted in the wrong field) is masked
+// in the log and never echoed back: not in the error message, the details, the trailer or the
+// record; the masked form (prefix and last 4) is what shows. The long name (over
+// kMaxToolNameBytes, quoted cut short) and the lookup's quoted account are masked too.
+TEST_F(ToolsServiceTest, ToolNameOrAccountHoldingASecretIsMaskedInTheLogAndNeverEchoed) {
+  const std::string masked = "ghp_****W3oV";
+  struct Case {
+    std::string name;
+    std::string account;
+  };
+  const std::vector<Case> cases = {
+      {kGhp, ""},                                  // not in the allow list: reason names it
+      {absl::StrCat("run ", kGhp, " now"), ""},    // inside a longer name
+      // Over the bound (quoted cut short). The detectors are those of the inputs: a key run
+      // into the word before it (no \b) is no more found here than there.
+      {absl::StrCat(std::string(40, 'x'), "-", kGhp, " ", std::string(300, 'y')), ""},
+      {"shell", kGhp},                             // the lookup quotes the unknown account
+  };
+  size_t logged = 0;
+  for (const Case& c : cases) {
+    leash::v1::CheckToolResponse response;
+    grpc::ClientContext context;
+    const grpc::Status status = Call(Request(c.name, "{}", c.account), &response, &context);
+    ASSERT_FALSE(status.ok()) << c.name;
+    EXPECT_THAT(status.error_message(), Not(HasSubstr(kGhp))) << c.name;
+    EXPECT_THAT(status.error_message(), Not(HasSubstr(kGhp.substr(0, 12)))) << c.name;
+    EXPECT_THAT(status.error_details(), Not(HasSubstr(kGhp))) << c.name;
+    const auto& trailers = context.GetServerTrailingMetadata();
+    for (const auto& [key, value] : trailers) {
+      EXPECT_THAT(std::string(value.data(), value.size()), Not(HasSubstr(kGhp))) << key;
+    }
+    EXPECT_THAT(Details(status).reason(), Not(HasSubstr(kGhp)));
+    if (c.name.size() <= kMaxToolNameBytes || !c.account.empty()) {
+      EXPECT_THAT(status.error_message(), HasSubstr(masked)) << c.name;
+    }
+    const auto records = Records(++logged);
+    ASSERT_EQ(records.size(), logged);
+    const leash::v1::DecisionRecord& record = records.back();
+    EXPECT_THAT(record.DebugString(), Not(HasSubstr(kGhp))) << record.DebugString();
+    EXPECT_THAT(engine::DecisionLine(record), Not(HasSubstr(kGhp)));
+    if (c.account.empty() && c.name.size() <= kMaxToolNameBytes) {
+      EXPECT_THAT(record.subject().name(), HasSubstr(masked));
+    }
+  }
+}
+
 // Audit: the call is judged as the policy says; a block is answered allow (OK, no error) and
 // logged once as the block with enforced: false, its reason there.
 TEST_F(ToolsServiceTest, UnderAuditABlockIsAnsweredAllowAndLoggedNotEnforced) {

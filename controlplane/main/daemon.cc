@@ -134,8 +134,12 @@ tools::SubjectLookup MakeToolsLookup(const ToolsServerRef* server,
       return absl::PermissionDeniedError(absl::StrCat(
           "uid ", peer->uid, " may not check tools for ", view->state.account.name));
     }
-    // The subject's logging.level as of the last reconcile, before its record is written.
+    // The subject's logging.level as of the last reconcile, and its account's name, before its
+    // record is written.
     log->SetLevel(view->state.account.uid, sidecar::LevelOf(view->policy.get()));
+    if (log->AccountOf(view->state.account.uid) != view->state.account.name) {
+      log->SetAccounts({{view->state.account.uid, view->state.account.name}});
+    }
     tools::ToolSubject subject;
     subject.uid = view->state.account.uid;
     subject.policy = view->policy;
@@ -773,9 +777,14 @@ std::string Daemon::HandOverPortSockets() {
 void Daemon::LogRefusedSubjects() {
   if (notes_log_ == nullptr) return;
   std::map<uint32_t, std::string> refused;
+  std::vector<std::pair<uint32_t, std::string>> accounts;
   for (const auto& [uid, state] : reconciler_->subjects()) {
-    if (state.in_discovery && state.chain && state.chain->port == 0) refused[uid] = state.problem;
+    if (state.in_discovery && state.chain && state.chain->port == 0) {
+      refused[uid] = state.problem;
+      accounts.emplace_back(uid, state.account.name);
+    }
   }
+  notes_log_->SetAccounts(accounts);
   for (const auto& [uid, problem] : refused) {
     auto said = said_refused_.find(uid);
     if (said != said_refused_.end() && said->second == problem) continue;
@@ -905,7 +914,9 @@ std::optional<int> Daemon::StartSidecars() {
   }
   if (network_on_) {
     proxy_argv.push_back(HandOverPortSockets());
-    notes_log_ = std::make_unique<sidecar::AsyncDecisionLog>(fcntl(log_fd_, F_DUPFD_CLOEXEC, 3));
+    notes_log_ = std::make_unique<sidecar::AsyncDecisionLog>(
+        fcntl(log_fd_, F_DUPFD_CLOEXEC, 3), 8192, sidecar::DecisionLineGate::Limits(),
+        leash::v1::SURFACE_NETWORK);
     absl::StatusOr<int> notes_feed = decision_feed_->NewWriterEnd();
     if (!notes_feed.ok()) return Refuse(std::string(notes_feed.status().message()));
     notes_log_->AttachFeed(*notes_feed);
@@ -981,7 +992,9 @@ std::optional<int> Daemon::FirstReconcile() {
 
 std::optional<int> Daemon::StartToolsSocket() {
   if (!tools_on_) return std::nullopt;
-  tools_log_ = std::make_unique<sidecar::AsyncDecisionLog>(fcntl(log_fd_, F_DUPFD_CLOEXEC, 3));
+  tools_log_ = std::make_unique<sidecar::AsyncDecisionLog>(
+      fcntl(log_fd_, F_DUPFD_CLOEXEC, 3), 8192, sidecar::DecisionLineGate::Limits(),
+      leash::v1::SURFACE_TOOLS);
   absl::StatusOr<int> feed = decision_feed_->NewWriterEnd();
   if (!feed.ok()) return Refuse(std::string(feed.status().message()));
   tools_log_->AttachFeed(*feed);

@@ -54,7 +54,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 
 namespace leash::sidecar {
@@ -88,10 +91,14 @@ uint64_t RandomBits() {
 
 }  // namespace
 
+// Surfaces by engine::Surface number (0: unspecified), and the kinds of a lost record.
+constexpr int kSurfaces = 5;
+constexpr int kLostKinds = 3;
+
 class AsyncDecisionLog::Impl {
  public:
-  Impl(int fd, size_t capacity, DecisionLineGate::Limits limits)
-      : fd_(fd), gate_(limits), mask_(RoundUpToPowerOfTwo(capacity) - 1), cells_(mask_ + 1) {
+  Impl(int fd, size_t capacity, DecisionLineGate::Limits limits, engine::Surface surface)
+      : fd_(fd), surface_(surface), gate_(limits), mask_(RoundUpToPowerOfTwo(capacity) - 1), cells_(mask_ + 1) {
     for (size_t i = 0; i <= mask_; ++i) cells_[i].sequence.store(i, std::memory_order_relaxed);
     struct stat st;
     // Lines written in one write(2) to a pipe are only kept whole up to PIPE_BUF.
@@ -120,7 +127,7 @@ class AsyncDecisionLog::Impl {
 
   DecisionLineGate& gate() { return gate_; }
 
-  void Record(const leash::v1::DecisionRecord& record) {
+  void Record(leash::v1::DecisionRecord& record) {
     const LineKind kind = record.severity() == "critical" ? LineKind::kCritical
                           : record.action() == "allow"    ? LineKind::kAllow
                           : record.action() == "block"    ? LineKind::kBlock
@@ -128,15 +135,27 @@ class AsyncDecisionLog::Impl {
     if (!gate_.Admit(record.uid(), kind, absl::GetCurrentTimeNanos())) return;
     uint64_t pos;
     Cell* cell = Claim(pos);
-    if (cell == nullptr) return;
+    if (cell == nullptr) {
+      CountLost(SurfaceIndex(record.surface()), record.action() == "allow"   ? kLostAllow
+                                                : record.action() == "block" ? kLostBlock
+                                                                             : kLostOther);
+      return;
+    }
+    if (record.account().empty()) record.set_account(AccountOf(record.uid()));
     engine::AppendDecisionLine(record, cell->line);
     Publish(*cell, pos);
   }
 
-  void RecordLine(absl::FunctionRef<void(std::string&)> append_line) {
+  void RecordLine(engine::Surface surface, engine::Verdict verdict,
+                  absl::FunctionRef<void(std::string&)> append_line) {
     uint64_t pos;
     Cell* cell = Claim(pos);
-    if (cell == nullptr) return;
+    if (cell == nullptr) {
+      const int index = static_cast<int>(surface);
+      CountLost(index > 0 && index < kSurfaces ? index : static_cast<int>(surface_),
+                verdict == engine::Verdict::kAllow ? kLostAllow : kLostBlock);
+      return;
+    }
     append_line(cell->line);  // emptied by the writer; keeps its capacity
     // The writer joins lines as they are: one without its newline would run into the next.
     if (!cell->line.empty() && cell->line.back() != '\n') cell->line.push_back('\n');
@@ -144,6 +163,29 @@ class AsyncDecisionLog::Impl {
   }
 
   uint64_t lost() const { return lost_.load(std::memory_order_relaxed); }
+
+  // The account a line names for `uid` (engine::AccountLabel over the names set).
+  std::string AccountOf(uint32_t uid) const {
+    std::shared_ptr<const AccountMap> names;
+    {
+      absl::ReaderMutexLock lock(&accounts_mu_);
+      names = accounts_;
+    }
+    if (names != nullptr) {
+      if (auto it = names->find(uid); it != names->end()) return it->second;
+    }
+    return engine::AccountLabel(uid, "");
+  }
+
+  void SetAccounts(absl::Span<const std::pair<uint32_t, std::string>> accounts) {
+    absl::MutexLock lock(&accounts_mu_);
+    auto next = accounts_ != nullptr ? std::make_shared<AccountMap>(*accounts_)
+                                     : std::make_shared<AccountMap>();
+    for (const auto& [uid, name] : accounts) {
+      if (!name.empty()) (*next)[uid] = name;
+    }
+    accounts_ = std::move(next);
+  }
 
   void Flush() {
     const uint64_t target = queued_.load(std::memory_order_acquire);
@@ -167,8 +209,8 @@ class AsyncDecisionLog::Impl {
           return cell;
         }
       } else if (diff < 0) {
-        // Full: the cell still holds a record from one lap ago.
-        lost_.fetch_add(1, std::memory_order_relaxed);
+        // Full: the cell still holds a record from one lap ago. The caller counts it
+        // (CountLost), by what it was about.
         return nullptr;
       } else {
         pos = enqueue_pos_.load(std::memory_order_relaxed);
@@ -301,7 +343,20 @@ class AsyncDecisionLog::Impl {
       }
       const uint64_t lost_now = lost_.load(std::memory_order_relaxed);
       if (lost_now != reported_lost) {
-        engine::AppendDecisionLine(LostRecord(lost_now - reported_lost, lost_now), batch);
+        // One line per surface that lost records, each saying how many of which action.
+        for (int surface = 0; surface < kSurfaces; ++surface) {
+          uint64_t counts[kLostKinds];
+          uint64_t sum = 0;
+          for (int kind = 0; kind < kLostKinds; ++kind) {
+            const uint64_t now = lost_by_[surface][kind].load(std::memory_order_relaxed);
+            counts[kind] = now - reported_by_[surface][kind];
+            reported_by_[surface][kind] = now;
+            sum += counts[kind];
+          }
+          if (sum > 0) {
+            engine::AppendDecisionLine(LostRecord(surface, counts, sum, lost_now), batch);
+          }
+        }
         reported_lost = lost_now;
       }
       if (const int64_t now = absl::GetCurrentTimeNanos();
@@ -364,26 +419,39 @@ class AsyncDecisionLog::Impl {
     return cell.sequence.load(std::memory_order_acquire) == dequeue_pos_ + 1;
   }
 
-  leash::v1::DecisionRecord LostRecord(uint64_t since_last, uint64_t total) {
-    leash::v1::DecisionRecord lost;
-    lost.set_ts(absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone()));
-    lost.set_ref(engine::MakeRef(RandomBits()));
-    lost.set_uid(engine::kUnknownUid);  // about the log, not any account (0 would read as root)
-    lost.set_action("lost");
-    lost.set_severity("critical");
-    lost.set_reason(absl::StrCat("decision log: ", since_last,
-                                 " records lost because the queue was full (", total,
+  // A line about the log itself, on the writer's surface.
+  leash::v1::DecisionRecord AboutTheLog(absl::string_view action) {
+    leash::v1::DecisionRecord record;
+    record.set_ts(FormatNs(absl::GetCurrentTimeNanos()));
+    record.set_ref(engine::MakeRef(RandomBits()));
+    record.set_uid(engine::kUnknownUid);  // about the log, not any account (0 would read as root)
+    record.set_account(engine::AccountLabel(engine::kUnknownUid, ""));
+    record.set_surface(std::string(SurfaceLabel(surface_)));
+    record.set_action(std::string(action));
+    record.set_severity("critical");
+    return record;
+  }
+
+  leash::v1::DecisionRecord LostRecord(int surface, const uint64_t (&counts)[kLostKinds],
+                                       uint64_t since_last, uint64_t total) {
+    leash::v1::DecisionRecord lost = AboutTheLog("lost");
+    const absl::string_view name = SurfaceLabel(static_cast<engine::Surface>(surface));
+    lost.set_surface(std::string(name));
+    std::vector<std::string> kinds;
+    if (counts[kLostAllow] > 0) kinds.push_back(absl::StrCat(counts[kLostAllow], " allow"));
+    if (counts[kLostBlock] > 0) kinds.push_back(absl::StrCat(counts[kLostBlock], " block"));
+    if (counts[kLostOther] > 0) {
+      kinds.push_back(absl::StrCat(counts[kLostOther], " other (outcome, notes)"));
+    }
+    lost.set_reason(absl::StrCat("decision log: ", since_last, " ", name,
+                                 " records lost because the queue was full: ",
+                                 absl::StrJoin(kinds, ", "), " (", total,
                                  " since start); every decision was still answered"));
     return lost;
   }
 
   leash::v1::DecisionRecord FeedDroppedRecord(uint64_t since_last, uint64_t total) {
-    leash::v1::DecisionRecord lost;
-    lost.set_ts(FormatNs(absl::GetCurrentTimeNanos()));
-    lost.set_ref(engine::MakeRef(RandomBits()));
-    lost.set_uid(engine::kUnknownUid);
-    lost.set_action("lost");
-    lost.set_severity("critical");
+    leash::v1::DecisionRecord lost = AboutTheLog("lost");
     lost.set_reason(absl::StrCat("decision stream: ", since_last,
                                  " lines not sent to leashd, which was not reading (", total,
                                  " since start); this log has them"));
@@ -415,6 +483,8 @@ class AsyncDecisionLog::Impl {
     record.set_ts(FormatNs(absl::GetCurrentTimeNanos()));
     record.set_ref(engine::MakeRef(RandomBits()));
     record.set_uid(held.uid);
+    record.set_account(AccountOf(held.uid));
+    record.set_surface(std::string(SurfaceLabel(surface_)));
     record.set_action("suppressed");
     record.set_severity("warning");
     const DecisionLineGate::Limits& limits = gate_.limits();
@@ -426,7 +496,33 @@ class AsyncDecisionLog::Impl {
     return record;
   }
 
+  // Records dropped on a full queue, by surface (engine::Surface's number) and action, as the
+  // producers count them; the writer alone reads them into reported_by_.
+  static constexpr int kLostAllow = 0, kLostBlock = 1, kLostOther = 2;
+  void CountLost(int surface, int kind) {
+    lost_by_[surface][kind].fetch_add(1, std::memory_order_relaxed);
+    lost_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // A record's surface as its number; the writer's own for one it does not name.
+  int SurfaceIndex(absl::string_view name) const {
+    for (int i = 1; i < kSurfaces; ++i) {
+      if (name == engine::SurfaceName(static_cast<engine::Surface>(i))) return i;
+    }
+    return static_cast<int>(surface_);
+  }
+  // A surface's name for a line; "unspecified" only for a writer no surface was given.
+  static absl::string_view SurfaceLabel(engine::Surface surface) {
+    return surface == leash::v1::SURFACE_UNSPECIFIED ? "unspecified"
+                                                     : engine::SurfaceName(surface);
+  }
+
   const int fd_;
+  const engine::Surface surface_;
+  std::atomic<uint64_t> lost_by_[kSurfaces][kLostKinds] = {};
+  uint64_t reported_by_[kSurfaces][kLostKinds] = {};  // writer thread only
+  using AccountMap = absl::flat_hash_map<uint32_t, std::string>;
+  mutable absl::Mutex accounts_mu_;
+  std::shared_ptr<const AccountMap> accounts_ ABSL_GUARDED_BY(accounts_mu_);
   DecisionLineGate gate_;
   const size_t mask_;
   std::vector<Cell> cells_;
@@ -453,8 +549,9 @@ class AsyncDecisionLog::Impl {
   std::thread writer_;
 };
 
-AsyncDecisionLog::AsyncDecisionLog(int fd, size_t capacity, DecisionLineGate::Limits limits)
-    : impl_(std::make_unique<Impl>(fd, capacity, limits)) {}
+AsyncDecisionLog::AsyncDecisionLog(int fd, size_t capacity, DecisionLineGate::Limits limits,
+                                   engine::Surface surface)
+    : impl_(std::make_unique<Impl>(fd, capacity, limits, surface)) {}
 
 AsyncDecisionLog::~AsyncDecisionLog() {
   // A writer stuck on a descriptor nobody drains must not hold up the caller's shutdown: after
@@ -469,7 +566,19 @@ AsyncDecisionLog::~AsyncDecisionLog() {
 void AsyncDecisionLog::Record(leash::v1::DecisionRecord record) { impl_->Record(record); }
 
 void AsyncDecisionLog::RecordLine(absl::FunctionRef<void(std::string&)> append_line) {
-  impl_->RecordLine(append_line);
+  impl_->RecordLine(leash::v1::SURFACE_UNSPECIFIED, engine::Verdict::kBlock, append_line);
+}
+
+void AsyncDecisionLog::RecordLine(engine::Surface surface, engine::Verdict verdict,
+                                  absl::FunctionRef<void(std::string&)> append_line) {
+  impl_->RecordLine(surface, verdict, append_line);
+}
+
+std::string AsyncDecisionLog::AccountOf(uint32_t uid) { return impl_->AccountOf(uid); }
+
+void AsyncDecisionLog::SetAccounts(
+    absl::Span<const std::pair<uint32_t, std::string>> accounts) {
+  impl_->SetAccounts(accounts);
 }
 
 bool AsyncDecisionLog::Admits(uint32_t uid, engine::Verdict verdict, bool critical) {

@@ -12,7 +12,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 
+#include "absl/types/span.h"
 #include "proto/sidecar/decision_line_gate.h"
 #include "engine/decision_record.h"
 
@@ -28,9 +31,12 @@ inline constexpr size_t kMaxFeedDatagram = 256 * 1024;
 class AsyncDecisionLog : public engine::DecisionSink {
  public:
   // Takes ownership of `fd`. `capacity`: records the queue holds before it drops. `limits`:
-  // the allow lines each subject may write (DecisionLineGate).
+  // the allow lines each subject may write (DecisionLineGate). `surface`: the writer's own, on
+  // the lines it writes about itself (held-back allow lines, lines the feed lost) and on lost
+  // records whose surface is not known.
   explicit AsyncDecisionLog(int fd, size_t capacity = 8192,
-                            DecisionLineGate::Limits limits = DecisionLineGate::Limits());
+                            DecisionLineGate::Limits limits = DecisionLineGate::Limits(),
+                            engine::Surface surface = leash::v1::SURFACE_UNSPECIFIED);
   // Writes what is queued, then stops the writer thread and closes the descriptor. A writer
   // still blocked on its descriptor after shutdown_wait() is left running on its own (leaked)
   // state, so a descriptor nobody drains cannot hold up the caller's shutdown.
@@ -41,8 +47,16 @@ class AsyncDecisionLog : public engine::DecisionSink {
   std::chrono::milliseconds shutdown_wait() const { return shutdown_wait_; }
 
   // Never blocks and never takes a lock the writer thread can hold for long. Thread-safe.
-  // Applies the gate (the record's uid, action and severity) before anything is queued.
+  // Applies the gate (the record's uid, action and severity) before anything is queued, and
+  // names the uid's account (AccountOf) when the record does not. A record lost to a full
+  // queue is counted by its surface and action, and said so in a critical "lost" line.
   void Record(leash::v1::DecisionRecord record) override;
+  // The account a line names for `uid`: a name SetAccounts gave, else engine::AccountLabel's
+  // ("root", "uid:<n>"). Looks nothing up outside this process: a short reader lock only.
+  std::string AccountOf(uint32_t uid) override;
+  // Adds (or renames) the accounts of these UIDs; each writer gives every subject's on each
+  // policy map. Thread-safe.
+  void SetAccounts(absl::Span<const std::pair<uint32_t, std::string>> accounts);
   // The gate's answer for a line the caller is about to render (RecordLine does not apply it).
   bool Admits(uint32_t uid, engine::Verdict verdict, bool critical) override;
   // The subject's logging.level from now on (each writer sets it from every policy map).
@@ -51,6 +65,9 @@ class AsyncDecisionLog : public engine::DecisionSink {
   // string has grown). Never blocks; a full queue drops the record (counted) without calling
   // `append_line`.
   void RecordLine(absl::FunctionRef<void(std::string&)> append_line) override;
+  // The same, counted by `surface` and `verdict` when the queue is full.
+  void RecordLine(engine::Surface surface, engine::Verdict verdict,
+                  absl::FunctionRef<void(std::string&)> append_line) override;
 
   // Records dropped because the queue was full, since start.
   uint64_t lost() const;

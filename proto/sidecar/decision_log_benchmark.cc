@@ -31,8 +31,9 @@ int64_t CpuNs(clockid_t clock) {
 }
 
 // A record as the watcher renders one (fswatch/watcher.cc Log) for an allowed open: the
-// fields as views, the reason appended from the policy's ruling straight into the line.
-void AppendLine(std::string& out, int n) {
+// fields as views, the reason appended from the policy's ruling straight into the line, the
+// account as the log names it (`account` empty: the line without one, the baseline).
+void AppendLine(std::string& out, int n, absl::string_view account) {
   static const std::string path = "/home/agent/work/project/src/module/file_0123.cc";
   engine::Ruling ruling;
   ruling.verdict = engine::Verdict::kAllow;
@@ -42,6 +43,7 @@ void AppendLine(std::string& out, int n) {
   fields.ts = "2026-11-30T01:02:03.123456Z";
   fields.ref = "k3x9q2mw";
   fields.uid = 1001 + n % 3;
+  fields.account = account;
   fields.surface = leash::v1::SURFACE_FILESYSTEM;
   fields.verdict = ruling.verdict;
   fields.path = path;
@@ -62,11 +64,16 @@ void BM_RecordLine(benchmark::State& state) {
     return;
   }
   AsyncDecisionLog log(fd);  // 8,192 slots, reused lap after lap as in a sidecar
+  // Arg 1: the account named per line as the watcher names it (AccountOf, a reader lock and a
+  // lookup); arg 0: no account, the same run's baseline.
+  const bool named = state.range(0) != 0;
+  log.SetAccounts({{1001, "leash-iris"}, {1002, "leash-vader"}, {1003, "leash-quill"}});
   const int64_t process_start = CpuNs(CLOCK_PROCESS_CPUTIME_ID);
   const int64_t producer_start = CpuNs(CLOCK_THREAD_CPUTIME_ID);
   int64_t records = 0;
   for (auto _ : state) {
-    log.RecordLine([&](std::string& line) { AppendLine(line, records); });
+    const std::string account = named ? log.AccountOf(1001 + records % 3) : std::string();
+    log.RecordLine([&](std::string& line) { AppendLine(line, records, account); });
     ++records;
     if (records % 4096 == 0) log.Flush();  // half a ring at a time: nothing is lost
   }
@@ -78,7 +85,7 @@ void BM_RecordLine(benchmark::State& state) {
   state.counters["lost"] = static_cast<double>(log.lost());
   unlink(file.c_str());
 }
-BENCHMARK(BM_RecordLine)->Iterations(200000)->UseRealTime();
+BENCHMARK(BM_RecordLine)->Arg(0)->Arg(1)->Iterations(200000)->UseRealTime();
 
 }  // namespace
 }  // namespace leash::sidecar

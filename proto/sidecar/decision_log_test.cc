@@ -21,6 +21,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "engine/decision_line_read.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -174,6 +175,70 @@ TEST(AsyncDecisionLog, FullQueueDropsWithoutBlockingAndReportsTheLossAsCritical)
   EXPECT_THAT(critical, HasSubstr("every decision was still answered"));
   // About the log, not an account: never uid 0, which reads as root's.
   EXPECT_THAT(critical, HasSubstr("\"uid\":4294967295"));
+  EXPECT_THAT(critical, HasSubstr("\"account\":\"uid:4294967295\""));
+}
+
+// A lost line names the surface whose records were lost and says how many of which action:
+// one line per surface, from Record() (the record's surface and action) and RecordLine() (the
+// caller's), counted while the writer is stuck on a full pipe.
+TEST(AsyncDecisionLog, ALostLineSaysItsSurfaceAndWhatWasLost) {
+  int pipe_fds[2];
+  ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
+  FillPipe(pipe_fds[1]);
+  constexpr int kCapacity = 16;
+  constexpr int kSent = 500;
+  auto log = std::make_unique<AsyncDecisionLog>(pipe_fds[1], kCapacity, DecisionLineGate::Limits(),
+                                                leash::v1::SURFACE_FILESYSTEM);
+  for (int i = 0; i < kSent; ++i) {
+    leash::v1::DecisionRecord record = MakeRecord(i);
+    record.set_surface("network");
+    record.set_action("allow");
+    log->Record(record);
+  }
+  // The writer is stuck on the full pipe after taking at most the ring and one batch: most of
+  // these are lost.
+  for (int i = 0; i < kSent; ++i) {
+    log->RecordLine(leash::v1::SURFACE_COMMANDS, engine::Verdict::kBlock,
+                    [](std::string& line) { line += "{}\n"; });
+  }
+  std::string drained;
+  std::thread reader([&] { drained = ReadAll(pipe_fds[0]); });
+  log->Flush();
+  log.reset();
+  reader.join();
+  close(pipe_fds[0]);
+  uint64_t network_lost = 0, commands_lost = 0, commands_written = 0;
+  for (const std::string& line : Lines(drained)) {
+    const size_t brace = line.find('{');
+    if (brace == std::string::npos) continue;
+    if (line.substr(brace) == "{}") {
+      ++commands_written;
+      continue;
+    }
+    absl::StatusOr<leash::v1::DecisionRecord> record =
+        engine::ReadDecisionLine(absl::string_view(line).substr(brace));
+    if (!record.ok() || record->action() != "lost") continue;
+    EXPECT_EQ(record->severity(), "critical");
+    EXPECT_TRUE(record->has_uid());
+    EXPECT_EQ(record->account(), "uid:4294967295");
+    uint64_t count = 0;
+    const std::string prefix = absl::StrCat("decision log: ");
+    ASSERT_TRUE(absl::StartsWith(record->reason(), prefix)) << line;
+    const std::string rest = record->reason().substr(prefix.size());
+    ASSERT_TRUE(absl::SimpleAtoi(rest.substr(0, rest.find(' ')), &count)) << line;
+    if (record->surface() == "network") {
+      network_lost += count;
+      EXPECT_THAT(record->reason(), HasSubstr(absl::StrCat(count, " network records lost")));
+      EXPECT_THAT(record->reason(), HasSubstr(absl::StrCat(": ", count, " allow (")));
+    } else {
+      EXPECT_EQ(record->surface(), "commands") << line;
+      commands_lost += count;
+      EXPECT_THAT(record->reason(), HasSubstr(absl::StrCat(": ", count, " block (")));
+    }
+  }
+  EXPECT_EQ(commands_lost + commands_written, static_cast<uint64_t>(kSent));
+  EXPECT_GT(commands_lost, 0u);
+  EXPECT_GT(network_lost, 0u);
 }
 
 // RecordLine renders straight into ring cells that held earlier lines (16 cells, 200
@@ -317,7 +382,11 @@ TEST(AsyncDecisionLog, EveryLineIsExactlyWhatEngineDecisionLineWrites) {
   }
   const std::string written = ReadLogFile(path);
   std::string expected;
-  for (const auto& r : records) expected += engine::DecisionLine(r);
+  for (leash::v1::DecisionRecord r : records) {
+    // The writer names each uid's account (none was set here: "root" or "uid:<n>").
+    r.set_account(engine::AccountLabel(r.uid(), ""));
+    expected += engine::DecisionLine(r);
+  }
   EXPECT_EQ(written, expected);
 }
 

@@ -232,6 +232,9 @@ TEST_F(FswatchRootTest, TwoSubjectsEachUnderTheirOwnPolicyAndEveryDecisionLogged
     ASSERT_EQ(lines.size(), 1u) << e.uid << " " << e.path << "\n" << log;
     EXPECT_THAT(lines[0], HasSubstr(absl::StrCat("\"action\":\"", e.action, "\"")));
     EXPECT_THAT(lines[0], HasSubstr("\"surface\":\"filesystem\""));
+    // The account beside the uid, named from the policy map (rule L5).
+    EXPECT_THAT(lines[0], HasSubstr(absl::StrCat("\"uid\":", e.uid, ",\"account\":\"",
+                                                 e.uid == a.uid() ? "lfs-a" : "lfs-b", "\"")));
   }
   // An exec raises an exec event (commands) and an open event (filesystem) for the binary.
   std::vector<std::string> true_a = LinesFor(log, a.uid(), T("bin/true"));

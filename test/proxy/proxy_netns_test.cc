@@ -348,10 +348,14 @@ TEST_F(ProxyNetnsTest, APeerWithNoLeashRulesConnectingDirectlyIsLoggedUnderItsOw
   EXPECT_TRUE(absl::StrContains(by_account.reason(),
                                 absl::StrCat("aimed at the proxy listener of uid ", bed_->uid(kA))))
       << by_account.reason();
+  // Each line names the account beside the uid (rule L5), root's 0 written, not left out.
+  EXPECT_EQ(by_account.account(), (*other)->name());
   for (const std::string ip : {"127.0.0.1", "::1"}) {
     const leash::v1::DecisionRecord by_root = direct_by(0, ip);
     EXPECT_EQ(by_root.severity(), "critical") << ip;
     EXPECT_TRUE(absl::StrContains(by_root.reason(), "made by uid 0 (root)")) << by_root.reason();
+    EXPECT_TRUE(by_root.has_uid()) << ip << ": the line has no uid";
+    EXPECT_EQ(by_root.account(), "root") << ip;
   }
   // None of the three was recorded as A's.
   const std::vector<leash::v1::DecisionRecord> records = bed_->Records();
