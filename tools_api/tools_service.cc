@@ -315,9 +315,11 @@ ToolsService::Answer ToolsService::JudgeParsed(
   // what to change; for an allow only that it is allowed, the rest in the log under the ref.
   // An audited block is answered as every allow is, so nothing in the answer tells the agent
   // it is audited: its reason and findings go to the log only.
+  // The name as the log shows it (masked): a secret pasted as the name is never echoed back.
+  const std::string shown_name(
+      Utf8Prefix(checker_.MaskSensitive(view.name()), kMaxToolNameBytes));
   if (decision.permits()) {
-    response.set_reason(absl::StrCat("tools: ", Utf8Prefix(view.name(), kMaxToolNameBytes),
-                                     " allowed"));
+    response.set_reason(absl::StrCat("tools: ", shown_name, " allowed"));
   } else {
     response.set_reason(decision.reason);
   }
@@ -329,8 +331,7 @@ ToolsService::Answer ToolsService::JudgeParsed(
   leash::v1::Subject subject;
   // Masked as the reason shows it (ToolChecker::Check): a secret pasted as the name is not
   // logged raw.
-  subject.set_name(
-      std::string(Utf8Prefix(checker_.MaskSensitive(view.name()), kMaxToolNameBytes)));
+  subject.set_name(shown_name);
   subject.set_inputs(std::move(masked_inputs));
   answer.record = engine::MakeDecisionRecord(ts, ref, uid, leash::v1::SURFACE_TOOLS, decision,
                                              std::move(subject));

@@ -289,6 +289,21 @@ TEST_F(ToolsServiceTest, ToolNameOrAccountHoldingASecretIsMaskedInTheLogAndNever
   }
 }
 
+// An allowed call answers with the tool's name: a secret pasted as the name is masked there too
+// (here allowed because the account's tools surface is audited, the name not in its list).
+TEST_F(ToolsServiceTest, AnAllowedCallsAnswerNeverEchoesASecretName) {
+  leash::v1::CheckToolResponse response;
+  grpc::ClientContext context;
+  const grpc::Status status = Call(Request(kGhp, "{}", "leash-audited"), &response, &context);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.action(), leash::v1::ACTION_ALLOW);
+  EXPECT_THAT(response.SerializeAsString(), Not(HasSubstr(kGhp)));
+  EXPECT_THAT(response.reason(), HasSubstr("ghp_****W3oV"));
+  const auto records = Records(1);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_THAT(engine::DecisionLine(records.back()), Not(HasSubstr(kGhp)));
+}
+
 // Audit: the call is judged as the policy says; a block is answered allow (OK, no error) and
 // logged once as the block with enforced: false, its reason there.
 TEST_F(ToolsServiceTest, UnderAuditABlockIsAnsweredAllowAndLoggedNotEnforced) {
