@@ -225,10 +225,11 @@ grpc::Status ControlService::SetMode(grpc::ServerContext*, const leash::v1::SetM
       r->no_reconcile(), response);
 }
 
-grpc::Status ControlService::SaveProfile(grpc::ServerContext*,
+grpc::Status ControlService::SaveProfile(grpc::ServerContext* context,
                                          const leash::v1::SaveProfileRequest* r,
                                          leash::v1::PolicyWriteResponse* response) {
   SaveProfileArgs args;
+  args.who = Caller(context, r->who());
   args.name = r->name();
   args.yaml = r->yaml();
   args.acks.assign(r->acks().begin(), r->acks().end());
@@ -243,23 +244,28 @@ grpc::Status ControlService::DeleteProfile(grpc::ServerContext*,
   return Finish(deps_.store->DeleteProfile(r->name(), acks, Host()), r->no_reconcile(), response);
 }
 
-grpc::Status ControlService::Bind(grpc::ServerContext*, const leash::v1::BindRequest* r,
+grpc::Status ControlService::Bind(grpc::ServerContext* context, const leash::v1::BindRequest* r,
                                   leash::v1::PolicyWriteResponse* response) {
   std::vector<std::string> acks(r->acks().begin(), r->acks().end());
-  return Finish(deps_.store->Bind(r->scope(), r->profile(), acks, Host()), r->no_reconcile(),
-                response);
+  return Finish(deps_.store->Bind(r->scope(), r->profile(), acks, Host(),
+                                  Caller(context, r->who())),
+                r->no_reconcile(), response);
+}
+
+std::string ControlService::Caller(grpc::ServerContext* context, absl::string_view claim) const {
+  // What leashd saw on the socket is fact; what the client says of itself (the operator behind
+  // sudo, the session's login UID) cannot be checked, so it is recorded as its claim.
+  std::optional<ucred> peer;
+  if (deps_.caller && context != nullptr) peer = deps_.caller(*context);
+  return DescribeUnbindCaller(peer, claim);
 }
 
 grpc::Status ControlService::Unbind(grpc::ServerContext* context,
                                     const leash::v1::UnbindRequest* r,
                                     leash::v1::PolicyWriteResponse* response) {
   std::vector<std::string> acks(r->acks().begin(), r->acks().end());
-  // What leashd saw on the socket is fact; what the client says of itself (the operator behind
-  // sudo, the session's login UID) cannot be checked, so it is recorded as its claim.
-  std::optional<ucred> peer;
-  if (deps_.caller && context != nullptr) peer = deps_.caller(*context);
-  const std::string who = DescribeUnbindCaller(peer, r->who());
-  return Finish(deps_.store->Unbind(r->scope(), acks, who, Host()), r->no_reconcile(), response);
+  return Finish(deps_.store->Unbind(r->scope(), acks, Caller(context, r->who()), Host()),
+                r->no_reconcile(), response);
 }
 
 grpc::Status ControlService::ListProfiles(grpc::ServerContext*,

@@ -110,6 +110,9 @@ class ControlService final : public leash::v1::Control::Service {
                               grpc::ServerWriter<leash::v1::WatchDecisionsEvent>*) override;
 
  private:
+  // Who called, for the consent ledger: the peer credentials leashd saw on the socket, then
+  // what the client claims of itself (DescribeUnbindCaller).
+  std::string Caller(grpc::ServerContext* context, absl::string_view claim) const;
   // validate's finding about the host's loopback resolvers (deps_.loopback_resolvers is set).
   leash::v1::Finding LoopbackResolverFinding() const;
   // What the stores need from the host for one judgement: the floor, the agent accounts, the

@@ -153,7 +153,13 @@ BindJudgement JudgeBind(const Resolver& current, const Scope& scope,
   }
 
   judgement.binding = std::move(next);
-  judgement.change_acks = Tokens(change_loosenings);
+  // What the binding's own acks carry is recorded there; the rest is consent to the change.
+  for (const std::string& token : Tokens(change_loosenings)) {
+    if (std::find(judgement.binding.acks.begin(), judgement.binding.acks.end(), token) ==
+        judgement.binding.acks.end()) {
+      judgement.change_acks.push_back(token);
+    }
+  }
   const std::vector<std::string> needed_tokens = Tokens(all);
   const absl::flat_hash_set<std::string> needed(needed_tokens.begin(), needed_tokens.end());
   for (const std::string& ack : acks) {
@@ -302,8 +308,12 @@ ProfileEditJudgement JudgeProfileEdit(const Resolver& current, absl::string_view
       for (const FieldChange& change : all) {
         rerun_acks.push_back(absl::StrCat(binding->scope, "=", change.ack_token));
       }
+      // What the binding's own acks carry is recorded there; the rest is consent to the
+      // change, for the ledger.
       for (const std::string& token : changed_tokens) {
-        judgement.change_acks.push_back(absl::StrCat(binding->scope, "=", token));
+        if (std::find(acks.begin(), acks.end(), token) == acks.end()) {
+          judgement.change_acks.push_back(absl::StrCat(binding->scope, "=", token));
+        }
       }
     }
     for (const std::string& ack : acks) {

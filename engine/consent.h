@@ -66,7 +66,9 @@ struct BindJudgement {
   // match a loosening, in loosening order). Given acks that match nothing are not recorded.
   Binding binding;
   // The consent the change itself took (change_consent.h: each subject resolved before and
-  // after): recorded in the consent ledger before the write, never on the binding.
+  // after) that the binding's own acks do not carry: recorded in the consent ledger before the
+  // write (a first bind's usually all lives on the binding; a rebind's drop of an old deny
+  // never does).
   std::vector<std::string> change_acks;
   // Said out loud: bind global changes the floor for every subject; acks not needed; a binding
   // replaced; agents that would fail to resolve under a new global binding.
@@ -91,8 +93,9 @@ struct ProfileEditJudgement {
   Bindings bindings;
   // Scopes whose binding gained consent (written first, before the profile).
   std::vector<std::string> gained;
-  // The consent the change itself took, "agent:<account>=<token>" each (each bound subject
-  // resolved before and after): recorded in the consent ledger before the write.
+  // The consent the change itself took that the binding does not carry, "agent:<account>=
+  // <token>" each (each bound subject resolved before and after): recorded in the consent
+  // ledger before the write.
   std::vector<std::string> change_acks;
   std::vector<std::string> notices;
 };
