@@ -17,6 +17,7 @@
 #include "base/read_file.h"
 #include "controlplane/bindings_lock.h"
 #include "engine/bindings_yaml.h"
+#include "engine/complete_judgement.h"
 #include "engine/config_yaml.h"
 #include "engine/consent.h"
 #include "engine/inert_entries.h"
@@ -112,16 +113,12 @@ std::vector<leash::v1::Finding> JudgePolicy(const HostInputs& host, const leash:
 
 namespace {
 
-// The "validate" refusal of `what` when, written, it would add an error to validate's
-// judgement of the policy (JudgePolicy before and after); nullopt when it adds none.
-std::optional<Refusal> RefuseNewErrors(absl::string_view what, const HostInputs& host,
-                                       const Bindings& bindings_before,
-                                       const engine::ProfileLibrary& profiles_before,
-                                       const Bindings& bindings_after,
-                                       const engine::ProfileLibrary& profiles_after) {
-  return engine::RefuseNewErrors(what,
-                                 JudgePolicy(host, *host.floor, bindings_before, profiles_before),
-                                 JudgePolicy(host, *host.floor, bindings_after, profiles_after));
+// validate's judgement of the policy over host.floor (which must load), as every write is
+// judged by before and after (engine::JudgeBindCompletely and its kin).
+engine::PolicyJudge PolicyJudgeFor(const HostInputs& host) {
+  return [&host](const Bindings& bindings, const engine::ProfileLibrary& profiles) {
+    return JudgePolicy(host, *host.floor, bindings, profiles);
+  };
 }
 
 }  // namespace
@@ -343,24 +340,14 @@ absl::StatusOr<WriteOutcome> BindingStore::SaveProfile(const SaveProfileArgs& ar
   // "the bindings are re-read and the edit judged against them as they are then".
   ASSIGN_OR_RETURN(Locked locked, LockForWrite());
   const engine::Resolver resolver(*host.floor, locked.bindings, locked.library);
-  engine::ProfileEditJudgement judgement =
-      engine::JudgeProfileEdit(resolver, args.name, *fragment, args.acks, args.from_path,
-                               host.agent_accounts);
+  engine::ProfileEditJudgement judgement = engine::JudgeProfileEditCompletely(
+      resolver, args.name, *fragment, args.acks, args.from_path, host.agent_accounts,
+      PolicyJudgeFor(host));
   WriteOutcome outcome;
   outcome.notices = std::move(judgement.notices);
   if (judgement.refusal) {
     outcome.refusal = std::move(judgement.refusal);
     return outcome;
-  }
-  {
-    engine::ProfileLibrary after = locked.library;
-    after.insert_or_assign(args.name, *fragment);
-    if (std::optional<Refusal> invalid =
-            RefuseNewErrors(absl::StrCat("saving profile '", args.name, "'"), host, locked.bindings,
-                            locked.library, judgement.bindings, after)) {
-      outcome.refusal = *std::move(invalid);
-      return outcome;
-    }
   }
   // The consent for the change itself first: a save whose record cannot be written does not
   // happen.
@@ -470,9 +457,9 @@ absl::StatusOr<WriteOutcome> BindingStore::Bind(absl::string_view scope_text,
   {
     ASSIGN_OR_RETURN(Snapshot snapshot, ReadSnapshot());
     const engine::Resolver resolver(*host.floor, snapshot.bindings, snapshot.profiles);
-    engine::BindJudgement first =
-        engine::JudgeBind(resolver, check.scope, profile, *judged->fragment, acks,
-                          host.agent_accounts);
+    engine::BindJudgement first = engine::JudgeBindCompletely(
+        resolver, check.scope, profile, *judged->fragment, acks, host.agent_accounts,
+        PolicyJudgeFor(host));
     if (first.refusal) return Refused(*std::move(first.refusal));
   }
   if (options_.after_bind_judgement_for_testing) options_.after_bind_judgement_for_testing();
@@ -490,18 +477,12 @@ absl::StatusOr<WriteOutcome> BindingStore::Bind(absl::string_view scope_text,
                      "command again to judge the profile as it is now")));
   }
   const engine::Resolver resolver(*host.floor, locked.bindings, locked.library);
-  engine::BindJudgement judgement =
-      engine::JudgeBind(resolver, check.scope, profile, *now->fragment, acks, host.agent_accounts);
+  // Consent and validate in one judgement: a refusal lists every finding, and the re-run line
+  // it prints is one that would be written.
+  engine::BindJudgement judgement = engine::JudgeBindCompletely(
+      resolver, check.scope, profile, *now->fragment, acks, host.agent_accounts,
+      PolicyJudgeFor(host));
   if (judgement.refusal) return Refused(*std::move(judgement.refusal));
-  {
-    Bindings after = locked.bindings;
-    after.Put(judgement.binding);
-    if (std::optional<Refusal> invalid =
-            RefuseNewErrors(absl::StrCat("binding '", profile, "' to ", judgement.binding.scope),
-                            host, locked.bindings, locked.library, after, locked.library)) {
-      return Refused(*std::move(invalid));
-    }
-  }
   WriteOutcome outcome;
   // The consent for the change itself (a rebind dropping what the old binding denied) is not
   // the binding's: it goes to the ledger first, and a bind whose record cannot be written does
@@ -533,18 +514,13 @@ absl::StatusOr<WriteOutcome> BindingStore::Unbind(absl::string_view scope,
                                        absl::StrCat("there is no binding for ", scope)));
   }
   ASSIGN_OR_RETURN(Locked locked, LockForWrite());
-  engine::UnbindJudgement judgement = engine::JudgeUnbind(
-      host.floor, locked.bindings, locked.library, scope, host.agent_accounts, acks);
+  engine::UnbindJudgement judgement =
+      host.floor.ok()
+          ? engine::JudgeUnbindCompletely(*host.floor, locked.bindings, locked.library, scope,
+                                          host.agent_accounts, acks, PolicyJudgeFor(host))
+          : engine::JudgeUnbind(host.floor, locked.bindings, locked.library, scope,
+                                host.agent_accounts, acks);
   if (judgement.refusal) return Refused(*std::move(judgement.refusal));
-  if (host.floor.ok()) {
-    Bindings after = locked.bindings;
-    after.Remove(judgement.binding.scope);
-    if (std::optional<Refusal> invalid =
-            RefuseNewErrors(absl::StrCat("unbinding ", judgement.binding.scope), host,
-                            locked.bindings, locked.library, after, locked.library)) {
-      return Refused(*std::move(invalid));
-    }
-  }
 
   // The record first: "an unbind whose record cannot be written does not happen". An unbind
   // is recorded even when it needed no consent: the record is its audit trail.
