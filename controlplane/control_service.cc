@@ -9,6 +9,7 @@
 #include "proto/host/command_links.h"
 #include "controlplane/floor_file.h"
 #include "engine/check_subject.h"
+#include "engine/complete_judgement.h"
 #include "engine/config_defaults.h"
 #include "engine/config_yaml.h"
 #include "engine/consent.h"
@@ -142,14 +143,12 @@ grpc::Status ControlService::EditFloor(
     leash::v1::Refusal refusal;
     absl::StatusOr<bool> changed = edit(config, refusal);
     if (!changed.ok()) return ToGrpc(changed.status());
-    if (!refusal.kind().empty()) {
-      outcome.refusal = refusal;
-    } else if (*changed) {
-      // Judged as validate judges it: the floor as read and as edited, with the tiers and named
-      // lists as they are, and what leashd needs to start on it.
+    // Judged as validate judges it: the floor as read and as edited, with the tiers and named
+    // lists as they are, and what leashd needs to start on it.
+    auto validate = [&]() -> absl::StatusOr<std::optional<leash::v1::Refusal>> {
       HostInputs host = Host();
       absl::StatusOr<Snapshot> snapshot = deps_.store->ReadSnapshot();
-      if (!snapshot.ok()) return ToGrpc(snapshot.status());
+      if (!snapshot.ok()) return snapshot.status();
       std::vector<leash::v1::Finding> before =
           JudgePolicy(host, floor_before, snapshot->bindings, snapshot->profiles);
       std::vector<leash::v1::Finding> after =
@@ -162,9 +161,22 @@ grpc::Status ControlService::EditFloor(
            engine::ValidateStart(config, deps_.config_path, StartFacts())) {
         after.push_back(std::move(finding));
       }
-      if (std::optional<leash::v1::Refusal> invalid =
-              engine::RefuseNewErrors(what, before, after)) {
-        outcome.refusal = *std::move(invalid);
+      return engine::RefuseNewErrors(what, before, after);
+    };
+    if (!refusal.kind().empty()) {
+      outcome.refusal = refusal;
+      // A consent refusal is judged completely: its re-run line makes exactly this edit, so
+      // when validate would refuse the edit the line is not printed and the findings are.
+      if (*changed && refusal.kind() == engine::kRefusalLoosening && !refusal.rerun().empty()) {
+        absl::StatusOr<std::optional<leash::v1::Refusal>> invalid = validate();
+        if (!invalid.ok()) return ToGrpc(invalid.status());
+        if (*invalid) outcome.refusal = engine::CompleteRefusal(refusal, **invalid);
+      }
+    } else if (*changed) {
+      absl::StatusOr<std::optional<leash::v1::Refusal>> invalid = validate();
+      if (!invalid.ok()) return ToGrpc(invalid.status());
+      if (*invalid) {
+        outcome.refusal = **std::move(invalid);
         return Finish(outcome, no_reconcile, response);
       }
       absl::StatusOr<std::optional<Account>> user = deps_.accounts->Lookup(config.user());

@@ -33,6 +33,7 @@ class ConsentE2eTest : public AgentTest {
         "user: lcon-user\nfail_mode: closed\n",
         "network: { mode: whitelist, allow: [\"floor.example\"] }\n",
         "commands: { mode: blacklist, deny: [\"ssh\"] }\n",
+        "filesystem: { mode: whitelist, allow: [\"/\"] }\n",
         "logging: { level: info, decisions: ", decisions(), " }\n")));
     ASSERT_EQ(Save("no-py", "commands: { deny: [python3] }\n").exit_code, 0);
     ASSERT_EQ(Save("no-paste", "commands: { deny: [xclip] }\n").exit_code, 0);
@@ -128,6 +129,25 @@ TEST_F(ConsentE2eTest, ARebindThatOnlyTightensIsWrittenWithoutConsent) {
   EXPECT_THAT(rebind.out, HasSubstr("replaces agent:leash-vader's binding to 'no-py'"));
   EXPECT_EQ(Ledger(), "");
   EXPECT_FALSE(PythonAllowed());
+}
+
+// The re-run line always runs (rule P13): a profile switching the filesystem to blacklist over
+// the floor's allow list is a loosening, and with its consent still a validate error (the
+// allow list is never consulted). The refusal lists both and prints no line that would fail.
+TEST_F(ConsentE2eTest, ARefusalWhoseReRunWouldFailValidateListsItAndPrintsNoLine) {
+  ASSERT_EQ(Save("open-fs", "filesystem: { mode: blacklist }\n").exit_code, 0);
+  RunResult refused = Leash({"bind", "agent:leash-vader", "open-fs"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.out;
+  EXPECT_THAT(refused.out, HasSubstr("refused (loosening)"));
+  EXPECT_THAT(refused.out, HasSubstr("--ack 'filesystem.mode:blacklist'"));
+  EXPECT_THAT(refused.out, HasSubstr("With that consent it would still be refused"));
+  EXPECT_THAT(refused.out, HasSubstr("never consulted"));
+  EXPECT_THAT(refused.out, Not(HasSubstr("re-run with consent:")));
+  // What the refusal says holds: with every token it names, validate refuses it.
+  RunResult acked = Leash({"bind", "agent:leash-vader", "open-fs", "--ack",
+                           "filesystem.mode:blacklist", "--ack", "unset.deny:commands:python3"});
+  EXPECT_EQ(acked.exit_code, 1) << acked.out;
+  EXPECT_THAT(acked.out, HasSubstr("refused (validate)"));
 }
 
 }  // namespace
