@@ -178,6 +178,8 @@ int RunProfile(const Args& args, Io io) {
     request.set_from_path(from);
     for (const std::string& ack : args.acks) request.add_acks(ack);
     request.set_no_reconcile(args.no_reconcile);
+    // The consent ledger records who consented to what the save changes (as for unbind).
+    request.set_who(DescribeCaller(ReadCallerFacts()));
     leash::v1::PolicyWriteResponse response;
     grpc::Status status =
         client.control().SaveProfile(client.Context(true).get(), request, &response);
@@ -198,6 +200,8 @@ int RunBind(const Args& args, Io io) {
   request.set_profile(args.words[2]);
   for (const std::string& ack : args.acks) request.add_acks(ack);
   request.set_no_reconcile(args.no_reconcile);
+  // The consent ledger records who consented to what the bind changes (as for unbind).
+  request.set_who(DescribeCaller(ReadCallerFacts()));
   leash::v1::PolicyWriteResponse response;
   grpc::Status status = client.control().Bind(client.Context(true).get(), request, &response);
   if (!status.ok()) return ReportFailure(io, client.Explain(status));

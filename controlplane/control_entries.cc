@@ -71,7 +71,8 @@ grpc::Status ControlService::RemoveEntry(grpc::ServerContext*,
             engine::JudgeFloorEdit(before, floor, what, words, acks);
         if (judgement.refusal) {
           refusal = *std::move(judgement.refusal);
-          return false;
+          // The edit stays made in `floor`: EditFloor judges what the re-run line would write.
+          return true;
         }
         notices = std::move(judgement.notices);
         return true;

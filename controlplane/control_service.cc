@@ -9,6 +9,7 @@
 #include "proto/host/command_links.h"
 #include "controlplane/floor_file.h"
 #include "engine/check_subject.h"
+#include "engine/complete_judgement.h"
 #include "engine/config_defaults.h"
 #include "engine/config_yaml.h"
 #include "engine/consent.h"
@@ -142,14 +143,12 @@ grpc::Status ControlService::EditFloor(
     leash::v1::Refusal refusal;
     absl::StatusOr<bool> changed = edit(config, refusal);
     if (!changed.ok()) return ToGrpc(changed.status());
-    if (!refusal.kind().empty()) {
-      outcome.refusal = refusal;
-    } else if (*changed) {
-      // Judged as validate judges it: the floor as read and as edited, with the tiers and named
-      // lists as they are, and what leashd needs to start on it.
+    // Judged as validate judges it: the floor as read and as edited, with the tiers and named
+    // lists as they are, and what leashd needs to start on it.
+    auto validate = [&]() -> absl::StatusOr<std::optional<leash::v1::Refusal>> {
       HostInputs host = Host();
       absl::StatusOr<Snapshot> snapshot = deps_.store->ReadSnapshot();
-      if (!snapshot.ok()) return ToGrpc(snapshot.status());
+      if (!snapshot.ok()) return snapshot.status();
       std::vector<leash::v1::Finding> before =
           JudgePolicy(host, floor_before, snapshot->bindings, snapshot->profiles);
       std::vector<leash::v1::Finding> after =
@@ -162,9 +161,22 @@ grpc::Status ControlService::EditFloor(
            engine::ValidateStart(config, deps_.config_path, StartFacts())) {
         after.push_back(std::move(finding));
       }
-      if (std::optional<leash::v1::Refusal> invalid =
-              engine::RefuseNewErrors(what, before, after)) {
-        outcome.refusal = *std::move(invalid);
+      return engine::RefuseNewErrors(what, before, after);
+    };
+    if (!refusal.kind().empty()) {
+      outcome.refusal = refusal;
+      // A consent refusal is judged completely: its re-run line makes exactly this edit, so
+      // when validate would refuse the edit the line is not printed and the findings are.
+      if (*changed && refusal.kind() == engine::kRefusalLoosening && !refusal.rerun().empty()) {
+        absl::StatusOr<std::optional<leash::v1::Refusal>> invalid = validate();
+        if (!invalid.ok()) return ToGrpc(invalid.status());
+        if (*invalid) outcome.refusal = engine::CompleteRefusal(refusal, **invalid);
+      }
+    } else if (*changed) {
+      absl::StatusOr<std::optional<leash::v1::Refusal>> invalid = validate();
+      if (!invalid.ok()) return ToGrpc(invalid.status());
+      if (*invalid) {
+        outcome.refusal = **std::move(invalid);
         return Finish(outcome, no_reconcile, response);
       }
       absl::StatusOr<std::optional<Account>> user = deps_.accounts->Lookup(config.user());
@@ -225,10 +237,11 @@ grpc::Status ControlService::SetMode(grpc::ServerContext*, const leash::v1::SetM
       r->no_reconcile(), response);
 }
 
-grpc::Status ControlService::SaveProfile(grpc::ServerContext*,
+grpc::Status ControlService::SaveProfile(grpc::ServerContext* context,
                                          const leash::v1::SaveProfileRequest* r,
                                          leash::v1::PolicyWriteResponse* response) {
   SaveProfileArgs args;
+  args.who = Caller(context, r->who());
   args.name = r->name();
   args.yaml = r->yaml();
   args.acks.assign(r->acks().begin(), r->acks().end());
@@ -243,23 +256,28 @@ grpc::Status ControlService::DeleteProfile(grpc::ServerContext*,
   return Finish(deps_.store->DeleteProfile(r->name(), acks, Host()), r->no_reconcile(), response);
 }
 
-grpc::Status ControlService::Bind(grpc::ServerContext*, const leash::v1::BindRequest* r,
+grpc::Status ControlService::Bind(grpc::ServerContext* context, const leash::v1::BindRequest* r,
                                   leash::v1::PolicyWriteResponse* response) {
   std::vector<std::string> acks(r->acks().begin(), r->acks().end());
-  return Finish(deps_.store->Bind(r->scope(), r->profile(), acks, Host()), r->no_reconcile(),
-                response);
+  return Finish(deps_.store->Bind(r->scope(), r->profile(), acks, Host(),
+                                  Caller(context, r->who())),
+                r->no_reconcile(), response);
+}
+
+std::string ControlService::Caller(grpc::ServerContext* context, absl::string_view claim) const {
+  // What leashd saw on the socket is fact; what the client says of itself (the operator behind
+  // sudo, the session's login UID) cannot be checked, so it is recorded as its claim.
+  std::optional<ucred> peer;
+  if (deps_.caller && context != nullptr) peer = deps_.caller(*context);
+  return DescribeUnbindCaller(peer, claim);
 }
 
 grpc::Status ControlService::Unbind(grpc::ServerContext* context,
                                     const leash::v1::UnbindRequest* r,
                                     leash::v1::PolicyWriteResponse* response) {
   std::vector<std::string> acks(r->acks().begin(), r->acks().end());
-  // What leashd saw on the socket is fact; what the client says of itself (the operator behind
-  // sudo, the session's login UID) cannot be checked, so it is recorded as its claim.
-  std::optional<ucred> peer;
-  if (deps_.caller && context != nullptr) peer = deps_.caller(*context);
-  const std::string who = DescribeUnbindCaller(peer, r->who());
-  return Finish(deps_.store->Unbind(r->scope(), acks, who, Host()), r->no_reconcile(), response);
+  return Finish(deps_.store->Unbind(r->scope(), acks, Caller(context, r->who()), Host()),
+                r->no_reconcile(), response);
 }
 
 grpc::Status ControlService::ListProfiles(grpc::ServerContext*,

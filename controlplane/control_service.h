@@ -110,6 +110,9 @@ class ControlService final : public leash::v1::Control::Service {
                               grpc::ServerWriter<leash::v1::WatchDecisionsEvent>*) override;
 
  private:
+  // Who called, for the consent ledger: the peer credentials leashd saw on the socket, then
+  // what the client claims of itself (DescribeUnbindCaller).
+  std::string Caller(grpc::ServerContext* context, absl::string_view claim) const;
   // validate's finding about the host's loopback resolvers (deps_.loopback_resolvers is set).
   leash::v1::Finding LoopbackResolverFinding() const;
   // What the stores need from the host for one judgement: the floor, the agent accounts, the
@@ -123,7 +126,9 @@ class ControlService final : public leash::v1::Control::Service {
                       leash::v1::PolicyWriteResponse* response);
   // Loads the floor, applies `edit`, writes it back (0640 root:<user>), then Finish. An edit
   // that would add an error to validate's judgement (JudgePolicy, engine::ValidateStart) is
-  // refused (kind "validate") naming it; `what` names the edit in that refusal.
+  // refused (kind "validate") naming it; `what` names the edit in that refusal. An edit that
+  // sets a consent refusal and returns true (the edit made, nothing to be written) has that
+  // edit judged by validate too, as its re-run line would make it (engine::CompleteRefusal).
   // `edit_text` makes the same edit in the file's text, which is what is written when it reads
   // back to the edited Config, so the operator's comments and layout stay.
   grpc::Status EditFloor(

@@ -17,6 +17,7 @@
 #include "base/read_file.h"
 #include "controlplane/bindings_lock.h"
 #include "engine/bindings_yaml.h"
+#include "engine/complete_judgement.h"
 #include "engine/config_yaml.h"
 #include "engine/consent.h"
 #include "engine/inert_entries.h"
@@ -112,16 +113,12 @@ std::vector<leash::v1::Finding> JudgePolicy(const HostInputs& host, const leash:
 
 namespace {
 
-// The "validate" refusal of `what` when, written, it would add an error to validate's
-// judgement of the policy (JudgePolicy before and after); nullopt when it adds none.
-std::optional<Refusal> RefuseNewErrors(absl::string_view what, const HostInputs& host,
-                                       const Bindings& bindings_before,
-                                       const engine::ProfileLibrary& profiles_before,
-                                       const Bindings& bindings_after,
-                                       const engine::ProfileLibrary& profiles_after) {
-  return engine::RefuseNewErrors(what,
-                                 JudgePolicy(host, *host.floor, bindings_before, profiles_before),
-                                 JudgePolicy(host, *host.floor, bindings_after, profiles_after));
+// validate's judgement of the policy over host.floor (which must load), as every write is
+// judged by before and after (engine::JudgeBindCompletely and its kin).
+engine::PolicyJudge PolicyJudgeFor(const HostInputs& host) {
+  return [&host](const Bindings& bindings, const engine::ProfileLibrary& profiles) {
+    return JudgePolicy(host, *host.floor, bindings, profiles);
+  };
 }
 
 }  // namespace
@@ -303,6 +300,31 @@ void BindingStore::SweepTempFiles() const {
   }
 }
 
+std::optional<Refusal> BindingStore::RecordConsent(absl::string_view kind, absl::string_view who,
+                                                   absl::string_view scope,
+                                                   absl::string_view profile,
+                                                   const std::vector<std::string>& acks,
+                                                   absl::string_view unchanged,
+                                                   std::vector<std::string>& notices) const {
+  if (acks.empty()) return std::nullopt;
+  UnbindRecord record{options_.now(),
+                      who.empty() ? std::string("unknown (the caller was not given)")
+                                  : std::string(who),
+                      std::string(scope), std::string(profile), acks, std::string(kind)};
+  absl::StatusOr<UnbindLedger::Appended> appended = ledger_.Append(record);
+  if (!appended.ok()) {
+    return engine::MakeRefusal(
+        engine::kRefusalLedger,
+        absl::StrCat("the consent ledger record could not be written to ", ledger_.path(), " (",
+                     appended.status().message(), "), so nothing was written: ", unchanged,
+                     "; fix the ledger (leash validate reports it) and run the command again"));
+  }
+  if (!appended->torn_notice.empty()) notices.push_back(appended->torn_notice);
+  notices.push_back(absl::StrCat("consent recorded in ", ledger_.path(), ": ",
+                                 absl::StrJoin(acks, ", ")));
+  return std::nullopt;
+}
+
 absl::StatusOr<WriteOutcome> BindingStore::SaveProfile(const SaveProfileArgs& args,
                                                        const HostInputs& host) {
   Refusal refusal;
@@ -318,23 +340,22 @@ absl::StatusOr<WriteOutcome> BindingStore::SaveProfile(const SaveProfileArgs& ar
   // "the bindings are re-read and the edit judged against them as they are then".
   ASSIGN_OR_RETURN(Locked locked, LockForWrite());
   const engine::Resolver resolver(*host.floor, locked.bindings, locked.library);
-  engine::ProfileEditJudgement judgement =
-      engine::JudgeProfileEdit(resolver, args.name, *fragment, args.acks, args.from_path);
+  engine::ProfileEditJudgement judgement = engine::JudgeProfileEditCompletely(
+      resolver, args.name, *fragment, args.acks, args.from_path, host.agent_accounts,
+      PolicyJudgeFor(host));
   WriteOutcome outcome;
   outcome.notices = std::move(judgement.notices);
   if (judgement.refusal) {
     outcome.refusal = std::move(judgement.refusal);
     return outcome;
   }
-  {
-    engine::ProfileLibrary after = locked.library;
-    after.insert_or_assign(args.name, *fragment);
-    if (std::optional<Refusal> invalid =
-            RefuseNewErrors(absl::StrCat("saving profile '", args.name, "'"), host, locked.bindings,
-                            locked.library, judgement.bindings, after)) {
-      outcome.refusal = *std::move(invalid);
-      return outcome;
-    }
+  // The consent for the change itself first: a save whose record cannot be written does not
+  // happen.
+  if (std::optional<Refusal> unrecorded = RecordConsent(
+          kLedgerProfileSave, args.who, absl::StrCat("profile:", args.name), args.name,
+          judgement.change_acks, absl::StrCat("profile '", args.name, "' was not saved"),
+          outcome.notices)) {
+    return Refused(*std::move(unrecorded));
   }
 
   // Bindings first: a crash between the two renames leaves consent to a loosening nothing
@@ -406,7 +427,7 @@ absl::StatusOr<WriteOutcome> BindingStore::DeleteProfile(absl::string_view name,
 absl::StatusOr<WriteOutcome> BindingStore::Bind(absl::string_view scope_text,
                                                 absl::string_view profile,
                                                 const std::vector<std::string>& acks,
-                                                const HostInputs& host) {
+                                                const HostInputs& host, absl::string_view who) {
   const std::vector<std::string> words = {"sudo", "leash", "bind", std::string(scope_text),
                                           std::string(profile)};
   const engine::ScopeCheck check =
@@ -436,8 +457,9 @@ absl::StatusOr<WriteOutcome> BindingStore::Bind(absl::string_view scope_text,
   {
     ASSIGN_OR_RETURN(Snapshot snapshot, ReadSnapshot());
     const engine::Resolver resolver(*host.floor, snapshot.bindings, snapshot.profiles);
-    engine::BindJudgement first =
-        engine::JudgeBind(resolver, check.scope, profile, *judged->fragment, acks);
+    engine::BindJudgement first = engine::JudgeBindCompletely(
+        resolver, check.scope, profile, *judged->fragment, acks, host.agent_accounts,
+        PolicyJudgeFor(host));
     if (first.refusal) return Refused(*std::move(first.refusal));
   }
   if (options_.after_bind_judgement_for_testing) options_.after_bind_judgement_for_testing();
@@ -455,24 +477,32 @@ absl::StatusOr<WriteOutcome> BindingStore::Bind(absl::string_view scope_text,
                      "command again to judge the profile as it is now")));
   }
   const engine::Resolver resolver(*host.floor, locked.bindings, locked.library);
-  engine::BindJudgement judgement =
-      engine::JudgeBind(resolver, check.scope, profile, *now->fragment, acks);
+  // Consent and validate in one judgement: a refusal lists every finding, and the re-run line
+  // it prints is one that would be written.
+  engine::BindJudgement judgement = engine::JudgeBindCompletely(
+      resolver, check.scope, profile, *now->fragment, acks, host.agent_accounts,
+      PolicyJudgeFor(host));
   if (judgement.refusal) return Refused(*std::move(judgement.refusal));
-  {
-    Bindings after = locked.bindings;
-    after.Put(judgement.binding);
-    if (std::optional<Refusal> invalid =
-            RefuseNewErrors(absl::StrCat("binding '", profile, "' to ", judgement.binding.scope),
-                            host, locked.bindings, locked.library, after, locked.library)) {
-      return Refused(*std::move(invalid));
-    }
+  WriteOutcome outcome;
+  // The consent for the change itself (a rebind dropping what the old binding denied) is not
+  // the binding's: it goes to the ledger first, and a bind whose record cannot be written does
+  // not happen.
+  const engine::Binding* old = locked.bindings.Find(judgement.binding.scope);
+  if (std::optional<Refusal> unrecorded = RecordConsent(
+          kLedgerBind, who, judgement.binding.scope, judgement.binding.profile,
+          judgement.change_acks,
+          old == nullptr ? absl::StrCat(judgement.binding.scope, " was not bound")
+                         : absl::StrCat(judgement.binding.scope, " is still bound to '",
+                                        old->profile, "'"),
+          outcome.notices)) {
+    return Refused(*std::move(unrecorded));
   }
   locked.bindings.Put(judgement.binding);
   RETURN_IF_ERROR(base::WriteFileAtomically(bindings_path(), engine::EmitBindingsYaml(locked.bindings),
                                       kFileMode));
-  WriteOutcome outcome;
   outcome.written = true;
-  outcome.notices = std::move(judgement.notices);
+  outcome.notices.insert(outcome.notices.begin(), judgement.notices.begin(),
+                         judgement.notices.end());
   return outcome;
 }
 
@@ -484,27 +514,23 @@ absl::StatusOr<WriteOutcome> BindingStore::Unbind(absl::string_view scope,
                                        absl::StrCat("there is no binding for ", scope)));
   }
   ASSIGN_OR_RETURN(Locked locked, LockForWrite());
-  engine::UnbindJudgement judgement = engine::JudgeUnbind(
-      host.floor, locked.bindings, locked.library, scope, host.agent_accounts, acks);
+  engine::UnbindJudgement judgement =
+      host.floor.ok()
+          ? engine::JudgeUnbindCompletely(*host.floor, locked.bindings, locked.library, scope,
+                                          host.agent_accounts, acks, PolicyJudgeFor(host))
+          : engine::JudgeUnbind(host.floor, locked.bindings, locked.library, scope,
+                                host.agent_accounts, acks);
   if (judgement.refusal) return Refused(*std::move(judgement.refusal));
-  if (host.floor.ok()) {
-    Bindings after = locked.bindings;
-    after.Remove(judgement.binding.scope);
-    if (std::optional<Refusal> invalid =
-            RefuseNewErrors(absl::StrCat("unbinding ", judgement.binding.scope), host,
-                            locked.bindings, locked.library, after, locked.library)) {
-      return Refused(*std::move(invalid));
-    }
-  }
 
-  // The record first: "an unbind whose record cannot be written does not happen".
+  // The record first: "an unbind whose record cannot be written does not happen". An unbind
+  // is recorded even when it needed no consent: the record is its audit trail.
   UnbindRecord record{options_.now(), std::string(who), judgement.binding.scope,
                       judgement.binding.profile, judgement.acks};
   absl::StatusOr<UnbindLedger::Appended> appended = ledger_.Append(record);
   if (!appended.ok()) {
     return Refused(engine::MakeRefusal(
         engine::kRefusalLedger,
-        absl::StrCat("the unbind ledger record could not be written (",
+        absl::StrCat("the consent ledger record could not be written (",
                      appended.status().message(), "), so the unbind did not happen: ", scope,
                      " is still bound to '", judgement.binding.profile, "'")));
   }

@@ -121,6 +121,8 @@ struct SaveProfileArgs {
   std::vector<std::string> acks;
   // The file the CLI read the YAML from, for the re-run line (default "<name>.yaml").
   std::string from_path;
+  // Who asked, for the consent ledger (peer credentials, then the client's claim).
+  std::string who;
 };
 
 // A consistent read of bindings and every profile (under the shared lock).
@@ -154,8 +156,10 @@ class BindingStore {
   // `leash profile save`. Under the writer lock: re-reads the bindings, judges the edit
   // against every binding naming the profile as they are then, writes the bindings that gained
   // consent first and the profile second; if the profile write fails, puts the bindings back
-  // before releasing the lock. Refusals: kind "profile" (name, YAML), "entry", "ack",
-  // "loosening" (naming each subject and token), "unjudgeable" (floor unreadable).
+  // before releasing the lock. Consent the edit took for the change itself (a bound subject
+  // resolved before and after, e.g. a deny dropped) is appended to the ledger first, with
+  // args.who. Refusals: kind "profile" (name, YAML), "entry", "ack", "loosening" (naming each
+  // subject and token), "unjudgeable" (floor unreadable), "validate", "ledger".
   absl::StatusOr<WriteOutcome> SaveProfile(const SaveProfileArgs& args, const HostInputs& host);
 
   // `leash profile delete [--ack 'dangling:<scope>']...`. Under the writer lock: a delete that
@@ -169,10 +173,13 @@ class BindingStore {
 
   // `leash bind <scope> <profile> [--ack ...]`. Judges, then under the writer lock re-checks
   // that the profile it judged is still the one on disk (else kind "changed") and judges
-  // again against the bindings as they are then. Refusals: "scope", "profile", "entry",
-  // "ack", "loosening", "changed", "unjudgeable".
+  // again against the bindings as they are then. Consent the change itself took (each reached
+  // subject resolved before and after, e.g. a rebind dropping a deny) is appended to the
+  // ledger, with `who`, before bindings.yaml is written. Refusals: "scope", "profile",
+  // "entry", "ack", "loosening", "changed", "unjudgeable", "validate", "ledger".
   absl::StatusOr<WriteOutcome> Bind(absl::string_view scope, absl::string_view profile,
-                                    const std::vector<std::string>& acks, const HostInputs& host);
+                                    const std::vector<std::string>& acks, const HostInputs& host,
+                                    absl::string_view who = "");
 
   // `leash unbind <scope> [--ack ...]`. Under the writer lock: judges the removal (engine::
   // JudgeUnbind), appends and fsyncs the ledger record {time, who, scope, profile, acks}, and
@@ -203,6 +210,15 @@ class BindingStore {
   struct Locked;
   // Takes the writer lock, sweeps a killed writer's temp files, reads bindings and profiles.
   absl::StatusOr<Locked> LockForWrite() const;
+  // Appends the consent `acks` a write of `kind` took to the ledger (nothing when none); the
+  // "ledger" refusal, saying `unchanged`, when the record cannot be written. Under the writer
+  // lock. Adds to `notices` what it recorded (and a torn line it stepped over).
+  std::optional<leash::v1::Refusal> RecordConsent(absl::string_view kind, absl::string_view who,
+                                                  absl::string_view scope,
+                                                  absl::string_view profile,
+                                                  const std::vector<std::string>& acks,
+                                                  absl::string_view unchanged,
+                                                  std::vector<std::string>& notices) const;
   // Creates the state and profiles folders (0750) when absent.
   absl::Status EnsureFolders() const;
   // bindings.yaml's text (nullopt when absent) and its parse; under a lock held by the caller.

@@ -45,7 +45,7 @@ class PolicyStoreTest : public ::testing::Test {
   WriteOutcome Save(BindingStore& store, const std::string& name, const std::string& yaml,
                     std::vector<std::string> acks = {}) {
     absl::StatusOr<WriteOutcome> outcome =
-        store.SaveProfile({name, yaml, std::move(acks), ""}, host_);
+        store.SaveProfile({name, yaml, std::move(acks), "", "uid 0 (root)"}, host_);
     EXPECT_TRUE(outcome.ok()) << outcome.status();
     return outcome.ok() ? *outcome : WriteOutcome();
   }
@@ -151,7 +151,7 @@ TEST_F(PolicyStoreTest, SaveProfileFailedProfileWritePutsBindingsBack) {
   ASSERT_TRUE(base::RemoveFileDurably(ProfileFile("web-research")).ok());
   WriteRaw(ProfileFile("web-research") + "/blocker", "x");
   absl::StatusOr<WriteOutcome> outcome = store.SaveProfile(
-      {"web-research", kWider, {"agent:leash-iris=network.allow:openai.com"}, ""}, host_);
+      {"web-research", kWider, {"agent:leash-iris=network.allow:openai.com"}, "", ""}, host_);
   EXPECT_FALSE(outcome.ok());
   EXPECT_THAT(outcome.status().message(), HasSubstr("web-research.yaml"));
   EXPECT_EQ(Contents(BindingsFile()), bindings_before);
@@ -530,6 +530,141 @@ TEST_F(PolicyStoreTest, ListsAndShowsProfilesWithWhatTheyAreBoundTo) {
   absl::StatusOr<leash::v1::ListBindingsResponse> bindings = store.ListBindings();
   ASSERT_TRUE(bindings.ok());
   EXPECT_EQ(bindings->bindings_size(), 2);
+}
+
+}  // namespace
+}  // namespace leash::controlplane
+
+namespace leash::controlplane {
+namespace {
+
+// Consent for every write (rule P12): a rebind and a profile re-save that drop a deny are
+// refused like the unbind of it; with its --ack the consent is appended to the ledger (kind,
+// who, what) before the change, and a write whose record cannot be written does not happen.
+class ConsentLedgerTest : public ::testing::Test {
+ protected:
+  BindingStore Store() { return BindingStore(BindingStore::Options{dir_.state()}); }
+  SaveProfileArgs Args(const std::string& name, const std::string& yaml,
+                       std::vector<std::string> acks = {}) {
+    return {name, yaml, std::move(acks), "", "uid 0 (root); claimed by the client: alice"};
+  }
+  // The store with `no-py` and `no-paste` saved and agent:leash-vader bound to no-py.
+  BindingStore Bound() {
+    BindingStore store = Store();
+    EXPECT_TRUE(store.SaveProfile(Args("no-py", "commands: {deny: [python3]}\n"), host_)->written);
+    EXPECT_TRUE(
+        store.SaveProfile(Args("no-paste", "commands: {deny: [xclip]}\n"), host_)->written);
+    EXPECT_TRUE(store.Bind("agent:leash-vader", "no-py", {}, host_, "root")->written);
+    return store;
+  }
+  std::string BindingsFile() { return dir_.state() + "/bindings.yaml"; }
+
+  TempStateDir dir_;
+  HostInputs host_ = Host(R"(
+user: fido
+commands: {mode: blacklist, deny: [ssh]}
+)",
+                          {"leash-vader"});
+};
+
+TEST_F(ConsentLedgerTest, ARebindDroppingADenyIsRefusedThenRecordedBeforeItIsWritten) {
+  BindingStore store = Bound();
+  absl::StatusOr<WriteOutcome> refused = store.Bind("agent:leash-vader", "no-paste", {}, host_,
+                                                    "uid 0 (root)");
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  ASSERT_TRUE(refused->refusal.has_value());
+  EXPECT_EQ(refused->refusal->kind(), "loosening");
+  EXPECT_THAT(refused->refusal->message(),
+              HasSubstr("replaces agent:leash-vader's binding to 'no-py'"));
+  EXPECT_EQ(refused->refusal->rerun(),
+            "sudo leash bind agent:leash-vader no-paste --ack 'unset.deny:commands:python3'");
+  EXPECT_EQ(Contents(store.ledger().path()), "<absent>");
+
+  absl::StatusOr<WriteOutcome> acked = store.Bind(
+      "agent:leash-vader", "no-paste", {"unset.deny:commands:python3"}, host_, "uid 0 (root)");
+  ASSERT_TRUE(acked.ok()) << acked.status();
+  EXPECT_TRUE(acked->written);
+  absl::StatusOr<LedgerContents> ledger = store.ledger().Read();
+  ASSERT_TRUE(ledger.ok()) << ledger.status();
+  ASSERT_EQ(ledger->records.size(), 1u);
+  EXPECT_EQ(ledger->records[0].kind, "bind");
+  EXPECT_EQ(ledger->records[0].who, "uid 0 (root)");
+  EXPECT_EQ(ledger->records[0].scope, "agent:leash-vader");
+  EXPECT_EQ(ledger->records[0].profile, "no-paste");
+  EXPECT_THAT(ledger->records[0].acks, ElementsAre("unset.deny:commands:python3"));
+  // The consent is the change's, not the binding's: the binding carries none.
+  absl::StatusOr<Snapshot> snapshot = store.ReadSnapshot();
+  ASSERT_TRUE(snapshot.ok());
+  EXPECT_THAT(snapshot->bindings.Find("agent:leash-vader")->acks, IsEmpty());
+}
+
+TEST_F(ConsentLedgerTest, ARebindWhoseRecordCannotBeWrittenDoesNotHappen) {
+  BindingStore store = Bound();
+  const std::string before = Contents(BindingsFile());
+  // The ledger cannot be opened for appending: its path is a folder.
+  ASSERT_EQ(mkdir(store.ledger().path().c_str(), 0700), 0);
+  absl::StatusOr<WriteOutcome> outcome = store.Bind(
+      "agent:leash-vader", "no-paste", {"unset.deny:commands:python3"}, host_, "uid 0 (root)");
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_FALSE(outcome->written);
+  ASSERT_TRUE(outcome->refusal.has_value());
+  EXPECT_EQ(outcome->refusal->kind(), "ledger");
+  EXPECT_THAT(outcome->refusal->message(),
+              HasSubstr("agent:leash-vader is still bound to 'no-py'"));
+  EXPECT_EQ(Contents(BindingsFile()), before);
+}
+
+TEST_F(ConsentLedgerTest, AProfileResaveDroppingADenyIsRefusedThenRecordedBeforeItIsWritten) {
+  BindingStore store = Bound();
+  const std::string profile = dir_.state() + "/profiles/no-py.yaml";
+  absl::StatusOr<WriteOutcome> refused =
+      store.SaveProfile(Args("no-py", "commands: {deny: []}\n"), host_);
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  ASSERT_TRUE(refused->refusal.has_value());
+  EXPECT_EQ(refused->refusal->rerun(),
+            "sudo leash profile save no-py --from no-py.yaml --ack "
+            "'agent:leash-vader=unset.deny:commands:python3'");
+  EXPECT_EQ(Contents(profile), "commands: {deny: [python3]}\n");
+  EXPECT_EQ(Contents(store.ledger().path()), "<absent>");
+
+  absl::StatusOr<WriteOutcome> acked = store.SaveProfile(
+      Args("no-py", "commands: {deny: []}\n", {"agent:leash-vader=unset.deny:commands:python3"}),
+      host_);
+  ASSERT_TRUE(acked.ok()) << acked.status();
+  EXPECT_TRUE(acked->written);
+  absl::StatusOr<LedgerContents> ledger = store.ledger().Read();
+  ASSERT_TRUE(ledger.ok()) << ledger.status();
+  ASSERT_EQ(ledger->records.size(), 1u);
+  EXPECT_EQ(ledger->records[0].kind, "profile-save");
+  EXPECT_EQ(ledger->records[0].who, "uid 0 (root); claimed by the client: alice");
+  EXPECT_EQ(ledger->records[0].profile, "no-py");
+  EXPECT_THAT(ledger->records[0].acks,
+              ElementsAre("agent:leash-vader=unset.deny:commands:python3"));
+}
+
+TEST_F(ConsentLedgerTest, AProfileResaveWhoseRecordCannotBeWrittenDoesNotHappen) {
+  BindingStore store = Bound();
+  const std::string profile = dir_.state() + "/profiles/no-py.yaml";
+  ASSERT_EQ(mkdir(store.ledger().path().c_str(), 0700), 0);
+  absl::StatusOr<WriteOutcome> outcome = store.SaveProfile(
+      Args("no-py", "commands: {deny: []}\n", {"agent:leash-vader=unset.deny:commands:python3"}),
+      host_);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_FALSE(outcome->written);
+  ASSERT_TRUE(outcome->refusal.has_value());
+  EXPECT_EQ(outcome->refusal->kind(), "ledger");
+  EXPECT_EQ(Contents(profile), "commands: {deny: [python3]}\n");
+}
+
+TEST_F(ConsentLedgerTest, AWriteThatOnlyTightensNeedsNoConsentAndWritesNoRecord) {
+  BindingStore store = Bound();
+  EXPECT_TRUE(store.SaveProfile(Args("strict", "commands: {deny: [python3, xclip]}\n"), host_)
+                  ->written);
+  EXPECT_TRUE(store.Bind("agent:leash-vader", "strict", {}, host_, "root")->written);
+  EXPECT_TRUE(store.SaveProfile(Args("strict", "commands: {deny: [python3, xclip, gcc]}\n"),
+                                host_)
+                  ->written);
+  EXPECT_EQ(Contents(store.ledger().path()), "<absent>");
 }
 
 }  // namespace

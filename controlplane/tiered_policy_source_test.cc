@@ -109,7 +109,7 @@ TEST_F(TieredPolicySourceTest, AnInvalidOrUnreadableListFailsTheSubjectClosedNam
 TEST_F(TieredPolicySourceTest, AProfileAddingAListNeedsConsentToTheListByName) {
   const HostInputs host = Host(kFloor, {"leash-iris"});
   absl::StatusOr<WriteOutcome> saved = store_.SaveProfile(
-      {"tools", "filesystem: {allow: [\"@work\", \"@extra\"]}\n", {}, ""}, host);
+      {"tools", "filesystem: {allow: [\"@work\", \"@extra\"]}\n", {}, "", ""}, host);
   ASSERT_TRUE(saved.ok()) << saved.status();
   absl::StatusOr<WriteOutcome> refused = store_.Bind("agent:leash-iris", "tools", {}, host);
   ASSERT_TRUE(refused.ok()) << refused.status();

@@ -13,7 +13,9 @@ namespace leash::controlplane {
 namespace {
 
 constexpr char kTimeFormat[] = "%Y-%m-%dT%H:%M:%E*SZ";
-constexpr absl::string_view kKeys[] = {"time", "who", "scope", "profile", "acks"};
+constexpr absl::string_view kKeys[] = {"time", "who", "kind", "scope", "profile", "acks"};
+constexpr absl::string_view kKinds[] = {kLedgerUnbind, kLedgerBind, kLedgerProfileSave,
+                                        kLedgerProfileDelete, kLedgerFloorEdit};
 
 // `text` as a JSON string literal (quotes and escapes by protobuf's JSON printer).
 std::string JsonString(const std::string& text) {
@@ -47,7 +49,8 @@ std::string FormatUnbindRecord(const UnbindRecord& record) {
   for (const std::string& ack : record.acks) acks.push_back(JsonString(ack));
   return absl::StrCat(
       "{\"time\":", JsonString(absl::FormatTime(kTimeFormat, record.time, absl::UTCTimeZone())),
-      ",\"who\":", JsonString(record.who), ",\"scope\":", JsonString(record.scope),
+      ",\"who\":", JsonString(record.who), ",\"kind\":", JsonString(record.kind),
+      ",\"scope\":", JsonString(record.scope),
       ",\"profile\":", JsonString(record.profile), ",\"acks\":[", absl::StrJoin(acks, ","),
       "]}\n");
 }
@@ -78,6 +81,14 @@ absl::StatusOr<UnbindRecord> ParseUnbindRecord(absl::string_view line) {
     absl::StatusOr<std::string> value = StringField(object, key);
     if (!value.ok()) return value.status();
     *out = *std::move(value);
+  }
+  if (object.fields().find("kind") != object.fields().end()) {
+    absl::StatusOr<std::string> kind = StringField(object, "kind");
+    if (!kind.ok()) return kind.status();
+    if (std::find(std::begin(kKinds), std::end(kKinds), *kind) == std::end(kKinds)) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown \"kind\" \"", *kind, "\""));
+    }
+    record.kind = *std::move(kind);
   }
   auto acks = object.fields().find("acks");
   if (acks == object.fields().end() ||

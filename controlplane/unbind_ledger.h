@@ -1,18 +1,21 @@
-// The unbind ledger, /var/lib/leash/unbinds.jsonl: the consent an unbind took, kept because
-// the unbind deletes the binding the acks would have lived on. Append-only, one JSON object a
-// line: {"time","who","scope","profile","acks"}.
+// The consent ledger, /var/lib/leash/unbinds.jsonl (the name it had when only unbinds wrote
+// it, kept so that every record, old and new, is in one file): the consent a write took that
+// does not live on a binding. An unbind deletes the binding its acks would have lived on; a
+// rebind, a profile save or delete and a global bind take consent for the change itself (each
+// reached subject resolved before and after, engine/change_consent.h). Append-only, one JSON
+// object a line: {"time","who","kind","scope","profile","acks"} ("kind" absent: an unbind,
+// as every line written before other writes recorded here).
 //
-// API (for BindingStore::Unbind and leashd's validate/status):
+// API (for BindingStore's writes and leashd's validate/status):
 //   FormatUnbindRecord / ParseUnbindRecord   one line <-> UnbindRecord (pure; fuzzed).
 //   ParseLedger(content)                     every record, and every line that is not one —
 //                                            a torn last line (no newline) is reported as
 //                                            torn, never silently dropped.
 //   UnbindLedger::Append                     one write(2) + fsync (atomic_file AppendAndSync),
-//                                            made before the binding is removed.
+//                                            made before the change is written.
 //
-// An unbind's acknowledgements go to this append-only ledger, /var/lib/leash/unbinds.jsonl, before
-// the binding is removed, and an unbind whose record cannot be written does not happen
-// (docs/ARCHITECTURE.md, rule P6).
+// A write's consent goes to this append-only ledger before the change, and a write whose
+// record cannot be written does not happen (docs/ARCHITECTURE.md, rules P6 and P12).
 #pragma once
 
 #include <cstddef>
@@ -27,17 +30,27 @@ namespace leash::controlplane {
 
 inline constexpr absl::string_view kUnbindLedgerName = "unbinds.jsonl";
 
+// The write a record is for ("kind").
+inline constexpr absl::string_view kLedgerUnbind = "unbind";
+inline constexpr absl::string_view kLedgerBind = "bind";
+inline constexpr absl::string_view kLedgerProfileSave = "profile-save";
+inline constexpr absl::string_view kLedgerProfileDelete = "profile-delete";
+inline constexpr absl::string_view kLedgerFloorEdit = "floor-edit";
+
 struct UnbindRecord {
   absl::Time time;
   // Who asked: e.g. "uid 0 (root)"; the caller's identity as the admin socket saw it.
   std::string who;
   std::string scope;
   std::string profile;
-  // The consent the removal needed, "<field>:<value>" each.
+  // The consent the write needed, "<field>:<value>" each ("agent:<account>=<field>:<value>"
+  // for a profile save).
   std::vector<std::string> acks;
+  // The write: kLedgerUnbind, kLedgerBind, ... (an old line without "kind" is an unbind).
+  std::string kind = std::string(kLedgerUnbind);
   bool operator==(const UnbindRecord& other) const {
     return time == other.time && who == other.who && scope == other.scope &&
-           profile == other.profile && acks == other.acks;
+           profile == other.profile && acks == other.acks && kind == other.kind;
   }
 };
 
@@ -45,7 +58,7 @@ struct UnbindRecord {
 std::string FormatUnbindRecord(const UnbindRecord& record);
 
 // Parses one line (without its '\n'). InvalidArgument for anything that is not exactly a
-// record: not JSON, a missing or unknown key, a wrong type, a bad time.
+// record: not JSON, a missing or unknown key, a wrong type, a bad time, an unknown kind.
 absl::StatusOr<UnbindRecord> ParseUnbindRecord(absl::string_view line);
 
 struct LedgerProblem {

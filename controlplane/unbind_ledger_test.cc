@@ -50,6 +50,30 @@ TEST(UnbindLedger, RefusesAnythingThatIsNotExactlyARecord) {
               HasSubstr("no \"who\""));
 }
 
+// The ledger records every write's consent, each line naming its kind; a line written before
+// other writes recorded here has no "kind" and is an unbind.
+TEST(ConsentLedger, EachRecordNamesItsWriteAndAnOldLineIsAnUnbind) {
+  UnbindRecord rebind = Record();
+  rebind.kind = std::string(kLedgerBind);
+  rebind.acks = {"unset.deny:commands:python3"};
+  const std::string line = FormatUnbindRecord(rebind);
+  EXPECT_THAT(line, HasSubstr("\"kind\":\"bind\""));
+  absl::StatusOr<UnbindRecord> back = ParseUnbindRecord(line.substr(0, line.size() - 1));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, rebind);
+
+  absl::StatusOr<UnbindRecord> old = ParseUnbindRecord(
+      "{\"time\":\"2026-01-01T00:00:00Z\",\"who\":\"r\",\"scope\":\"global\","
+      "\"profile\":\"p\",\"acks\":[]}");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->kind, "unbind");
+  EXPECT_THAT(ParseUnbindRecord("{\"time\":\"2026-01-01T00:00:00Z\",\"who\":\"r\",\"kind\":"
+                                "\"rename\",\"scope\":\"global\",\"profile\":\"p\",\"acks\":[]}")
+                  .status()
+                  .message(),
+              HasSubstr("unknown \"kind\" \"rename\""));
+}
+
 TEST(UnbindLedger, TornLastLineIsDetectedNotDropped) {
   const std::string good = FormatUnbindRecord(Record());
   LedgerContents contents = ParseLedger(good + good.substr(0, 20));

@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/change_consent.h"
 #include "engine/inert_entries.h"
 #include "engine/refusal.h"
 #include "engine/validate.h"
@@ -54,24 +55,6 @@ Finding MakeFinding(leash::v1::Severity severity, std::string source, std::strin
   return finding;
 }
 
-// Agents whose binding would not resolve once `next` is in force (for bind global's notice).
-void NoticeAgentsFailingUnder(const Config& floor, const Bindings& next,
-                              const ProfileLibrary& profiles, std::vector<std::string>& notices) {
-  Resolver resolver(floor, next, profiles);
-  if (!resolver.folded()) return;
-  for (const Binding& binding : next.entries()) {
-    absl::StatusOr<Scope> scope = ParseScope(binding.scope);
-    if (!scope.ok() || scope->is_global()) continue;
-    ResolvedSubject subject = resolver.ResolveAgent(scope->account);
-    if (!subject.ok() && subject.failure->scope == binding.scope) {
-      notices.push_back(absl::StrCat("after this, ", binding.scope,
-                                     " does not resolve and is denied everything at its next "
-                                     "run start: ",
-                                     subject.failure->message));
-    }
-  }
-}
-
 }  // namespace
 
 std::vector<FieldChange> BindingLoosenings(const Resolver& current, const Scope& scope,
@@ -110,7 +93,8 @@ Refusal RefuseScope(const ScopeCheck& check, std::vector<std::string> words, siz
 
 BindJudgement JudgeBind(const Resolver& current, const Scope& scope,
                         absl::string_view profile_name, const Config& fragment,
-                        const std::vector<std::string>& acks) {
+                        const std::vector<std::string>& acks,
+                        const std::vector<std::string>& agent_accounts) {
   BindJudgement judgement;
   const std::string scope_text = scope.ToString();
   if ((judgement.refusal = CheckAcks(acks))) return judgement;
@@ -119,33 +103,65 @@ BindJudgement JudgeBind(const Resolver& current, const Scope& scope,
            RefuseInertEntries(absl::StrCat("profile '", profile_name, "'"), fragment))) {
     return judgement;
   }
+  const Binding* old = current.bindings().Find(scope_text);
+  // Said before anything is written: in the refusal, and in what a written bind reports.
+  const std::string replaces =
+      old == nullptr ? std::string()
+                     : absl::StrCat("replaces ", scope_text, "'s binding to '", old->profile, "'");
 
+  // What the binding's own acks cover: the fragment judged against the floor (and the base).
   const std::vector<FieldChange> loosenings = BindingLoosenings(current, scope, fragment);
-  const std::vector<FieldChange> missing = Unacknowledged(loosenings, acks);
+  // What the write changes for each subject it reaches, resolved before and after as if the
+  // binding carried its consent: a rebind is an unbind plus a bind.
+  Binding next{scope_text, std::string(profile_name), Tokens(loosenings)};
+  Bindings after_bindings = current.bindings();
+  after_bindings.Put(next);
+  ProfileLibrary after_profiles = current.profiles();
+  after_profiles.insert_or_assign(std::string(profile_name), fragment);
+  const Resolver after(current.floor(), after_bindings, after_profiles);
+  Reached reached;
+  if (scope.is_global()) {
+    reached.agents = ReachedAgents(agent_accounts, current.bindings(), after_bindings);
+    reached.configured_user = true;
+  } else {
+    reached.agents = {scope.account};
+  }
+  const ResolvedChange change = JudgeResolvedChange(current, after, reached);
+  const std::vector<FieldChange> change_loosenings = change.ByToken();
+  std::vector<FieldChange> all = loosenings;
+  MergeByToken(all, change_loosenings);
+
+  const std::vector<FieldChange> missing = Unacknowledged(all, acks);
   if (!missing.empty()) {
+    const std::string what = absl::StrCat(
+        "binding profile '", profile_name, "'", scope.is_global() ? " globally" : " to ",
+        scope.is_global() ? "" : scope_text,
+        replaces.empty() ? "" : absl::StrCat(" (it ", replaces, ")"));
     Refusal refusal = MakeRefusal(
         kRefusalLoosening,
         scope.is_global()
-            ? absl::StrCat("binding profile '", profile_name,
-                           "' globally loosens the floor for every subject on the host in ",
-                           Ways(missing.size()),
-                           " without consent; each needs its own --ack")
-            : absl::StrCat("binding profile '", profile_name, "' to ", scope_text,
-                           " loosens its policy in ", Ways(missing.size()),
+            ? absl::StrCat(what, " loosens the floor for every subject on the host in ",
+                           Ways(missing.size()), " without consent; each needs its own --ack")
+            : absl::StrCat(what, " loosens its policy in ", Ways(missing.size()),
                            " without consent; each needs its own --ack"));
     for (const FieldChange& change : missing) AddLoosening(refusal, scope_text, change);
     refusal.set_rerun(RenderCommand({"sudo", "leash", "bind", scope_text,
                                      std::string(profile_name)},
-                                    Tokens(loosenings)));
+                                    Tokens(all)));
     judgement.refusal = std::move(refusal);
     return judgement;
   }
 
-  judgement.binding.scope = scope_text;
-  judgement.binding.profile = std::string(profile_name);
-  judgement.binding.acks = Tokens(loosenings);
-  const absl::flat_hash_set<std::string> needed(judgement.binding.acks.begin(),
-                                                judgement.binding.acks.end());
+  judgement.binding = std::move(next);
+  // What the binding's own acks carry is recorded there; the rest is consent to the change.
+  for (const std::string& token : Tokens(change_loosenings)) {
+    if (std::find(judgement.binding.acks.begin(), judgement.binding.acks.end(), token) ==
+        judgement.binding.acks.end()) {
+      judgement.change_acks.push_back(token);
+    }
+  }
+  const std::vector<std::string> needed_tokens = Tokens(all);
+  const absl::flat_hash_set<std::string> needed(needed_tokens.begin(), needed_tokens.end());
   for (const std::string& ack : acks) {
     if (!needed.contains(ack)) {
       judgement.notices.push_back(absl::StrCat(
@@ -153,26 +169,20 @@ BindJudgement JudgeBind(const Resolver& current, const Scope& scope,
           " performs no such loosening, so it is not recorded"));
     }
   }
-  if (const Binding* old = current.bindings().Find(scope_text); old != nullptr) {
-    judgement.notices.push_back(absl::StrCat("replaces ", scope_text, "'s binding to '",
-                                             old->profile, "'"));
-  }
+  if (!replaces.empty()) judgement.notices.push_back(replaces);
   if (scope.is_global()) {
     judgement.notices.push_back(
         "bind global changes the floor for every subject on the host");
-    Bindings next = current.bindings();
-    next.Put(judgement.binding);
-    ProfileLibrary profiles = current.profiles();
-    profiles.insert_or_assign(std::string(profile_name), fragment);
-    NoticeAgentsFailingUnder(current.floor(), next, profiles, judgement.notices);
   }
+  for (const std::string& notice : change.notices) judgement.notices.push_back(notice);
   return judgement;
 }
 
 ProfileEditJudgement JudgeProfileEdit(const Resolver& current, absl::string_view name,
                                       const Config& fragment,
                                       const std::vector<std::string>& agent_acks,
-                                      absl::string_view from_path) {
+                                      absl::string_view from_path,
+                                      const std::vector<std::string>& agent_accounts) {
   ProfileEditJudgement judgement;
   judgement.bindings = current.bindings();
   const std::string profile(name);
@@ -199,12 +209,17 @@ ProfileEditJudgement JudgeProfileEdit(const Resolver& current, absl::string_view
     given[scope].push_back(ack->token);
   }
 
-  Refusal refusal = MakeRefusal(kRefusalLoosening, "");
-  std::vector<std::string> rerun_acks;
-  std::vector<std::string> loosened_scopes;
-  bool global_loosened = false;
+  // The edit resolved for every subject it reaches, before and after, as if each binding
+  // naming the profile carried the consent the floor check asks of it.
+  Bindings after_bindings = current.bindings();
+  ProfileLibrary after_profiles = current.profiles();
+  after_profiles.insert_or_assign(profile, fragment);
+  Reached reached;
+  bool global_bound = false;
   std::optional<std::vector<FieldChange>> for_global;
   std::optional<std::vector<FieldChange>> for_agents;
+  // Each binding naming the profile, with what the floor check asks of it.
+  std::vector<std::pair<const Binding*, const std::vector<FieldChange>*>> named;
   for (const Binding* binding : current.bindings().NamingProfile(name)) {
     absl::StatusOr<Scope> scope = ParseScope(binding->scope);
     if (!scope.ok()) {
@@ -216,36 +231,89 @@ ProfileEditJudgement JudgeProfileEdit(const Resolver& current, absl::string_view
     // Every agent bound to the profile is judged against the same bases: compute it once.
     std::optional<std::vector<FieldChange>>& cached = scope->is_global() ? for_global : for_agents;
     if (!cached) cached = BindingLoosenings(current, *scope, fragment);
-    const std::vector<FieldChange>& loosenings = *cached;
-    const std::vector<std::string> tokens = Tokens(loosenings);
+    named.emplace_back(binding, &*cached);
+    Binding consented = *binding;
+    for (const std::string& token : Tokens(*cached)) {
+      if (std::find(consented.acks.begin(), consented.acks.end(), token) ==
+          consented.acks.end()) {
+        consented.acks.push_back(token);
+      }
+    }
+    after_bindings.Put(std::move(consented));
+    if (scope->is_global()) {
+      global_bound = true;
+    } else {
+      reached.agents.push_back(scope->account);
+    }
+  }
+  if (global_bound) {
+    reached.agents = ReachedAgents(agent_accounts, current.bindings(), after_bindings);
+    reached.configured_user = true;
+  }
+  const Resolver after(current.floor(), after_bindings, after_profiles);
+  const ResolvedChange change = JudgeResolvedChange(current, after, reached);
+  for (const std::string& notice : change.notices) judgement.notices.push_back(notice);
+
+  Refusal refusal = MakeRefusal(kRefusalLoosening, "");
+  std::vector<std::string> rerun_acks;
+  std::vector<std::string> loosened_scopes;
+  bool global_loosened = false;
+  absl::flat_hash_set<std::string> own_subjects;  // agents whose own binding names the profile
+  for (const auto& [binding, loosenings] : named) {
+    const bool is_global = binding->scope == "global";
+    if (!is_global) own_subjects.insert(binding->scope);
+    const std::vector<std::string> tokens = Tokens(*loosenings);
     const absl::flat_hash_set<std::string> performed(tokens.begin(), tokens.end());
+    // What the change itself asks of this agent: consent given with this save only.
+    const std::vector<FieldChange> changed =
+        is_global ? std::vector<FieldChange>() : change.For(binding->scope);
+    std::vector<std::string> changed_tokens = Tokens(changed);
+    const absl::flat_hash_set<std::string> for_change(changed_tokens.begin(),
+                                                      changed_tokens.end());
     std::vector<std::string> acks = binding->acks;
     bool gained = false;
     for (const std::string& token : given[binding->scope]) {
-      if (!performed.contains(token)) {
+      if (!performed.contains(token) && !for_change.contains(token)) {
         judgement.notices.push_back(absl::StrCat(
             "--ack '", binding->scope, "=", token, "' is not needed: the edit performs no such "
             "loosening for ", binding->scope, ", so it is not recorded"));
-      } else if (std::find(acks.begin(), acks.end(), token) == acks.end()) {
+      } else if (performed.contains(token) &&
+                 std::find(acks.begin(), acks.end(), token) == acks.end()) {
         acks.push_back(token);
         gained = true;
       }
     }
-    const std::vector<FieldChange> missing = Unacknowledged(loosenings, acks);
+    std::vector<FieldChange> missing = Unacknowledged(*loosenings, acks);
+    {
+      absl::flat_hash_set<std::string> listed;
+      for (const FieldChange& c : missing) listed.insert(c.ack_token);
+      for (const FieldChange& c : Unacknowledged(changed, given[binding->scope])) {
+        if (listed.insert(c.ack_token).second) missing.push_back(c);
+      }
+    }
     for (FieldChange change : missing) {
       // The token as a profile save takes it: 'agent:<account>=<token>'. A global binding's
       // consent is never taken by a save (the message says how), so it gets no --ack line.
       change.ack_token =
-          scope->is_global() ? "" : absl::StrCat(binding->scope, "=", change.ack_token);
+          is_global ? "" : absl::StrCat(binding->scope, "=", change.ack_token);
       AddLoosening(refusal, binding->scope, change);
     }
     if (!missing.empty()) {
       loosened_scopes.push_back(absl::StrCat(binding->scope, " (", Ways(missing.size()), ")"));
-      global_loosened |= scope->is_global();
+      global_loosened |= is_global;
     }
-    if (!scope->is_global()) {
-      for (const FieldChange& change : loosenings) {
+    if (!is_global) {
+      std::vector<FieldChange> all = *loosenings;
+      MergeByToken(all, changed);
+      for (const FieldChange& change : all) {
         rerun_acks.push_back(absl::StrCat(binding->scope, "=", change.ack_token));
+      }
+      // What the binding's own acks carry is recorded there; the rest is consent to the
+      // change, for the ledger.
+      for (const std::string& token : changed_tokens) {
+        if (std::find(acks.begin(), acks.end(), token) == acks.end()) {
+          judgement.change_acks.push_back(absl::StrCat(binding->scope, "=", token));
+        }
       }
     }
     for (const std::string& ack : acks) {
@@ -261,6 +329,36 @@ ProfileEditJudgement JudgeProfileEdit(const Resolver& current, absl::string_view
       judgement.bindings.Put(std::move(updated));
       judgement.gained.push_back(binding->scope);
     }
+  }
+  // Subjects the edit reaches through the global binding and not through a binding of their
+  // own: their consent is the global binding's, which a save never takes.
+  // Each such loosening is listed once, and not again when the global binding's own line
+  // already names the same change.
+  absl::flat_hash_set<std::string> listed_for_global;
+  for (const leash::v1::Loosening& listed : refusal.loosenings()) {
+    if (listed.scope() == "global") {
+      listed_for_global.insert(absl::StrCat(listed.field(), "\n", listed.value()));
+    }
+  }
+  std::vector<std::string> through_global;
+  for (const SubjectLoosening& loosening : change.loosenings) {
+    if (own_subjects.contains(loosening.subject)) continue;
+    if (!listed_for_global
+             .insert(absl::StrCat(loosening.change.field, "\n", loosening.change.value))
+             .second) {
+      continue;
+    }
+    if (std::find(through_global.begin(), through_global.end(), loosening.subject) ==
+        through_global.end()) {
+      through_global.push_back(loosening.subject);
+    }
+    FieldChange shown = loosening.change;
+    shown.ack_token = "";
+    AddLoosening(refusal, loosening.subject, shown);
+  }
+  for (const std::string& subject : through_global) {
+    loosened_scopes.push_back(absl::StrCat(subject, " (through the global binding)"));
+    global_loosened = true;
   }
 
   if (refusal.loosenings_size() > 0) {
@@ -283,6 +381,7 @@ ProfileEditJudgement JudgeProfileEdit(const Resolver& current, absl::string_view
     refusal.set_message(std::move(message));
     judgement.refusal = std::move(refusal);
     judgement.gained.clear();
+    judgement.change_acks.clear();
   }
   return judgement;
 }

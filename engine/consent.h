@@ -23,6 +23,9 @@
 //    the resolver would refuse late is refused at write time instead, with the same token.
 //  - An unbind resolves the subject twice, with the binding and without it, exactly as run
 //    start would, and asks the same loosening rules of every field that differs.
+//  - So does every other write (change_consent.h): a bind (a rebind is an unbind plus a bind)
+//    and a profile save resolve each subject they reach before and after; the consent this
+//    takes is for the change itself and goes to the consent ledger, not onto a binding.
 #pragma once
 
 #include <optional>
@@ -62,18 +65,27 @@ struct BindJudgement {
   // The binding to write: the scope, the profile, and the consent it needs (the given acks that
   // match a loosening, in loosening order). Given acks that match nothing are not recorded.
   Binding binding;
+  // The consent the change itself took (change_consent.h: each subject resolved before and
+  // after) that the binding's own acks do not carry: recorded in the consent ledger before the
+  // write (a first bind's usually all lives on the binding; a rebind's drop of an old deny
+  // never does).
+  std::vector<std::string> change_acks;
   // Said out loud: bind global changes the floor for every subject; acks not needed; a binding
   // replaced; agents that would fail to resolve under a new global binding.
   std::vector<std::string> notices;
 };
 
 // Judges binding `profile_name` (whose fragment is `fragment`) to `scope` with `acks` (each
-// "<field>:<value>"), against `current` (the floor and bindings as they are). Refuses: a
-// malformed ack (kind "ack"); inert entries (kind "entry"); every unacknowledged loosening
-// (kind "loosening", with the whole re-run line).
+// "<field>:<value>"), against `current` (the floor and bindings as they are). Two judgements,
+// one refusal: the fragment against the floor (what the binding's own acks cover) and each
+// subject the bind reaches resolved before and after (a rebind drops what the old binding
+// denied; `agent_accounts` adds the discovered agents a global bind reaches). Refuses: a
+// malformed ack (kind "ack"); inert entries (kind "entry"); every unacknowledged loosening of
+// either (kind "loosening", naming a binding it replaces, with the whole re-run line).
 BindJudgement JudgeBind(const Resolver& current, const Scope& scope,
                         absl::string_view profile_name, const leash::v1::Config& fragment,
-                        const std::vector<std::string>& acks);
+                        const std::vector<std::string>& acks,
+                        const std::vector<std::string>& agent_accounts = {});
 
 struct ProfileEditJudgement {
   std::optional<leash::v1::Refusal> refusal;
@@ -81,6 +93,10 @@ struct ProfileEditJudgement {
   Bindings bindings;
   // Scopes whose binding gained consent (written first, before the profile).
   std::vector<std::string> gained;
+  // The consent the change itself took that the binding does not carry, "agent:<account>=
+  // <token>" each (each bound subject resolved before and after): recorded in the consent
+  // ledger before the write.
+  std::vector<std::string> change_acks;
   std::vector<std::string> notices;
 };
 
@@ -88,12 +104,16 @@ struct ProfileEditJudgement {
 // edit's per-agent consent `agent_acks` ("agent:<account>=<field>:<value>"; each appended to
 // that agent's binding only). Refuses (kind "ack") consent for an agent not bound to `name`,
 // or for the global binding; refuses (kind "loosening") an edit that loosens any bound subject
-// beyond its own acks, naming each subject and token. `from_path` is the file the operator
-// saved from, for the re-run line.
+// beyond its own acks, naming each subject and token, and an edit that loosens what a bound
+// subject resolves to (each resolved before and after: a deny the edit drops is its
+// unset.deny), whose consent is given with the save and recorded in the ledger, not on the
+// binding. A subject reached through the global binding is never consented for this way.
+// `from_path` is the file the operator saved from, for the re-run line.
 ProfileEditJudgement JudgeProfileEdit(const Resolver& current, absl::string_view name,
                                       const leash::v1::Config& fragment,
                                       const std::vector<std::string>& agent_acks,
-                                      absl::string_view from_path);
+                                      absl::string_view from_path,
+                                      const std::vector<std::string>& agent_accounts = {});
 
 struct UnbindJudgement {
   std::optional<leash::v1::Refusal> refusal;

@@ -736,10 +736,11 @@ TEST(JudgeBind, TighteningTheFloorLeavesAnAgentWhoseProfileSetsThatListResolved)
                                                leash::v1::SEVERITY_CRITICAL))));
 }
 
-// "A bind or a profile edit is judged against the floor": an edit that drops a deny the
-// profile itself added is judged against the floor file, where that deny never was, so it asks
-// for nothing; the floor's own deny stays in force for every bound agent.
-TEST(JudgeProfileEdit, AnEditIsJudgedAgainstTheFloorAndNeverDropsAFloorDeny) {
+// An edit that drops a deny the profile itself added is judged against the floor file, where
+// that deny never was, so the floor check asks nothing; but every bound subject resolved before
+// and after loses it, so the edit needs that subject's unset.deny (rule P12) — and the floor's
+// own deny stays in force for every bound agent either way.
+TEST(JudgeProfileEdit, AnEditThatDropsAProfileDenyNeedsConsentAndNeverDropsAFloorDeny) {
   World w;
   w.floor = Floor(kForbiddenFloor);
   w.bindings.Put({"agent:leash-iris", "p", {}});
@@ -747,9 +748,20 @@ TEST(JudgeProfileEdit, AnEditIsJudgedAgainstTheFloorAndNeverDropsAFloorDeny) {
   w.profiles = Library({{"p", "commands: {deny: [curl]}"}, {"g", "commands: {deny: [wget]}"}});
   for (const char* edit : {"commands: {deny: [okay]}", "commands: {deny: []}"}) {
     ProfileEditJudgement agent = JudgeProfileEdit(w.resolver(), "p", Fragment(edit), {}, "p.yaml");
-    EXPECT_FALSE(agent.refusal.has_value()) << edit << ": " << RenderRefusal(*agent.refusal);
+    ASSERT_TRUE(agent.refusal.has_value()) << edit;
+    EXPECT_THAT(Tokens(*agent.refusal),
+                ElementsAre("agent:leash-iris=unset.deny:commands:curl"));
+    ProfileEditJudgement acked = JudgeProfileEdit(
+        w.resolver(), "p", Fragment(edit), {"agent:leash-iris=unset.deny:commands:curl"},
+        "p.yaml");
+    EXPECT_FALSE(acked.refusal.has_value()) << edit << ": " << RenderRefusal(*acked.refusal);
+    EXPECT_THAT(acked.change_acks, ElementsAre("agent:leash-iris=unset.deny:commands:curl"));
+    // Consent for the change itself is not the binding's: the binding is not touched.
+    EXPECT_THAT(acked.gained, IsEmpty());
+    // The global binding's subjects lose wget: consent a save never takes.
     ProfileEditJudgement global = JudgeProfileEdit(w.resolver(), "g", Fragment(edit), {}, "g.yaml");
-    EXPECT_FALSE(global.refusal.has_value()) << edit << ": " << RenderRefusal(*global.refusal);
+    ASSERT_TRUE(global.refusal.has_value()) << edit;
+    EXPECT_THAT(global.refusal->message(), HasSubstr("sudo leash bind global <new-name>"));
     ProfileLibrary after = w.profiles;
     after.insert_or_assign("p", Fragment(edit));
     after.insert_or_assign("g", Fragment(edit));

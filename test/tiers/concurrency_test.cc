@@ -89,7 +89,7 @@ TEST(Concurrency, TwoProfileSavesRacingLoseNoConsent) {
   const HostInputs host = Host(kFloor, {"leash-a", "leash-b"});
   {
     BindingStore store{BindingStore::Options(dir.state())};
-    ASSERT_TRUE(store.SaveProfile({"web", "network: {allow: [github.com]}\n", {}, ""}, host)
+    ASSERT_TRUE(store.SaveProfile({"web", "network: {allow: [github.com]}\n", {}, "", ""}, host)
                     ->written);
     ASSERT_TRUE(store.Bind("agent:leash-a", "web", {}, host)->written);
     ASSERT_TRUE(store.Bind("agent:leash-b", "web", {}, host)->written);
@@ -103,7 +103,7 @@ TEST(Concurrency, TwoProfileSavesRacingLoseNoConsent) {
             {"web", absl::StrCat("network: {allow: [github.com, ", entry, "]}\n"),
              {absl::StrCat("agent:leash-a=network.allow:", entry),
               absl::StrCat("agent:leash-b=network.allow:", entry)},
-             ""},
+             "", ""},
             host);
         if (!outcome.ok() || !outcome->written) {
           fprintf(report, "round %d: %s\n", i,
@@ -149,7 +149,7 @@ TEST(Concurrency, BindRacingALooseningEditNeverBindsWithoutConsent) {
       "network: {allow: [github.com, openai.com], deny: [evil.com, x.example]}\n";
   {
     BindingStore store{BindingStore::Options(dir.state())};
-    ASSERT_TRUE(store.SaveProfile({"web", tight, {}, ""}, host)->written);
+    ASSERT_TRUE(store.SaveProfile({"web", tight, {}, "", ""}, host)->written);
     ASSERT_TRUE(store.Bind("agent:leash-a", "web", {}, host)->written);
   }
   // The editor loosens web with consent for leash-a only, then tightens it again.
@@ -159,10 +159,10 @@ TEST(Concurrency, BindRacingALooseningEditNeverBindsWithoutConsent) {
     int loosened = 0;
     for (int i = 0; i < 50 * kRounds && loosened < kRounds; ++i) {
       absl::StatusOr<WriteOutcome> out = store.SaveProfile(
-          {"web", loose, {"agent:leash-a=network.allow:openai.com"}, ""}, host);
+          {"web", loose, {"agent:leash-a=network.allow:openai.com"}, "", ""}, host);
       if (!out.ok()) return 1;
       loosened += out->written;
-      if (!store.SaveProfile({"web", tight, {}, ""}, host).ok()) return 1;
+      if (!store.SaveProfile({"web", tight, {}, "", ""}, host).ok()) return 1;
     }
     fprintf(report, "%d", loosened);
     return 0;

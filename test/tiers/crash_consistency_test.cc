@@ -61,7 +61,7 @@ void PrintTo(const Scenario& scenario, std::ostream* os) { *os << scenario.name;
 
 bool Save(BindingStore& s, const HostInputs& h, const std::string& name, const std::string& yaml,
           std::vector<std::string> acks = {}) {
-  absl::StatusOr<controlplane::WriteOutcome> o = s.SaveProfile({name, yaml, acks, ""}, h);
+  absl::StatusOr<controlplane::WriteOutcome> o = s.SaveProfile({name, yaml, acks, "", ""}, h);
   return o.ok() && o->written;
 }
 bool Bind(BindingStore& s, const HostInputs& h, const std::string& scope,
