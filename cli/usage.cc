@@ -21,12 +21,14 @@ commands (policy writes go through leashd and are followed by a reconcile):
   validate                             judge the config, profiles and bindings; exit 1 on
                                        errors or criticals
   check <surface> <subject>            dry-run one decision (network: host:port)
-  <surface> allow|deny <entry>         add an entry to the floor's allow or deny list
+  <surface> allow|deny <entry>         add an entry to the floor's allow or deny list (judged:
+                                       an allow on a whitelist widens every subject, --ack)
   <surface> remove <entry>             remove an entry from the floor's lists (judged: removing
                                        a deny loosens every subject and needs its --ack)
   <surface> list                       the surface's entries: the floor's and every profile's,
                                        each with the file it is written in
-  <surface> mode whitelist|blacklist   set a surface's mode in the floor
+  <surface> mode whitelist|blacklist   set a surface's mode in the floor (judged: blacklist
+                                       widens every subject, --ack)
   profile save <name> --from <file>    save a profile (a fragment); --ack per bound agent
   profile list | show <name> | delete <name>
                                        a bound profile's delete is refused (it would deny its
@@ -118,9 +120,9 @@ const std::map<std::string, std::string>& CommandHelp() {
   the unbind that ends it); one whose profile does not load, DOES NOT LOAD.
 )"},
       {"<surface>", R"(usage: leash <surface> list [--json]
-       leash <surface> allow|deny <entry>
+       leash <surface> allow|deny <entry> [--ack '<field>:<value>']...
        leash <surface> remove <entry> [--ack '<field>:<value>']...
-       leash <surface> mode whitelist|blacklist
+       leash <surface> mode whitelist|blacklist [--ack '<field>:<value>']...
   surfaces: network|net, filesystem|fs, commands|cmd, tools|tool
   list: the surface's floor mode and every entry of its allow and deny lists, the floor's and
   every profile's, each with the tier that writes it and its file.
@@ -129,6 +131,11 @@ const std::map<std::string, std::string>& CommandHelp() {
   deny loosens the floor for every subject and is refused until acknowledged with the --ack
   the refusal names (unset.deny:<surface>:<entry>). An entry a profile writes is edited in
   that profile (leash profile save).
+  allow, deny and mode are judged the same way, as the floor before and after: an allow added
+  to a whitelist (<surface>.allow:<entry>) and a switch to blacklist (<surface>.mode:blacklist)
+  widen every subject and are refused until acknowledged; a deny, a switch to whitelist, or an
+  allow on a blacklist (never consulted) proceed. The consent is written to the consent ledger
+  before the floor.
 )"},
       {"bind", R"(usage: leash bind global|agent:<account> <profile> [--ack '<field>:<value>']...
   A change that widens what a subject may do is refused unless acknowledged by field and value.

@@ -73,10 +73,14 @@ int ReportWrite(const leash::v1::PolicyWriteResponse& response, const Args& args
 
 }  // namespace
 
+constexpr char kListEditUsage[] =
+    "leash <surface> allow|deny <entry> [--ack '<field>:<value>']...  |  leash <surface> mode "
+    "whitelist|blacklist [--ack '<field>:<value>']...";
+
 int RunListEdit(const Args& args, Io io) {
   // <surface> allow|deny <entry>   or   <surface> mode whitelist|blacklist
   if (args.words.size() != 3) {
-    return Usage(io, "leash <surface> allow|deny <entry>  |  leash <surface> mode whitelist|blacklist");
+    return Usage(io, kListEditUsage);
   }
   absl::StatusOr<engine::Surface> surface = engine::ParseSurfaceName(args.words[0]);
   if (!surface.ok()) return ReportFailure(io, surface.status());
@@ -91,6 +95,8 @@ int RunListEdit(const Args& args, Io io) {
     leash::v1::SetModeRequest request;
     request.set_surface(*surface);
     request.set_mode(*mode);
+    for (const std::string& ack : args.acks) request.add_acks(ack);
+    request.set_who(DescribeCaller(ReadCallerFacts()));
     request.set_no_reconcile(args.no_reconcile);
     status = client.control().SetMode(client.Context(true).get(), request, &response);
   } else if (verb == "allow" || verb == "deny") {
@@ -98,10 +104,12 @@ int RunListEdit(const Args& args, Io io) {
     request.set_surface(*surface);
     request.set_list(verb == "allow" ? leash::v1::LIST_KIND_ALLOW : leash::v1::LIST_KIND_DENY);
     request.set_entry(args.words[2]);
+    for (const std::string& ack : args.acks) request.add_acks(ack);
+    request.set_who(DescribeCaller(ReadCallerFacts()));
     request.set_no_reconcile(args.no_reconcile);
     status = client.control().AddEntry(client.Context(true).get(), request, &response);
   } else {
-    return Usage(io, "leash <surface> allow|deny <entry>  |  leash <surface> mode whitelist|blacklist");
+    return Usage(io, kListEditUsage);
   }
   if (!status.ok()) return ReportFailure(io, client.Explain(status));
   return ReportWrite(response, args, io);
@@ -154,6 +162,7 @@ int RunProfile(const Args& args, Io io) {
     leash::v1::DeleteProfileRequest request;
     request.set_name(name);
     for (const std::string& ack : args.acks) request.add_acks(ack);
+    request.set_who(DescribeCaller(ReadCallerFacts()));
     request.set_no_reconcile(args.no_reconcile);
     leash::v1::PolicyWriteResponse response;
     grpc::Status status =
@@ -265,6 +274,7 @@ int RunEntries(const Args& args, Io io) {
   request.set_surface(*surface);
   request.set_entry(args.words[2]);
   for (const std::string& ack : args.acks) request.add_acks(ack);
+  request.set_who(DescribeCaller(ReadCallerFacts()));
   request.set_no_reconcile(args.no_reconcile);
   leash::v1::PolicyWriteResponse response;
   grpc::Status status =

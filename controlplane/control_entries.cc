@@ -12,7 +12,6 @@
 #include "engine/config_defaults.h"
 #include "engine/config_yaml.h"
 #include "engine/decision.h"
-#include "engine/removal_consent.h"
 
 namespace leash::controlplane {
 namespace {
@@ -40,14 +39,14 @@ std::vector<std::string> SortedNames(const engine::ProfileLibrary& profiles) {
 
 }  // namespace
 
-grpc::Status ControlService::RemoveEntry(grpc::ServerContext*,
+grpc::Status ControlService::RemoveEntry(grpc::ServerContext* context,
                                          const leash::v1::RemoveEntryRequest* r,
                                          leash::v1::PolicyWriteResponse* response) {
   const absl::string_view surface = engine::SurfaceName(r->surface());
   if (surface == "unknown") return ToGrpc(absl::InvalidArgumentError("unknown surface"));
   const std::vector<bool> lists = ListsOf(r->list());
   const std::vector<std::string> acks(r->acks().begin(), r->acks().end());
-  std::vector<std::string> notices;
+  FloorConsent consent{Caller(context, r->who())};
   std::vector<bool> removed_from;
   grpc::Status status = EditFloor(
       absl::StrCat(surface, " remove ", r->entry()),
@@ -67,14 +66,9 @@ grpc::Status ControlService::RemoveEntry(grpc::ServerContext*,
                                               absl::StrJoin(fields, " and "));
         std::vector<std::string> words = {"sudo", "leash", std::string(surface), "remove",
                                           r->entry()};
-        engine::FloorEditJudgement judgement =
-            engine::JudgeFloorEdit(before, floor, what, words, acks);
-        if (judgement.refusal) {
-          refusal = *std::move(judgement.refusal);
-          // The edit stays made in `floor`: EditFloor judges what the re-run line would write.
-          return true;
-        }
-        notices = std::move(judgement.notices);
+        // On a refusal the edit stays made in `floor`: EditFloor judges what the re-run line
+        // would write.
+        JudgeFloorChange(before, floor, what, words, acks, refusal, consent);
         return true;
       },
       [&](absl::string_view text) -> absl::StatusOr<std::string> {
@@ -87,10 +81,7 @@ grpc::Status ControlService::RemoveEntry(grpc::ServerContext*,
         }
         return edited;
       },
-      r->no_reconcile(), response);
-  if (status.ok()) {
-    for (std::string& notice : notices) response->add_notices(std::move(notice));
-  }
+      consent, r->no_reconcile(), response);
   return status;
 }
 

@@ -15,6 +15,7 @@
 #include "engine/consent.h"
 #include "engine/decision.h"
 #include "engine/refusal.h"
+#include "engine/removal_consent.h"
 #include "engine/validate.h"
 #include "proto/host/exec_routes.h"
 #include "proto/host/list_files.h"
@@ -132,7 +133,7 @@ grpc::Status ControlService::EditFloor(
     absl::string_view what,
     const std::function<absl::StatusOr<bool>(leash::v1::Config&, leash::v1::Refusal&)>& edit,
     const std::function<absl::StatusOr<std::string>(absl::string_view)>& edit_text,
-    bool no_reconcile, leash::v1::PolicyWriteResponse* response) {
+    FloorConsent& consent, bool no_reconcile, leash::v1::PolicyWriteResponse* response) {
   WriteOutcome outcome;
   {
     absl::MutexLock lock(&floor_mu_);
@@ -185,6 +186,12 @@ grpc::Status ControlService::EditFloor(
         return ToGrpc(absl::FailedPreconditionError(
             absl::StrCat("the configured user '", config.user(), "' does not exist")));
       }
+      // The consent is on the ledger before the floor changes, or the floor does not change.
+      if (std::optional<leash::v1::Refusal> unrecorded = deps_.store->RecordFloorConsent(
+              consent.who, what, consent.acks, outcome.notices)) {
+        outcome.refusal = *std::move(unrecorded);
+        return Finish(outcome, no_reconcile, response);
+      }
       // The same edit made in the operator's text keeps its comments and layout.
       absl::StatusOr<FloorWrite> written = WriteEditedFloor(
           deps_.config_path, floor->text, edit_text(floor->text), config, deps_.floor_owner,
@@ -192,20 +199,41 @@ grpc::Status ControlService::EditFloor(
       if (!written.ok()) return ToGrpc(written.status());
       outcome.written = true;
       if (!written->text_kept) outcome.notices.push_back(written->notice);
+      for (std::string& notice : consent.notices) outcome.notices.push_back(std::move(notice));
     }
   }
   return Finish(outcome, no_reconcile, response);
 }
 
-grpc::Status ControlService::AddEntry(grpc::ServerContext*, const leash::v1::AddEntryRequest* r,
+void ControlService::JudgeFloorChange(const leash::v1::Config& before,
+                                      const leash::v1::Config& after, absl::string_view what,
+                                      const std::vector<std::string>& words,
+                                      const std::vector<std::string>& acks,
+                                      leash::v1::Refusal& refusal, FloorConsent& consent) {
+  engine::FloorEditJudgement judgement = engine::JudgeFloorEdit(before, after, what, words, acks);
+  if (judgement.refusal) {
+    refusal = *std::move(judgement.refusal);
+    return;
+  }
+  consent.acks = std::move(judgement.consent);
+  consent.notices = std::move(judgement.notices);
+}
+
+grpc::Status ControlService::AddEntry(grpc::ServerContext* context,
+                                      const leash::v1::AddEntryRequest* r,
                                       leash::v1::PolicyWriteResponse* response) {
   if (r->list() == leash::v1::LIST_KIND_UNSPECIFIED) {
     return ToGrpc(absl::InvalidArgumentError("say which list: allow or deny"));
   }
   const bool allow = r->list() == leash::v1::LIST_KIND_ALLOW;
+  const std::string surface(engine::SurfaceName(r->surface()));
+  const std::string what = absl::StrCat(surface, allow ? " allow " : " deny ", r->entry());
+  const std::vector<std::string> acks(r->acks().begin(), r->acks().end());
+  FloorConsent consent{Caller(context, r->who())};
   return EditFloor(
-      absl::StrCat(engine::SurfaceName(r->surface()), allow ? " allow " : " deny ", r->entry()),
+      what,
       [&](leash::v1::Config& floor, leash::v1::Refusal& refusal) -> absl::StatusOr<bool> {
+        const leash::v1::Config before = floor;
         leash::v1::InertEntry inert;
         absl::StatusOr<bool> added = AddFloorEntry(floor, r->surface(), allow, r->entry(), &inert);
         if (absl::IsInvalidArgument(added.status()) && !inert.field().empty()) {
@@ -215,26 +243,44 @@ grpc::Status ControlService::AddEntry(grpc::ServerContext*, const leash::v1::Add
           *refusal.add_inert_entries() = inert;
           return false;
         }
-        return added;
+        if (!added.ok() || !*added) return added;
+        // An allow on a whitelist floor widens every subject: judged as the floor before and
+        // after, like a removal.
+        JudgeFloorChange(before, floor, absl::StrCat("adding '", r->entry(), "' to the floor's ",
+                                                     surface, allow ? ".allow" : ".deny"),
+                         {"sudo", "leash", surface, allow ? "allow" : "deny", r->entry()}, acks,
+                         refusal, consent);
+        return true;
       },
       [&](absl::string_view text) {
         return PatchFloorEntry(text, r->surface(), allow, r->entry());
       },
-      r->no_reconcile(), response);
+      consent, r->no_reconcile(), response);
 }
 
-grpc::Status ControlService::SetMode(grpc::ServerContext*, const leash::v1::SetModeRequest* r,
+grpc::Status ControlService::SetMode(grpc::ServerContext* context,
+                                     const leash::v1::SetModeRequest* r,
                                      leash::v1::PolicyWriteResponse* response) {
   if (r->mode() == leash::v1::MODE_UNSPECIFIED) {
     return ToGrpc(absl::InvalidArgumentError("mode must be whitelist or blacklist"));
   }
+  const std::string surface(engine::SurfaceName(r->surface()));
+  const std::string mode(engine::ModeName(r->mode()));
+  const std::vector<std::string> acks(r->acks().begin(), r->acks().end());
+  FloorConsent consent{Caller(context, r->who())};
   return EditFloor(
-      absl::StrCat(engine::SurfaceName(r->surface()), " mode ", engine::ModeName(r->mode())),
-      [&](leash::v1::Config& floor, leash::v1::Refusal&) -> absl::StatusOr<bool> {
-        return SetFloorMode(floor, r->surface(), r->mode());
+      absl::StrCat(surface, " mode ", mode),
+      [&](leash::v1::Config& floor, leash::v1::Refusal& refusal) -> absl::StatusOr<bool> {
+        const leash::v1::Config before = floor;
+        absl::StatusOr<bool> set = SetFloorMode(floor, r->surface(), r->mode());
+        if (!set.ok() || !*set) return set;
+        JudgeFloorChange(before, floor,
+                         absl::StrCat("switching the floor's ", surface, " to ", mode),
+                         {"sudo", "leash", surface, "mode", mode}, acks, refusal, consent);
+        return true;
       },
       [&](absl::string_view text) { return PatchFloorMode(text, r->surface(), r->mode()); },
-      r->no_reconcile(), response);
+      consent, r->no_reconcile(), response);
 }
 
 grpc::Status ControlService::SaveProfile(grpc::ServerContext* context,
@@ -249,11 +295,12 @@ grpc::Status ControlService::SaveProfile(grpc::ServerContext* context,
   return Finish(deps_.store->SaveProfile(args, Host()), r->no_reconcile(), response);
 }
 
-grpc::Status ControlService::DeleteProfile(grpc::ServerContext*,
+grpc::Status ControlService::DeleteProfile(grpc::ServerContext* context,
                                            const leash::v1::DeleteProfileRequest* r,
                                            leash::v1::PolicyWriteResponse* response) {
   std::vector<std::string> acks(r->acks().begin(), r->acks().end());
-  return Finish(deps_.store->DeleteProfile(r->name(), acks, Host()), r->no_reconcile(), response);
+  return Finish(deps_.store->DeleteProfile(r->name(), acks, Host(), Caller(context, r->who())),
+                r->no_reconcile(), response);
 }
 
 grpc::Status ControlService::Bind(grpc::ServerContext* context, const leash::v1::BindRequest* r,

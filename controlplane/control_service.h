@@ -130,12 +130,28 @@ class ControlService final : public leash::v1::Control::Service {
   // sets a consent refusal and returns true (the edit made, nothing to be written) has that
   // edit judged by validate too, as its re-run line would make it (engine::CompleteRefusal).
   // `edit_text` makes the same edit in the file's text, which is what is written when it reads
-  // back to the edited Config, so the operator's comments and layout stay.
+  // back to the edited Config, so the operator's comments and layout stay. The consent the
+  // edit took (`consent`, filled by `edit` through JudgeFloorChange) is written to the ledger
+  // before the floor; an edit whose record cannot be written is refused (kind "ledger").
+  struct FloorConsent {
+    // Who asked (Caller): what the ledger records.
+    std::string who;
+    // The acks the edit needed, all given.
+    std::vector<std::string> acks;
+    std::vector<std::string> notices;
+  };
   grpc::Status EditFloor(
       absl::string_view what,
       const std::function<absl::StatusOr<bool>(leash::v1::Config&, leash::v1::Refusal&)>& edit,
       const std::function<absl::StatusOr<std::string>(absl::string_view)>& edit_text,
-      bool no_reconcile, leash::v1::PolicyWriteResponse* response);
+      FloorConsent& consent, bool no_reconcile, leash::v1::PolicyWriteResponse* response);
+  // Judges the floor edit `before` -> `after` (engine::JudgeFloorEdit: every loosening needs
+  // its token, `words` the operator's command for the re-run line): sets `refusal`, or fills
+  // `consent`. For `edit` lambdas, which then return true (the edit made).
+  static void JudgeFloorChange(const leash::v1::Config& before, const leash::v1::Config& after,
+                               absl::string_view what, const std::vector<std::string>& words,
+                               const std::vector<std::string>& acks,
+                               leash::v1::Refusal& refusal, FloorConsent& consent);
 
   // RemoveEntry's NotFound for an entry the floor does not hold, naming the profiles that do.
   absl::Status NotInTheFloor(leash::v1::Surface surface, const std::vector<bool>& lists,

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -322,7 +323,7 @@ TEST_F(ControlServiceTest, FloorEditsNeedAListAndAnExistingConfiguredUser) {
   leash::v1::PolicyWriteResponse response;
   EXPECT_EQ(service_.AddEntry(nullptr, &add, &response).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
-  add.set_list(leash::v1::LIST_KIND_ALLOW);
+  add.set_list(leash::v1::LIST_KIND_DENY);  // a tightening: judged only for the user
   accounts_.Remove("fido");
   grpc::Status status = service_.AddEntry(nullptr, &add, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
@@ -393,6 +394,74 @@ TEST_F(ControlServiceTest, RemoveEntryOfADenyLoosensAndIsRefusedUntilItsAckIsGiv
   EXPECT_TRUE(written.written()) << written.DebugString();
   EXPECT_THAT(Contents(Config()), HasSubstr("  deny: [\"bad.example\"]  # never\n"));
   EXPECT_EQ(loop_.passes(), 1u);
+}
+
+// A floor edit is judged as the floor before and after, whatever the verb: an allow added to a
+// whitelist and a switch to blacklist widen every subject and need their token; the consent is
+// on the ledger (kind floor-edit, who asked) before the floor is written.
+TEST_F(ControlServiceTest, FloorAllowAndModeEditsThatLoosenNeedConsentRecordedFirst) {
+  std::ofstream(Config()) << kCommentedFloor;
+  accounts_.Add("fido", getegid());
+  const std::string ledger = dir_.state() + "/unbinds.jsonl";
+  leash::v1::AddEntryRequest add;
+  add.set_surface(leash::v1::SURFACE_NETWORK);
+  add.set_list(leash::v1::LIST_KIND_ALLOW);
+  add.set_entry("gist.github.com");
+  add.set_who("sudo from alice (SUDO_UID 1000)");
+  leash::v1::PolicyWriteResponse refused;
+  ASSERT_TRUE(service_.AddEntry(nullptr, &add, &refused).ok());
+  EXPECT_FALSE(refused.written());
+  EXPECT_EQ(refused.refusal().kind(), "loosening");
+  ASSERT_EQ(refused.refusal().loosenings_size(), 1) << refused.DebugString();
+  EXPECT_EQ(refused.refusal().loosenings(0).ack_token(), "network.allow:gist.github.com");
+  EXPECT_EQ(refused.refusal().rerun(),
+            "sudo leash network allow gist.github.com --ack 'network.allow:gist.github.com'");
+  EXPECT_EQ(Contents(Config()), kCommentedFloor);
+  EXPECT_EQ(Contents(ledger), "<absent>");
+
+  // The ledger cannot be written (a folder in its place): nothing is written either.
+  ASSERT_TRUE(std::filesystem::create_directories(ledger));
+  add.add_acks("network.allow:gist.github.com");
+  leash::v1::PolicyWriteResponse unrecorded;
+  ASSERT_TRUE(service_.AddEntry(nullptr, &add, &unrecorded).ok());
+  EXPECT_FALSE(unrecorded.written());
+  EXPECT_EQ(unrecorded.refusal().kind(), "ledger") << unrecorded.DebugString();
+  EXPECT_EQ(Contents(Config()), kCommentedFloor);
+  std::filesystem::remove(ledger);
+
+  leash::v1::PolicyWriteResponse written;
+  ASSERT_TRUE(service_.AddEntry(nullptr, &add, &written).ok());
+  EXPECT_TRUE(written.written()) << written.DebugString();
+  EXPECT_THAT(Contents(Config()), HasSubstr("gist.github.com"));
+  const std::string line = Contents(ledger);
+  EXPECT_THAT(line, HasSubstr("\"kind\":\"floor-edit\""));
+  EXPECT_THAT(line, HasSubstr("\"scope\":\"floor\""));
+  EXPECT_THAT(line, HasSubstr("network.allow:gist.github.com"));
+  EXPECT_THAT(line, HasSubstr("sudo from alice"));
+
+  // A deny, or an allow on a blacklist, tightens or changes nothing: no consent, no record.
+  leash::v1::AddEntryRequest deny;
+  deny.set_surface(leash::v1::SURFACE_NETWORK);
+  deny.set_list(leash::v1::LIST_KIND_DENY);
+  deny.set_entry("worse.example");
+  leash::v1::PolicyWriteResponse tightened;
+  ASSERT_TRUE(service_.AddEntry(nullptr, &deny, &tightened).ok());
+  EXPECT_TRUE(tightened.written()) << tightened.DebugString();
+  EXPECT_EQ(Contents(ledger), line);
+
+  leash::v1::SetModeRequest mode;
+  mode.set_surface(leash::v1::SURFACE_COMMANDS);
+  mode.set_mode(leash::v1::MODE_WHITELIST);
+  leash::v1::PolicyWriteResponse whitelisted;
+  ASSERT_TRUE(service_.SetMode(nullptr, &mode, &whitelisted).ok());
+  EXPECT_TRUE(whitelisted.written()) << whitelisted.DebugString();
+  mode.set_mode(leash::v1::MODE_BLACKLIST);
+  leash::v1::PolicyWriteResponse loosened;
+  ASSERT_TRUE(service_.SetMode(nullptr, &mode, &loosened).ok());
+  EXPECT_FALSE(loosened.written());
+  EXPECT_EQ(loosened.refusal().kind(), "loosening");
+  EXPECT_EQ(loosened.refusal().rerun(),
+            "sudo leash commands mode blacklist --ack 'commands.mode:blacklist'");
 }
 
 TEST_F(ControlServiceTest, RemoveEntryNotInTheFloorIsNotFoundNamingTheProfileThatWritesIt) {
@@ -467,8 +536,13 @@ TEST_F(ControlServiceTest, ProfileDeleteRefusedWhenBoundAndBindingsMarkDangling)
   ASSERT_TRUE(service_.DeleteProfile(nullptr, &del, &deleted).ok());
   EXPECT_TRUE(deleted.written()) << deleted.DebugString();
   EXPECT_EQ(Contents(profile), "<absent>");
-  ASSERT_EQ(deleted.notices_size(), 1);
-  EXPECT_THAT(deleted.notices(0), HasSubstr("agent:leash-iris is denied everything"));
+  // The consent to strand the binding went to the ledger first, then what the delete did.
+  ASSERT_EQ(deleted.notices_size(), 2) << deleted.DebugString();
+  EXPECT_THAT(deleted.notices(0), HasSubstr("consent recorded"));
+  EXPECT_THAT(deleted.notices(1), HasSubstr("agent:leash-iris is denied everything"));
+  const std::string ledger = Contents(dir_.state() + "/unbinds.jsonl");
+  EXPECT_THAT(ledger, HasSubstr("\"kind\":\"profile-delete\""));
+  EXPECT_THAT(ledger, HasSubstr("dangling:agent:leash-iris"));
 
   ASSERT_TRUE(service_.ListBindings(nullptr, nullptr, &list).ok());
   ASSERT_EQ(list.bindings_size(), 1);
@@ -572,9 +646,20 @@ TEST_F(ControlServiceTest, WritesAndValidateAgree_AFloorEditValidateWouldCallAnE
   leash::v1::PolicyWriteResponse response;
   ASSERT_TRUE(service_.SetMode(nullptr, &mode, &response).ok());
   EXPECT_FALSE(response.written());
-  EXPECT_EQ(response.refusal().kind(), "validate");
+  // A loosening (network.mode:blacklist) judged completely: its re-run would meet validate's
+  // error, so the refusal carries the finding and prints no line.
+  EXPECT_EQ(response.refusal().kind(), "loosening");
+  ASSERT_EQ(response.refusal().loosenings_size(), 1) << response.DebugString();
+  EXPECT_EQ(response.refusal().loosenings(0).ack_token(), "network.mode:blacklist");
   ASSERT_EQ(response.refusal().findings_size(), 1) << response.DebugString();
   EXPECT_EQ(response.refusal().findings(0).field(), "network.allow");
+  EXPECT_EQ(response.refusal().rerun(), "");
+  EXPECT_EQ(Contents(Config()), kFloor);
+  // With its consent, validate's refusal stands alone.
+  mode.add_acks("network.mode:blacklist");
+  ASSERT_TRUE(service_.SetMode(nullptr, &mode, &response).ok());
+  EXPECT_FALSE(response.written());
+  EXPECT_EQ(response.refusal().kind(), "validate");
   EXPECT_THAT(response.refusal().message(), HasSubstr("network mode blacklist would leave"));
   EXPECT_EQ(Contents(Config()), kFloor);
 

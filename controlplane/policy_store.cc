@@ -390,9 +390,25 @@ absl::StatusOr<WriteOutcome> BindingStore::SaveProfile(const SaveProfileArgs& ar
   return outcome;
 }
 
+std::optional<Refusal> BindingStore::RecordFloorConsent(absl::string_view who,
+                                                       absl::string_view what,
+                                                       const std::vector<std::string>& acks,
+                                                       std::vector<std::string>& notices) const {
+  if (acks.empty()) return std::nullopt;
+  if (absl::Status made = EnsureFolders(); !made.ok()) {
+    return engine::MakeRefusal(
+        engine::kRefusalLedger,
+        absl::StrCat("the consent ledger's folder could not be made (", made.message(),
+                     "), so the floor was not changed by ", what));
+  }
+  return RecordConsent(kLedgerFloorEdit, who, "floor", "", acks,
+                       absl::StrCat("the floor was not changed by ", what), notices);
+}
+
 absl::StatusOr<WriteOutcome> BindingStore::DeleteProfile(absl::string_view name,
                                                          const std::vector<std::string>& acks,
-                                                         const HostInputs& host) {
+                                                         const HostInputs& host,
+                                                         absl::string_view who) {
   if (absl::Status valid = ProfileStore::ValidateName(name); !valid.ok()) {
     return Refused(engine::MakeRefusal(engine::kRefusalProfile, std::string(valid.message())));
   }
@@ -411,6 +427,13 @@ absl::StatusOr<WriteOutcome> BindingStore::DeleteProfile(absl::string_view name,
   engine::ProfileDeleteJudgement judgement =
       engine::JudgeProfileDelete(locked.bindings, name, acks);
   if (judgement.refusal) return Refused(*std::move(judgement.refusal));
+  WriteOutcome outcome;
+  // The consent to strand its bindings is on the ledger before the profile goes.
+  if (std::optional<Refusal> unrecorded = RecordConsent(
+          kLedgerProfileDelete, who, absl::StrCat("profile:", name), name, judgement.consent,
+          absl::StrCat("profile '", name, "' is kept"), outcome.notices)) {
+    return Refused(*std::move(unrecorded));
+  }
   absl::Status removed = base::RemoveFileDurably(profiles_.PathFor(name));
   if (absl::IsNotFound(removed)) {
     return Refused(engine::MakeRefusal(
@@ -418,9 +441,8 @@ absl::StatusOr<WriteOutcome> BindingStore::DeleteProfile(absl::string_view name,
         absl::StrCat("no profile named '", name, "' (leash profile list shows them)")));
   }
   RETURN_IF_ERROR(removed);
-  WriteOutcome outcome;
   outcome.written = true;
-  outcome.notices = std::move(judgement.notices);
+  for (std::string& notice : judgement.notices) outcome.notices.push_back(std::move(notice));
   return outcome;
 }
 

@@ -165,11 +165,20 @@ class BindingStore {
   // `leash profile delete [--ack 'dangling:<scope>']...`. Under the writer lock: a delete that
   // would leave a binding naming the profile dangling (its subjects denied everything) is
   // refused (kind "dangling", engine::JudgeProfileDelete) unless each such binding is
-  // acknowledged; with consent the outcome says what each now denies and how to end it.
-  // Refusal: kind "profile" (bad name, none), "ack".
+  // acknowledged; with consent the outcome says what each now denies and how to end it. The
+  // consent is written to the ledger (kind profile-delete, `who`) before the profile is removed.
+  // Refusal: kind "profile" (bad name, none), "ack", "ledger" (nothing removed).
   absl::StatusOr<WriteOutcome> DeleteProfile(absl::string_view name,
                                              const std::vector<std::string>& acks,
-                                             const HostInputs& host);
+                                             const HostInputs& host, absl::string_view who = "");
+
+  // Appends the consent a floor edit took (`acks`, kind floor-edit, scope "floor") to the
+  // ledger before the floor is written; the "ledger" refusal, saying the floor was not changed
+  // by `what`, when it cannot be. The caller holds the floor's writer lock.
+  std::optional<leash::v1::Refusal> RecordFloorConsent(absl::string_view who,
+                                                       absl::string_view what,
+                                                       const std::vector<std::string>& acks,
+                                                       std::vector<std::string>& notices) const;
 
   // `leash bind <scope> <profile> [--ack ...]`. Judges, then under the writer lock re-checks
   // that the profile it judged is still the one on disk (else kind "changed") and judges

@@ -51,6 +51,9 @@ FloorEditJudgement JudgeFloorEdit(const leash::v1::Config& before, const leash::
     if (!needed.contains(ack)) {
       judgement.notices.push_back(absl::StrCat("--ack '", ack, "' is not needed: ", what,
                                                " performs no such loosening"));
+    } else if (std::find(judgement.consent.begin(), judgement.consent.end(), ack) ==
+               judgement.consent.end()) {
+      judgement.consent.push_back(ack);
     }
   }
   return judgement;
@@ -125,6 +128,7 @@ ProfileDeleteJudgement JudgeProfileDelete(const Bindings& bindings, absl::string
     judgement.refusal = std::move(refusal);
     return judgement;
   }
+  for (const std::string& scope : scopes) judgement.consent.push_back(DanglingToken(scope));
   for (const std::string& scope : scopes) {
     // "A dangling binding (its profile deleted) holds its agent fail-closed, denied everything".
     judgement.notices.push_back(absl::StrCat(

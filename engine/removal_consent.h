@@ -28,6 +28,9 @@ struct FloorEditJudgement {
   std::optional<leash::v1::Refusal> refusal;
   // Said out loud: acks not needed.
   std::vector<std::string> notices;
+  // The given acks the edit needed (each matches one of its loosenings): the consent the
+  // ledger records before the floor is written.
+  std::vector<std::string> consent;
 };
 
 // Judges replacing the floor `before` by `after` (both as loaded; defaults are applied here).
@@ -45,6 +48,8 @@ struct ProfileDeleteJudgement {
   std::optional<leash::v1::Refusal> refusal;
   // For each binding left dangling with consent: what it now does, and how to undo it.
   std::vector<std::string> notices;
+  // The given 'dangling:<scope>' acks the delete needed: what the ledger records.
+  std::vector<std::string> consent;
 };
 
 // Judges deleting profile `name` while `bindings` are in force. Refuses (kind "dangling") a

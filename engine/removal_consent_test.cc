@@ -81,6 +81,61 @@ TEST(JudgeFloorEdit, AnAckTheEditDoesNotNeedIsSaidNotNeeded) {
   EXPECT_THAT(j.notices[0], HasSubstr("is not needed"));
 }
 
+// Every floor edit, judged as the floor before and after: what loosens needs its token, what
+// tightens or changes nothing proceeds; the consent given is returned for the ledger.
+TEST(JudgeFloorEdit, EveryFloorEditKindIsJudgedBeforeAndAfter) {
+  struct Row {
+    const char* name;
+    const char* after;  // the floor after the edit
+    std::vector<std::string> tokens;  // what it needs; empty: it proceeds without acks
+  };
+  const std::vector<Row> rows = {
+      {"an allow added to a whitelist",
+       "user: fido\nnetwork: {mode: whitelist, allow: [github.com, openai.com, gist.github.com], "
+       "deny: [evil.com]}\ncommands: {mode: blacklist, deny: [ssh, nc]}\n",
+       {"network.allow:gist.github.com"}},
+      {"a mode switched to blacklist",
+       "user: fido\nnetwork: {mode: blacklist, allow: [github.com, openai.com], "
+       "deny: [evil.com]}\ncommands: {mode: blacklist, deny: [ssh, nc]}\n",
+       {"network.mode:blacklist"}},
+      {"a deny removed",
+       "user: fido\nnetwork: {mode: whitelist, allow: [github.com, openai.com]}\n"
+       "commands: {mode: blacklist, deny: [ssh, nc]}\n",
+       {"unset.deny:network:evil.com"}},
+      {"a deny added",
+       "user: fido\nnetwork: {mode: whitelist, allow: [github.com, openai.com], "
+       "deny: [evil.com]}\ncommands: {mode: blacklist, deny: [ssh, nc, curl]}\n",
+       {}},
+      {"an allow added to a blacklist (never consulted)",
+       "user: fido\nnetwork: {mode: whitelist, allow: [github.com, openai.com], "
+       "deny: [evil.com]}\ncommands: {mode: blacklist, allow: [python3], deny: [ssh, nc]}\n",
+       {}},
+      {"a mode switched to whitelist",
+       "user: fido\nnetwork: {mode: whitelist, allow: [github.com, openai.com], "
+       "deny: [evil.com]}\ncommands: {mode: whitelist, deny: [ssh, nc]}\n",
+       {}},
+  };
+  const leash::v1::Config before = Floor(kFloor);
+  const std::vector<std::string> words = {"sudo", "leash", "network", "allow", "x"};
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    const leash::v1::Config after = Floor(row.after);
+    FloorEditJudgement bare = JudgeFloorEdit(before, after, row.name, words, {});
+    if (row.tokens.empty()) {
+      EXPECT_FALSE(bare.refusal.has_value()) << bare.refusal->message();
+      EXPECT_THAT(bare.consent, IsEmpty());
+      continue;
+    }
+    ASSERT_TRUE(bare.refusal.has_value());
+    EXPECT_EQ(bare.refusal->kind(), "loosening");
+    EXPECT_EQ(Tokens(*bare.refusal), row.tokens);
+    EXPECT_EQ(bare.refusal->rerun(), RenderCommand(words, row.tokens));
+    FloorEditJudgement acked = JudgeFloorEdit(before, after, row.name, words, row.tokens);
+    EXPECT_FALSE(acked.refusal.has_value()) << acked.refusal->message();
+    EXPECT_EQ(acked.consent, row.tokens);
+  }
+}
+
 Bindings Bound() {
   return Bindings({{"agent:leash-iris", "web", {}},
                    {"global", "web", {}},
@@ -116,6 +171,8 @@ TEST(JudgeProfileDelete, WithEveryAckItProceedsAndSaysWhatItStrandsAndHowToUndoI
   EXPECT_THAT(j.notices[0], HasSubstr("agent:leash-iris is denied everything (fail-closed)"));
   EXPECT_THAT(j.notices[0], HasSubstr("sudo leash unbind agent:leash-iris --ack "
                                       "'fail_closed:web'"));
+  // The consent the ledger records: one token per stranded binding.
+  EXPECT_THAT(j.consent, ElementsAre("dangling:agent:leash-iris", "dangling:global"));
 }
 
 TEST(JudgeProfileDelete, AnUnboundProfileIsDeletedWithoutConsentAndStrayAcksAreSaid) {

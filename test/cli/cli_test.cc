@@ -137,7 +137,8 @@ TEST_F(CliTest, AWriteWhoseReconcileFailsSaysItIsNotInForceAndHowToRunIt) {
 }
 
 TEST_F(CliTest, NoReconcileLeavesTheServiceUnchanged) {
-  RunResult written = Leash({"net", "allow", "new.example", "--no-reconcile"});
+  RunResult written = Leash(
+      {"net", "allow", "new.example", "--no-reconcile", "--ack", "network.allow:new.example"});
   EXPECT_EQ(written.exit_code, 0) << written.out;
   EXPECT_THAT(written.out, HasSubstr("not reconciled (--no-reconcile)"));
   EXPECT_THAT(ReadAll(leashd_->config_path()), HasSubstr("new.example"));
@@ -149,9 +150,13 @@ TEST_F(CliTest, NoReconcileLeavesTheServiceUnchanged) {
 
 TEST_F(CliTest, EachFloorEditIsOnDiskAndInForceWithTheModeRestated) {
   EXPECT_EQ(Leash({"fs", "mode", "whitelist"}).exit_code, 0);
-  EXPECT_EQ(Leash({"fs", "allow", fs_->path() + "/work"}).exit_code, 0);
+  // An allow on a whitelist widens every subject: each takes its consent.
+  EXPECT_EQ(Leash({"fs", "allow", fs_->path() + "/work", "--ack",
+                   "filesystem.allow:" + fs_->path() + "/work"})
+                .exit_code,
+            0);
   EXPECT_EQ(Leash({"cmd", "deny", "ssh"}).exit_code, 0);
-  EXPECT_EQ(Leash({"tool", "allow", "search"}).exit_code, 0);
+  EXPECT_EQ(Leash({"tool", "allow", "search", "--ack", "tools.allow:search"}).exit_code, 0);
   struct stat st;
   ASSERT_EQ(stat(leashd_->config_path().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0640u);
@@ -219,7 +224,7 @@ TEST_F(CliTest, ValidateExitsNonZeroOnErrorsAndCriticalsZeroWithWarningsOnly) {
 // refused naming the finding, and what leashd will not start on, validate calls an error.
 TEST_F(CliTest, WritesAndValidateAgree) {
   const std::string floor = ReadAll(leashd_->config_path());
-  RunResult mode = Leash({"net", "mode", "blacklist"});
+  RunResult mode = Leash({"net", "mode", "blacklist", "--ack", "network.mode:blacklist"});
   EXPECT_EQ(mode.exit_code, 1) << mode.out;
   EXPECT_THAT(mode.out, HasSubstr("refused (validate): network mode blacklist would leave a "
                                   "policy that `leash validate` reports 1 error in"));

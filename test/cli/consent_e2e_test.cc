@@ -4,6 +4,7 @@
 // appended to the ledger (who, what, the tokens) before the change, and only then is the deny
 // gone; a ledger that cannot be written refuses the write and the deny stays.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -120,6 +121,56 @@ TEST_F(ConsentE2eTest, AWriteWhoseLedgerRecordCannotBeWrittenDoesNotHappen) {
   EXPECT_FALSE(PythonAllowed()) << "neither write happened";
   RunResult bindings = Leash({"bindings"});
   EXPECT_THAT(bindings.out, HasSubstr("no-py"));
+}
+
+// A floor edit widens every subject: `leash net allow` on a whitelist floor is judged as the
+// floor before and after, refused until acked; the consent is on the ledger (kind floor-edit)
+// before the floor is written, and an edit whose record cannot be written does not happen.
+TEST_F(ConsentE2eTest, AFloorEditThatWidensEverySubjectIsRefusedUntilAckedAndRecordedFirst) {
+  auto reached = [&] {
+    RunResult check = Leash({"check", "network", "gist.example:443", "--account", "leash-vader"});
+    EXPECT_TRUE(check.exit_code == 0 || check.exit_code == 1) << check.out;
+    return check.exit_code == 0;
+  };
+  ASSERT_FALSE(reached()) << "the floor's whitelist does not allow it";
+  RunResult refused = Leash({"net", "allow", "gist.example"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.out;
+  EXPECT_THAT(refused.out, HasSubstr("refused (loosening)"));
+  EXPECT_THAT(refused.out, HasSubstr("loosens the floor for every subject on the host"));
+  const std::string rerun = Rerun(refused);
+  EXPECT_EQ(rerun, "net allow gist.example --ack 'network.allow:gist.example'");
+  EXPECT_FALSE(reached()) << "a refused floor edit changes nothing";
+  EXPECT_EQ(Ledger(), "");
+
+  const std::string ledger_path = leashd_->state_dir() + "/unbinds.jsonl";
+  ASSERT_EQ(mkdir(ledger_path.c_str(), 0700), 0);
+  RunResult unrecorded = Leash({"net", "allow", "gist.example", "--ack",
+                                "network.allow:gist.example"});
+  EXPECT_EQ(unrecorded.exit_code, 1) << unrecorded.out;
+  EXPECT_THAT(unrecorded.out, HasSubstr("refused (ledger)"));
+  EXPECT_FALSE(reached()) << "a floor edit whose consent was not recorded did not happen";
+  ASSERT_EQ(rmdir(ledger_path.c_str()), 0);
+
+  LeashAsPrinted(rerun);
+  EXPECT_THAT(Ledger(), HasSubstr("\"kind\":\"floor-edit\""));
+  EXPECT_THAT(Ledger(), HasSubstr("\"scope\":\"floor\""));
+  EXPECT_THAT(Ledger(), HasSubstr("\"acks\":[\"network.allow:gist.example\"]"));
+  EXPECT_TRUE(reached()) << "the consented floor edit is in force";
+}
+
+// A profile delete that strands a binding (its agent then denied everything) is refused until
+// each binding is acknowledged, and that consent is on the ledger before the profile goes.
+TEST_F(ConsentE2eTest, AProfileDeleteRecordsItsConsentBeforeTheProfileGoes) {
+  RunResult refused = Leash({"profile", "delete", "no-py"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.out;
+  EXPECT_THAT(refused.out, HasSubstr("refused (dangling)"));
+  const std::string rerun = Rerun(refused);
+  EXPECT_EQ(rerun, "profile delete no-py --ack 'dangling:agent:leash-vader'");
+  EXPECT_EQ(Ledger(), "");
+  LeashAsPrinted(rerun);
+  EXPECT_THAT(Ledger(), HasSubstr("\"kind\":\"profile-delete\""));
+  EXPECT_THAT(Ledger(), HasSubstr("\"acks\":[\"dangling:agent:leash-vader\"]"));
+  EXPECT_FALSE(PythonAllowed()) << "the stranded binding holds its agent fail-closed";
 }
 
 TEST_F(ConsentE2eTest, ARebindThatOnlyTightensIsWrittenWithoutConsent) {

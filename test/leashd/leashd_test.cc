@@ -337,7 +337,8 @@ TEST_F(LeashdTest, AConfigOtherThanLeashdsIsJudgedDirectlyAndNeverWrittenThrough
   // leashd's own file, named through a path with a dot in it: a write goes through.
   const std::string dotted =
       absl::StrCat(live.substr(0, live.rfind('/')), "/.", live.substr(live.rfind('/')));
-  RunResult same = Cli({"--config=" + dotted, "net", "allow", "more.example"});
+  RunResult same = Cli({"--config=" + dotted, "net", "allow", "more.example", "--ack",
+                        "network.allow:more.example"});
   EXPECT_EQ(same.exit_code, 0) << same.out;
   EXPECT_THAT(ReadAll(live), HasSubstr("more.example"));
   RunResult live_validate = Cli({"validate"});
@@ -572,7 +573,8 @@ TEST_F(LeashdTest, AFloorEditThroughTheCliKeepsTheOperatorsComments) {
       "# Fido's floor: ask #infra before loosening it.\n" + ReadAll(leashd_->config_path());
   std::ofstream(leashd_->config_path()) << commented;
 
-  const RunResult added = Cli({"network", "allow", "added.example"});
+  const RunResult added =
+      Cli({"network", "allow", "added.example", "--ack", "network.allow:added.example"});
   EXPECT_EQ(added.exit_code, 0) << added.out;
   EXPECT_THAT(added.out, ::testing::Not(HasSubstr("rewritten whole")));
   EXPECT_EQ(ReadAll(leashd_->config_path()),
