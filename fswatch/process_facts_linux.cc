@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <climits>
 #include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
