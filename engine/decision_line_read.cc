@@ -37,6 +37,17 @@ class PlainLineReader {
         });
       }
       if (key == "uid") return Number(r, &leash::v1::DecisionRecord::set_uid);
+      if (key == "process") {
+        leash::v1::Process& p = *r.mutable_process();
+        return Object([&](absl::string_view inner) {
+          if (inner == "pid") return Number(p, &leash::v1::Process::set_pid);
+          if (inner == "ppid") return Number(p, &leash::v1::Process::set_ppid);
+          std::string* field = inner == "exe"       ? p.mutable_exe()
+                               : inner == "cmdline" ? p.mutable_cmdline()
+                                                    : nullptr;
+          return field != nullptr && String(*field);
+        });
+      }
       if (key == "enforced") {
         bool enforced = true;
         if (!Bool(enforced)) return false;

@@ -57,6 +57,17 @@ void AddUid(std::string& out, uint32_t uid, bool& first) {
   absl::StrAppend(&out, uid);
 }
 
+bool AddProcess(std::string& out, const ProcessFields& p, bool& first) {
+  AddKey(out, "process", first);
+  out += '{';
+  bool inner = true;
+  AddNumber(out, "pid", p.pid, inner);
+  AddNumber(out, "ppid", p.ppid, inner);
+  const bool ok = AddString(out, "exe", p.exe, inner) && AddString(out, "cmdline", p.cmdline, inner);
+  out += '}';
+  return ok;
+}
+
 // The whole line of `r`, in the order of rule L1 (docs/ARCHITECTURE.md). False if a string
 // could not be rendered.
 bool RenderRecord(const leash::v1::DecisionRecord& r, std::string& out) {
@@ -83,6 +94,10 @@ bool RenderRecord(const leash::v1::DecisionRecord& r, std::string& out) {
     ok &= AddString(out, "name", s.name(), inner);
     ok &= AddString(out, "inputs", s.inputs(), inner);
     out += '}';
+  }
+  if (r.has_process()) {
+    const leash::v1::Process& p = r.process();
+    ok &= AddProcess(out, ProcessFields{p.pid(), p.ppid(), p.exe(), p.cmdline()}, first);
   }
   ok &= AddString(out, "severity", r.severity(), first);
   if (r.findings_size() > 0) {
@@ -231,6 +246,7 @@ void AppendDecisionLine(const FileDecisionFields& fields,
   ok &= AddString(out, fields.surface == leash::v1::SURFACE_COMMANDS ? "binary" : "path",
                   fields.path, inner);
   out += '}';
+  if (fields.process != nullptr) ok &= AddProcess(out, *fields.process, first);
   if (fields.critical) AddString(out, "severity", "critical", first);
   if (!fields.enforced || fields.kept_under_audit) {
     AddKey(out, "enforced", first);

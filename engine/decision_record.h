@@ -70,8 +70,8 @@ leash::v1::DecisionRecord MakeDecisionRecord(absl::Time ts, std::string ref, uin
                                              leash::v1::Subject subject);
 
 // The record as one line of JSON ending in '\n', fields in the order of rule L1
-// (docs/ARCHITECTURE.md): ts, ref, uid, account, surface, action, reason, subject, severity,
-// findings, outcome, enforced. `uid` is written whenever it is set (0 included);
+// (docs/ARCHITECTURE.md): ts, ref, uid, account, surface, action, reason, subject, process,
+// severity, findings, outcome, enforced. `uid` is written whenever it is set (0 included);
 // other empty fields are left out. Each string is written as protobuf's JSON printer writes
 // it, so every JSON reader (and protobuf's parser) reads the line back; text that is not
 // UTF-8 shows its bytes as \xNN (engine/utf8.h EscapeInvalidUtf8). Never fails: a record that
@@ -82,6 +82,14 @@ std::string DecisionLine(const leash::v1::DecisionRecord& record);
 // writes on its hot path) is copied as it is; only the rest goes through protobuf's printer.
 void AppendDecisionLine(const leash::v1::DecisionRecord& record, std::string& out);
 
+// The acting process of a line, as views (leash.v1.Process). Zero and empty fields are left
+// out of the line.
+struct ProcessFields {
+  uint32_t pid = 0;
+  uint32_t ppid = 0;
+  absl::string_view exe;
+  absl::string_view cmdline;
+};
 
 // A filesystem or commands record as the fanotify loop has it: views, nothing copied yet.
 struct FileDecisionFields {
@@ -98,6 +106,8 @@ struct FileDecisionFields {
   bool enforced = true;   // false: a block an audited surface logged and did not make
   // A block on an audited surface that audit did not lift (rule L4): enforced: true written.
   bool kept_under_audit = false;
+  // The acting process, where the caller read it; null leaves `process` out.
+  const ProcessFields* process = nullptr;
 };
 
 // Appends the line of the record `fields` describe, with the reason `append_reason` appends,

@@ -3,7 +3,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "engine/decision_line_read.h"
 #include "google/protobuf/util/json_util.h"
 
 #include "gmock/gmock.h"
@@ -94,7 +96,8 @@ TEST(DecisionLine, ShowsTheBytesOfTextThatIsNotUtf8InsteadOfDroppingThem) {
 
 // What protobuf's own JSON printer writes for `record` (the reference every JSON reader of the
 // log, protobuf's parser among them, reads). Its order is the field numbers', so a record
-// compared with it carries no `account`, which the log writes beside uid.
+// compared with it carries no `account` or `process`, which the log writes beside uid and
+// after subject.
 std::string PrinterLine(const leash::v1::DecisionRecord& record) {
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
@@ -255,6 +258,8 @@ TEST(AppendDecisionLine, FileFieldsLineIsTheRecordsDecisionLine) {
     fields.critical = c.critical;
     fields.enforced = c.enforced;
     fields.account = i % 2 == 0 ? "leash-iris" : "";
+    const ProcessFields process{4242, 1, "/usr/bin/cat", i % 3 == 0 ? "cat \"x\"\n" : "cat x"};
+    if (i % 4 != 1) fields.process = &process;
     std::string out = "kept|";
     AppendDecisionLine(fields, [&](std::string& line) { line += c.reason; }, out);
 
@@ -276,7 +281,20 @@ TEST(AppendDecisionLine, FileFieldsLineIsTheRecordsDecisionLine) {
     if (c.critical) record.set_severity("critical");
     if (!c.enforced) record.set_enforced(false);
     record.set_account(std::string(fields.account));
+    if (fields.process != nullptr) {
+      record.mutable_process()->set_pid(process.pid);
+      record.mutable_process()->set_ppid(process.ppid);
+      record.mutable_process()->set_exe(std::string(process.exe));
+      record.mutable_process()->set_cmdline(std::string(process.cmdline));
+    }
     EXPECT_EQ(out, "kept|" + DecisionLine(record)) << "case " << i;
+    // The reader gives the process back as it was written.
+    absl::StatusOr<leash::v1::DecisionRecord> read =
+        ReadDecisionLine(absl::string_view(out).substr(5));
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_EQ(read->has_process(), fields.process != nullptr) << "case " << i;
+    EXPECT_EQ(read->process().cmdline(), record.process().cmdline()) << "case " << i;
+    EXPECT_EQ(read->process().pid(), record.process().pid()) << "case " << i;
   }
 }
 

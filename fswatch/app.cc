@@ -43,6 +43,7 @@
 #include "fswatch/fanotify_linux.h"
 #include "fswatch/marker.h"
 #include "fswatch/mountinfo.h"
+#include "fswatch/process_facts_linux.h"
 #include "base/read_file.h"
 #include "fswatch/subject_map.h"
 #include "fswatch/watchdog.h"
@@ -332,6 +333,8 @@ class FswatchProcess {
 
   const Flags flags_;
   const bool shared_group_;
+  // The acting process of each written file and exec line (read from /proc after the answer).
+  const LinuxProcessFacts process_facts_;
   WatcherOptions options_;
   int log_fd_ = -1;
   int feed_fd_ = -1;
@@ -377,6 +380,7 @@ std::optional<int> FswatchProcess::Refusals() {
 
 std::optional<int> FswatchProcess::ReadOptions() {
   options_.self_pid = getpid();
+  options_.process_facts = &process_facts_;
   if (absl::StatusOr<std::string> hardlinks = ReadProcFile("/proc/sys/fs/protected_hardlinks");
       hardlinks.ok()) {
     options_.protected_hardlinks = !absl::StartsWith(*hardlinks, "0");

@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "engine/compiled_policy.h"
 #include "engine/path_entry.h"
+#include "engine/process_cmdline.h"
 
 namespace leash::fswatch {
 namespace {
@@ -131,6 +132,12 @@ Watcher::Watcher(FanotifySource& source, engine::DecisionSink& log, WatcherOptio
       batch_(options_.batch_size),
       interpreters_(kPendingInterpreters) {
   rng_state_ = static_cast<uint64_t>(MonotonicNs()) ^ (static_cast<uint64_t>(options_.self_pid) << 32);
+  if (options_.process_facts != nullptr) {
+    // The built-in patterns always compile (the detectors' tests); were one not to, the lines
+    // would name no process rather than show an unmasked command line.
+    auto inspector = tools::Inspector::Create();
+    if (inspector.ok()) inspector_ = *std::move(inspector);
+  }
   last_pass_ns_.store(MonotonicNs(), std::memory_order_relaxed);
 }
 
@@ -477,7 +484,7 @@ bool Watcher::Handle(const FanEvent& event, const State& state) {
         source_.PathOf(event, path.text, sizeof(path.text), path.len) != 0) {
       path.len = 0;
     }
-    Log(entry.uid, surface, decision, path.view(), /*critical=*/false);
+    Log(entry.uid, surface, decision, path.view(), /*critical=*/false, event.pid);
     return false;
   }
   if (!entry.policy->config().enforcers().filesystem()) {
@@ -520,7 +527,7 @@ bool Watcher::Handle(const FanEvent& event, const State& state) {
     if (gate != SubidGate::kPass) return gate == SubidGate::kHeld;
   }
   Answer(event, allow);
-  Log(entry.uid, surface, judgement, path.view());
+  Log(entry.uid, surface, judgement, path.view(), event.pid);
   return false;
 }
 
@@ -693,18 +700,19 @@ bool Watcher::IsPendingInterpreter(const FanEvent& event, const PendingInterpret
 }
 
 void Watcher::Log(uint32_t uid, leash::v1::Surface surface, const Decision& decision,
-                  absl::string_view path, bool critical) {
+                  absl::string_view path, bool critical, pid_t pid) {
   LogLine(uid, surface, decision.verdict, path, critical,
-          [&](std::string& out) { out += decision.reason; });
+          [&](std::string& out) { out += decision.reason; }, /*enforced=*/true,
+          /*kept_under_audit=*/false, pid);
 }
 
 void Watcher::Log(uint32_t uid, leash::v1::Surface surface, const Judgement& judgement,
-                  absl::string_view path) {
+                  absl::string_view path, pid_t pid) {
   const absl::string_view listing = judgement.directory ? engine::kDirectoryListing : "";
   if (!judgement.ruling) {
     LogLine(uid, surface, judgement.decision.verdict, path, /*critical=*/false,
             [&](std::string& out) { absl::StrAppend(&out, judgement.decision.reason, listing); },
-            judgement.enforced, judgement.kept_under_audit);
+            judgement.enforced, judgement.kept_under_audit, pid);
     return;
   }
   LogLine(uid, surface, judgement.ruling->verdict, path, /*critical=*/false,
@@ -712,13 +720,13 @@ void Watcher::Log(uint32_t uid, leash::v1::Surface surface, const Judgement& jud
             engine::AppendReason(surface, path, *judgement.ruling, out);
             out.append(listing.data(), listing.size());
           },
-          judgement.enforced, judgement.kept_under_audit);
+          judgement.enforced, judgement.kept_under_audit, pid);
 }
 
 void Watcher::LogLine(uint32_t uid, leash::v1::Surface surface, Verdict verdict,
                       absl::string_view path, bool critical,
                       absl::FunctionRef<void(std::string&)> append_reason, bool enforced,
-                      bool kept_under_audit) {
+                      bool kept_under_audit, pid_t pid) {
   // logging.level and the subject's allow-line limit, before anything is rendered.
   if (!log_.Admits(uid, verdict, critical)) return;
   // engine::MakeDecisionRecord's fields, with the cheaper timestamp, rendered by
@@ -740,6 +748,21 @@ void Watcher::LogLine(uint32_t uid, leash::v1::Surface surface, Verdict verdict,
   fields.critical = critical;
   fields.enforced = enforced;
   fields.kept_under_audit = kept_under_audit;
+  // The acting process, only for a line that is written and after the event was answered
+  // (the opener no longer waits on it): a process that has exited since leaves out what
+  // could not be read.
+  engine::ProcessFields process;
+  std::string cmdline;
+  RawProcess facts;
+  if (pid > 0 && options_.process_facts != nullptr && inspector_ != nullptr) {
+    facts = options_.process_facts->Read(pid);
+    process.pid = static_cast<uint32_t>(pid);
+    process.ppid = facts.ppid.value_or(0);
+    process.exe = facts.exe;
+    cmdline = engine::LoggedCmdline(facts.cmdline, *inspector_);
+    process.cmdline = cmdline;
+    fields.process = &process;
+  }
   log_.RecordLine(surface, verdict, [&](std::string& line) {
     engine::AppendDecisionLine(fields, append_reason, line);
   });

@@ -45,7 +45,9 @@
 #include "engine/compiled_policy.h"
 #include "engine/decision.h"
 #include "engine/decision_record.h"
+#include "engine/detectors.h"
 #include "fswatch/fanotify_source.h"
+#include "fswatch/process_facts.h"
 #include "fswatch/subid_hold.h"
 #include "leash/v1/policy_stream.pb.h"
 
@@ -74,6 +76,10 @@ struct WatcherOptions {
   // How long a subject's open of /etc/subuid or /etc/subgid is held for its ranges to come
   // into force (subid_hold.h) before it is denied. Longer than a reconcile pass takes.
   absl::Duration subid_hold_limit = absl::Seconds(10);
+  // Where a written file or exec line's acting process is read from (pid, ppid, exe and the
+  // masked, bounded command line), after the event is answered; null: lines name no process.
+  // Not owned; outlives the watcher.
+  const ProcessFacts* process_facts = nullptr;
 };
 
 class Watcher {
@@ -221,21 +227,24 @@ class Watcher {
                   EventPath& path);
   void Answer(const FanEvent& event, bool allow);
   // `path` goes to the record's subject as its path, or its binary for an exec.
+  // `pid`: the acting process, named on the line when it is written (0: none).
   void Log(uint32_t uid, leash::v1::Surface surface, const engine::Decision& decision,
-           absl::string_view path, bool critical);
+           absl::string_view path, bool critical, pid_t pid = 0);
   void Log(uint32_t uid, leash::v1::Surface surface, const Judgement& judgement,
-           absl::string_view path);
+           absl::string_view path, pid_t pid = 0);
   // The record's line, rendered straight into the log's queue slot; `append_reason` writes
   // the reason into it.
   void LogLine(uint32_t uid, leash::v1::Surface surface, engine::Verdict verdict,
                absl::string_view path, bool critical,
                absl::FunctionRef<void(std::string&)> append_reason, bool enforced = true,
-               bool kept_under_audit = false);
+               bool kept_under_audit = false, pid_t pid = 0);
   uint64_t NextRandom();
 
   FanotifySource& source_;
   engine::DecisionSink& log_;
   const WatcherOptions options_;
+  // Masks the acting process's command line; set when options_.process_facts is.
+  std::unique_ptr<const tools::Inspector> inspector_;
 
   std::atomic<const State*> state_{nullptr};
   // Odd while the loop is inside a batch (holding a State*), even between batches.

@@ -19,6 +19,7 @@
 #include "engine/compiled_policy.h"
 #include "engine/decision_record.h"
 #include "fswatch/testing/fake_fanotify_source.h"
+#include "fswatch/testing/fake_process_facts.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -1204,6 +1205,108 @@ TEST_F(WatcherTest, OpensHeldPastTheBoundAndUnreadableFilesAreDenied) {
   ASSERT_EQ(watcher_.RunOnce(0), 0);
   EXPECT_TRUE(Allowed(fds.front()));
   EXPECT_EQ(watcher_.held_subid_opens(), 0u);
+}
+
+}  // namespace
+}  // namespace leash::fswatch
+
+namespace leash::fswatch {
+namespace {
+
+// A sink that writes block lines and no allow line (logging.level: block).
+class BlocksOnlySink : public RecordingSink {
+ public:
+  bool Admits(uint32_t /*uid*/, engine::Verdict verdict, bool critical) override {
+    return critical || verdict == engine::Verdict::kBlock;
+  }
+};
+
+class ProcessLineTest : public ::testing::Test {
+ protected:
+  ProcessLineTest() : watcher_(source_, sink_, Options(&facts_)) {
+    watcher_.Publish(StandardMap(), 1);
+    sink_.Clear();
+  }
+  static WatcherOptions Options(const ProcessFacts* facts) {
+    WatcherOptions options;
+    options.self_pid = kSelf;
+    options.process_facts = facts;
+    return options;
+  }
+  int Push(uint64_t mask, pid_t pid, const char* path) {
+    FakeEvent event;
+    event.mask = mask;
+    event.pid = pid;
+    event.creds = Creds{kWhite, kWhite, kWhite, kWhite};
+    event.path = path;
+    event.facts.regular = true;
+    event.facts.mode = S_IFREG | 0755;
+    event.facts.mount = FileFacts::Mount::kOurs;
+    return source_.Push(event);
+  }
+  void Drain() {
+    while (source_.pending() > 0) ASSERT_EQ(watcher_.RunOnce(0), 0);
+  }
+  void TearDown() override { EXPECT_TRUE(source_.AllReleasedOnce()); }
+
+  FakeFanotifySource source_;
+  testing::FakeProcessFacts facts_;
+  BlocksOnlySink sink_;
+  Watcher watcher_;
+};
+
+// Rule L5: a written file or exec line names the acting process (pid, ppid, exe and the command
+// line with its secret masked), read after the event was answered.
+TEST_F(ProcessLineTest, AWrittenFileOrExecLineNamesTheActingProcessMasked) {
+  const std::string token = "ghp_0123456789abcdefABCDEF0123456789wxyz";
+  RawProcess cat;
+  cat.ppid = 77;
+  cat.exe = "/usr/bin/curl";
+  cat.cmdline = std::string("curl\0-H\0Authorization: Bearer ", 30) + token + '\0';
+  facts_.Set(555, cat);
+  bool answered_before_read = false;
+  facts_.OnRead([&](pid_t) { answered_before_read = !source_.answers().empty(); });
+  Push(FAN_OPEN_PERM, 555, "/t/ok/secret");
+  Push(FAN_OPEN_EXEC_PERM, 555, "/t/bin/no");
+  Drain();
+  EXPECT_TRUE(answered_before_read);
+  const auto records = sink_.records();
+  ASSERT_EQ(records.size(), 2u);
+  for (const auto& record : records) {
+    ASSERT_TRUE(record.has_process()) << record.reason();
+    EXPECT_EQ(record.process().pid(), 555u);
+    EXPECT_EQ(record.process().ppid(), 77u);
+    EXPECT_EQ(record.process().exe(), "/usr/bin/curl");
+    EXPECT_EQ(record.process().cmdline(), "curl -H Authorization: Bearer ghp_****wxyz");
+  }
+}
+
+// A process that exited between the event and the read: the line names its pid and nothing
+// it could not read, and the decision is made as ever.
+TEST_F(ProcessLineTest, AnExitedProcessLeavesItsFactsOut) {
+  const int fd = Push(FAN_OPEN_PERM, 556, "/t/ok/secret");
+  Drain();
+  bool allow = true;
+  ASSERT_TRUE(source_.AnswerFor(fd, allow));
+  EXPECT_FALSE(allow);
+  const auto records = sink_.records();
+  ASSERT_EQ(records.size(), 1u);
+  ASSERT_TRUE(records[0].has_process());
+  EXPECT_EQ(records[0].process().pid(), 556u);
+  EXPECT_EQ(records[0].process().ppid(), 0u);
+  EXPECT_EQ(records[0].process().exe(), "");
+  EXPECT_EQ(records[0].process().cmdline(), "");
+}
+
+// An allow the log does not keep reads nothing of the process: no /proc read on that path.
+TEST_F(ProcessLineTest, AnAllowThatIsNotLoggedReadsNoProcess) {
+  const int fd = Push(FAN_OPEN_PERM, 557, "/t/ok/a");
+  Drain();
+  bool allow = false;
+  ASSERT_TRUE(source_.AnswerFor(fd, allow));
+  EXPECT_TRUE(allow);
+  EXPECT_TRUE(sink_.records().empty());
+  EXPECT_EQ(facts_.reads(), 0);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Every detector against true positives, near-misses and placeholders; the generic
 // key=value detector's entropy floor and stop-words; Inspect and InspectBatch agreeing.
-#include "tools_api/detectors.h"
+#include "engine/detectors.h"
 
 #include <memory>
 #include <string>

@@ -14,7 +14,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/wire_format_lite.h"
-#include "tools_api/mask.h"
+#include "engine/mask.h"
 
 namespace leash::tools {
 namespace {

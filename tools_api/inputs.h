@@ -11,7 +11,7 @@
 #include "absl/strings/string_view.h"
 #include "google/protobuf/arena.h"
 #include "google/protobuf/struct.pb.h"
-#include "tools_api/detectors.h"
+#include "engine/detectors.h"
 
 namespace leash::tools {
 

@@ -1,6 +1,6 @@
 // Masking keeps a short prefix and the last 4 characters, reveals at most a third of a short
 // secret, and never splits a character.
-#include "tools_api/mask.h"
+#include "engine/mask.h"
 
 #include "gtest/gtest.h"
 

@@ -8,7 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "tools_api/inputs.h"
-#include "tools_api/mask.h"
+#include "engine/mask.h"
 
 namespace leash::tools {
 namespace {
@@ -69,16 +69,7 @@ absl::StatusOr<ToolChecker> ToolChecker::Create() {
 }
 
 std::string ToolChecker::MaskSensitive(absl::string_view text) const {
-  std::vector<Span> spans;
-  for (const DetectorMatch& m : inspector_->Inspect(text)) {
-    if (!IsSensitive(inspector_->info(m.detector).category)) continue;
-    if (!spans.empty() && m.begin < spans.back().second) {
-      spans.back().second = std::max(spans.back().second, m.end);  // overlapping: one span
-      continue;
-    }
-    spans.emplace_back(m.begin, m.end);
-  }
-  return spans.empty() ? std::string(text) : MaskSpans(text, spans);
+  return tools::MaskSensitive(*inspector_, text);
 }
 
 ToolCheckResult ToolChecker::Check(const engine::CompiledPolicy& policy, absl::string_view raw_name,

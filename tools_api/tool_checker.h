@@ -30,7 +30,7 @@
 #include "engine/decision.h"
 #include "google/protobuf/struct.pb.h"
 #include "leash/v1/decision.pb.h"
-#include "tools_api/detectors.h"
+#include "engine/detectors.h"
 
 namespace leash::tools {
 

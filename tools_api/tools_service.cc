@@ -11,7 +11,7 @@
 #include "google/rpc/status.pb.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "tools_api/check_tool_request_view.pb.h"
-#include "tools_api/mask.h"
+#include "engine/mask.h"
 
 namespace leash::tools {
 namespace {

@@ -23,6 +23,7 @@
 #include "engine/compiled_policy.h"
 #include "engine/decision_line_read.h"
 #include "engine/decision_record.h"
+#include "fswatch/process_facts_linux.h"
 #include "fswatch/testing/fake_fanotify_source.h"
 #include "fswatch/watcher.h"
 #include "gmock/gmock.h"
@@ -108,11 +109,14 @@ void WriteNetworkLines(sidecar::AsyncDecisionLog& log) {
   proxy::LogDecision(&context, 0, refused, subject, "netcrit0", /*critical=*/true, "root");
 }
 
-// The file and exec writer: fswatch's Watcher, judging events of the fake fanotify source.
+// The file and exec writer: fswatch's Watcher, judging events of the fake fanotify source,
+// made by this test's own process, whose facts the real /proc reader reads.
 void WriteFileLines(sidecar::AsyncDecisionLog& log) {
   fswatch::testing::FakeFanotifySource source;
+  const fswatch::LinuxProcessFacts process_facts;
   fswatch::WatcherOptions options;
   options.self_pid = 4242;
+  options.process_facts = &process_facts;
   fswatch::Watcher watcher(source, log, options);
   auto map = std::make_shared<policystream::SubjectMap>();
   policystream::SubjectEntry entry;
@@ -121,9 +125,9 @@ void WriteFileLines(sidecar::AsyncDecisionLog& log) {
   entry.policy = AgentPolicy();
   (*map)[kAgent] = entry;
   watcher.Publish(map, 1);
-  source.PushOpen(1234, kAgent, "/t/ok/file");
-  source.PushOpen(1234, kAgent, "/t/no/file");
-  source.PushExec(1234, kAgent, "/t/bin/no");
+  source.PushOpen(getpid(), kAgent, "/t/ok/file");
+  source.PushOpen(getpid(), kAgent, "/t/no/file");
+  source.PushExec(getpid(), kAgent, "/t/bin/no");
   while (source.pending() > 0) ASSERT_EQ(watcher.RunOnce(0), 0);
 }
 
@@ -250,6 +254,16 @@ TEST(DecisionRecordSchema, EveryLineKindCarriesEveryKeyUidZeroIncluded) {
     }
     if (record->uid() == kAgent) {
       EXPECT_EQ(record->account(), kAgentAccount);
+    }
+    if ((record->surface() == "filesystem" || record->surface() == "commands") &&
+        (action == "allow" || action == "block")) {
+      // The acting process of a file or exec line: this test's own.
+      EXPECT_TRUE(f.contains("process")) << "a file or exec line names its process";
+      EXPECT_EQ(record->process().pid(), static_cast<uint32_t>(getpid()));
+      EXPECT_EQ(record->process().ppid(), static_cast<uint32_t>(getppid()));
+      EXPECT_FALSE(record->process().exe().empty());
+      EXPECT_FALSE(record->process().cmdline().empty());
+      EXPECT_LT(line.find("\"subject\""), line.find("\"process\"")) << "process after subject";
     }
     std::string kind = absl::StrCat(record->surface(), "/", action);
     if (record->has_enforced() && !record->enforced()) kind += "/audited";

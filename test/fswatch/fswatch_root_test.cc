@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include <filesystem>
@@ -53,6 +55,7 @@ namespace leash::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using leash::v1::MODE_BLACKLIST;
 using leash::v1::MODE_WHITELIST;
 
@@ -243,6 +246,41 @@ TEST_F(FswatchRootTest, TwoSubjectsEachUnderTheirOwnPolicyAndEveryDecisionLogged
   std::vector<std::string> true_b = LinesFor(log, b.uid(), T("bin/true"));
   ASSERT_EQ(true_b.size(), 1u) << log;  // denied at exec: the file is never opened
   EXPECT_THAT(true_b[0], HasSubstr("matches deny entry 'true'"));
+}
+
+// Rule L5: a real process's refused opens are logged with its pid, ppid, program and its command
+// line, the secret on it masked. The probe opens the denied file again and again: each open
+// waits for its answer, so the process is alive when the watcher reads /proc for every line but
+// the last (read after the answer; the last may find it gone and leave its facts out).
+TEST_F(FswatchRootTest, ARefusedOpenNamesTheActingProcessWithItsSecretMasked) {
+  WatcherProcess* w = Start(StandardMap());
+  ASSERT_NE(w, nullptr);
+  const TestAccount& a = *g_accounts->a;
+  const std::string token = "ghp_0123456789abcdefABCDEF0123456789wxyz";
+  EXPECT_EQ(Probe(a, {"storm", T("z/file"), "5", "Authorization: Bearer " + token}), "ok 5 5");
+  EXPECT_EQ(Stop(*w), 0);
+  const std::string log = w->Log();
+  const std::vector<std::string> lines = LinesFor(log, a.uid(), T("z/file"));
+  ASSERT_EQ(lines.size(), 5u) << log;
+  char exe[PATH_MAX];
+  ASSERT_NE(realpath(probe_->probe().c_str(), exe), nullptr);
+  const std::string cmdline = absl::StrCat(probe_->probe(), " storm ", T("z/file"),
+                                           " 5 Authorization: Bearer ghp_****wxyz");
+  std::string pid;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    SCOPED_TRACE(lines[i]);
+    EXPECT_THAT(lines[i], Not(HasSubstr(token)));
+    const size_t at = lines[i].find("\"process\":{\"pid\":");
+    ASSERT_NE(at, std::string::npos);
+    const std::string this_pid = lines[i].substr(at + 17, lines[i].find_first_of(",}", at + 17) - at - 17);
+    EXPECT_NE(this_pid, "0");
+    if (pid.empty()) pid = this_pid;
+    EXPECT_EQ(this_pid, pid) << "one process made every open";
+    if (i + 1 == lines.size()) continue;
+    EXPECT_THAT(lines[i], HasSubstr(absl::StrCat("\"exe\":\"", exe, "\"")));
+    EXPECT_THAT(lines[i], HasSubstr(absl::StrCat("\"cmdline\":\"", cmdline, "\"")));
+    EXPECT_THAT(lines[i], HasSubstr("\"ppid\":"));
+  }
 }
 
 TEST_F(FswatchRootTest, ListingAFolderIsJudgedLikeOpeningAFile) {

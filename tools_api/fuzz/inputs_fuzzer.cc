@@ -10,7 +10,7 @@
 
 #include "absl/strings/string_view.h"
 #include "engine/compiled_policy.h"
-#include "tools_api/detectors.h"
+#include "engine/detectors.h"
 #include "tools_api/inputs.h"
 #include "tools_api/tool_checker.h"
 

@@ -1,4 +1,4 @@
-#include "tools_api/detectors.h"
+#include "engine/detectors.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,8 +1,9 @@
-#include "tools_api/mask.h"
+#include "engine/mask.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "engine/detectors.h"
 
 namespace leash::tools {
 namespace {
@@ -54,6 +55,19 @@ absl::string_view Utf8Prefix(absl::string_view text, size_t max_bytes) {
   size_t end = max_bytes;
   while (end > 0 && IsContinuation(text[end])) --end;
   return text.substr(0, end);
+}
+
+std::string MaskSensitive(const Inspector& inspector, absl::string_view text) {
+  std::vector<Span> spans;
+  for (const DetectorMatch& m : inspector.Inspect(text)) {
+    if (!IsSensitive(inspector.info(m.detector).category)) continue;
+    if (!spans.empty() && m.begin < spans.back().second) {
+      spans.back().second = std::max(spans.back().second, m.end);  // overlapping: one span
+      continue;
+    }
+    spans.emplace_back(m.begin, m.end);
+  }
+  return spans.empty() ? std::string(text) : MaskSpans(text, spans);
 }
 
 }  // namespace leash::tools

@@ -29,6 +29,13 @@ using Span = std::pair<size_t, size_t>;
 // replaced by MaskSecret of it.
 std::string MaskSpans(absl::string_view text, const std::vector<Span>& spans);
 
+class Inspector;
+
+// `text` with every secret or personal datum the inspector finds in it masked (MaskSecret);
+// privilege-escalation phrases are left as written. Overlapping matches are masked as one.
+// What the tools surface does to a tool name or account, and leash-fswatch to a command line.
+std::string MaskSensitive(const Inspector& inspector, absl::string_view text);
+
 // The longest prefix of `text` of at most `max_bytes` bytes that ends on a character boundary.
 absl::string_view Utf8Prefix(absl::string_view text, size_t max_bytes);
 
