@@ -129,6 +129,7 @@ Watcher::Watcher(FanotifySource& source, engine::DecisionSink& log, WatcherOptio
     : source_(source),
       log_(log),
       options_(std::move(options)),
+      process_budget_(options_.process_reads_per_uid_per_second),
       batch_(options_.batch_size),
       interpreters_(kPendingInterpreters) {
   rng_state_ = static_cast<uint64_t>(MonotonicNs()) ^ (static_cast<uint64_t>(options_.self_pid) << 32);
@@ -755,17 +756,26 @@ void Watcher::LogLine(uint32_t uid, leash::v1::Surface surface, Verdict verdict,
   std::string cmdline;
   RawProcess facts;
   if (pid > 0 && options_.process_facts != nullptr && inspector_ != nullptr) {
-    facts = options_.process_facts->Read(pid);
     process.pid = static_cast<uint32_t>(pid);
+    fields.process = &process;
+  }
+  if (fields.process != nullptr && TakeProcessRead(uid)) {
+    facts = options_.process_facts->Read(pid);
     process.ppid = facts.ppid.value_or(0);
     process.exe = facts.exe;
     cmdline = engine::LoggedCmdline(facts.cmdline, *inspector_);
     process.cmdline = cmdline;
-    fields.process = &process;
   }
   log_.RecordLine(surface, verdict, [&](std::string& line) {
     engine::AppendDecisionLine(fields, append_reason, line);
   });
+}
+
+bool Watcher::TakeProcessRead(uint32_t uid) {
+  const int64_t now_ns =
+      options_.process_read_clock != nullptr ? options_.process_read_clock() : MonotonicNs();
+  absl::MutexLock lock(&process_budget_mu_);
+  return process_budget_.Take(uid, now_ns);
 }
 
 uint64_t Watcher::NextRandom() {

@@ -39,6 +39,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "proto/policystream/subject_map.h"
 #include "proto/sidecar/would_be_blocks.h"
 #include "engine/uid_ranges.h"
@@ -48,6 +49,7 @@
 #include "engine/detectors.h"
 #include "fswatch/fanotify_source.h"
 #include "fswatch/process_facts.h"
+#include "fswatch/process_read_budget.h"
 #include "fswatch/subid_hold.h"
 #include "leash/v1/policy_stream.pb.h"
 
@@ -80,6 +82,11 @@ struct WatcherOptions {
   // masked, bounded command line), after the event is answered; null: lines name no process.
   // Not owned; outlives the watcher.
   const ProcessFacts* process_facts = nullptr;
+  // How many lines of each UID per second carry the process read (process_read_budget.h);
+  // past it a line names only the pid.
+  uint32_t process_reads_per_uid_per_second = 64;
+  // The monotonic clock the budget reads (nanoseconds); null: CLOCK_MONOTONIC. For tests.
+  int64_t (*process_read_clock)() = nullptr;
 };
 
 class Watcher {
@@ -245,6 +252,12 @@ class Watcher {
   const WatcherOptions options_;
   // Masks the acting process's command line; set when options_.process_facts is.
   std::unique_ptr<const tools::Inspector> inspector_;
+  // Acting-process reads left to each UID this second (lines are written from the loop and,
+  // rarely, from a publisher).
+  absl::Mutex process_budget_mu_;
+  ProcessReadBudget process_budget_ ABSL_GUARDED_BY(process_budget_mu_);
+  // Whether a line of `uid` may carry the process read now (process_budget_).
+  bool TakeProcessRead(uint32_t uid);
 
   std::atomic<const State*> state_{nullptr};
   // Odd while the loop is inside a batch (holding a State*), even between batches.

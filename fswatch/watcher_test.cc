@@ -1298,6 +1298,54 @@ TEST_F(ProcessLineTest, AnExitedProcessLeavesItsFactsOut) {
   EXPECT_EQ(records[0].process().cmdline(), "");
 }
 
+// A subject flooding denied opens spends only its own budget of process reads: past it, its
+// lines name the pid alone, and another subject's line still carries its process.
+int64_t FrozenClock() { return 7 * 1000000000LL; }
+
+TEST(ProcessReadBudgetInTheWatcher, AFloodSpendsOnlyItsOwnUidsReads) {
+  FakeFanotifySource source;
+  testing::FakeProcessFacts facts;
+  BlocksOnlySink sink;
+  WatcherOptions options;
+  options.self_pid = kSelf;
+  options.process_facts = &facts;
+  options.process_reads_per_uid_per_second = 2;
+  options.process_read_clock = &FrozenClock;
+  Watcher watcher(source, sink, options);
+  watcher.Publish(StandardMap(), 1);
+  sink.Clear();
+  RawProcess proc;
+  proc.exe = "/usr/bin/cat";
+  facts.Set(600, proc);
+  facts.Set(601, proc);
+  auto push = [&](pid_t pid, uint32_t uid, const char* path) {
+    FakeEvent event;
+    event.mask = FAN_OPEN_PERM;
+    event.pid = pid;
+    event.creds = Creds{uid, uid, uid, uid};
+    event.path = path;
+    event.facts.regular = true;
+    event.facts.mode = S_IFREG | 0644;
+    event.facts.mount = FileFacts::Mount::kOurs;
+    source.Push(event);
+  };
+  for (int i = 0; i < 5; ++i) push(600, kWhite, "/t/ok/secret");
+  push(601, kBlack, "/t/no/x");
+  while (source.pending() > 0) ASSERT_EQ(watcher.RunOnce(0), 0);
+  const auto records = sink.records();
+  ASSERT_EQ(records.size(), 6u);
+  int with_exe = 0;
+  for (size_t i = 0; i < 5; ++i) {
+    ASSERT_TRUE(records[i].has_process());
+    EXPECT_EQ(records[i].process().pid(), 600u);
+    if (!records[i].process().exe().empty()) ++with_exe;
+  }
+  EXPECT_EQ(with_exe, 2) << "the flooding UID's reads stop at its budget";
+  EXPECT_EQ(facts.reads(), 3);
+  EXPECT_EQ(records[5].process().exe(), "/usr/bin/cat") << "another UID keeps its own";
+  EXPECT_TRUE(source.AllReleasedOnce());
+}
+
 // An allow the log does not keep reads nothing of the process: no /proc read on that path.
 TEST_F(ProcessLineTest, AnAllowThatIsNotLoggedReadsNoProcess) {
   const int fd = Push(FAN_OPEN_PERM, 557, "/t/ok/a");
