@@ -308,9 +308,10 @@ INSTANTIATE_TEST_SUITE_P(
 constexpr char kLoader[] = "/usr/lib/ld.so.test";
 constexpr char kLoaderInterp[] = "/lib64/ld.so.test";  // what PT_INTERP says: a link to it
 
-FakeEvent ExecOf(pid_t pid, uint32_t uid, const std::string& path) {
+// A permission event `mask` of `pid` (all of whose ids are `uid`) on the regular file `path`.
+FakeEvent EventOf(uint64_t mask, pid_t pid, uint32_t uid, const std::string& path) {
   FakeEvent event;
-  event.mask = FAN_OPEN_EXEC_PERM;
+  event.mask = mask;
   event.pid = pid;
   event.creds = Creds{uid, uid, uid, uid};
   event.path = path;
@@ -320,6 +321,10 @@ FakeEvent ExecOf(pid_t pid, uint32_t uid, const std::string& path) {
   event.facts.dev = 8;
   event.facts.ino = path.size();  // distinct enough for these paths
   return event;
+}
+
+FakeEvent ExecOf(pid_t pid, uint32_t uid, const std::string& path) {
+  return EventOf(FAN_OPEN_EXEC_PERM, pid, uid, path);
 }
 
 FakeEvent DynamicProgram(pid_t pid, const std::string& path) {
@@ -1234,15 +1239,7 @@ class ProcessLineTest : public ::testing::Test {
     return options;
   }
   int Push(uint64_t mask, pid_t pid, const char* path) {
-    FakeEvent event;
-    event.mask = mask;
-    event.pid = pid;
-    event.creds = Creds{kWhite, kWhite, kWhite, kWhite};
-    event.path = path;
-    event.facts.regular = true;
-    event.facts.mode = S_IFREG | 0755;
-    event.facts.mount = FileFacts::Mount::kOurs;
-    return source_.Push(event);
+    return source_.Push(EventOf(mask, pid, kWhite, path));
   }
   void Drain() {
     while (source_.pending() > 0) ASSERT_EQ(watcher_.RunOnce(0), 0);
@@ -1319,15 +1316,7 @@ TEST(ProcessReadBudgetInTheWatcher, AFloodSpendsOnlyItsOwnUidsReads) {
   facts.Set(600, proc);
   facts.Set(601, proc);
   auto push = [&](pid_t pid, uint32_t uid, const char* path) {
-    FakeEvent event;
-    event.mask = FAN_OPEN_PERM;
-    event.pid = pid;
-    event.creds = Creds{uid, uid, uid, uid};
-    event.path = path;
-    event.facts.regular = true;
-    event.facts.mode = S_IFREG | 0644;
-    event.facts.mount = FileFacts::Mount::kOurs;
-    source.Push(event);
+    source.Push(EventOf(FAN_OPEN_PERM, pid, uid, path));
   };
   for (int i = 0; i < 5; ++i) push(600, kWhite, "/t/ok/secret");
   push(601, kBlack, "/t/no/x");
