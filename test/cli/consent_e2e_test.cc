@@ -138,7 +138,7 @@ TEST_F(ConsentE2eTest, AFloorEditThatWidensEverySubjectIsRefusedUntilAckedAndRec
   EXPECT_THAT(refused.out, HasSubstr("refused (loosening)"));
   EXPECT_THAT(refused.out, HasSubstr("loosens the floor for every subject on the host"));
   const std::string rerun = Rerun(refused);
-  EXPECT_EQ(rerun, "net allow gist.example --ack 'network.allow:gist.example'");
+  EXPECT_EQ(rerun, "network allow gist.example --ack 'network.allow:gist.example'");
   EXPECT_FALSE(reached()) << "a refused floor edit changes nothing";
   EXPECT_EQ(Ledger(), "");
 
