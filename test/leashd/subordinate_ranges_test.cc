@@ -152,26 +152,39 @@ class SubordinateRangesTest : public RootTest {
                        bool race) {
     std::string script = absl::StrCat(
         "set -u\n",
+        // Each program's output comes through a FIFO the script reads line by line, so it
+        // goes on at the line it waits for, not after a poll.
+        "until_line() {  # until_line <fd> <file> <pattern>: copy lines to <file> up to a match\n",
+        "  while IFS= read -r l <&\"$1\"; do printf '%s\\n' \"$l\" >> \"$2\";",
+        " [[ $l =~ $3 ]] && return 0; done; return 1\n}\n",
+        "mkfifo ", files_->Join("server.fifo"), "\n",
         "python3 ", files_->Join("server.py"), " ", kServerAddress, " ", kServerPort,
-        " > ", files_->Join("server.out"), " 2>&1 &\nserver=$!\n",
-        "until grep -q LISTENING ", files_->Join("server.out"), "; do sleep 0.01; done\n");
+        " > ", files_->Join("server.fifo"), " 2>&1 &\nserver=$!\n",
+        "exec {s}<", files_->Join("server.fifo"), "\n",
+        "until_line $s ", files_->Join("server.out"), " '^LISTENING'\n",
+        "cat <&$s >> ", files_->Join("server.out"), " &\n");
     auto add = [](const std::string& line) {
       return absl::StrCat("echo EDITED $(date +%s.%N) && cp -p /etc/subuid /etc/subuid+ && echo '", line,
                           "' >> /etc/subuid+ && mv /etc/subuid+ /etc/subuid\n");
     };
     for (size_t i = 0; i < lines.size(); ++i) {
       const std::string out = files_->Join(absl::StrCat("run", i, ".out"));
-      const std::string loop = absl::StrCat(
-          "setpriv --reuid=", agent_->uid(), " --regid=", agent_->gid(), " --clear-groups -- ",
-          "python3 ", files_->Join("map_loop.py"), " ", firsts[i], " ", kServerAddress, " ",
-          kServerPort, " > ", out, " 2>&1");
+      // The mapping loop as the agent, its output to `to`.
+      auto loop = [&](const std::string& to) {
+        return absl::StrCat("setpriv --reuid=", agent_->uid(), " --regid=", agent_->gid(),
+                            " --clear-groups -- python3 ", files_->Join("map_loop.py"), " ",
+                            firsts[i], " ", kServerAddress, " ", kServerPort, " > ", to, " 2>&1");
+      };
       absl::StrAppend(&script, "echo RUN ", i, "\n");
       if (race) {
-        absl::StrAppend(&script, loop, " &\nloop=$!\n",
-                        "until grep -q -e SPINNING -e MAPPED -e GAVEUP ", out,
-                        " 2>/dev/null; do sleep 0.001; done\n", add(lines[i]), "wait $loop\n");
+        const std::string fifo = files_->Join(absl::StrCat("run", i, ".fifo"));
+        absl::StrAppend(&script, "mkfifo ", fifo, "\n",
+                        loop(fifo), " &\nloop=$!\n",
+                        "exec {r}<", fifo, "\n",
+                        "until_line $r ", out, " '^(SPINNING|MAPPED|GAVEUP)'\n", add(lines[i]),
+                        "cat <&$r >> ", out, "\nexec {r}<&-\nwait $loop\n");
       } else {
-        absl::StrAppend(&script, add(lines[i]), loop, "\n");
+        absl::StrAppend(&script, add(lines[i]), loop(out), "\n");
       }
       absl::StrAppend(&script, "cat ", out, "\n");
     }
