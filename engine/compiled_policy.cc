@@ -364,8 +364,7 @@ Decision CompiledPolicy::UnderAudit(
     decision.kept_under_audit = true;
     return decision;
   }
-  decision.enforced = false;
-  return decision;
+  return engine::UnderAudit(std::move(decision), /*audited=*/true);
 }
 
 bool CompiledPolicy::audited(Surface surface) const {
